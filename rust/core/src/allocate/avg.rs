@@ -1,0 +1,32 @@
+//! `AVG` (`AllocateMessageQueueAveragely`): contiguous blocks, the first `n mod c` consumers get
+//! one extra queue; when `n <= c`, consumer `i < n` gets queue `i`.
+//!
+//! ```
+//! use mqbalance_core::allocate::avg::block;
+//! // 10 queues, 4 consumers: sizes 3, 3, 2, 2.
+//! assert_eq!((0..4).map(|i| block(10, 4, i)).collect::<Vec<_>>(), vec![(0, 3), (3, 3), (6, 2), (8, 2)]);
+//! assert_eq!(block(2, 3, 2), (2, 0)); // more consumers than queues: the last gets nothing
+//! ```
+
+use crate::queues::ConsumerList;
+
+/// `(start, take)` of slot `i` among `c` consumers over `n` queues (`take` may be 0).
+#[inline]
+pub fn block(n: usize, c: usize, i: usize) -> (usize, usize) {
+    let m = n % c;
+    let size = if n <= c { 1 } else if m > 0 && i < m { n / c + 1 } else { n / c };
+    let start = if m > 0 && i < m { i * size } else { i * size + m };
+    (start.min(n), size.min(n.saturating_sub(start)))
+}
+
+/// Whole-group owners. A duplicated id behaves as its first slot in every client, so the blocks of
+/// later slots with that id are consumed by nobody (the duplicated-client-id hazard).
+pub fn owners(n: usize, group: &ConsumerList) -> Vec<i64> {
+    let c = group.len();
+    let mut out = vec![-1i64; n];
+    for j in (0..c).filter(|&j| group.is_first(j)) {
+        let (start, take) = block(n, c, j);
+        out[start..start + take].fill(j as i64);
+    }
+    out
+}

@@ -1,0 +1,18 @@
+//! `AVG_BY_CIRCLE` (`AllocateMessageQueueAveragelyByCircle`): queue `k` goes to slot `k mod c`.
+//!
+//! ```
+//! use mqbalance_core::{allocate::circle::owners, ConsumerList};
+//! let g = ConsumerList::new(vec!["a".into(), "a".into()]); // duplicated id
+//! assert_eq!(owners(4, &g), vec![0, -1, 0, -1]);             // slot 1's queues are stranded
+//! ```
+
+use crate::queues::ConsumerList;
+
+/// Whole-group owners; a later slot of a duplicated id owns nothing.
+pub fn owners(n: usize, group: &ConsumerList) -> Vec<i64> {
+    let c = group.len();
+    (0..n).map(|k| {
+        let j = k % c;
+        if group.is_first(j) { j as i64 } else { -1 }
+    }).collect()
+}

@@ -1,0 +1,148 @@
+//! RocketMQ `AllocateMessageQueueStrategy` implementations, whole group first.
+//!
+//! [`owners`] computes, in one pass, the consumer slot that owns every queue of `mqAll` (the first
+//! slot of the owning id; `-1` when nobody consumes it). [`allocate`] is Java's per-client call —
+//! the input check, then that client's queues in the order Java returns them.
+//!
+//! Both take the lists *as given*: `RebalanceImpl` sorts them first (see [`crate::order`] and
+//! [`crate::QueueTable::java_sort_order`]), but raw calls are part of the contract too.
+//!
+//! `CONFIG` (a fixed list, no check) has no allocation math and lives in the Python layer.
+//!
+//! ```
+//! use mqbalance_core::{allocate, ConsumerList, QueueTable, Strategy};
+//! let q = QueueTable::from_rows((0..7).map(|i| ("T", "b", i))).unwrap();
+//! let g = ConsumerList::new(vec!["a".into(), "b".into(), "c".into()]);
+//! assert_eq!(allocate::owners(&Strategy::AvgByCircle, &q.all(), &g, None).unwrap(), vec![0, 1, 2, 0, 1, 2, 0]);
+//! // A client that is not in the group gets nothing (Java logs "[BUG]" and returns an empty list).
+//! assert_eq!(allocate::allocate(&Strategy::Avg, Some("zz"), &q.all(), &g, None).unwrap(), Vec::<u32>::new());
+//! ```
+
+pub mod avg;
+pub mod check;
+pub mod circle;
+pub mod consistent_hash;
+pub mod machine_room;
+pub mod nearby;
+
+use std::collections::BTreeSet;
+
+use crate::error::AllocateError;
+use crate::queues::{ConsumerList, QueueView};
+use crate::ring::Charset;
+
+pub use nearby::RoomMap;
+
+/// An allocation strategy and its settings. Names follow Java's `getName()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Strategy {
+    /// `AVG`: contiguous blocks; the first `n mod c` consumers get one more.
+    Avg,
+    /// `AVG_BY_CIRCLE`: round robin.
+    AvgByCircle,
+    /// `CONSISTENT_HASH`: MD5 ring with `virtual_node_cnt` virtual nodes per client id.
+    ConsistentHash {
+        /// Virtual nodes per id (Java default 10; 0 means nobody gets anything).
+        virtual_node_cnt: u32,
+        /// How strings become bytes before MD5 (UTF-8 in 5.x).
+        charset: Charset,
+    },
+    /// `MACHINE_ROOM`: queues of brokers named `<idc>@<name>` whose idc is in the set.
+    MachineRoom {
+        /// Java's `consumeridcs`; `None` = never set.
+        consumer_idcs: Option<BTreeSet<String>>,
+    },
+    /// `MACHINE_ROOM_NEARBY-<inner>`: each machine room's queues go to that room's consumers
+    /// (through `inner`); rooms without consumers are shared by everybody. Rooms come per call.
+    MachineRoomNearby {
+        /// The inner strategy (not NEARBY itself).
+        inner: Box<Strategy>,
+    },
+}
+
+impl Strategy {
+    /// `CONSISTENT_HASH` from Java's `int virtualNodeCnt` (negative → Java's constructor error).
+    pub fn consistent_hash(virtual_node_cnt: i64, charset: Charset) -> Result<Self, AllocateError> {
+        match u32::try_from(virtual_node_cnt) {
+            Ok(v) if virtual_node_cnt <= i64::from(i32::MAX) => Ok(Strategy::ConsistentHash { virtual_node_cnt: v, charset }),
+            _ if virtual_node_cnt < 0 => Err(AllocateError::IllegalVirtualNodeCnt(virtual_node_cnt)),
+            _ => Err(AllocateError::RingTooLarge { consumers: 1, virtual_node_cnt: u32::MAX, limit: crate::ring::MAX_RING_ENTRIES }),
+        }
+    }
+
+    /// `MACHINE_ROOM_NEARBY` around `inner`.
+    pub fn nearby(inner: Strategy) -> Result<Self, AllocateError> {
+        if matches!(inner, Strategy::MachineRoomNearby { .. }) {
+            return Err(AllocateError::UnsupportedStrategy {
+                name: inner.name(),
+                reason: "MACHINE_ROOM_NEARBY cannot nest another MACHINE_ROOM_NEARBY".into(),
+            });
+        }
+        Ok(Strategy::MachineRoomNearby { inner: Box::new(inner) })
+    }
+
+    /// Java `getName()`.
+    pub fn name(&self) -> String {
+        match self {
+            Strategy::Avg => "AVG".into(),
+            Strategy::AvgByCircle => "AVG_BY_CIRCLE".into(),
+            Strategy::ConsistentHash { .. } => "CONSISTENT_HASH".into(),
+            Strategy::MachineRoom { .. } => "MACHINE_ROOM".into(),
+            Strategy::MachineRoomNearby { inner } => format!("MACHINE_ROOM_NEARBY-{}", inner.name()),
+        }
+    }
+
+    /// Whether the strategy reads topics / broker names (AVG and AVG_BY_CIRCLE only count queues).
+    pub fn reads_queue_names(&self) -> bool {
+        !matches!(self, Strategy::Avg | Strategy::AvgByCircle)
+    }
+}
+
+/// Owner slot of every queue for the whole group (first slot of the owning id, `-1` for nobody).
+///
+/// Errors are those every member's `allocate` would raise (empty inputs; strategy errors). Queues
+/// that would go to an empty id `""` are reported as unowned: that client's own call throws.
+pub fn owners(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<i64>, AllocateError> {
+    check::check_lists(queues.len(), group.len())?;
+    let mut out = owners_unchecked(strategy, queues, group, rooms)?;
+    if group.ids().iter().any(String::is_empty) {
+        for o in out.iter_mut().filter(|o| **o >= 0) {
+            if group.ids()[*o as usize].is_empty() {
+                *o = -1;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// [`owners`] after the list check (NEARBY's inner calls run on non-empty sub-lists).
+pub(crate) fn owners_unchecked(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<i64>, AllocateError> {
+    Ok(match strategy {
+        Strategy::Avg => avg::owners(queues.len(), group),
+        Strategy::AvgByCircle => circle::owners(queues.len(), group),
+        Strategy::ConsistentHash { virtual_node_cnt, charset } => consistent_hash::owners(*virtual_node_cnt, *charset, queues, group)?,
+        Strategy::MachineRoom { consumer_idcs } => machine_room::owners(consumer_idcs.as_ref(), queues, group)?,
+        Strategy::MachineRoomNearby { inner } => nearby::owners(inner, queues, group, require_rooms(strategy, rooms)?)?,
+    })
+}
+
+fn require_rooms<'r>(strategy: &Strategy, rooms: Option<&'r RoomMap>) -> Result<&'r RoomMap, AllocateError> {
+    rooms.ok_or_else(|| AllocateError::UnsupportedStrategy { name: strategy.name(), reason: "machine rooms of queues and consumers are required".into() })
+}
+
+/// Java's per-client `allocate(group, currentCID, mqAll, cidAll)`: positions in `mqAll` of the
+/// queues `current_id` gets, in the order Java returns them.
+pub fn allocate(strategy: &Strategy, current_id: Option<&str>, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<u32>, AllocateError> {
+    let Some(me) = check::check(current_id, queues.len(), group)? else {
+        return Ok(Vec::new());
+    };
+    match strategy {
+        Strategy::MachineRoomNearby { inner } => nearby::allocate_member(inner, me, queues, group, require_rooms(strategy, rooms)?),
+        _ => Ok(mine(&owners_unchecked(strategy, queues, group, rooms)?, me)),
+    }
+}
+
+/// Positions owned by slot `me`, ascending (the order every non-NEARBY strategy returns).
+pub(crate) fn mine(owners: &[i64], me: usize) -> Vec<u32> {
+    owners.iter().enumerate().filter(|(_, &o)| o == me as i64).map(|(k, _)| k as u32).collect()
+}

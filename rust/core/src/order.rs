@@ -1,0 +1,89 @@
+//! Java orderings: `String.compareTo` (UTF-16 code units) and `MessageQueue.compareTo`.
+//!
+//! Java compares strings by UTF-16 code units; Rust and Python compare by code point. The two differ
+//! only when a supplementary character (UTF-16 surrogates `D800..DFFF`) meets a BMP character in
+//! `E000..FFFF` at the first difference: Java puts the surrogate first. On UTF-8 bytes that is the
+//! case where the first differing bytes are a lead byte `EE`/`EF` against `F0..F4`.
+//!
+//! ```
+//! use std::cmp::Ordering;
+//! use mqbalance_core::order::java_cmp;
+//! assert_eq!(java_cmp("\u{FF01}", "😀"), Ordering::Greater); // Java: surrogate 0xD83D < 0xFF01
+//! assert_eq!(java_cmp("a", "ab"), Ordering::Less);
+//! ```
+
+use std::cmp::Ordering;
+
+/// Java `String.compareTo` on two Rust strings, computed on their UTF-8 bytes without transcoding.
+#[inline]
+pub fn java_cmp(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    match (a.get(common), b.get(common)) {
+        (Some(&x), Some(&y)) => {
+            // Both are lead bytes here when >= 0xEE (continuation bytes are 0x80..=0xBF), and the
+            // shared prefix ends on a character boundary in both strings.
+            let x_supp = x >= 0xF0;
+            let y_supp = y >= 0xF0;
+            if x >= 0xEE && y >= 0xEE && x_supp != y_supp {
+                // Supplementary (surrogate pair, 0xD8xx) sorts before U+E000..U+FFFF in UTF-16.
+                if x_supp {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            } else {
+                x.cmp(&y)
+            }
+        }
+        _ => a.len().cmp(&b.len()),
+    }
+}
+
+/// Stable permutation that sorts `items` in Java string order (`Collections.sort`).
+pub fn sort_order<S: AsRef<str>>(items: &[S]) -> Vec<u32> {
+    let mut idx: Vec<u32> = (0..items.len() as u32).collect();
+    idx.sort_by(|&x, &y| java_cmp(items[x as usize].as_ref(), items[y as usize].as_ref()));
+    idx
+}
+
+/// Rank of each string in Java order (equal strings share a rank). Used to turn dictionary codes
+/// into sortable integers.
+pub fn java_ranks<S: AsRef<str>>(items: &[S]) -> Vec<u32> {
+    let order = sort_order(items);
+    let mut ranks = vec![0u32; items.len()];
+    let mut rank = 0u32;
+    for (k, &i) in order.iter().enumerate() {
+        if k > 0 && java_cmp(items[order[k - 1] as usize].as_ref(), items[i as usize].as_ref()) != Ordering::Equal {
+            rank += 1;
+        }
+        ranks[i as usize] = rank;
+    }
+    ranks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utf16_cmp(a: &str, b: &str) -> Ordering {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+
+    #[test]
+    fn matches_utf16_on_tricky_pairs() {
+        let words = ["", "a", "ab", "\u{FF01}", "😀", "\u{E000}", "\u{FFFF}", "\u{10000}", "中", "é", "a😀", "a\u{FF01}", "\u{D7FF}"];
+        for x in words {
+            for y in words {
+                assert_eq!(java_cmp(x, y), utf16_cmp(x, y), "{x:?} vs {y:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn java_cmp_is_utf16_order(a in "\\PC{0,6}", b in "\\PC{0,6}") {
+            proptest::prop_assert_eq!(java_cmp(&a, &b), utf16_cmp(&a, &b));
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! The inputs of an allocation: a columnar queue table (strings interned) and a consumer list.
+//!
+//! A fleet has few distinct topics and brokers but millions of queues, so a [`QueueTable`] keeps
+//! one dictionary per string column and a `u32` code per row. A [`QueueView`] is a list of rows of
+//! a table in the order a strategy should see them (`mqAll`), without copying strings.
+//!
+//! ```
+//! use mqbalance_core::QueueTable;
+//! let t = QueueTable::from_rows([("T", "broker-b", 1), ("T", "broker-a", 7)]).unwrap();
+//! assert_eq!(t.key(1), "MessageQueue [topic=T, brokerName=broker-a, queueId=7]");
+//! assert_eq!(t.java_sort_order(), vec![1, 0]); // broker-a before broker-b
+//! ```
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use rayon::prelude::*;
+
+use crate::error::AllocateError;
+use crate::order::{java_cmp, java_ranks};
+
+/// Queues as interned columns: `topic`, `brokerName`, `queueId` (a Java `int`).
+#[derive(Debug, Clone, Default)]
+pub struct QueueTable {
+    topics: Vec<String>,
+    brokers: Vec<String>,
+    topic_code: Vec<u32>,
+    broker_code: Vec<u32>,
+    queue_id: Vec<i32>,
+}
+
+fn intern<'a>(dict: &mut Vec<String>, index: &mut HashMap<&'a str, u32>, s: &'a str) -> u32 {
+    *index.entry(s).or_insert_with(|| {
+        dict.push(s.to_owned());
+        (dict.len() - 1) as u32
+    })
+}
+
+fn check_codes(what: &'static str, codes: &[u32], dict_len: usize) -> Result<(), AllocateError> {
+    match codes.iter().position(|&c| c as usize >= dict_len) {
+        Some(row) => Err(AllocateError::InvalidCode { what, row, code: codes[row], dict_len }),
+        None => Ok(()),
+    }
+}
+
+impl QueueTable {
+    /// Build from `(topic, brokerName, queueId)` rows, interning the strings.
+    pub fn from_rows<'a, I>(rows: I) -> Result<Self, AllocateError>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str, i32)>,
+    {
+        let mut t = QueueTable::default();
+        let (mut ti, mut bi) = (HashMap::new(), HashMap::new());
+        for (topic, broker, qid) in rows {
+            t.topic_code.push(intern(&mut t.topics, &mut ti, topic));
+            t.broker_code.push(intern(&mut t.brokers, &mut bi, broker));
+            t.queue_id.push(qid);
+        }
+        Ok(t)
+    }
+
+    /// Build from dictionary-encoded columns (what Arrow dictionaries and factorised numpy give).
+    /// Codes must index their dictionary; the three row columns must have equal length.
+    pub fn from_columns(
+        topics: Vec<String>,
+        topic_code: Vec<u32>,
+        brokers: Vec<String>,
+        broker_code: Vec<u32>,
+        queue_id: Vec<i32>,
+    ) -> Result<Self, AllocateError> {
+        let n = queue_id.len();
+        for (what, got) in [("topics", topic_code.len()), ("brokers", broker_code.len())] {
+            if got != n {
+                return Err(AllocateError::LengthMismatch { what, got, expected: n });
+            }
+        }
+        check_codes("topics", &topic_code, topics.len())?;
+        check_codes("brokers", &broker_code, brokers.len())?;
+        Ok(QueueTable { topics, brokers, topic_code, broker_code, queue_id })
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.queue_id.len()
+    }
+
+    /// True when the table has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.queue_id.is_empty()
+    }
+
+    /// Topic of row `i`.
+    pub fn topic(&self, i: usize) -> &str {
+        &self.topics[self.topic_code[i] as usize]
+    }
+
+    /// Broker name of row `i`.
+    pub fn broker(&self, i: usize) -> &str {
+        &self.brokers[self.broker_code[i] as usize]
+    }
+
+    /// Queue id of row `i`.
+    pub fn queue_id(&self, i: usize) -> i32 {
+        self.queue_id[i]
+    }
+
+    /// Broker-name dictionary code of row `i`, and the dictionary.
+    pub fn broker_code(&self, i: usize) -> u32 {
+        self.broker_code[i]
+    }
+
+    /// The broker-name dictionary.
+    pub fn broker_dict(&self) -> &[String] {
+        &self.brokers
+    }
+
+    /// Java `MessageQueue.toString()` of row `i` — the consistent-hash key of the queue.
+    pub fn key(&self, i: usize) -> String {
+        let mut s = String::new();
+        self.write_key(i, &mut s);
+        s
+    }
+
+    /// Write the `toString()` of row `i` into `buf` (cleared first).
+    pub fn write_key(&self, i: usize, buf: &mut String) {
+        buf.clear();
+        // Writing into a String cannot fail.
+        let _ = write!(buf, "MessageQueue [topic={}, brokerName={}, queueId={}]", self.topic(i), self.broker(i), self.queue_id(i));
+    }
+
+    /// Every row, in table order.
+    pub fn all(&self) -> QueueView<'_> {
+        QueueView { table: self, rows: None }
+    }
+
+    /// Some rows, in the given order.
+    pub fn view<'a>(&'a self, rows: &'a [u32]) -> QueueView<'a> {
+        QueueView { table: self, rows: Some(rows) }
+    }
+
+    /// Stable permutation in Java `MessageQueue` order: topic, then broker name (Java string
+    /// order), then queue id. Queue ids compare as plain integers; Java subtracts them as 32-bit
+    /// ints, which only differs for ids more than 2^31 apart (never seen in practice).
+    pub fn java_sort_order(&self) -> Vec<u32> {
+        let trank = java_ranks(&self.topics);
+        let brank = java_ranks(&self.brokers);
+        let mut keys: Vec<(u64, i32, u32)> = (0..self.len())
+            .into_par_iter()
+            .map(|i| {
+                let hi = (u64::from(trank[self.topic_code[i] as usize]) << 32) | u64::from(brank[self.broker_code[i] as usize]);
+                (hi, self.queue_id[i], i as u32)
+            })
+            .collect();
+        // Unique keys (the row index breaks ties), so an unstable sort is a stable one here.
+        keys.par_sort_unstable();
+        keys.into_iter().map(|k| k.2).collect()
+    }
+
+    /// Java `compareTo` of rows `a` and `b` (plain integer comparison of queue ids).
+    pub fn java_cmp_rows(&self, a: usize, b: usize) -> Ordering {
+        java_cmp(self.topic(a), self.topic(b))
+            .then_with(|| java_cmp(self.broker(a), self.broker(b)))
+            .then_with(|| self.queue_id(a).cmp(&self.queue_id(b)))
+    }
+}
+
+/// Rows of a [`QueueTable`] in the order a strategy sees them (Java's `mqAll`).
+#[derive(Debug, Clone, Copy)]
+pub struct QueueView<'a> {
+    table: &'a QueueTable,
+    rows: Option<&'a [u32]>,
+}
+
+impl<'a> QueueView<'a> {
+    /// Number of queues in the view.
+    pub fn len(&self) -> usize {
+        self.rows.map_or(self.table.len(), <[u32]>::len)
+    }
+
+    /// True when the view has no queues.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Table row of view position `k`.
+    #[inline]
+    pub fn row(&self, k: usize) -> usize {
+        self.rows.map_or(k, |r| r[k] as usize)
+    }
+
+    /// The underlying table.
+    pub fn table(&self) -> &'a QueueTable {
+        self.table
+    }
+
+    /// Broker name at view position `k`.
+    pub fn broker(&self, k: usize) -> &'a str {
+        self.table.broker(self.row(k))
+    }
+}
+
+/// The client ids of a group exactly as passed (Java's `cidAll`): order and duplicates kept.
+///
+/// Each slot also knows the first slot holding the same id, because Java's `indexOf` makes every
+/// duplicate behave as its first occurrence.
+#[derive(Debug, Clone)]
+pub struct ConsumerList {
+    ids: Vec<String>,
+    first: Vec<u32>,
+}
+
+impl ConsumerList {
+    /// Wrap a list of client ids.
+    pub fn new(ids: Vec<String>) -> Self {
+        let mut seen: HashMap<&str, u32> = HashMap::with_capacity(ids.len());
+        let first = ids.iter().enumerate().map(|(j, id)| *seen.entry(id.as_str()).or_insert(j as u32)).collect();
+        ConsumerList { ids, first }
+    }
+
+    /// Number of slots (duplicates counted).
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// True when there are no ids.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The ids, as passed.
+    pub fn ids(&self) -> &[String] {
+        &self.ids
+    }
+
+    /// First slot holding the same id as slot `j`.
+    #[inline]
+    pub fn first_of(&self, j: usize) -> usize {
+        self.first[j] as usize
+    }
+
+    /// True when slot `j` is the first occurrence of its id.
+    #[inline]
+    pub fn is_first(&self, j: usize) -> bool {
+        self.first[j] as usize == j
+    }
+
+    /// Java `cidAll.indexOf(id)`.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.ids.iter().position(|x| x == id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_is_stable_and_java_ordered() {
+        let t = QueueTable::from_rows([("T", "b", 2), ("T", "a", 9), ("S", "z", 0), ("T", "b", 2), ("T", "b", -1)]).unwrap();
+        assert_eq!(t.java_sort_order(), vec![2, 1, 4, 0, 3]);
+    }
+
+    #[test]
+    fn bad_codes_are_errors() {
+        let e = QueueTable::from_columns(vec!["T".into()], vec![1], vec!["b".into()], vec![0], vec![0]).unwrap_err();
+        assert!(matches!(e, AllocateError::InvalidCode { what: "topics", row: 0, code: 1, dict_len: 1 }));
+    }
+
+    #[test]
+    fn duplicates_point_at_first_slot() {
+        let c = ConsumerList::new(vec!["a".into(), "b".into(), "a".into()]);
+        assert_eq!((c.first_of(2), c.is_first(2), c.index_of("b")), (0, false, Some(1)));
+    }
+}

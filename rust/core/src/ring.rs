@@ -1,0 +1,274 @@
+//! RocketMQ's consistent-hash ring (`ConsistentHashRouter` with its default MD5 hash).
+//!
+//! A node's hash is the first four MD5 digest bytes of its key read as a big-endian unsigned
+//! integer. Each client id contributes virtual nodes `<clientId>-<replica>`; a queue belongs to the
+//! first virtual node at or after the hash of `MessageQueue.toString()`, wrapping around.
+//!
+//! ```
+//! use mqbalance_core::{Charset, ConsistentHashRing, ConsumerList, QueueTable};
+//! let group = ConsumerList::new(vec!["10.0.0.7@DEFAULT".into(), "10.0.0.8@DEFAULT".into()]);
+//! let ring = ConsistentHashRing::build(&group, 10, Charset::Utf8).unwrap();
+//! assert_eq!(ring.len(), 20);
+//! let queues = QueueTable::from_rows((0..8).map(|q| ("TopicTest", "broker-a", q))).unwrap();
+//! let owners = ring.owners(&queues.all(), Charset::Utf8);
+//! assert!(owners.iter().all(|&o| o == 0 || o == 1));
+//! ```
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use md5::{Digest, Md5};
+use rayon::prelude::*;
+
+use crate::error::AllocateError;
+use crate::queues::{ConsumerList, QueueView};
+
+/// The most virtual nodes one ring may hold (consumers × `virtualNodeCnt`, duplicates counted).
+/// Java would need gigabytes for rings past this size; we refuse with [`AllocateError::RingTooLarge`].
+pub const MAX_RING_ENTRIES: usize = 1 << 24;
+
+/// How strings become bytes before hashing. RocketMQ 5.x always uses UTF-8; 4.x used the JVM's
+/// default charset, where characters the charset cannot map become `?` (one per code point).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Charset {
+    /// UTF-8 (RocketMQ 5.x, and 4.x on a UTF-8 JVM).
+    #[default]
+    Utf8,
+    /// ISO-8859-1 / Latin-1: U+0000..U+00FF map to one byte, anything else to `?`.
+    Iso8859_1,
+    /// US-ASCII (`ANSI_X3.4-1968`, the POSIX locale of older JVMs): U+0000..U+007F, else `?`.
+    UsAscii,
+}
+
+impl Charset {
+    /// Parse a Java charset name (case-insensitive, common aliases accepted).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().replace('_', "-").as_str() {
+            "utf-8" | "utf8" => Some(Charset::Utf8),
+            "iso-8859-1" | "iso8859-1" | "latin-1" | "latin1" => Some(Charset::Iso8859_1),
+            "us-ascii" | "ascii" | "ansi-x3.4-1968" => Some(Charset::UsAscii),
+            _ => None,
+        }
+    }
+
+    /// Java's canonical name of the charset.
+    pub fn java_name(self) -> &'static str {
+        match self {
+            Charset::Utf8 => "UTF-8",
+            Charset::Iso8859_1 => "ISO-8859-1",
+            Charset::UsAscii => "US-ASCII",
+        }
+    }
+
+    /// Append `String.getBytes(charset)` of `s` to `out`.
+    pub fn encode_into(self, s: &str, out: &mut Vec<u8>) {
+        let limit = match self {
+            Charset::Utf8 => {
+                out.extend_from_slice(s.as_bytes());
+                return;
+            }
+            Charset::Iso8859_1 => 0xFF,
+            Charset::UsAscii => 0x7F,
+        };
+        out.extend(s.chars().map(|c| if (c as u32) <= limit { c as u32 as u8 } else { b'?' }));
+    }
+}
+
+/// RocketMQ's default `HashFunction`: MD5, first four bytes big-endian, unsigned.
+#[inline]
+pub fn md5_hash(bytes: &[u8]) -> u32 {
+    let d = Md5::digest(bytes);
+    u32::from_be_bytes([d[0], d[1], d[2], d[3]])
+}
+
+/// Hash a string as RocketMQ does under the given charset.
+pub fn hash_str(s: &str, charset: Charset) -> u32 {
+    match charset {
+        Charset::Utf8 => md5_hash(s.as_bytes()),
+        _ => {
+            let mut b = Vec::with_capacity(s.len());
+            charset.encode_into(s, &mut b);
+            md5_hash(&b)
+        }
+    }
+}
+
+/// A built ring: sorted hashes and, for each, the owning consumer slot (first occurrence of the id).
+#[derive(Debug, Clone)]
+pub struct ConsistentHashRing {
+    keys: Vec<u32>,
+    owners: Vec<u32>,
+}
+
+fn vnode_hash(id_bytes: &[u8], replica: u64, buf: &mut Vec<u8>) -> u32 {
+    buf.clear();
+    buf.extend_from_slice(id_bytes);
+    buf.push(b'-');
+    buf.extend_from_slice(itoa_u64(replica).as_bytes());
+    md5_hash(buf)
+}
+
+struct Digits {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl Digits {
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+}
+
+fn itoa_u64(mut v: u64) -> Digits {
+    let mut d = Digits { buf: [0; 20], start: 20 };
+    loop {
+        d.start -= 1;
+        d.buf[d.start] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            return d;
+        }
+    }
+}
+
+impl ConsistentHashRing {
+    /// Build the ring the way `ConsistentHashRouter` does, once for the whole group: for each slot
+    /// in order, with `r` = ring entries the same id already owns, insert replicas `r..r+V`; a
+    /// hash collision replaces the earlier node (and so lowers its owner's count).
+    ///
+    /// The MD5 work runs on all cores, assuming no collision; the sequential insertion checks that
+    /// assumption slot by slot and rehashes a slot whose replica numbers were shifted by a collision.
+    pub fn build(group: &ConsumerList, virtual_node_cnt: u32, charset: Charset) -> Result<Self, AllocateError> {
+        let c = group.len();
+        let v = virtual_node_cnt as usize;
+        if c.saturating_mul(v) > MAX_RING_ENTRIES {
+            return Err(AllocateError::RingTooLarge { consumers: c, virtual_node_cnt, limit: MAX_RING_ENTRIES });
+        }
+        let encoded: Vec<Vec<u8>> = group.ids().par_iter().map(|id| {
+            let mut b = Vec::with_capacity(id.len());
+            charset.encode_into(id, &mut b);
+            b
+        }).collect();
+        // Speculative replica start of each slot: V per earlier slot with the same id.
+        let mut seen = vec![0u64; c];
+        let spec: Vec<u64> = (0..c).map(|j| {
+            let f = group.first_of(j);
+            let r = seen[f];
+            seen[f] += v as u64;
+            r
+        }).collect();
+        let hashes: Vec<u32> = (0..c * v).into_par_iter().map_init(Vec::new, |buf, k| {
+            let j = k / v.max(1);
+            vnode_hash(&encoded[j], spec[j] + (k % v.max(1)) as u64, buf)
+        }).collect();
+
+        let mut ring: HashMap<u32, u32> = HashMap::with_capacity(c * v);
+        let mut count = vec![0u64; c];
+        let mut buf = Vec::new();
+        for j in 0..c {
+            let owner = group.first_of(j);
+            let r = count[owner];
+            for t in 0..v {
+                let h = if r == spec[j] { hashes[j * v + t] } else { vnode_hash(&encoded[j], r + t as u64, &mut buf) };
+                if let Some(prev) = ring.insert(h, owner as u32) {
+                    count[prev as usize] -= 1;
+                }
+                count[owner] += 1;
+            }
+        }
+        let mut entries: Vec<(u32, u32)> = ring.into_iter().collect();
+        entries.par_sort_unstable();
+        let (keys, owners) = entries.into_iter().unzip();
+        Ok(ConsistentHashRing { keys, owners })
+    }
+
+    /// Number of virtual nodes on the ring.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// True for an empty ring (`virtualNodeCnt` 0): nobody owns anything.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Owner slot of a key hash: the first node at or after it, wrapping around.
+    #[inline]
+    pub fn route(&self, hash: u32) -> Option<u32> {
+        if self.keys.is_empty() {
+            return None;
+        }
+        let i = self.keys.partition_point(|&k| k < hash);
+        Some(self.owners[if i == self.keys.len() { 0 } else { i }])
+    }
+
+    /// Owner slot of every queue of the view (`-1` when the ring is empty), hashing on all cores.
+    pub fn owners(&self, queues: &QueueView<'_>, charset: Charset) -> Vec<i64> {
+        if self.is_empty() {
+            return vec![-1; queues.len()];
+        }
+        let table = queues.table();
+        (0..queues.len()).into_par_iter().map_init(|| (String::new(), Vec::new()), |(s, b), k| {
+            table.write_key(queues.row(k), s);
+            let h = match charset {
+                Charset::Utf8 => md5_hash(s.as_bytes()),
+                _ => {
+                    b.clear();
+                    charset.encode_into(s, b);
+                    md5_hash(b)
+                }
+            };
+            self.route(h).map_or(-1, i64::from)
+        }).collect()
+    }
+}
+
+/// Format `<clientId>-<replica>` (the virtual node key), for tests and tooling.
+pub fn virtual_node_key(client_id: &str, replica: u64) -> String {
+    let mut s = String::with_capacity(client_id.len() + 4);
+    let _ = write!(s, "{client_id}-{replica}");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_prefix_is_big_endian() {
+        // md5("") = d41d8cd98f00b204e9800998ecf8427e
+        assert_eq!(md5_hash(b""), 0xd41d8cd9);
+    }
+
+    #[test]
+    fn legacy_charsets_replace_per_code_point() {
+        let mut b = Vec::new();
+        Charset::Iso8859_1.encode_into("é😀中", &mut b);
+        assert_eq!(b, vec![0xE9, b'?', b'?']);
+        b.clear();
+        Charset::UsAscii.encode_into("aé", &mut b);
+        assert_eq!(b, b"a?");
+    }
+
+    #[test]
+    fn vnode_keys_match_format() {
+        let mut buf = Vec::new();
+        assert_eq!(vnode_hash(b"id", 12, &mut buf), md5_hash(virtual_node_key("id", 12).as_bytes()));
+        assert_eq!(vnode_hash(b"id", 0, &mut buf), md5_hash(b"id-0"));
+    }
+
+    #[test]
+    fn duplicate_ids_double_the_weight() {
+        let g = ConsumerList::new(vec!["a".into(), "b".into(), "a".into()]);
+        let ring = ConsistentHashRing::build(&g, 5, Charset::Utf8).unwrap();
+        let a = ring.owners.iter().filter(|&&o| o == 0).count();
+        assert_eq!((a, ring.len()), (10, 15));
+        assert!(ring.owners.iter().all(|&o| o != 2));
+    }
+
+    #[test]
+    fn too_large_ring_is_refused() {
+        let g = ConsumerList::new(vec!["a".into(), "b".into()]);
+        assert!(matches!(ConsistentHashRing::build(&g, u32::MAX, Charset::Utf8), Err(AllocateError::RingTooLarge { .. })));
+    }
+}
