@@ -1,1 +1,192 @@
+//! `mqbalance._core`: thin PyO3 bindings over `mqbalance-core`.
+//!
+//! Inputs are extracted into owned Rust data with the GIL held ([`columns`]); the core then runs
+//! with the GIL released; numpy results are moved out without a copy; every core error goes
+//! through [`errors::to_py`]. The public API is the Python facade in `mqbalance/`.
 
+mod columns;
+mod errors;
+
+use std::collections::BTreeSet;
+
+use mqbalance_core::allocate::{self, RoomMap};
+use mqbalance_core::ring::hash_str;
+use mqbalance_core::{order, Charset, ConsumerList, QueueTable, Strategy};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+
+use errors::{IntoPyResult, UnknownCharsetError, UnknownStrategyError, UnsupportedStrategyError};
+
+/// A core strategy handle (immutable).
+#[pyclass(frozen, name = "Strategy", module = "mqbalance._core")]
+struct PyStrategy {
+    inner: Strategy,
+}
+
+fn charset(name: &str) -> PyResult<Charset> {
+    Charset::from_name(name).ok_or_else(|| UnknownCharsetError::new_err((format!("unknown charset {name:?}: use UTF-8, ISO-8859-1 or US-ASCII"), name.to_owned())))
+}
+
+#[pymethods]
+impl PyStrategy {
+    #[new]
+    #[pyo3(signature = (kind, *, virtual_node_cnt = 10, charset = "UTF-8", consumer_idcs = None, inner = None))]
+    fn new(kind: &str, virtual_node_cnt: i64, charset: &str, consumer_idcs: Option<BTreeSet<String>>, inner: Option<&PyStrategy>) -> PyResult<Self> {
+        let cs = self::charset(charset)?;
+        let strategy = match kind {
+            "AVG" => Strategy::Avg,
+            "AVG_BY_CIRCLE" => Strategy::AvgByCircle,
+            "CONSISTENT_HASH" => Strategy::consistent_hash(virtual_node_cnt, cs).py_err()?,
+            "MACHINE_ROOM" => Strategy::MachineRoom { consumer_idcs },
+            "MACHINE_ROOM_NEARBY" => {
+                let inner = inner.ok_or_else(|| UnsupportedStrategyError::new_err(("MACHINE_ROOM_NEARBY needs an inner strategy", kind.to_owned())))?;
+                Strategy::nearby(inner.inner.clone()).py_err()?
+            }
+            _ => return Err(UnknownStrategyError::new_err((format!("no core strategy named {kind:?}"), kind.to_owned()))),
+        };
+        Ok(PyStrategy { inner: strategy })
+    }
+
+    /// Java `getName()`.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<mqbalance._core.Strategy {}>", self.inner.name())
+    }
+}
+
+/// Everything one allocation call needs, owned.
+struct Inputs {
+    table: QueueTable,
+    group: ConsumerList,
+    rooms: Option<RoomMap>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn inputs(
+    strategy: &Strategy,
+    topics: &Bound<'_, PyAny>,
+    brokers: &Bound<'_, PyAny>,
+    queue_ids: PyReadonlyArray1<'_, i64>,
+    consumers: &Bound<'_, PyAny>,
+    queue_rooms: Option<&Bound<'_, PyAny>>,
+    consumer_rooms: Option<&Bound<'_, PyAny>>,
+    room_sep: Option<&str>,
+    need_names: bool,
+) -> PyResult<Inputs> {
+    let table = columns::queue_table(topics, brokers, queue_ids, need_names || strategy.reads_queue_names())?;
+    let group = columns::consumer_list(consumers)?;
+    let rooms = columns::rooms(&table, &group, queue_rooms, consumer_rooms, room_sep)?;
+    Ok(Inputs { table, group, rooms })
+}
+
+/// Java's per-client `allocate` on the lists as given: positions in the queue list, in Java's order.
+#[pyfunction]
+#[pyo3(signature = (strategy, current_id, topics, brokers, queue_ids, consumers, *, queue_rooms = None, consumer_rooms = None, room_sep = None))]
+#[allow(clippy::too_many_arguments)]
+fn allocate_positions<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    current_id: Option<String>,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+    consumers: &Bound<'py, PyAny>,
+    queue_rooms: Option<&Bound<'py, PyAny>>,
+    consumer_rooms: Option<&Bound<'py, PyAny>>,
+    room_sep: Option<&str>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let s = &strategy.inner;
+    let x = inputs(s, topics, brokers, queue_ids, consumers, queue_rooms, consumer_rooms, room_sep, false)?;
+    let picked = py.detach(|| allocate::allocate(s, current_id.as_deref(), &x.table.all(), &x.group, x.rooms.as_ref())).py_err()?;
+    Ok(picked.into_pyarray(py))
+}
+
+/// Every member's list in one pass (lists as given); entry `j` is empty for a repeated id.
+#[pyfunction]
+#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, queue_rooms = None, consumer_rooms = None, room_sep = None))]
+#[allow(clippy::too_many_arguments)]
+fn assign_positions(
+    py: Python<'_>,
+    strategy: &PyStrategy,
+    topics: &Bound<'_, PyAny>,
+    brokers: &Bound<'_, PyAny>,
+    queue_ids: PyReadonlyArray1<'_, i64>,
+    consumers: &Bound<'_, PyAny>,
+    queue_rooms: Option<&Bound<'_, PyAny>>,
+    consumer_rooms: Option<&Bound<'_, PyAny>>,
+    room_sep: Option<&str>,
+) -> PyResult<Vec<Vec<u32>>> {
+    let s = &strategy.inner;
+    let x = inputs(s, topics, brokers, queue_ids, consumers, queue_rooms, consumer_rooms, room_sep, false)?;
+    py.detach(|| allocate::assign(s, &x.table.all(), &x.group, x.rooms.as_ref())).py_err()
+}
+
+/// Owner of every queue (position of the owning id's first occurrence in `consumers`, -1 for
+/// nobody), aligned with the input rows. Unless `presorted`, queues and ids are sorted the Java way
+/// first, as `RebalanceImpl` does.
+#[pyfunction]
+#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, presorted = false, queue_rooms = None, consumer_rooms = None, room_sep = None))]
+#[allow(clippy::too_many_arguments)]
+fn owners<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+    consumers: &Bound<'py, PyAny>,
+    presorted: bool,
+    queue_rooms: Option<&Bound<'py, PyAny>>,
+    consumer_rooms: Option<&Bound<'py, PyAny>>,
+    room_sep: Option<&str>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let s = &strategy.inner;
+    let x = inputs(s, topics, brokers, queue_ids, consumers, queue_rooms, consumer_rooms, room_sep, !presorted)?;
+    let out = py
+        .detach(|| {
+            if presorted {
+                allocate::owners(s, &x.table.all(), &x.group, x.rooms.as_ref())
+            } else {
+                allocate::rebalance_owners(s, &x.table, &x.group, x.rooms.as_ref())
+            }
+        })
+        .py_err()?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Stable permutation sorting strings in Java order (UTF-16 code units).
+#[pyfunction]
+fn sort_strings_order<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let group = columns::consumer_list(items)?;
+    Ok(py.detach(|| order::sort_order(group.ids())).into_pyarray(py))
+}
+
+/// Stable permutation sorting queues in Java `MessageQueue` order.
+#[pyfunction]
+fn sort_queues_order<'py>(py: Python<'py>, topics: &Bound<'py, PyAny>, brokers: &Bound<'py, PyAny>, queue_ids: PyReadonlyArray1<'py, i64>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let table = columns::queue_table(topics, brokers, queue_ids, true)?;
+    Ok(py.detach(|| table.java_sort_order()).into_pyarray(py))
+}
+
+/// RocketMQ's MD5 ring hash of a string under a charset (for tooling and tests).
+#[pyfunction]
+#[pyo3(signature = (text, charset = "UTF-8"))]
+fn ring_hash(text: &str, charset: &str) -> PyResult<u32> {
+    Ok(hash_str(text, self::charset(charset)?))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyStrategy>()?;
+    m.add_function(wrap_pyfunction!(allocate_positions, m)?)?;
+    m.add_function(wrap_pyfunction!(assign_positions, m)?)?;
+    m.add_function(wrap_pyfunction!(owners, m)?)?;
+    m.add_function(wrap_pyfunction!(sort_strings_order, m)?)?;
+    m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
+    m.add_function(wrap_pyfunction!(ring_hash, m)?)?;
+    m.add("MAX_RING_ENTRIES", mqbalance_core::ring::MAX_RING_ENTRIES)?;
+    Ok(())
+}

@@ -146,3 +146,43 @@ pub fn allocate(strategy: &Strategy, current_id: Option<&str>, queues: &QueueVie
 pub(crate) fn mine(owners: &[i64], me: usize) -> Vec<u32> {
     owners.iter().enumerate().filter(|(_, &o)| o == me as i64).map(|(k, _)| k as u32).collect()
 }
+
+/// Every member's queue list in one pass: entry `j` holds what `allocate(group.ids()[j])` returns
+/// for the first slot of each id (later slots of a duplicated id are left empty; their client is
+/// the same id and gets the same list). An empty id in the group is Java's `currentCID is empty`
+/// for that member, so it is an error here too.
+pub fn assign(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<Vec<u32>>, AllocateError> {
+    check::check_lists(queues.len(), group.len())?;
+    if group.ids().iter().any(String::is_empty) {
+        return Err(AllocateError::EmptyCurrentId);
+    }
+    let owned = owners_unchecked(strategy, queues, group, rooms)?;
+    let mut lists = vec![Vec::new(); group.len()];
+    for (k, &o) in owned.iter().enumerate() {
+        if o >= 0 {
+            lists[o as usize].push(k as u32);
+        }
+    }
+    if let (Strategy::MachineRoomNearby { .. }, Some(rooms)) = (strategy, rooms) {
+        nearby::order_member_lists(&mut lists, queues, rooms);
+    }
+    Ok(lists)
+}
+
+/// The `RebalanceImpl` path for a whole group: sort queues (`MessageQueue` order) and client ids
+/// (Java string order) as every client does, then compute the owners. The result is aligned with
+/// the *input* rows and names owners by their position in the *input* id list (first occurrence).
+pub fn rebalance_owners(strategy: &Strategy, table: &crate::QueueTable, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<i64>, AllocateError> {
+    let qperm = table.java_sort_order();
+    let cperm = crate::order::sort_order(group.ids());
+    let sorted_group = ConsumerList::new(cperm.iter().map(|&j| group.ids()[j as usize].clone()).collect());
+    let sorted_rooms = rooms.map(|r| r.permute_consumers(&cperm));
+    let sorted = owners(strategy, &table.view(&qperm), &sorted_group, sorted_rooms.as_ref())?;
+    let mut out = vec![-1i64; table.len()];
+    for (&row, &o) in qperm.iter().zip(&sorted) {
+        if o >= 0 {
+            out[row as usize] = group.first_of(cperm[o as usize] as usize) as i64;
+        }
+    }
+    Ok(out)
+}

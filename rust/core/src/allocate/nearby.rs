@@ -152,3 +152,16 @@ pub fn allocate_member(inner: &Strategy, me: usize, queues: &QueueView<'_>, grou
     Ok(result)
 }
 
+
+/// Put each member's positions in Java's return order: its own room first, then the shared rooms in
+/// room order (positions ascend within a room already).
+pub(crate) fn order_member_lists(lists: &mut [Vec<u32>], queues: &QueueView<'_>, rooms: &RoomMap) {
+    let rank = java_ranks(&rooms.names);
+    for (j, list) in lists.iter_mut().enumerate().filter(|(_, l)| !l.is_empty()) {
+        let mine = rank[rooms.consumer_room[j] as usize];
+        list.sort_by_key(|&k| {
+            let r = rank[rooms.queue_room[queues.row(k as usize)] as usize];
+            (if r == mine { 0 } else { 1 + u64::from(r) }, k)
+        });
+    }
+}

@@ -1,0 +1,80 @@
+"""mqbalance — message-queue consumer-group load balancing, bit-exact with the Java clients.
+
+>>> from mqbalance import MessageQueue, strategy, sort_queues, sort_client_ids
+>>> queues = sort_queues(MessageQueue("TopicTest", b, q) for b in ("broker-b", "broker-a") for q in range(4))
+>>> ids = sort_client_ids(["10.0.0.8@DEFAULT", "10.0.0.7@DEFAULT", "10.0.0.9@DEFAULT"])
+>>> mine = strategy("AVG").allocate("cg-orders", "10.0.0.8@DEFAULT", queues, ids)
+>>> [str(q) for q in mine][0]
+'MessageQueue [topic=TopicTest, brokerName=broker-a, queueId=3]'
+"""
+
+from . import bulk
+from .exceptions import (
+    ConsumerIdcsNotSetError,
+    EmptyConsumersError,
+    EmptyCurrentIdError,
+    EmptyQueuesError,
+    IllegalArgumentError,
+    InvalidClientIdError,
+    InvalidInputError,
+    InvalidQueueError,
+    LengthMismatchError,
+    MachineRoomError,
+    MQBalanceError,
+    RingTooLargeError,
+    UnknownCharsetError,
+    UnknownStrategyError,
+    UnsupportedStrategyError,
+    VirtualNodeCountError,
+)
+from .models import MessageQueue, java_string_key
+from .ordering import sort_client_ids, sort_queues
+from .rooms import PrefixRoomResolver, RoomResolver
+from .strategies import (
+    AllocateStrategy,
+    Avg,
+    AvgByCircle,
+    Config,
+    ConsistentHash,
+    MachineRoom,
+    MachineRoomNearby,
+    StrategyName,
+    strategy,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MessageQueue",
+    "java_string_key",
+    "sort_client_ids",
+    "sort_queues",
+    "strategy",
+    "StrategyName",
+    "AllocateStrategy",
+    "Avg",
+    "AvgByCircle",
+    "ConsistentHash",
+    "MachineRoom",
+    "MachineRoomNearby",
+    "Config",
+    "RoomResolver",
+    "PrefixRoomResolver",
+    "bulk",
+    "MQBalanceError",
+    "InvalidInputError",
+    "IllegalArgumentError",
+    "EmptyCurrentIdError",
+    "EmptyQueuesError",
+    "EmptyConsumersError",
+    "VirtualNodeCountError",
+    "MachineRoomError",
+    "ConsumerIdcsNotSetError",
+    "RingTooLargeError",
+    "InvalidQueueError",
+    "InvalidClientIdError",
+    "LengthMismatchError",
+    "UnsupportedStrategyError",
+    "UnknownStrategyError",
+    "UnknownCharsetError",
+]

@@ -1,0 +1,127 @@
+"""Turning caller inputs into what ``_core`` extracts: lists of str, ``(dictionary, codes)``
+pairs for Arrow columns, and int64 numpy arrays for queue ids. Private."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .exceptions import InvalidClientIdError, InvalidQueueError, LengthMismatchError
+from .models import JAVA_INT_MAX, JAVA_INT_MIN, MessageQueue
+
+StrColumn = list[Any] | tuple[list[Any], np.ndarray]
+
+
+def _arrow_column(col: Any, what: str) -> StrColumn | None:
+    """``(dictionary, codes)`` for a pyarrow (chunked) string or dictionary array, else None."""
+    pa = _pyarrow()
+    if pa is None or not isinstance(col, (pa.Array, pa.ChunkedArray)):
+        return None
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if col.null_count:
+        row = int(pc.index(col.is_null(), True).as_py())
+        raise InvalidQueueError(f"{what}[{row}] is null", None)
+    if not pa.types.is_dictionary(col.type):
+        col = pc.dictionary_encode(col)
+    codes = col.indices.to_numpy(zero_copy_only=False).astype(np.uint32, copy=False)
+    return (col.dictionary.to_pylist(), codes)
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow
+    except ImportError:  # pragma: no cover - pyarrow is optional
+        return None
+    return pyarrow
+
+
+def str_column(col: Any, what: str) -> StrColumn:
+    """A string column for ``_core``: a list of str, or ``(dictionary, uint32 codes)``."""
+    arrow = _arrow_column(col, what)
+    if arrow is not None:
+        return arrow
+    if isinstance(col, list):
+        return col
+    if isinstance(col, np.ndarray):
+        return col.tolist()
+    return list(col)
+
+
+def queue_ids(col: Any) -> np.ndarray:
+    """Queue ids as int64, every value checked to be an integer (Java ``int`` range is checked in
+    Rust, where the row is named)."""
+    pa = _pyarrow()
+    if pa is not None and isinstance(col, (pa.Array, pa.ChunkedArray)):
+        if col.null_count:
+            raise InvalidQueueError("queue_ids contains null", None)
+        col = col.to_numpy(zero_copy_only=False)
+    arr = col if isinstance(col, np.ndarray) else None
+    if arr is None:
+        try:
+            arr = np.asarray(col)
+        except (OverflowError, ValueError) as e:
+            raise InvalidQueueError(f"queue_ids could not be read as integers: {e}", None) from e
+    if arr.ndim != 1:
+        raise InvalidQueueError(f"queue_ids must be one-dimensional, got shape {arr.shape}", arr.shape)
+    if arr.dtype.kind == "i":
+        return arr.astype(np.int64, copy=False)
+    if arr.dtype.kind == "u":
+        too_big = np.flatnonzero(arr > JAVA_INT_MAX)
+        if too_big.size:
+            i = int(too_big[0])
+            raise InvalidQueueError(f"queue_ids[{i}] = {arr[i]} is outside Java's int range", int(arr[i]))
+        return arr.astype(np.int64)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    # Objects, floats, bools: accept only true ints, name the first offender.
+    out = np.empty(arr.size, dtype=np.int64)
+    for i, v in enumerate(arr.tolist()):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise InvalidQueueError(f"queue_ids[{i}] must be an int, got {v!r}", v)
+        if not JAVA_INT_MIN <= v <= JAVA_INT_MAX:
+            raise InvalidQueueError(f"queue_ids[{i}] = {v} is outside Java's int range", v)
+        out[i] = v
+    return out
+
+
+def queue_columns(queues: Sequence[MessageQueue]) -> tuple[list[str], list[str], np.ndarray]:
+    """Columns of a list of :class:`MessageQueue` (fields are validated by the dataclass)."""
+    for i, q in enumerate(queues):
+        if not isinstance(q, MessageQueue):
+            raise InvalidQueueError(f"queues[{i}] must be a MessageQueue, got {q!r}", q)
+    topics = [q.topic for q in queues]
+    brokers = [q.broker_name for q in queues]
+    ids = np.fromiter((q.queue_id for q in queues), dtype=np.int64, count=len(queues))
+    return topics, brokers, ids
+
+
+def id_list(consumers: Iterable[str] | None) -> list[Any]:
+    """Client ids as a list (element types are checked in Rust, which names the bad index)."""
+    if consumers is None:
+        return []
+    if isinstance(consumers, str):
+        raise InvalidClientIdError("consumers must be a list of client ids, not a single str", consumers)
+    return consumers if isinstance(consumers, list) else list(consumers)
+
+
+def check_current_id(current_id: Any) -> None:
+    if current_id is None:
+        return
+    if not isinstance(current_id, str):
+        raise InvalidClientIdError(f"current_id must be a str or None, got {current_id!r}", current_id)
+    try:
+        current_id.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidClientIdError(f"current_id is not valid Unicode (lone surrogate?): {current_id!r}", current_id) from e
+
+
+def check_lengths(**columns: int) -> None:
+    lengths = set(columns.values())
+    if len(lengths) > 1:
+        described = ", ".join(f"{k}={v}" for k, v in columns.items())
+        raise LengthMismatchError(f"columns must have equal lengths, got {described}", columns)

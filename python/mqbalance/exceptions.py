@@ -1,0 +1,124 @@
+"""Exceptions raised by mqbalance.
+
+Every error is an :class:`MQBalanceError`. Errors about values the caller passed also subclass
+:class:`ValueError` (and carry the offending value as ``.value``); failed look-ups subclass
+:class:`LookupError`. Errors that mirror a Java ``IllegalArgumentException`` keep Java's message
+text (``.java_message``), so logs from Python and Java clients read alike.
+
+These classes live in Python (not in the extension), so they have docstrings, pickle, and import
+without the compiled module.
+
+>>> from mqbalance import strategy
+>>> try:
+...     strategy("AVG").allocate("cg", "c1", [], ["c1"])
+... except EmptyQueuesError as e:
+...     print(e.java_message)
+mqAll is null or mqAll empty
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "MQBalanceError",
+    "InvalidInputError",
+    "IllegalArgumentError",
+    "EmptyCurrentIdError",
+    "EmptyQueuesError",
+    "EmptyConsumersError",
+    "VirtualNodeCountError",
+    "MachineRoomError",
+    "ConsumerIdcsNotSetError",
+    "RingTooLargeError",
+    "InvalidQueueError",
+    "InvalidClientIdError",
+    "LengthMismatchError",
+    "UnsupportedStrategyError",
+    "UnknownStrategyError",
+    "UnknownCharsetError",
+]
+
+
+class MQBalanceError(Exception):
+    """Root of every mqbalance error. ``.value`` is the offending value, when there is one."""
+
+    def __init__(self, message: str, value: Any = None) -> None:
+        super().__init__(message, value)
+        self.message = message
+        self.value = value
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidInputError(MQBalanceError, ValueError):
+    """A value passed by the caller is not acceptable."""
+
+
+class IllegalArgumentError(InvalidInputError):
+    """What the Java client throws as ``IllegalArgumentException``; the message is Java's."""
+
+    java_exception = "IllegalArgumentException"
+
+    @property
+    def java_message(self) -> str:
+        return self.message
+
+
+class EmptyCurrentIdError(IllegalArgumentError):
+    """``currentCID is empty``: the current client id is ``None`` or ``""``."""
+
+
+class EmptyQueuesError(IllegalArgumentError):
+    """``mqAll is null or mqAll empty``."""
+
+
+class EmptyConsumersError(IllegalArgumentError):
+    """``cidAll is null or cidAll empty``."""
+
+
+class VirtualNodeCountError(IllegalArgumentError):
+    """``illegal virtualNodeCnt :<n>``: a negative CONSISTENT_HASH virtual node count."""
+
+
+class MachineRoomError(IllegalArgumentError):
+    """``Machine room is null for mq …`` / ``… for consumer id …``: the resolver gave no room."""
+
+
+class ConsumerIdcsNotSetError(InvalidInputError):
+    """MACHINE_ROOM met an ``idc@broker`` name but ``consumer_idcs`` was never set.
+
+    Java throws ``NullPointerException`` there; ``.value`` is the broker name.
+    """
+
+    java_exception = "NullPointerException"
+
+
+class RingTooLargeError(InvalidInputError):
+    """The consistent-hash ring would exceed ``consumers × virtual_node_cnt`` = 2**24 nodes."""
+
+
+class InvalidQueueError(InvalidInputError):
+    """A queue field is not acceptable: a non-string topic or broker name, a string with a lone
+    surrogate, or a queue id outside Java's ``int`` range."""
+
+
+class InvalidClientIdError(InvalidInputError):
+    """A client id is not a string, or holds a lone surrogate."""
+
+
+class LengthMismatchError(InvalidInputError):
+    """Columns that must be aligned have different lengths."""
+
+
+class UnsupportedStrategyError(InvalidInputError):
+    """A strategy cannot be used in this call (e.g. CONFIG in bulk assignment)."""
+
+
+class UnknownStrategyError(MQBalanceError, LookupError):
+    """No strategy of that name."""
+
+
+class UnknownCharsetError(MQBalanceError, LookupError):
+    """The consistent-hash charset is not one of UTF-8, ISO-8859-1, US-ASCII."""

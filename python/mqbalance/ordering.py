@@ -1,0 +1,31 @@
+"""Java orderings of client ids and queues, computed in Rust.
+
+``RebalanceImpl`` sorts both lists before allocating; every client of a group must sort the same
+way, so Python's code-point order (which differs from Java's UTF-16 order for characters above
+U+FFFF against U+E000..U+FFFF) would not do.
+
+>>> sort_client_ids(["\\uff01b", "\\U0001f600a", "10.0.0.7@DEFAULT"])
+['10.0.0.7@DEFAULT', '😀a', '！b']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import _core
+from ._columns import id_list, queue_columns
+from .models import MessageQueue
+
+__all__ = ["sort_client_ids", "sort_queues"]
+
+
+def sort_client_ids(ids: Iterable[str]) -> list[str]:
+    """Client ids in Java ``String.compareTo`` order (stable; duplicates kept)."""
+    items = list(id_list(ids))
+    return [items[i] for i in _core.sort_strings_order(items)]
+
+
+def sort_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
+    """Queues in Java ``MessageQueue.compareTo`` order (stable; duplicates kept)."""
+    items = list(queues)
+    return [items[i] for i in _core.sort_queues_order(*queue_columns(items))]

@@ -1,0 +1,314 @@
+"""RocketMQ allocation strategies with Java's names and Java's behaviour.
+
+``strategy(name, **params)`` builds one; each has ``.name`` (Java's ``getName()``),
+``.allocate(...)`` (Java's per-client call, on the lists exactly as given) and ``.assign(...)``
+(every member's share in one pass).
+
+>>> from mqbalance import MessageQueue, strategy
+>>> qs = [MessageQueue("TopicTest", "broker-a", i) for i in range(5)]
+>>> avg = strategy("AVG")
+>>> [q.queue_id for q in avg.allocate("cg", "c2", qs, ["c1", "c2"])]
+[3, 4]
+>>> {c: [q.queue_id for q in l] for c, l in avg.assign(qs, ["c1", "c2"]).items()}
+{'c1': [0, 1, 2], 'c2': [3, 4]}
+>>> strategy("MACHINE_ROOM_NEARBY", inner=strategy("AVG_BY_CIRCLE")).name
+'MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE'
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from . import _core
+from ._columns import check_current_id, id_list, queue_columns
+from .exceptions import InvalidInputError, MachineRoomError, UnknownStrategyError, UnsupportedStrategyError
+from .models import MessageQueue
+from .ordering import sort_client_ids, sort_queues
+from .rooms import PrefixRoomResolver, RoomResolver
+
+__all__ = [
+    "StrategyName",
+    "AllocateStrategy",
+    "Avg",
+    "AvgByCircle",
+    "ConsistentHash",
+    "MachineRoom",
+    "MachineRoomNearby",
+    "Config",
+    "strategy",
+]
+
+
+class StrategyName(enum.StrEnum):
+    """The names RocketMQ users know (``getName()``)."""
+
+    AVG = "AVG"
+    AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
+    CONSISTENT_HASH = "CONSISTENT_HASH"
+    MACHINE_ROOM = "MACHINE_ROOM"
+    MACHINE_ROOM_NEARBY = "MACHINE_ROOM_NEARBY"
+    CONFIG = "CONFIG"
+
+
+class AllocateStrategy:
+    """Base of every strategy. Subclasses backed by the Rust core set ``_handle``."""
+
+    _handle: Any = None
+
+    @property
+    def name(self) -> str:
+        """Java's ``getName()``."""
+        return str(self._handle.name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def _rooms(self, queues: Sequence[MessageQueue], consumers: list[Any]) -> dict[str, Any]:
+        return {}
+
+    def allocate(
+        self,
+        consumer_group: str | None,
+        current_id: str | None,
+        queues: Sequence[MessageQueue] | None,
+        consumers: Iterable[str] | None,
+    ) -> list[MessageQueue] | None:
+        """Java's ``allocate(consumerGroup, currentCID, mqAll, cidAll)`` on the lists as given.
+
+        Returns the queues ``current_id`` consumes (the same objects as in ``queues``), in Java's
+        order; ``[]`` when ``current_id`` is not in ``consumers``. Raises the
+        :class:`~mqbalance.exceptions.IllegalArgumentError` subclasses where Java throws.
+        ``consumer_group`` only appears in Java's log lines.
+        """
+        check_current_id(current_id)
+        qs = list(queues) if queues is not None else []
+        ids = id_list(consumers)
+        positions = _core.allocate_positions(self._handle, current_id, *queue_columns(qs), ids, **self._rooms(qs, ids))
+        return [qs[i] for i in positions]
+
+    def assign(
+        self,
+        queues: Sequence[MessageQueue] | None,
+        consumers: Iterable[str] | None,
+        *,
+        java_sort: bool = False,
+    ) -> dict[str, list[MessageQueue]]:
+        """Every member's ``allocate`` result, computed in one pass.
+
+        Keys are the distinct ids in ``consumers`` order. With ``java_sort=True`` both lists are
+        first sorted the way ``RebalanceImpl`` does (what real clients compute); otherwise they are
+        used as given, like :meth:`allocate`.
+        """
+        qs = list(queues) if queues is not None else []
+        ids = id_list(consumers)
+        if java_sort:
+            qs, ids = sort_queues(qs), sort_client_ids(ids)
+        lists = _core.assign_positions(self._handle, *queue_columns(qs), ids, **self._rooms(qs, ids))
+        out: dict[str, list[MessageQueue]] = {}
+        for cid, positions in zip(ids, lists):
+            if cid not in out:
+                out[cid] = [qs[i] for i in positions]
+        return out
+
+
+class Avg(AllocateStrategy):
+    """``AVG``: contiguous blocks; the first ``len(queues) % len(consumers)`` get one more.
+
+    >>> qs = [MessageQueue("T", "b", i) for i in range(10)]
+    >>> [len(v) for v in Avg().assign(qs, ["a", "b", "c", "d"]).values()]
+    [3, 3, 2, 2]
+    """
+
+    def __init__(self) -> None:
+        self._handle = _core.Strategy("AVG")
+
+
+class AvgByCircle(AllocateStrategy):
+    """``AVG_BY_CIRCLE``: round robin — queue ``k`` goes to consumer ``k % len(consumers)``.
+
+    >>> qs = [MessageQueue("T", "b", i) for i in range(5)]
+    >>> [q.queue_id for q in AvgByCircle().allocate("cg", "a", qs, ["a", "b"])]
+    [0, 2, 4]
+    """
+
+    def __init__(self) -> None:
+        self._handle = _core.Strategy("AVG_BY_CIRCLE")
+
+
+class ConsistentHash(AllocateStrategy):
+    """``CONSISTENT_HASH``: an MD5 ring with ``virtual_node_cnt`` virtual nodes per client id.
+
+    ``charset`` is how strings become bytes before hashing: ``"UTF-8"`` (RocketMQ 5.x, default),
+    or the JVM default charset of a 4.x client: ``"ISO-8859-1"`` or ``"US-ASCII"``. Clients that
+    hash differently disagree about owners whenever ids, topics or brokers are non-ASCII.
+
+    >>> qs = [MessageQueue("TopicTest", "broker-a", i) for i in range(4)]
+    >>> ConsistentHash(virtual_node_cnt=0).allocate("cg", "a", qs, ["a"])  # empty ring
+    []
+    """
+
+    def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8") -> None:
+        if not isinstance(virtual_node_cnt, int) or isinstance(virtual_node_cnt, bool):
+            raise InvalidInputError(f"virtual_node_cnt must be an int, got {virtual_node_cnt!r}", virtual_node_cnt)
+        self.virtual_node_cnt = virtual_node_cnt
+        self.charset = charset
+        clamped = max(min(virtual_node_cnt, 2**63 - 1), -(2**63))
+        self._handle = _core.Strategy("CONSISTENT_HASH", virtual_node_cnt=clamped, charset=charset)
+
+    def __repr__(self) -> str:
+        return f"ConsistentHash(virtual_node_cnt={self.virtual_node_cnt}, charset={self.charset!r})"
+
+
+class MachineRoom(AllocateStrategy):
+    """``MACHINE_ROOM``: only queues of brokers named ``<idc>@<name>`` with ``idc`` in
+    ``consumer_idcs`` are allocated (blocks, then a round-robin tail).
+
+    ``consumer_idcs=None`` is Java's never-set state: any ``idc@name`` broker then raises
+    :class:`~mqbalance.exceptions.ConsumerIdcsNotSetError` (Java's ``NullPointerException``).
+
+    >>> qs = [MessageQueue("T", "hz@b", 0), MessageQueue("T", "sh@b", 0)]
+    >>> MachineRoom(consumer_idcs={"hz"}).allocate("cg", "c", qs, ["c"]) == [qs[0]]
+    True
+    """
+
+    def __init__(self, consumer_idcs: Iterable[str] | None = None) -> None:
+        if isinstance(consumer_idcs, str):
+            raise InvalidInputError("consumer_idcs must be a collection of idc names, not a single str", consumer_idcs)
+        self.consumer_idcs = None if consumer_idcs is None else frozenset(consumer_idcs)
+        idcs = None if self.consumer_idcs is None else set(self.consumer_idcs)
+        self._handle = _core.Strategy("MACHINE_ROOM", consumer_idcs=idcs)
+
+    def __repr__(self) -> str:
+        idcs = None if self.consumer_idcs is None else sorted(self.consumer_idcs)
+        return f"MachineRoom(consumer_idcs={idcs!r})"
+
+
+def _room(value: Any, what: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MachineRoomError(f"the resolver must return a str room for {what}, got {value!r}", value)
+    return value
+
+
+class MachineRoomNearby(AllocateStrategy):
+    """``MACHINE_ROOM_NEARBY-<inner>``: each room's queues go to that room's consumers through
+    ``inner``; rooms with no consumer are shared by everybody (through ``inner`` too).
+
+    ``inner`` is AVG, AVG_BY_CIRCLE, CONSISTENT_HASH or MACHINE_ROOM. ``resolver`` decides rooms;
+    :class:`~mqbalance.rooms.PrefixRoomResolver` runs inside Rust, any other resolver is asked once
+    per queue and per consumer.
+
+    >>> qs = [MessageQueue("T", "hz@b1", 0), MessageQueue("T", "sh@b2", 0)]
+    >>> s = MachineRoomNearby(Avg(), PrefixRoomResolver())
+    >>> {c: [str(q.broker_name) for q in l] for c, l in s.assign(qs, ["hz@c1", "sh@c2"]).items()}
+    {'hz@c1': ['hz@b1'], 'sh@c2': ['sh@b2']}
+    """
+
+    def __init__(self, inner: AllocateStrategy, resolver: RoomResolver | None = None) -> None:
+        if inner is None:
+            raise InvalidInputError("MACHINE_ROOM_NEARBY needs an inner strategy (Java: NullPointerException)", None)
+        if not isinstance(inner, AllocateStrategy):
+            raise InvalidInputError(f"inner must be a strategy, got {inner!r}", inner)
+        if isinstance(inner, (Config, MachineRoomNearby)):
+            raise UnsupportedStrategyError(f"{inner.name} cannot be the inner strategy of MACHINE_ROOM_NEARBY", inner.name)
+        if resolver is None:
+            resolver = PrefixRoomResolver()
+        if not (callable(getattr(resolver, "broker_room", None)) and callable(getattr(resolver, "consumer_room", None))):
+            raise InvalidInputError(f"resolver must have broker_room(queue) and consumer_room(client_id), got {resolver!r}", resolver)
+        self.inner = inner
+        self.resolver = resolver
+        self._handle = _core.Strategy("MACHINE_ROOM_NEARBY", inner=inner._handle)
+
+    def __repr__(self) -> str:
+        return f"MachineRoomNearby({self.inner!r}, {self.resolver!r})"
+
+    def _rooms(self, queues: Sequence[MessageQueue], consumers: list[Any]) -> dict[str, Any]:
+        if type(self.resolver) is PrefixRoomResolver:
+            return {"room_sep": self.resolver.sep}
+        return {
+            "queue_rooms": [_room(self.resolver.broker_room(q), str(q)) for q in queues],
+            "consumer_rooms": [_room(self.resolver.consumer_room(c), f"consumer id {c!r}") for c in consumers],
+        }
+
+
+class Config(AllocateStrategy):
+    """``CONFIG``: every consumer gets the configured list, whatever the input (no input check).
+
+    ``message_queues=None`` is Java's never-set state: ``allocate`` returns ``None``. A copy of
+    the list is returned (Java hands out the configured list object itself).
+
+    >>> fixed = [MessageQueue("T", "b", 7)]
+    >>> Config(fixed).allocate("cg", "anyone", [], []) == fixed
+    True
+    """
+
+    def __init__(self, message_queues: Iterable[MessageQueue] | None = None) -> None:
+        if message_queues is None:
+            self.message_queues: list[MessageQueue] | None = None
+        else:
+            self.message_queues = list(message_queues)
+            queue_columns(self.message_queues)  # validates the elements
+
+    @property
+    def name(self) -> str:
+        return StrategyName.CONFIG.value
+
+    def __repr__(self) -> str:
+        return f"Config(message_queues={self.message_queues!r})"
+
+    def allocate(
+        self,
+        consumer_group: str | None,
+        current_id: str | None,
+        queues: Sequence[MessageQueue] | None,
+        consumers: Iterable[str] | None,
+    ) -> list[MessageQueue] | None:
+        return None if self.message_queues is None else list(self.message_queues)
+
+    def assign(
+        self,
+        queues: Sequence[MessageQueue] | None,
+        consumers: Iterable[str] | None,
+        *,
+        java_sort: bool = False,
+    ) -> dict[str, list[MessageQueue]]:
+        """Every distinct id gets the configured list (``None`` entries when it was never set)."""
+        ids = id_list(consumers)
+        return {cid: self.allocate(None, cid, queues, ids) for cid in dict.fromkeys(ids)}  # type: ignore[misc]
+
+
+def strategy(name: str | StrategyName, **params: Any) -> AllocateStrategy:
+    """Build a strategy by its RocketMQ name.
+
+    ``AVG``, ``AVG_BY_CIRCLE``; ``CONSISTENT_HASH`` (``virtual_node_cnt=10``, ``charset="UTF-8"``);
+    ``MACHINE_ROOM`` (``consumer_idcs=None``); ``MACHINE_ROOM_NEARBY`` (``inner=``, ``resolver=``
+    defaulting to :class:`PrefixRoomResolver`); ``CONFIG`` (``message_queues=None``).
+    ``MACHINE_ROOM_NEARBY-<inner>`` names (what ``getName()`` prints) are accepted too.
+
+    >>> strategy("CONSISTENT_HASH", virtual_node_cnt=4)
+    ConsistentHash(virtual_node_cnt=4, charset='UTF-8')
+    """
+    text = str(name)
+    if text.startswith("MACHINE_ROOM_NEARBY-") and "inner" not in params:
+        params["inner"] = strategy(text.removeprefix("MACHINE_ROOM_NEARBY-"))
+        text = "MACHINE_ROOM_NEARBY"
+    try:
+        kind = StrategyName(text)
+    except ValueError:
+        known = ", ".join(s.value for s in StrategyName)
+        raise UnknownStrategyError(f"unknown strategy {text!r}; known: {known}", text) from None
+    builders: dict[StrategyName, Any] = {
+        StrategyName.AVG: Avg,
+        StrategyName.AVG_BY_CIRCLE: AvgByCircle,
+        StrategyName.CONSISTENT_HASH: ConsistentHash,
+        StrategyName.MACHINE_ROOM: MachineRoom,
+        StrategyName.MACHINE_ROOM_NEARBY: MachineRoomNearby,
+        StrategyName.CONFIG: Config,
+    }
+    try:
+        return builders[kind](**params)  # type: ignore[no-any-return]
+    except TypeError as e:
+        raise InvalidInputError(f"bad parameters for {kind.value}: {e}", params) from None

@@ -1,0 +1,140 @@
+//! Python inputs → owned core data. Everything is extracted here, with the GIL held, so the core
+//! can then run with the GIL released.
+//!
+//! A string column is either a `list[str]` (interned here) or a `(dictionary: list[str],
+//! codes: numpy.uint32)` pair (what Arrow dictionary arrays and factorised columns give).
+
+use std::collections::HashMap;
+
+use mqbalance_core::allocate::RoomMap;
+use mqbalance_core::{ConsumerList, QueueTable};
+use numpy::PyReadonlyArray1;
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+
+use crate::errors::{InvalidClientIdError, InvalidQueueError, IntoPyResult, LengthMismatchError};
+
+type ErrFn = fn(String, Py<PyAny>) -> PyErr;
+
+fn queue_err(msg: String, value: Py<PyAny>) -> PyErr {
+    InvalidQueueError::new_err((msg, value))
+}
+
+fn client_err(msg: String, value: Py<PyAny>) -> PyErr {
+    InvalidClientIdError::new_err((msg, value))
+}
+
+/// One string, with a typed error naming `what[index]` for non-strings and lone surrogates.
+fn one_str<'a>(item: &'a Bound<'_, PyAny>, what: &str, index: usize, err: ErrFn) -> PyResult<&'a str> {
+    let s = item
+        .cast::<PyString>()
+        .map_err(|_| err(format!("{what}[{index}] must be a str, got {}", repr(item)), item.clone().unbind()))?;
+    s.to_str().map_err(|_| err(format!("{what}[{index}] is not valid Unicode (lone surrogate?): {}", repr(item)), item.clone().unbind()))
+}
+
+fn repr(item: &Bound<'_, PyAny>) -> String {
+    item.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<unrepresentable>".into())
+}
+
+fn as_list<'a, 'py>(obj: &'a Bound<'py, PyAny>, what: &str, err: ErrFn) -> PyResult<&'a Bound<'py, PyList>> {
+    obj.cast::<PyList>().map_err(|_| err(format!("{what} must be a list, got {}", repr(obj)), obj.clone().unbind()))
+}
+
+/// A string column as `(dictionary, codes)`.
+pub fn str_column(obj: &Bound<'_, PyAny>, what: &str, err: ErrFn) -> PyResult<(Vec<String>, Vec<u32>)> {
+    if let Ok(pair) = obj.cast::<PyTuple>() {
+        let dict_obj = pair.get_item(0)?;
+        let dict = as_list(&dict_obj, what, err)?;
+        let mut words = Vec::with_capacity(dict.len());
+        for (i, item) in dict.iter().enumerate() {
+            words.push(one_str(&item, what, i, err)?.to_owned());
+        }
+        let codes: PyReadonlyArray1<'_, u32> = pair.get_item(1)?.extract()?;
+        return Ok((words, codes.as_slice()?.to_vec()));
+    }
+    let list = as_list(obj, what, err)?;
+    let mut index: HashMap<String, u32> = HashMap::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut codes = Vec::with_capacity(list.len());
+    let mut prev: Option<(*mut pyo3::ffi::PyObject, u32)> = None;
+    for (i, item) in list.iter().enumerate() {
+        // Sorted columns repeat the very same object: skip hashing then.
+        if let Some((p, code)) = prev {
+            if p == item.as_ptr() {
+                codes.push(code);
+                continue;
+            }
+        }
+        let s = one_str(&item, what, i, err)?;
+        let code = match index.get(s) {
+            Some(&c) => c,
+            None => {
+                words.push(s.to_owned());
+                index.insert(s.to_owned(), (words.len() - 1) as u32);
+                (words.len() - 1) as u32
+            }
+        };
+        prev = Some((item.as_ptr(), code));
+        codes.push(code);
+    }
+    Ok((words, codes))
+}
+
+/// Queue ids (numpy int64) checked against Java's `int` range.
+pub fn queue_ids(arr: PyReadonlyArray1<'_, i64>) -> PyResult<Vec<i32>> {
+    let slice = arr.as_slice()?;
+    let mut out = Vec::with_capacity(slice.len());
+    for (i, &v) in slice.iter().enumerate() {
+        let q = i32::try_from(v).map_err(|_| {
+            Python::attach(|py| queue_err(format!("queue_ids[{i}] = {v} is outside Java's int range"), v.into_pyobject(py).map(|o| o.into_any().unbind()).unwrap_or_else(|_| py.None())))
+        })?;
+        out.push(q);
+    }
+    Ok(out)
+}
+
+/// The queue table. With `names = false` only the count and ids are kept (AVG/AVG_BY_CIRCLE on
+/// presorted input never read topic or broker names).
+pub fn queue_table(topics: &Bound<'_, PyAny>, brokers: &Bound<'_, PyAny>, ids: PyReadonlyArray1<'_, i64>, names: bool) -> PyResult<QueueTable> {
+    let qids = queue_ids(ids)?;
+    let n = qids.len();
+    if !names {
+        return QueueTable::from_columns(vec![String::new()], vec![0; n], vec![String::new()], vec![0; n], qids).py_err();
+    }
+    let (tdict, tcodes) = str_column(topics, "topics", queue_err)?;
+    let (bdict, bcodes) = str_column(brokers, "brokers", queue_err)?;
+    QueueTable::from_columns(tdict, tcodes, bdict, bcodes, qids).py_err()
+}
+
+/// Client ids (a list of str), as passed.
+pub fn consumer_list(ids: &Bound<'_, PyAny>) -> PyResult<ConsumerList> {
+    let list = as_list(ids, "consumers", client_err)?;
+    let mut out = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        out.push(one_str(&item, "consumers", i, client_err)?.to_owned());
+    }
+    Ok(ConsumerList::new(out))
+}
+
+/// Machine rooms: explicit per-queue and per-consumer room names, or a prefix separator.
+pub fn rooms(
+    table: &QueueTable,
+    group: &ConsumerList,
+    queue_rooms: Option<&Bound<'_, PyAny>>,
+    consumer_rooms: Option<&Bound<'_, PyAny>>,
+    room_sep: Option<&str>,
+) -> PyResult<Option<RoomMap>> {
+    match (queue_rooms, consumer_rooms, room_sep) {
+        (_, _, Some(sep)) => Ok(Some(RoomMap::from_prefix(table, group, sep))),
+        (Some(q), Some(c), None) => {
+            let (mut names, qcodes) = str_column(q, "queue_rooms", queue_err)?;
+            let (cnames, ccodes) = str_column(c, "consumer_rooms", client_err)?;
+            let shift = names.len() as u32;
+            names.extend(cnames);
+            let ccodes = ccodes.into_iter().map(|x| x + shift).collect();
+            RoomMap::new(names, qcodes, ccodes, table, group).py_err().map(Some)
+        }
+        (None, None, None) => Ok(None),
+        _ => Err(LengthMismatchError::new_err(("queue_rooms and consumer_rooms go together", Python::attach(|py| py.None())))),
+    }
+}
