@@ -1,0 +1,48 @@
+"""Shared test helpers: golden-vector loading and strategy building from vector params."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mqbalance import MessageQueue, strategy
+
+VECTORS = Path(__file__).parent / "vectors"
+
+
+def load_vectors(name: str) -> list[dict[str, Any]]:
+    with gzip.open(VECTORS / name, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def mq(d: dict[str, Any]) -> MessageQueue:
+    return MessageQueue(d["topic"], d["brokerName"], d["queueId"])
+
+
+def build_strategy(name: str, params: dict[str, Any]):
+    """The strategy a vector case describes (params use the Java field names)."""
+    if name == "CONSISTENT_HASH":
+        return strategy(name, **({"virtual_node_cnt": params["virtualNodeCnt"]} if "virtualNodeCnt" in params else {}))
+    if name == "MACHINE_ROOM":
+        return strategy(name, consumer_idcs=params.get("consumeridcs"))
+    if name == "MACHINE_ROOM_NEARBY":
+        inner = params["fallback"]
+        return strategy(name, inner=build_strategy(inner["strategy"], inner))
+    if name == "CONFIG":
+        lst = params.get("messageQueueList")
+        return strategy(name, message_queues=None if lst is None else [mq(q) for q in lst])
+    return strategy(name)
+
+
+@pytest.fixture(scope="session")
+def allocate_cases() -> list[dict[str, Any]]:
+    return load_vectors("rocketmq/allocate.jsonl.gz")
+
+
+@pytest.fixture(scope="session")
+def raw_cases() -> list[dict[str, Any]]:
+    return load_vectors("rocketmq/allocate_raw.jsonl.gz")
