@@ -80,7 +80,8 @@ def queue_ids(col: Any) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     # Objects, floats, bools: accept only true ints, name the first offender.
     out = np.empty(arr.size, dtype=np.int64)
-    for i, v in enumerate(arr.tolist()):
+    values = list(col) if isinstance(col, (list, tuple)) else arr.tolist()
+    for i, v in enumerate(values):
         if not isinstance(v, int) or isinstance(v, bool):
             raise InvalidQueueError(f"queue_ids[{i}] must be an int, got {v!r}", v)
         if not JAVA_INT_MIN <= v <= JAVA_INT_MAX:

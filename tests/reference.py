@@ -1,0 +1,167 @@
+"""A plain-Python reference of RocketMQ allocation, written from ../shared/spec/rocketmq.md §1–2
+and independent of the Rust core. It is deliberately literal (and slow): per-client calls that
+rebuild everything, like the Java classes do. Used by the differential tests and, as the baseline,
+by the benchmarks.
+
+Queues are ``(topic, broker, queue_id)`` tuples; results are positions in ``mq_all``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from typing import Any
+
+
+class JavaIllegalArgument(Exception):
+    pass
+
+
+class JavaNullPointer(Exception):
+    pass
+
+
+def utf16(s: str) -> bytes:
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def queue_key(q: tuple[str, str, int]) -> tuple[bytes, bytes, int]:
+    return (utf16(q[0]), utf16(q[1]), q[2])
+
+
+def to_string(q: tuple[str, str, int]) -> str:
+    return f"MessageQueue [topic={q[0]}, brokerName={q[1]}, queueId={q[2]}]"
+
+
+def getbytes(s: str, charset: str) -> bytes:
+    if charset == "UTF-8":
+        return s.encode("utf-8")
+    limit = 0xFF if charset == "ISO-8859-1" else 0x7F
+    return bytes(ord(ch) if ord(ch) <= limit else ord("?") for ch in s)
+
+
+def md5_hash(s: str, charset: str = "UTF-8") -> int:
+    return int.from_bytes(hashlib.md5(getbytes(s, charset)).digest()[:4], "big")
+
+
+def check(current: str | None, mq_all: list[Any] | None, cid_all: list[str] | None) -> bool:
+    if not current:
+        raise JavaIllegalArgument("currentCID is empty")
+    if not mq_all:
+        raise JavaIllegalArgument("mqAll is null or mqAll empty")
+    if not cid_all:
+        raise JavaIllegalArgument("cidAll is null or cidAll empty")
+    return current in cid_all
+
+
+def avg(current, mq_all, cid_all) -> list[int]:
+    if not check(current, mq_all, cid_all):
+        return []
+    i, n, c = cid_all.index(current), len(mq_all), len(cid_all)
+    mod = n % c
+    if n <= c:
+        size = 1
+    elif mod > 0 and i < mod:
+        size = n // c + 1
+    else:
+        size = n // c
+    start = i * size if (mod > 0 and i < mod) else i * size + mod
+    take = min(size, n - start)
+    return list(range(start, start + take)) if take > 0 else []
+
+
+def circle(current, mq_all, cid_all) -> list[int]:
+    if not check(current, mq_all, cid_all):
+        return []
+    i, c = cid_all.index(current), len(cid_all)
+    return [k for k in range(i, len(mq_all)) if k % c == i]
+
+
+def consistent_hash(current, mq_all, cid_all, vnodes: int = 10, charset: str = "UTF-8") -> list[int]:
+    if not check(current, mq_all, cid_all):
+        return []
+    ring: dict[int, str] = {}
+    for cid in cid_all:
+        existing = sum(1 for owner in ring.values() if owner == cid)
+        for r in range(existing, existing + vnodes):
+            ring[md5_hash(f"{cid}-{r}", charset)] = cid
+    keys = sorted(ring)
+    out = []
+    for k, q in enumerate(mq_all):
+        if not keys:
+            continue
+        h = md5_hash(to_string(q), charset)
+        i = bisect.bisect_left(keys, h)
+        if ring[keys[i if i < len(keys) else 0]] == current:
+            out.append(k)
+    return out
+
+
+def java_split_at(s: str) -> list[str]:
+    if "@" not in s:
+        return [s]
+    parts = s.split("@")
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
+def machine_room(current, mq_all, cid_all, idcs) -> list[int]:
+    if not check(current, mq_all, cid_all):
+        return []
+    i, c = cid_all.index(current), len(cid_all)
+    premq = []
+    for k, q in enumerate(mq_all):
+        parts = java_split_at(q[1])
+        if len(parts) == 2:
+            if idcs is None:
+                raise JavaNullPointer()
+            if parts[0] in idcs:
+                premq.append(k)
+    m, r = divmod(len(premq), c)
+    out = premq[i * m : i * m + m]
+    if r > i:
+        out.append(premq[i + m * c])
+    return out
+
+
+def prefix_room(s: str) -> str:
+    return s.split("@", 1)[0]
+
+
+def nearby(current, mq_all, cid_all, inner) -> list[int]:
+    if not check(current, mq_all, cid_all):
+        return []
+    q_rooms: dict[str, list[int]] = {}
+    for k, q in enumerate(mq_all):
+        room = prefix_room(q[1])
+        if not room:
+            raise JavaIllegalArgument(f"Machine room is null for mq {to_string(q)}")
+        q_rooms.setdefault(room, []).append(k)
+    c_rooms: dict[str, list[str]] = {}
+    for cid in cid_all:
+        room = prefix_room(cid)
+        if not room:
+            raise JavaIllegalArgument(f"Machine room is null for consumer id {cid}")
+        c_rooms.setdefault(room, []).append(cid)
+    out = []
+    mine = prefix_room(current)
+    positions = q_rooms.pop(mine, None)
+    if positions:
+        sub = inner(current, [mq_all[k] for k in positions], c_rooms[mine])
+        out += [positions[j] for j in sub]
+    for room in sorted(q_rooms, key=utf16):
+        if room not in c_rooms:
+            positions = q_rooms[room]
+            out += [positions[j] for j in inner(current, [mq_all[k] for k in positions], cid_all)]
+    return out
+
+
+def owners(allocate, mq_all, cid_all) -> list[int]:
+    """Whole group by calling ``allocate`` for every distinct id (what a fleet of clients does)."""
+    out = [-1] * len(mq_all)
+    for cid in dict.fromkeys(cid_all):
+        for k in allocate(cid, mq_all, cid_all):
+            if out[k] == -1:
+                out[k] = cid_all.index(cid)
+    return out
