@@ -165,3 +165,59 @@ def owners(allocate, mq_all, cid_all) -> list[int]:
             if out[k] == -1:
                 out[k] = cid_all.index(cid)
     return out
+
+
+# --- Whole-group plain-Python versions: the fair baselines for the benchmarks (one pass per group,
+# ring built once), checked against the literal per-client functions above in test_properties.
+
+
+def group_avg(n: int, cid_all: list[str]) -> list[int]:
+    c = len(cid_all)
+    first: dict[str, int] = {}
+    out = [-1] * n
+    for j, cid in enumerate(cid_all):
+        if first.setdefault(cid, j) != j:
+            continue
+        mod = n % c
+        size = 1 if n <= c else (n // c + 1 if (mod > 0 and j < mod) else n // c)
+        start = j * size if (mod > 0 and j < mod) else j * size + mod
+        for k in range(start, min(start + size, n)):
+            out[k] = j
+    return out
+
+
+def group_circle(n: int, cid_all: list[str]) -> list[int]:
+    c = len(cid_all)
+    first: dict[str, int] = {}
+    firsts = [first.setdefault(cid, j) == j for j, cid in enumerate(cid_all)]
+    return [k % c if firsts[k % c] else -1 for k in range(n)]
+
+
+def group_consistent_hash(mq_all: list[tuple[str, str, int]], cid_all: list[str], vnodes: int = 10) -> list[int]:
+    first: dict[str, int] = {}
+    ring: dict[int, int] = {}
+    count: dict[int, int] = {}
+    for j, cid in enumerate(cid_all):
+        owner = first.setdefault(cid, j)
+        r = count.get(owner, 0)
+        for rep in range(r, r + vnodes):
+            h = md5_hash(f"{cid}-{rep}")
+            prev = ring.get(h)
+            if prev is not None:
+                count[prev] -= 1
+            ring[h] = owner
+            count[owner] = count.get(owner, 0) + 1
+    keys = sorted(ring)
+    owners = [ring[k] for k in keys]
+    out = []
+    for q in mq_all:
+        i = bisect.bisect_left(keys, md5_hash(to_string(q)))
+        out.append(owners[i if i < len(keys) else 0] if keys else -1)
+    return out
+
+
+def java_sorted_group(mq_all: list[tuple[str, str, int]], cid_all: list[str]) -> tuple[list[int], list[int]]:
+    """Permutations that sort queues and ids the Java way (what RebalanceImpl does first)."""
+    qperm = sorted(range(len(mq_all)), key=lambda k: queue_key(mq_all[k]))
+    cperm = sorted(range(len(cid_all)), key=lambda j: utf16(cid_all[j]))
+    return qperm, cperm

@@ -151,3 +151,14 @@ def test_duplicated_id_strands_queues_in_avg():
         bulk.assign("AVG", [q.topic for q in qs], [q.broker_name for q in qs], [q.queue_id for q in qs], ["a", "a", "b"], presorted=True),
         [0, 0, 0, -1, -1, -1, 2, 2, 2],
     )
+
+
+@settings(max_examples=100, deadline=None)
+@given(raw_queues=queues_st, ids=ids_st)
+def test_whole_group_baselines_match_the_literal_reference(raw_queues, ids):
+    """The benchmarks' plain-Python baselines compute what the literal per-client reference does."""
+    assume("" not in ids)
+    n = len(raw_queues)
+    assert ref.group_avg(n, ids) == ref.owners(ref.avg, raw_queues, ids)
+    assert ref.group_circle(n, ids) == ref.owners(ref.circle, raw_queues, ids)
+    assert ref.group_consistent_hash(raw_queues, ids, 3) == ref.owners(partial(ref.consistent_hash, vnodes=3), raw_queues, ids)

@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use mqbalance_core::{allocate, ConsumerList, QueueTable, Strategy};
-//! let queues = QueueTable::from_rows((0..5).map(|q| ("TopicTest", "broker-a", q))).unwrap();
+//! let queues = QueueTable::from_rows((0..5).map(|q| ("TopicTest", "broker-a", q)));
 //! let group = ConsumerList::new(vec!["c1".to_string(), "c2".to_string()]);
 //! // AVG: contiguous blocks, the first `5 mod 2` consumers get one more.
 //! assert_eq!(allocate::owners(&Strategy::Avg, &queues.all(), &group, None).unwrap(), vec![0, 0, 0, 1, 1]);

@@ -6,16 +6,16 @@
 //!
 //! ```
 //! use mqbalance_core::QueueTable;
-//! let t = QueueTable::from_rows([("T", "broker-b", 1), ("T", "broker-a", 7)]).unwrap();
+//! let t = QueueTable::from_rows([("T", "broker-b", 1), ("T", "broker-a", 7)]);
 //! assert_eq!(t.key(1), "MessageQueue [topic=T, brokerName=broker-a, queueId=7]");
 //! assert_eq!(t.java_sort_order(), vec![1, 0]); // broker-a before broker-b
 //! ```
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::error::AllocateError;
 use crate::order::{java_cmp, java_ranks};
@@ -46,18 +46,18 @@ fn check_codes(what: &'static str, codes: &[u32], dict_len: usize) -> Result<(),
 
 impl QueueTable {
     /// Build from `(topic, brokerName, queueId)` rows, interning the strings.
-    pub fn from_rows<'a, I>(rows: I) -> Result<Self, AllocateError>
+    pub fn from_rows<'a, I>(rows: I) -> Self
     where
         I: IntoIterator<Item = (&'a str, &'a str, i32)>,
     {
         let mut t = QueueTable::default();
-        let (mut ti, mut bi) = (HashMap::new(), HashMap::new());
+        let (mut ti, mut bi) = (HashMap::default(), HashMap::default());
         for (topic, broker, qid) in rows {
             t.topic_code.push(intern(&mut t.topics, &mut ti, topic));
             t.broker_code.push(intern(&mut t.brokers, &mut bi, broker));
             t.queue_id.push(qid);
         }
-        Ok(t)
+        t
     }
 
     /// Build from dictionary-encoded columns (what Arrow dictionaries and factorised numpy give).
@@ -213,7 +213,7 @@ pub struct ConsumerList {
 impl ConsumerList {
     /// Wrap a list of client ids.
     pub fn new(ids: Vec<String>) -> Self {
-        let mut seen: HashMap<&str, u32> = HashMap::with_capacity(ids.len());
+        let mut seen: HashMap<&str, u32> = HashMap::with_capacity_and_hasher(ids.len(), Default::default());
         let first = ids.iter().enumerate().map(|(j, id)| *seen.entry(id.as_str()).or_insert(j as u32)).collect();
         ConsumerList { ids, first }
     }
@@ -257,7 +257,7 @@ mod tests {
 
     #[test]
     fn sort_is_stable_and_java_ordered() {
-        let t = QueueTable::from_rows([("T", "b", 2), ("T", "a", 9), ("S", "z", 0), ("T", "b", 2), ("T", "b", -1)]).unwrap();
+        let t = QueueTable::from_rows([("T", "b", 2), ("T", "a", 9), ("S", "z", 0), ("T", "b", 2), ("T", "b", -1)]);
         assert_eq!(t.java_sort_order(), vec![2, 1, 4, 0, 3]);
     }
 

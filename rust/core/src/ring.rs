@@ -9,12 +9,12 @@
 //! let group = ConsumerList::new(vec!["10.0.0.7@DEFAULT".into(), "10.0.0.8@DEFAULT".into()]);
 //! let ring = ConsistentHashRing::build(&group, 10, Charset::Utf8).unwrap();
 //! assert_eq!(ring.len(), 20);
-//! let queues = QueueTable::from_rows((0..8).map(|q| ("TopicTest", "broker-a", q))).unwrap();
+//! let queues = QueueTable::from_rows((0..8).map(|q| ("TopicTest", "broker-a", q)));
 //! let owners = ring.owners(&queues.all(), Charset::Utf8);
 //! assert!(owners.iter().all(|&o| o == 0 || o == 1));
 //! ```
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt::Write as _;
 
 use md5::{Digest, Md5};
@@ -162,7 +162,7 @@ impl ConsistentHashRing {
             vnode_hash(&encoded[j], spec[j] + (k % v.max(1)) as u64, buf)
         }).collect();
 
-        let mut ring: HashMap<u32, u32> = HashMap::with_capacity(c * v);
+        let mut ring: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(c * v, Default::default());
         let mut count = vec![0u64; c];
         let mut buf = Vec::new();
         for j in 0..c {

@@ -4,13 +4,12 @@
 //! A string column is either a `list[str]` (interned here) or a `(dictionary: list[str],
 //! codes: numpy.uint32)` pair (what Arrow dictionary arrays and factorised columns give).
 
-use std::collections::HashMap;
-
 use mqbalance_core::allocate::RoomMap;
 use mqbalance_core::{ConsumerList, QueueTable};
 use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
+use rustc_hash::FxHashMap;
 
 use crate::errors::{InvalidClientIdError, InvalidQueueError, IntoPyResult, LengthMismatchError};
 
@@ -53,7 +52,7 @@ pub fn str_column(obj: &Bound<'_, PyAny>, what: &str, err: ErrFn) -> PyResult<(V
         return Ok((words, codes.as_slice()?.to_vec()));
     }
     let list = as_list(obj, what, err)?;
-    let mut index: HashMap<String, u32> = HashMap::new();
+    let mut index: FxHashMap<String, u32> = FxHashMap::default();
     let mut words: Vec<String> = Vec::new();
     let mut codes = Vec::with_capacity(list.len());
     let mut prev: Option<(*mut pyo3::ffi::PyObject, u32)> = None;

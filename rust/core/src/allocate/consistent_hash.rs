@@ -3,7 +3,7 @@
 //!
 //! ```
 //! use mqbalance_core::{allocate::consistent_hash::owners, Charset, ConsumerList, QueueTable};
-//! let q = QueueTable::from_rows((0..4).map(|i| ("T", "b", i))).unwrap();
+//! let q = QueueTable::from_rows((0..4).map(|i| ("T", "b", i)));
 //! let g = ConsumerList::new(vec!["a".into()]);
 //! assert_eq!(owners(10, Charset::Utf8, &q.all(), &g).unwrap(), vec![0; 4]);
 //! assert_eq!(owners(0, Charset::Utf8, &q.all(), &g).unwrap(), vec![-1; 4]); // empty ring

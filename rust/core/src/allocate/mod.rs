@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use mqbalance_core::{allocate, ConsumerList, QueueTable, Strategy};
-//! let q = QueueTable::from_rows((0..7).map(|i| ("T", "b", i))).unwrap();
+//! let q = QueueTable::from_rows((0..7).map(|i| ("T", "b", i)));
 //! let g = ConsumerList::new(vec!["a".into(), "b".into(), "c".into()]);
 //! assert_eq!(allocate::owners(&Strategy::AvgByCircle, &q.all(), &g, None).unwrap(), vec![0, 1, 2, 0, 1, 2, 0]);
 //! // A client that is not in the group gets nothing (Java logs "[BUG]" and returns an empty list).

@@ -10,7 +10,7 @@
 //! ```
 //! use mqbalance_core::{allocate, ConsumerList, QueueTable, Strategy};
 //! use mqbalance_core::allocate::RoomMap;
-//! let q = QueueTable::from_rows([("T", "hz@b1", 0), ("T", "hz@b1", 1), ("T", "sh@b2", 0), ("T", "gz@b3", 0)]).unwrap();
+//! let q = QueueTable::from_rows([("T", "hz@b1", 0), ("T", "hz@b1", 1), ("T", "sh@b2", 0), ("T", "gz@b3", 0)]);
 //! let g = ConsumerList::new(vec!["hz@c1".into(), "sh@c2".into()]);
 //! let rooms = RoomMap::from_prefix(&q, &g, "@");
 //! let s = Strategy::nearby(Strategy::Avg).unwrap();

@@ -1,0 +1,127 @@
+"""RocketMQ allocation hot paths against plain-Python baselines (``tests/reference.py``).
+
+Targets (issue #2, this 2-core machine): whole-group AVG / AVG_BY_CIRCLE on presorted columns at
+1M queues / 10k consumers ≤ 20 ms, from unsorted input (Java sort included) ≤ 300 ms;
+CONSISTENT_HASH whole group 10k / 1k ≤ 20 ms and 1M / 10k ≤ 1 s; one client's CONSISTENT_HASH
+``allocate`` at 10k / 1k from Python objects ≤ 20 ms.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import partial
+
+import numpy as np
+import pytest
+
+import reference as ref
+from mqbalance import MessageQueue, bulk, sort_client_ids, sort_queues, strategy
+
+
+def fleet(n: int, c: int, *, shuffled: bool, brokers: int = 64):
+    per = -(-n // brokers)  # ceil: exactly n rows after the cut below
+    rows = [("TopicTest", f"broker-{b:03d}", q) for b in range(brokers) for q in range(per)][:n]
+    ids = [f"10.{j // 65536}.{(j // 256) % 256}.{j % 256}@DEFAULT" for j in range(c)]
+    if shuffled:
+        rng = random.Random(7)
+        rng.shuffle(rows)
+        rng.shuffle(ids)
+    else:
+        ids = sort_client_ids(ids)
+    topics = [r[0] for r in rows]
+    broker_col = [r[1] for r in rows]
+    qids = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
+    return rows, topics, broker_col, qids, ids
+
+
+def _equal(ours, base) -> None:
+    np.testing.assert_array_equal(ours, np.asarray(base, dtype=np.int64))
+
+
+GROUP = {"AVG": ref.group_avg, "AVG_BY_CIRCLE": ref.group_circle}
+
+
+@pytest.mark.parametrize("name", ["AVG", "AVG_BY_CIRCLE"])
+def test_bulk_presorted_1m_10k(compare, full_size, name):
+    n, c = (1_000_000, 10_000) if full_size else (20_000, 300)
+    _, topics, brokers, qids, ids = fleet(n, c, shuffled=False)
+    compare(
+        lambda: bulk.assign(name, topics, brokers, qids, ids, presorted=True),
+        lambda: GROUP[name](n, ids),
+        check=_equal,
+        target_s=0.020,
+        baseline_rounds=2,
+    )
+
+
+@pytest.mark.parametrize("name", ["AVG", "AVG_BY_CIRCLE"])
+def test_bulk_unsorted_1m_10k(compare, full_size, name):
+    n, c = (1_000_000, 10_000) if full_size else (20_000, 300)
+    rows, topics, brokers, qids, ids = fleet(n, c, shuffled=True)
+
+    def baseline():
+        qperm, cperm = ref.java_sorted_group(rows, ids)
+        sorted_ids = [ids[j] for j in cperm]
+        owners = GROUP[name](n, sorted_ids)
+        out = [-1] * n
+        for k, o in zip(qperm, owners):
+            if o >= 0:
+                out[k] = cperm[o]
+        return out
+
+    compare(lambda: bulk.assign(name, topics, brokers, qids, ids), baseline, check=_equal, target_s=0.300)
+
+
+@pytest.mark.parametrize("n,c,target", [(10_000, 1_000, 0.020), (1_000_000, 10_000, 1.0)], ids=["10k-1k", "1m-10k"])
+def test_bulk_consistent_hash(compare, full_size, n, c, target):
+    if not full_size:
+        n, c = n // 100, c // 10
+    rows, topics, brokers, qids, ids = fleet(n, c, shuffled=False)
+    compare(
+        lambda: bulk.assign("CONSISTENT_HASH", topics, brokers, qids, ids, presorted=True),
+        lambda: ref.group_consistent_hash(rows, ids),
+        check=_equal,
+        target_s=target,
+    )
+
+
+def test_allocate_consistent_hash_one_client_10k_1k(compare, full_size):
+    """Java's per-client call from Python objects; the baseline is the literal Java algorithm."""
+    n, c = (10_000, 1_000) if full_size else (500, 50)
+    rows, *_, ids = fleet(n, c, shuffled=False)
+    queues = [MessageQueue(*r) for r in rows]
+    me = ids[len(ids) // 2]
+    s = strategy("CONSISTENT_HASH")
+    compare(
+        lambda: s.allocate("cg", me, queues, ids),
+        lambda: ref.consistent_hash(me, rows, ids),
+        check=lambda ours, base: (ours == [queues[k] for k in base]) or pytest.fail("mismatch"),
+        target_s=0.020,
+    )
+
+
+def test_sort_queues_100k(compare, full_size):
+    n = 100_000 if full_size else 2_000
+    rows, *_ = fleet(n, 1, shuffled=True)
+    queues = [MessageQueue(*r) for r in rows]
+    compare(
+        lambda: sort_queues(queues),
+        lambda: sorted(queues, key=MessageQueue.java_key),
+        check=lambda ours, base: (ours == base) or pytest.fail("mismatch"),
+        label="sorted(key=java_key)",
+    )
+
+
+def test_assign_avg_dict_10k_1k(compare, full_size):
+    """The dict-returning whole-group call against calling the literal per-client reference for
+    every member (what a fleet of Java clients does)."""
+    n, c = (10_000, 1_000) if full_size else (500, 50)
+    rows, *_, ids = fleet(n, c, shuffled=False)
+    queues = [MessageQueue(*r) for r in rows]
+    s = strategy("AVG")
+    compare(
+        lambda: s.assign(queues, ids),
+        lambda: {cid: ref.avg(cid, rows, ids) for cid in ids},
+        check=lambda ours, base: (ours == {cid: [queues[k] for k in v] for cid, v in base.items()}) or pytest.fail("mismatch"),
+        label="per-client reference x every member",
+    )
