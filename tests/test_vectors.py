@@ -11,7 +11,7 @@ import pytest
 from mqbalance import IllegalArgumentError, MessageQueue, MQBalanceError, bulk, sort_client_ids, sort_queues
 from mqbalance.exceptions import ConsumerIdcsNotSetError
 
-from conftest import build_strategy, load_vectors, mq
+from vector_cases import build_strategy, load_vectors, mq
 
 ALLOCATE = load_vectors("rocketmq/allocate.jsonl.gz")
 RAW = load_vectors("rocketmq/allocate_raw.jsonl.gz")

@@ -1,4 +1,4 @@
-"""Shared test helpers: golden-vector loading and strategy building from vector params."""
+"""Golden-vector loading and strategy building from vector params (shared by tests)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import gzip
 import json
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from mqbalance import MessageQueue, strategy
 
@@ -36,13 +34,3 @@ def build_strategy(name: str, params: dict[str, Any]):
         lst = params.get("messageQueueList")
         return strategy(name, message_queues=None if lst is None else [mq(q) for q in lst])
     return strategy(name)
-
-
-@pytest.fixture(scope="session")
-def allocate_cases() -> list[dict[str, Any]]:
-    return load_vectors("rocketmq/allocate.jsonl.gz")
-
-
-@pytest.fixture(scope="session")
-def raw_cases() -> list[dict[str, Any]]:
-    return load_vectors("rocketmq/allocate_raw.jsonl.gz")
