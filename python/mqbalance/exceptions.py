@@ -37,6 +37,11 @@ __all__ = [
     "UnsupportedStrategyError",
     "UnknownStrategyError",
     "UnknownCharsetError",
+    "InvalidLatencyError",
+    "LatencyTableError",
+    "EmptyRouteError",
+    "UnknownBrokerError",
+    "InvalidSimulationError",
 ]
 
 
@@ -122,3 +127,24 @@ class UnknownStrategyError(MQBalanceError, LookupError):
 
 class UnknownCharsetError(MQBalanceError, LookupError):
     """The consistent-hash charset is not one of UTF-8, ISO-8859-1, US-ASCII."""
+
+
+class InvalidLatencyError(InvalidInputError):
+    """A send latency that is negative, NaN or not an integer number of milliseconds."""
+
+
+class LatencyTableError(InvalidInputError):
+    """Custom ``latency_max`` / ``not_available_duration`` tables of unequal length, not
+    ascending, or with negative entries."""
+
+
+class EmptyRouteError(InvalidInputError):
+    """A topic route with no writable queue: nothing can be sent."""
+
+
+class UnknownBrokerError(MQBalanceError, LookupError):
+    """A broker that is not in the topic's route (simulation models)."""
+
+
+class InvalidSimulationError(InvalidInputError):
+    """A batch-simulation parameter out of range."""

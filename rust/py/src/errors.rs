@@ -47,3 +47,30 @@ impl<T> IntoPyResult<T> for Result<T, AllocateError> {
         self.map_err(to_py)
     }
 }
+
+pyo3::import_exception!(mqbalance.exceptions, InvalidLatencyError);
+pyo3::import_exception!(mqbalance.exceptions, LatencyTableError);
+pyo3::import_exception!(mqbalance.exceptions, EmptyRouteError);
+pyo3::import_exception!(mqbalance.exceptions, UnknownBrokerError);
+pyo3::import_exception!(mqbalance.exceptions, InvalidSimulationError);
+
+/// Map a fault-tolerance core error to its Python class.
+pub fn fault_to_py(e: mqbalance_core::fault::FaultError) -> PyErr {
+    use mqbalance_core::fault::FaultError as F;
+    let msg = e.to_string();
+    match e {
+        F::NegativeLatency(v) => InvalidLatencyError::new_err((msg, v)),
+        F::TableLengthMismatch { durations, .. } => LatencyTableError::new_err((msg, durations)),
+        F::TableNotSorted { value, .. } => LatencyTableError::new_err((msg, value)),
+        F::EmptyRoute { topic } => EmptyRouteError::new_err((msg, topic)),
+        F::InvalidQueueData { value, .. } => InvalidQueueError::new_err((msg, value)),
+        F::UnknownBroker(b) => UnknownBrokerError::new_err((msg, b)),
+        F::InvalidSimulation { name, .. } => InvalidSimulationError::new_err((msg, name)),
+    }
+}
+
+impl<T> IntoPyResult<T> for Result<T, mqbalance_core::fault::FaultError> {
+    fn py_err(self) -> PyResult<T> {
+        self.map_err(fault_to_py)
+    }
+}

@@ -6,6 +6,7 @@
 
 mod columns;
 mod errors;
+mod fault;
 
 use std::collections::BTreeSet;
 
@@ -181,6 +182,8 @@ fn ring_hash(text: &str, charset: &str) -> PyResult<u32> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStrategy>()?;
+    m.add_class::<fault::PyFaultTable>()?;
+    m.add_class::<fault::PyPublishRoute>()?;
     m.add_function(wrap_pyfunction!(allocate_positions, m)?)?;
     m.add_function(wrap_pyfunction!(assign_positions, m)?)?;
     m.add_function(wrap_pyfunction!(owners, m)?)?;

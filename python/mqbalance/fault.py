@@ -1,0 +1,313 @@
+"""Producer queue selection and broker fault isolation, as RocketMQ's Java producer does it.
+
+``MQFaultStrategy`` (4.9.x or 5.x semantics) keeps a fault table of brokers that were slow or
+failed and picks the queue for each send from a :class:`TopicPublishInfo`. Time comes from an
+injectable ``clock`` (milliseconds) and the only randomness — the seeds of the per-thread
+``ThreadLocalIndex`` counters and 5.x's ``reset()`` / ``pickOneAtLeast`` — from an injectable
+``rng`` or explicit starting values, so every step is reproducible.
+
+>>> clock = ManualClock(0)
+>>> tp = TopicPublishInfo.from_route("topic-a", [QueueData("broker1", 6, 4), QueueData("broker2", 6, 4)],
+...                                  send_which_queue=ThreadLocalIndex(initial=-1))
+>>> fs = MQFaultStrategy(semantics="4.9.x", send_latency_fault_enable=True, clock=clock)
+>>> fs.select_one_message_queue(tp).broker_name
+'broker1'
+>>> fs.update_fault_item("broker1", 30_000, isolation=False)  # 30 s: avoided for 600 s (4.x table)
+>>> fs.select_one_message_queue(tp).broker_name
+'broker2'
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import _core
+from .exceptions import InvalidInputError, InvalidLatencyError
+from .models import MessageQueue
+
+__all__ = [
+    "ManualClock",
+    "ThreadLocalIndex",
+    "QueueData",
+    "FaultItem",
+    "TopicPublishInfo",
+    "MQFaultStrategy",
+    "PERM_READ",
+    "PERM_WRITE",
+]
+
+PERM_READ = 4
+PERM_WRITE = 2
+_MASK = 0x7FFFFFFF
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ManualClock:
+    """A clock you move by hand: ``clock()`` is the time in ms, ``clock.advance(ms)`` moves it."""
+
+    def __init__(self, now_ms: int = 0) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def advance(self, ms: int) -> int:
+        self.now_ms += ms
+        return self.now_ms
+
+
+def _signed32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v >= 1 << 31 else v
+
+
+class ThreadLocalIndex:
+    """Java's ``ThreadLocalIndex``: one raw ``int`` counter per thread.
+
+    A thread's first use seeds it with ``initial`` if given, else like Java: ``abs(nextInt())``
+    (4.x) or ``nextInt()`` (5.x) from ``rng``. Each use stores ``raw + 1`` (32-bit wrap) and
+    returns it masked non-negative.
+
+    >>> i = ThreadLocalIndex(initial=2**31 - 1)
+    >>> i.increment_and_get(), i.raw
+    (0, -2147483648)
+    """
+
+    def __init__(self, *, initial: int | None = None, rng: random.Random | None = None, semantics: str = "5.x") -> None:
+        if initial is not None and (not isinstance(initial, int) or isinstance(initial, bool) or not -(2**31) <= initial < 2**31):
+            raise InvalidInputError(f"initial must be a 32-bit int, got {initial!r}", initial)
+        self._initial = initial
+        self._rng = rng or random.Random()
+        self._semantics = semantics
+        self._local = threading.local()
+        self._lock = threading.Lock()
+
+    def _seed(self) -> int:
+        if self._initial is not None:
+            return self._initial
+        with self._lock:
+            v = _signed32(self._rng.getrandbits(32))
+        return _signed32(abs(v)) if self._semantics.startswith("4") else v
+
+    @property
+    def raw(self) -> int:
+        """This thread's stored value (seeded on first access)."""
+        raw = getattr(self._local, "raw", None)
+        if raw is None:
+            raw = self._local.raw = self._seed()
+        return raw
+
+    @raw.setter
+    def raw(self, value: int) -> None:
+        self._local.raw = _signed32(value)
+
+    def increment_and_get(self) -> int:
+        self.raw = self.raw + 1
+        return self.raw & _MASK
+
+    def reset(self, value: int | None = None) -> None:
+        """5.x ``reset()``: ``abs(random.nextInt(Integer.MAX_VALUE))``, or ``value`` if given."""
+        if value is None:
+            with self._lock:
+                value = self._rng.randrange(0, _MASK)
+        self.raw = value
+
+
+@dataclass(frozen=True, slots=True)
+class QueueData:
+    """One ``QueueData`` of a topic route."""
+
+    broker_name: str
+    perm: int
+    write_queue_nums: int
+    read_queue_nums: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.broker_name, str):
+            raise InvalidInputError(f"QueueData.broker_name must be a str, got {self.broker_name!r}", self.broker_name)
+        for field in ("perm", "write_queue_nums"):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise InvalidInputError(f"QueueData.{field} must be an int, got {v!r}", v)
+
+
+@dataclass(frozen=True, slots=True)
+class FaultItem:
+    """A fault-table entry. ``reachable`` and ``check_stamp`` matter in 5.x only."""
+
+    current_latency: int
+    start_timestamp: int
+    reachable: bool = True
+    check_stamp: int = 0
+
+
+class TopicPublishInfo:
+    """A topic's message queue list (in the producer's order) and its route's queue data.
+
+    ``send_which_queue`` is the per-thread round-robin counter (inject ``initial`` to replay).
+    """
+
+    def __init__(self, message_queues: Sequence[MessageQueue], queue_datas: Iterable[QueueData] = (), *, send_which_queue: ThreadLocalIndex | None = None) -> None:
+        queues = list(message_queues)
+        qds = list(queue_datas)
+        topic = queues[0].topic if queues else ""
+        self._route = _core.PublishRoute(topic, [(q.topic, q.broker_name, q.queue_id) for q in queues], [(d.broker_name, d.perm, d.write_queue_nums) for d in qds])
+        self.message_queues: list[MessageQueue] = queues
+        self.queue_datas: list[QueueData] = qds
+        self.send_which_queue = send_which_queue or ThreadLocalIndex()
+
+    @classmethod
+    def from_route(cls, topic: str, queue_datas: Iterable[QueueData], brokers_with_master: Iterable[str] | None = None, *, send_which_queue: ThreadLocalIndex | None = None) -> TopicPublishInfo:
+        """``topicRouteData2TopicPublishInfo``: queue data sorted by broker name; every writable one
+        whose broker has a master contributes queues ``0..write_queue_nums-1``."""
+        qds = list(queue_datas)
+        masters = None if brokers_with_master is None else set(brokers_with_master)
+        route = _core.PublishRoute.from_route(topic, [(d.broker_name, d.perm, d.write_queue_nums) for d in qds], masters)
+        self = cls.__new__(cls)
+        self._route = route
+        self.message_queues = [MessageQueue(*q) for q in route.queues()]
+        self.queue_datas = qds
+        self.send_which_queue = send_which_queue or ThreadLocalIndex()
+        return self
+
+    def __len__(self) -> int:
+        return len(self.message_queues)
+
+    def __repr__(self) -> str:
+        return f"TopicPublishInfo({len(self)} queues)"
+
+    def select_one_message_queue(self, last_broker_name: str | None = None) -> MessageQueue:
+        """``TopicPublishInfo.selectOneMessageQueue(lastBrokerName)``: round robin, skipping
+        ``last_broker_name`` for up to one lap (each probe advances the counter)."""
+        pos, self.send_which_queue.raw = self._route.select_avoiding(last_broker_name, self.send_which_queue.raw)
+        return self.message_queues[pos]
+
+
+def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidLatencyError(f"{name} must be a number of milliseconds, got {value!r}", value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise InvalidLatencyError(f"{name} must be finite, got {value!r}", value)
+        value = int(value)
+    if value < 0 and not allow_negative:
+        raise InvalidLatencyError(f"{name} must be >= 0 ms, got {value}", value)
+    return value
+
+
+class MQFaultStrategy:
+    """``MQFaultStrategy`` with its ``LatencyFaultTolerance``.
+
+    ``semantics``: ``"5.x"`` (RocketMQ 5.1.4+, RIP-63) or ``"4.9.x"``. ``send_latency_fault_enable``
+    defaults to ``False`` as in Java. Tables default to the generation's; custom ones must have
+    equal length and ascend. ``clock()`` gives ms (wall time by default); ``rng`` seeds 5.x's
+    random choices. Safe to share between threads: counters are per thread, the table is locked.
+    """
+
+    def __init__(
+        self,
+        *,
+        semantics: str = "5.x",
+        send_latency_fault_enable: bool = False,
+        latency_max: Sequence[int] | None = None,
+        not_available_duration: Sequence[int] | None = None,
+        start_detector_enable: bool = False,
+        detect_interval: int = 2000,
+        clock: Callable[[], int] | None = None,
+        rng: random.Random | None = None,
+        which_item_worst: ThreadLocalIndex | None = None,
+    ) -> None:
+        self.semantics = semantics
+        self.send_latency_fault_enable = bool(send_latency_fault_enable)
+        self.start_detector_enable = bool(start_detector_enable)
+        self._table = _core.FaultTable(
+            semantics,
+            enabled=self.send_latency_fault_enable,
+            latency_max=None if latency_max is None else list(latency_max),
+            not_available_duration=None if not_available_duration is None else list(not_available_duration),
+            start_detector_enable=self.start_detector_enable,
+            detect_interval=detect_interval,
+        )
+        self.clock = clock or _wall_clock_ms
+        self.rng = rng or random.Random()
+        self.which_item_worst = which_item_worst or ThreadLocalIndex(rng=self.rng, semantics="4.9.x")
+
+    def __repr__(self) -> str:
+        return f"MQFaultStrategy(semantics={self.semantics!r}, send_latency_fault_enable={self.send_latency_fault_enable})"
+
+    @property
+    def latency_max(self) -> list[int]:
+        return list(self._table.latency_max)
+
+    @property
+    def not_available_duration(self) -> list[int]:
+        return list(self._table.not_available_duration)
+
+    def compute_not_available_duration(self, latency_ms: int) -> int:
+        """How long (ms) a broker is avoided after a send of this latency (below every
+        threshold, negative included: 0)."""
+        return int(self._table.duration(_latency(latency_ms, allow_negative=True)))
+
+    def update_fault_item(self, broker_name: str, latency_ms: int | float, isolation: bool, reachable: bool = True) -> None:
+        """Record a send's outcome (no-op unless ``send_latency_fault_enable``). ``isolation=True``
+        for a failed send. 4.x overwrites the window; 5.x only extends it."""
+        self._table.update(broker_name, _latency(latency_ms), bool(isolation), bool(reachable), self.clock())
+
+    def is_available(self, broker_name: str) -> bool:
+        return bool(self._table.is_available(broker_name, self.clock()))
+
+    def is_reachable(self, broker_name: str) -> bool:
+        return bool(self._table.is_reachable(broker_name))
+
+    def remove(self, broker_name: str) -> None:
+        self._table.remove(broker_name)
+
+    def fault_items(self) -> dict[str, FaultItem]:
+        """The whole table, sorted by broker name."""
+        return {k: FaultItem(*v) for k, v in sorted(self._table.items().items())}
+
+    def pick_one_at_least(self) -> str | None:
+        """4.x: one of the better half of the sorted table (deterministic given the counter;
+        exact ties, which Java orders by hash-map iteration, are broken by name). 5.x: a random
+        reachable broker (``rng``)."""
+        if self.semantics.startswith("4"):
+            broker, self.which_item_worst.raw = self._table.pick_one_at_least_4x(self.clock(), self.which_item_worst.raw)
+            return broker
+        candidates = self._table.reachable_candidates()
+        return self.rng.choice(candidates) if candidates else None
+
+    def select_one_message_queue(self, publish_info: TopicPublishInfo, last_broker_name: str | None = None, reset_index: bool = False, *, reset_to: int | None = None) -> MessageQueue:
+        """The queue for the next send attempt. The producer passes the previous attempt's broker
+        as ``last_broker_name`` and (5.x) ``reset_index=True`` on every retry; ``reset_to``
+        injects the value 5.x's random ``reset()`` picks."""
+        tp = publish_info
+        counter = tp.send_which_queue
+        if self.semantics.startswith("4"):
+            pos, new, counter.raw, self.which_item_worst.raw = self._table.select_4x(tp._route, self.clock(), last_broker_name, counter.raw, self.which_item_worst.raw)
+            if new is None:
+                return tp.message_queues[pos]
+            return MessageQueue(tp.message_queues[pos].topic, new[0], new[1])
+        reset = None
+        if reset_index and self.send_latency_fault_enable:
+            reset = reset_to if reset_to is not None else self.rng.randrange(0, _MASK)
+        pos, counter.raw = self._table.select_5x(tp._route, self.clock(), last_broker_name, reset, counter.raw)
+        return tp.message_queues[pos]
+
+    def detect_round(self, resolve: Mapping[str, str | None] | Callable[[str], str | None], detect: Mapping[str, bool] | Callable[[str], bool]) -> None:
+        """One 5.x detector round (``detectByOneRound``): ``resolve(broker)`` → address or None
+        (item removed); ``detect(address)`` → whether the broker answered. Java's scheduler runs
+        one every 3 s when ``start_detector_enable``; call it yourself on your own schedule."""
+        names = list(self._table.items())
+        answers = {n: (resolve.get(n) if isinstance(resolve, Mapping) else resolve(n)) for n in names}
+        addresses = {a for a in answers.values() if a is not None}
+        ok = {a: bool(detect.get(a, False) if isinstance(detect, Mapping) else detect(a)) for a in addresses}
+        self._table.detect_round(self.clock(), answers, ok)

@@ -1,0 +1,190 @@
+//! Bindings of `mqbalance_core::fault`. Counters are raw `i32`s passed in and returned, so the
+//! Python layer can keep them per thread like Java's `ThreadLocalIndex`; the fault table is shared
+//! and guarded by a mutex (safe on free-threaded Python too).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+
+use mqbalance_core::fault::{FaultTolerance, LatencyTable, PublishInfo, QueueData, Selected, Semantics};
+use mqbalance_core::QueueTable;
+use pyo3::prelude::*;
+
+use crate::errors::{InvalidSimulationError, IntoPyResult};
+
+fn semantics(name: &str) -> PyResult<Semantics> {
+    match name {
+        "4.9.x" | "4.x" | "4" => Ok(Semantics::V4_9),
+        "5.x" | "5" => Ok(Semantics::V5),
+        _ => Err(InvalidSimulationError::new_err((format!("unknown semantics {name:?}: use \"4.9.x\" or \"5.x\""), name.to_owned()))),
+    }
+}
+
+fn table(sem: Semantics, latency_max: Option<Vec<i64>>, not_available: Option<Vec<i64>>) -> PyResult<LatencyTable> {
+    match (latency_max, not_available) {
+        (None, None) => Ok(match sem {
+            Semantics::V4_9 => LatencyTable::v4(),
+            Semantics::V5 => LatencyTable::v5(),
+        }),
+        (l, d) => {
+            let default = match sem {
+                Semantics::V4_9 => LatencyTable::v4(),
+                Semantics::V5 => LatencyTable::v5(),
+            };
+            LatencyTable::new(l.unwrap_or_else(|| default.latency_max().to_vec()), d.unwrap_or_else(|| default.not_available_duration().to_vec())).py_err()
+        }
+    }
+}
+
+/// A topic's publish route (immutable).
+#[pyclass(frozen, name = "PublishRoute", module = "mqbalance._core")]
+pub struct PyPublishRoute {
+    pub(crate) inner: PublishInfo,
+}
+
+type QueueDataTuple = (String, i64, i64);
+
+fn queue_datas(items: Vec<QueueDataTuple>) -> Vec<QueueData> {
+    items.into_iter().map(|(b, perm, w)| QueueData { broker_name: b, perm, write_queue_nums: w }).collect()
+}
+
+#[pymethods]
+impl PyPublishRoute {
+    /// From an explicit queue list `(topics, brokers, queue_ids)` and `(broker, perm, writeQueueNums)` queue datas.
+    #[new]
+    fn new(topic: &str, queues: Vec<(String, String, i32)>, queue_data: Vec<QueueDataTuple>) -> PyResult<Self> {
+        let table = QueueTable::from_rows(queues.iter().map(|(t, b, q)| (t.as_str(), b.as_str(), *q)));
+        Ok(PyPublishRoute { inner: PublishInfo::new(table, queue_datas(queue_data), topic).py_err()? })
+    }
+
+    /// `topicRouteData2TopicPublishInfo`; `brokers_with_master=None` means every broker has one.
+    #[staticmethod]
+    #[pyo3(signature = (topic, queue_data, brokers_with_master = None))]
+    fn from_route(topic: &str, queue_data: Vec<QueueDataTuple>, brokers_with_master: Option<HashSet<String>>) -> PyResult<Self> {
+        let inner = PublishInfo::from_route(topic, &queue_datas(queue_data), |b| brokers_with_master.as_ref().is_none_or(|m| m.contains(b))).py_err()?;
+        Ok(PyPublishRoute { inner })
+    }
+
+    /// The queue list as `(topic, broker, queue_id)` tuples.
+    fn queues(&self) -> Vec<(String, String, i32)> {
+        let t = self.inner.queues();
+        (0..t.len()).map(|i| (t.topic(i).to_owned(), t.broker(i).to_owned(), t.queue_id(i))).collect()
+    }
+
+    /// One plain round-robin step: `(position, counter)`.
+    fn plain_step(&self, counter: i32) -> (usize, i32) {
+        let mut c = counter;
+        (self.inner.plain_step(&mut c), c)
+    }
+
+    /// `selectOneMessageQueue(lastBrokerName)`: `(position, counter)`.
+    #[pyo3(signature = (last_broker, counter))]
+    fn select_avoiding(&self, last_broker: Option<&str>, counter: i32) -> (usize, i32) {
+        let mut c = counter;
+        (self.inner.select_avoiding(last_broker, &mut c), c)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+}
+
+/// One producer's fault table with its settings.
+#[pyclass(frozen, name = "FaultTable", module = "mqbalance._core")]
+pub struct PyFaultTable {
+    inner: Mutex<FaultTolerance>,
+}
+
+type ItemTuple = (i64, i64, bool, i64);
+
+impl PyFaultTable {
+    fn lock(&self) -> MutexGuard<'_, FaultTolerance> {
+        // A panic while holding the lock cannot leave the table half-updated (updates are
+        // single assignments), so a poisoned lock is still safe to use.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[pymethods]
+impl PyFaultTable {
+    #[new]
+    #[pyo3(signature = (semantics, *, enabled, latency_max = None, not_available_duration = None, start_detector_enable = false, detect_interval = 2000))]
+    fn new(semantics: &str, enabled: bool, latency_max: Option<Vec<i64>>, not_available_duration: Option<Vec<i64>>, start_detector_enable: bool, detect_interval: i64) -> PyResult<Self> {
+        let sem = self::semantics(semantics)?;
+        let t = table(sem, latency_max, not_available_duration)?;
+        Ok(PyFaultTable { inner: Mutex::new(FaultTolerance::new(sem, t, enabled).with_detector(start_detector_enable, detect_interval)) })
+    }
+
+    #[getter]
+    fn latency_max(&self) -> Vec<i64> {
+        self.lock().table().latency_max().to_vec()
+    }
+
+    #[getter]
+    fn not_available_duration(&self) -> Vec<i64> {
+        self.lock().table().not_available_duration().to_vec()
+    }
+
+    fn duration(&self, latency: i64) -> i64 {
+        self.lock().duration(latency)
+    }
+
+    fn update(&self, broker: &str, latency: i64, isolation: bool, reachable: bool, now: i64) -> PyResult<()> {
+        self.lock().update(broker, latency, isolation, reachable, now).py_err()
+    }
+
+    fn is_available(&self, broker: &str, now: i64) -> bool {
+        self.lock().is_available(broker, now)
+    }
+
+    fn is_reachable(&self, broker: &str) -> bool {
+        self.lock().is_reachable(broker)
+    }
+
+    fn remove(&self, broker: &str) {
+        self.lock().remove(broker)
+    }
+
+    /// `{broker: (currentLatency, startTimestamp, reachable, checkStamp)}`.
+    fn items(&self) -> HashMap<String, ItemTuple> {
+        self.lock().items().iter().map(|(k, i)| (k.clone(), (i.current_latency, i.start_timestamp, i.reachable, i.check_stamp))).collect()
+    }
+
+    /// 4.x `pickOneAtLeast`: `(broker or None, whichItemWorst)`.
+    fn pick_one_at_least_4x(&self, now: i64, which_item_worst: i32) -> (Option<String>, i32) {
+        let mut w = which_item_worst;
+        let picked = self.lock().pick_one_at_least_4x(now, &mut w).map(str::to_owned);
+        (picked, w)
+    }
+
+    /// 5.x `pickOneAtLeast` candidates (reachable items, by name).
+    fn reachable_candidates(&self) -> Vec<String> {
+        self.lock().reachable_candidates().into_iter().map(str::to_owned).collect()
+    }
+
+    /// 5.x detector round with the given answers (`resolve[broker]` → address or None;
+    /// `detect_ok[address]` → bool; missing keys mean None / False).
+    fn detect_round(&self, now: i64, resolve: HashMap<String, Option<String>>, detect_ok: HashMap<String, bool>) {
+        self.lock().detect_round(now, |b| resolve.get(b).cloned().flatten(), |a| detect_ok.get(a).copied().unwrap_or(false))
+    }
+
+    /// 4.9.8 selection: `(position, None, counter, whichItemWorst)` or, for the fallback's new
+    /// queue, `(topic position, (broker, queue_id), counter, whichItemWorst)`.
+    #[pyo3(signature = (route, now, last_broker, counter, which_item_worst))]
+    #[allow(clippy::type_complexity)]
+    fn select_4x(&self, route: &PyPublishRoute, now: i64, last_broker: Option<&str>, counter: i32, which_item_worst: i32) -> (usize, Option<(String, i32)>, i32, i32) {
+        let (mut c, mut w) = (counter, which_item_worst);
+        let picked = route.inner.select_4x(&mut self.lock(), now, last_broker, &mut c, &mut w);
+        match picked {
+            Selected::Position(p) => (p, None, c, w),
+            Selected::New { topic_of, broker, queue_id } => (topic_of, Some((broker, queue_id)), c, w),
+        }
+    }
+
+    /// 5.3.3 selection: `(position, counter)`.
+    #[pyo3(signature = (route, now, last_broker, reset_to, counter))]
+    fn select_5x(&self, route: &PyPublishRoute, now: i64, last_broker: Option<&str>, reset_to: Option<i32>, counter: i32) -> (usize, i32) {
+        let mut c = counter;
+        let p = route.inner.select_5x(&self.lock(), now, last_broker, reset_to, &mut c);
+        (p, c)
+    }
+}
