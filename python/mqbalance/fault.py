@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _core
-from .exceptions import InvalidInputError, InvalidLatencyError
+import numpy as np
+
+from .exceptions import InvalidInputError, InvalidLatencyError, InvalidSimulationError, UnknownBrokerError
 from .models import MessageQueue
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "FaultItem",
     "TopicPublishInfo",
     "MQFaultStrategy",
+    "BrokerModel",
+    "SendSimulation",
     "PERM_READ",
     "PERM_WRITE",
 ]
@@ -150,6 +154,47 @@ class FaultItem:
     check_stamp: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerModel:
+    """How a broker behaves in a simulation: each attempt takes ``latency_ms + U[0, jitter_ms]``
+    and fails with probability ``failure_rate``."""
+
+    latency_ms: int
+    jitter_ms: int = 0
+    failure_rate: float = 0.0
+
+
+@dataclass(frozen=True)
+class SendSimulation:
+    """Per-send outcome of :meth:`MQFaultStrategy.simulate` (numpy arrays, one entry per send).
+
+    ``broker`` holds codes into ``brokers``; ``attempts`` counts tries (1 + retries);
+    ``elapsed_ms`` is the whole send, retries included.
+    """
+
+    brokers: list[str]
+    broker: np.ndarray
+    queue_id: np.ndarray
+    attempts: np.ndarray
+    ok: np.ndarray
+    elapsed_ms: np.ndarray
+
+    def sends_per_broker(self) -> dict[str, int]:
+        """How many sends ended on each broker."""
+        counts = np.bincount(self.broker, minlength=len(self.brokers))
+        return {b: int(c) for b, c in zip(self.brokers, counts)}
+
+    def summary(self) -> dict[str, Any]:
+        n = len(self.ok)
+        return {
+            "sends": n,
+            "succeeded": int(self.ok.sum()),
+            "retried": int((self.attempts > 1).sum()),
+            "mean_elapsed_ms": float(self.elapsed_ms.mean()) if n else 0.0,
+            "per_broker": self.sends_per_broker(),
+        }
+
+
 class TopicPublishInfo:
     """A topic's message queue list (in the producer's order) and its route's queue data.
 
@@ -226,6 +271,8 @@ class MQFaultStrategy:
         rng: random.Random | None = None,
         which_item_worst: ThreadLocalIndex | None = None,
     ) -> None:
+        if semantics not in ("5.x", "4.9.x"):
+            raise InvalidInputError(f"semantics must be '5.x' or '4.9.x', got {semantics!r}", semantics)
         self.semantics = semantics
         self.send_latency_fault_enable = bool(send_latency_fault_enable)
         self.start_detector_enable = bool(start_detector_enable)
@@ -311,3 +358,52 @@ class MQFaultStrategy:
         addresses = {a for a in answers.values() if a is not None}
         ok = {a: bool(detect.get(a, False) if isinstance(detect, Mapping) else detect(a)) for a in addresses}
         self._table.detect_round(self.clock(), answers, ok)
+
+    def simulate(
+        self,
+        publish_info: TopicPublishInfo,
+        models: Mapping[str, BrokerModel],
+        *,
+        sends: int,
+        interval_ms: int = 1,
+        start_ms: int | None = None,
+        retry_times_when_send_failed: int = 2,
+        seed: int = 0,
+    ) -> SendSimulation:
+        """Simulate ``sends`` synchronous sends of one producer thread in Rust (send ``i`` is due
+        at ``start_ms + i * interval_ms`` and starts once the previous one returned): the
+        producer's retry loop (up to
+        ``1 + retry_times_when_send_failed`` attempts, the previous broker passed on, 5.x
+        ``reset_index`` on retries), this strategy's selection and fault-table updates.
+
+        Runs on a copy: this strategy's table and the publish info's counter are left as they
+        were. Deterministic for a given ``seed`` (and the counters' current values).
+        """
+        tp = publish_info
+        names = tp._route.brokers()
+        unknown = sorted(set(models) - set(names))
+        if unknown:
+            raise UnknownBrokerError(f"models name brokers that are not in the route: {unknown}", unknown[0])
+        missing = [b for b in names if b not in models]
+        if missing:
+            raise InvalidSimulationError(f"no BrokerModel for broker(s) {missing}", missing[0])
+        for name, value in (("sends", sends), ("interval_ms", interval_ms), ("retry_times_when_send_failed", retry_times_when_send_failed), ("seed", seed)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise InvalidSimulationError(f"{name} must be an int >= 0, got {value!r}", value)
+        rows = []
+        for b in names:
+            m = models[b]
+            rows.append((_latency(m.latency_ms), _latency(m.jitter_ms, "jitter_ms"), float(m.failure_rate)))
+        out = self._table.simulate(
+            tp._route,
+            rows,
+            sends=sends,
+            start_ms=self.clock() if start_ms is None else start_ms,
+            interval_ms=interval_ms,
+            retry_times=retry_times_when_send_failed,
+            seed=seed & 0xFFFFFFFFFFFFFFFF,
+            send_which_queue=tp.send_which_queue.raw,
+            which_item_worst=self.which_item_worst.raw,
+            failure_reachable=not self.start_detector_enable,
+        )
+        return SendSimulation(names, out["broker"], out["queue_id"], out["attempts"], out["ok"], out["elapsed_ms"])

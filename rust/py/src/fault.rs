@@ -5,7 +5,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use mqbalance_core::fault::{FaultTolerance, LatencyTable, PublishInfo, QueueData, Selected, Semantics};
+use mqbalance_core::fault::{simulate, BrokerModel, FaultTolerance, LatencyTable, PublishInfo, QueueData, SimConfig, Selected, Semantics};
+use numpy::IntoPyArray;
+use pyo3::types::PyDict;
 use mqbalance_core::QueueTable;
 use pyo3::prelude::*;
 
@@ -85,6 +87,11 @@ impl PyPublishRoute {
 
     fn __len__(&self) -> usize {
         self.inner.len()
+    }
+
+    /// Broker names in dictionary-code order (what simulation codes refer to).
+    fn brokers(&self) -> Vec<String> {
+        self.inner.queues().broker_dict().to_vec()
     }
 }
 
@@ -186,5 +193,39 @@ impl PyFaultTable {
         let mut c = counter;
         let p = route.inner.select_5x(&self.lock(), now, last_broker, reset_to, &mut c);
         (p, c)
+    }
+
+    /// Batch simulation on a copy of this table (the table itself is not changed); the GIL is
+    /// released while it runs. `models[k]` = `(latency_ms, jitter_ms, failure_rate)` of the
+    /// route's `k`-th broker (`route.brokers()`).
+    #[pyo3(signature = (route, models, *, sends, start_ms, interval_ms, retry_times, seed, send_which_queue, which_item_worst, failure_reachable))]
+    #[allow(clippy::too_many_arguments)]
+    fn simulate<'py>(
+        &self,
+        py: Python<'py>,
+        route: &PyPublishRoute,
+        models: Vec<(i64, i64, f64)>,
+        sends: usize,
+        start_ms: i64,
+        interval_ms: i64,
+        retry_times: u32,
+        seed: u64,
+        send_which_queue: i32,
+        which_item_worst: i32,
+        failure_reachable: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut ft = self.lock().clone();
+        let models: Vec<BrokerModel> = models.into_iter().map(|(latency_ms, jitter_ms, failure_rate)| BrokerModel { latency_ms, jitter_ms, failure_rate }).collect();
+        let cfg = SimConfig { sends, start_ms, interval_ms, retry_times, seed, send_which_queue, which_item_worst, failure_reachable };
+        let r = py.detach(|| simulate(&route.inner, &mut ft, &models, &cfg)).py_err()?;
+        let out = PyDict::new(py);
+        out.set_item("broker", r.broker.into_pyarray(py))?;
+        out.set_item("queue_id", r.queue_id.into_pyarray(py))?;
+        out.set_item("attempts", r.attempts.into_pyarray(py))?;
+        out.set_item("ok", r.ok.into_pyarray(py))?;
+        out.set_item("elapsed_ms", r.elapsed_ms.into_pyarray(py))?;
+        out.set_item("send_which_queue", r.send_which_queue)?;
+        out.set_item("which_item_worst", r.which_item_worst)?;
+        Ok(out)
     }
 }

@@ -19,11 +19,13 @@
 
 mod error;
 mod select;
+mod simulate;
 
 mod table;
 mod tolerance;
 
 pub use error::FaultError;
+pub use simulate::{simulate, BrokerModel, SimConfig, SimResult, SplitMix64};
 pub use select::{next_index, PublishInfo, QueueData, Selected, PERM_READ, PERM_WRITE};
 
 pub use table::LatencyTable;

@@ -103,8 +103,11 @@ impl FaultTolerance {
             return Ok(());
         }
         let d = self.duration(if isolation { isolation_latency(self.semantics) } else { latency });
-        let fresh = FaultItem { current_latency: latency, start_timestamp: 0, reachable: true, check_stamp: 0 };
-        let item = self.items.entry(broker.to_owned()).or_insert(fresh);
+        if !self.items.contains_key(broker) {
+            let fresh = FaultItem { current_latency: latency, start_timestamp: 0, reachable: true, check_stamp: 0 };
+            self.items.insert(broker.to_owned(), fresh);
+        }
+        let Some(item) = self.items.get_mut(broker) else { return Ok(()) };
         item.current_latency = latency;
         match self.semantics {
             Semantics::V4_9 => item.start_timestamp = now.saturating_add(d),
