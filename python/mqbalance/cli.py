@@ -1,5 +1,8 @@
-"""Command line: ``mqbalance assign SNAPSHOT`` — who consumes which queue, as every client would
-compute it (queues from READ-permission queue data, Java sort, the group's strategy).
+"""Command line.
+
+``mqbalance assign SNAPSHOT`` — who consumes which queue, as every client would compute it (queues
+from READ-permission queue data, Java sort, the group's strategy).
+``mqbalance fault-seed`` — seed 001's producer fault-isolation experiment.
 
 Snapshot (JSON)::
 
@@ -165,7 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("snapshot", nargs="?", help="snapshot JSON (default: the bundled example)")
     a.add_argument("--json", metavar="FILE", help="also write the full assignment as JSON")
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 1 when some queue is consumed by nobody")
+    f = sub.add_parser("fault-seed", help="seed 001's producer fault-isolation experiment, old loop vs 4.9.x vs 5.x")
+    f.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args(argv)
+    if args.command == "fault-seed":
+        from .examples import fault_seed
+
+        return fault_seed.main(["--rounds", str(args.rounds)])
     try:
         return _cmd_assign(args)
     except MQBalanceError as e:

@@ -1,0 +1,54 @@
+"""The seed's fault-isolation experiment and the CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from mqbalance.cli import main
+from mqbalance.examples import fault_seed
+
+# Transcribed from seed 001 ("测试输出1" / "测试输出2"), i.e. from the Java run the seed printed.
+SEED_SUCCESS = [["broker1"], ["broker2"]] + [["broker1"]] * 8
+SEED_FAILURE = [["broker1", "broker1"], ["broker2", "broker1"]] + [["broker1", "broker1"]] * 8
+
+
+def test_seed_variant_reproduces_the_seed_output():
+    assert fault_seed.run("seed", fail=False) == SEED_SUCCESS
+    assert fault_seed.run("seed", fail=True) == SEED_FAILURE
+
+
+def test_rocketmq_4_9_differs_only_where_the_probe_changed():
+    """4.9.8: the success run is the seed's. When everything fails, round 0's retry goes to the
+    still-available broker2 (the probe no longer demands broker == lastBrokerName); from then on
+    both brokers are isolated and pickOneAtLeast prefers broker1 (30 s < 50 s)."""
+    assert fault_seed.run("4.9.x", fail=False) == SEED_SUCCESS
+    assert fault_seed.run("4.9.x", fail=True) == [["broker1", "broker2"]] + [["broker1", "broker1"]] * 9
+
+
+def test_5x_never_retries_on_the_broker_that_just_failed():
+    for attempts in fault_seed.run("5.x", fail=True):
+        assert attempts[0] != attempts[1]
+
+
+def test_cli_fault_seed_and_module_entry_point(capsys):
+    assert main(["fault-seed", "--rounds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "pickOneAtLeast" in out and "broker2,broker1" in out
+    done = subprocess.run([sys.executable, "-m", "mqbalance.examples.fault_seed", "--rounds", "2"], capture_output=True, text=True, check=True)
+    assert "every send fails" in done.stdout
+
+
+def test_cli_assign_on_the_bundled_example(tmp_path, capsys):
+    out_file = tmp_path / "a.json"
+    assert main(["assign", "--json", str(out_file), "--fail-on-unowned"]) == 1  # the example has a duplicated id
+    text = capsys.readouterr().out
+    assert "duplicated id 10.0.2.31@payments" in text and "3 queues consumed by nobody" in text
+    assert out_file.exists()
+
+
+def test_cli_reports_bad_snapshots(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "perm": 6}]}}, "groups": []}')
+    assert main(["assign", str(bad)]) == 2
+    assert "readQueueNums: must be >= 0" in capsys.readouterr().err
