@@ -81,6 +81,7 @@ def pytest_terminal_summary(terminalreporter) -> None:
     names = [r["name"] for r in RESULTS]
     ax.barh(names, [r["ratio"] for r in RESULTS], color="#3b7dd8")
     ax.set_xscale("log")
+    ax.set_xlim(left=1)
     ax.set_xlabel("speed-up over the same-run baseline (log scale)")
     ax.invert_yaxis()
     for y, r in enumerate(RESULTS):
