@@ -16,6 +16,7 @@
 #![warn(missing_docs)]
 
 pub mod allocate;
+pub mod assign;
 pub mod fault;
 pub mod error;
 pub mod order;

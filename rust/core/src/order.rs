@@ -62,6 +62,17 @@ pub fn java_ranks<S: AsRef<str>>(items: &[S]) -> Vec<u32> {
     ranks
 }
 
+/// Java `String.hashCode`: `h = 31 * h + c` over UTF-16 code units, wrapping 32-bit.
+///
+/// ```
+/// assert_eq!(mqbalance_core::order::java_hash_code("😀"), 0xD83D * 31 + 0xDE00); // surrogate pair
+/// assert_eq!(mqbalance_core::order::java_hash_code("a"), 97);
+/// assert_eq!(mqbalance_core::order::java_hash_code("ab"), 97 * 31 + 98);
+/// ```
+pub fn java_hash_code(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@ pyo3::import_exception!(mqbalance.exceptions, InvalidClientIdError);
 pyo3::import_exception!(mqbalance.exceptions, LengthMismatchError);
 pyo3::import_exception!(mqbalance.exceptions, UnknownStrategyError);
 pyo3::import_exception!(mqbalance.exceptions, UnknownCharsetError);
+pyo3::import_exception!(mqbalance.exceptions, InvalidInputError);
 
 /// Map a core error to its Python class, with the offending value attached.
 pub fn to_py(e: AllocateError) -> PyErr {

@@ -7,6 +7,7 @@
 mod columns;
 mod errors;
 mod fault;
+mod kafka;
 
 use std::collections::BTreeSet;
 
@@ -190,6 +191,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(ring_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka::kafka_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka::kafka_assign_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka::zk_assign, m)?)?;
     m.add("MAX_RING_ENTRIES", mqbalance_core::ring::MAX_RING_ENTRIES)?;
     Ok(())
 }
