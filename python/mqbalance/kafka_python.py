@@ -1,0 +1,128 @@
+"""Drop-in assignors for kafka-python: pass them in ``partition_assignment_strategy`` and an
+existing ``KafkaConsumer`` gets mqbalance's exact range / roundrobin and a fast, valid, balanced
+sticky assignment. Requires kafka-python (imported here, not by the rest of mqbalance).
+
+``StickyAssignor`` writes and reads Java's ``StickyAssignor`` userData layout
+(:mod:`mqbalance.sticky_user_data`), so Java and Python members can share a group;
+``CooperativeStickyAssignor`` uses the subscription's ``owned_partitions`` and ``generation_id``
+fields, as Java's ``CooperativeStickyAssignor`` does.
+
+Usage::
+
+    from kafka import KafkaConsumer
+    from mqbalance.kafka_python import CooperativeStickyAssignor
+    consumer = KafkaConsumer("orders", group_id="g", partition_assignment_strategy=[CooperativeStickyAssignor])
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+
+from . import sticky_user_data
+from .kafka import Subscription, TopicPartition, assignor
+
+__all__ = ["RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"]
+
+
+def _partitions_per_topic(cluster: Any, members: list[Any]) -> dict[str, int]:
+    topics = {t for m in members for t in m.metadata.topics}
+    out = {}
+    for t in topics:
+        parts = cluster.partitions_for_topic(t)
+        if parts:
+            out[t] = len(parts)
+    return out
+
+
+def _grouped(tps: list[TopicPartition]) -> list[tuple[str, list[int]]]:
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for tp in tps:
+        by_topic[tp.topic].append(tp.partition)
+    return sorted((t, sorted(ps)) for t, ps in by_topic.items())
+
+
+class _MqbalanceAssignor(AbstractPartitionAssignor):
+    name = ""
+    version = 0
+
+    def _subscription(self, member: Any) -> Subscription:
+        return Subscription(list(member.metadata.topics), group_instance_id=getattr(member, "group_instance_id", None))
+
+    def assign(self, cluster: Any, members: Any) -> dict[str, Any]:
+        members = list(members)
+        subs = {m.member_id: self._subscription(m) for m in members}
+        result = assignor(self.name).assign(_partitions_per_topic(cluster, members), subs)
+        return {mid: ConsumerProtocolAssignment(self.version, _grouped(tps), b"") for mid, tps in result.items()}
+
+    def metadata(self, topics: Any) -> Any:
+        return ConsumerProtocolSubscription(self.version, sorted(topics), b"")
+
+    def on_assignment(self, assignment: Any, generation: int | None = None) -> None:
+        pass
+
+
+class RangeAssignor(_MqbalanceAssignor):
+    """Kafka's ``RangeAssignor`` (static members first, Java string order)."""
+
+    name = "range"
+
+
+class RoundRobinAssignor(_MqbalanceAssignor):
+    """Kafka's ``RoundRobinAssignor`` (also correct for unequal subscriptions)."""
+
+    name = "roundrobin"
+
+
+class _StickyState(_MqbalanceAssignor):
+    def __init__(self) -> None:
+        self.member_assignment: list[TopicPartition] = []
+        self.generation: int | None = None
+
+    def on_assignment(self, assignment: Any, generation: int | None = None) -> None:
+        self.member_assignment = [TopicPartition(t, p) for t, ps in assignment.assigned_partitions for p in ps]
+        self.generation = generation
+
+
+class StickyAssignor(_StickyState):
+    """Eager ``sticky``; previous assignment and generation travel in Java's userData layout."""
+
+    name = "sticky"
+
+    def metadata(self, topics: Any) -> Any:
+        return ConsumerProtocolSubscription(self.version, sorted(topics), sticky_user_data.encode(self.member_assignment, self.generation))
+
+    def _subscription(self, member: Any) -> Subscription:
+        decoded = sticky_user_data.decode(member.metadata.user_data)
+        owned, generation = decoded if decoded is not None else ([], None)
+        return Subscription(list(member.metadata.topics), [TopicPartition(t, p) for t, p in owned], generation, getattr(member, "group_instance_id", None))
+
+
+class CooperativeStickyAssignor(_StickyState):
+    """``cooperative-sticky`` (KIP-429): partitions moving between members are held back for one
+    round; owned partitions and generation travel in the subscription's v2 fields."""
+
+    name = "cooperative-sticky"
+    version = 2
+
+    def supported_protocols(self) -> list[Any]:
+        return [RebalanceProtocol.COOPERATIVE]
+
+    def metadata(self, topics: Any) -> Any:
+        owned = [ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in _grouped(self.member_assignment)]
+        return ConsumerProtocolSubscription(
+            version=self.version,
+            topics=sorted(topics),
+            user_data=b"",
+            owned_partitions=owned,
+            generation_id=-1 if self.generation is None else self.generation,
+        )
+
+    def _subscription(self, member: Any) -> Subscription:
+        md = member.metadata
+        owned = [TopicPartition(tp.topic, p) for tp in (getattr(md, "owned_partitions", None) or ()) for p in tp.partitions]
+        gen = getattr(md, "generation_id", -1)
+        return Subscription(list(md.topics), owned, None if gen is None or gen < 0 else gen, getattr(member, "group_instance_id", None))
