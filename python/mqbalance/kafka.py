@@ -100,16 +100,14 @@ class Assignor:
 
     def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]) -> dict[str, list[TopicPartition]]:
         """``{member_id: [TopicPartition, ...]}`` for every member (sorted by topic, partition)."""
-        pairs, index = _topics(partitions_per_topic)
+        pairs, _ = _topics(partitions_per_topic)
         ids = list(subscriptions)
         members = []
         for mid in ids:
             if not isinstance(mid, str):
                 raise InvalidInputError(f"member ids must be str, got {mid!r}", mid)
             s = _as_subscription(subscriptions[mid])
-            topics = [index[t] for t in s.topics if t in index]
-            owned = [(index[tp.topic], tp.partition) for tp in s.owned_partitions if tp.topic in index and 0 <= tp.partition < 2**31]
-            members.append((mid, s.group_instance_id, topics, owned, s.generation))
+            members.append((mid, s.group_instance_id, list(s.topics), list(s.owned_partitions), s.generation))
         lists = _core.kafka_assign(self.name, pairs, members)
         names = [t for t, _ in pairs]
         return {mid: [TopicPartition(names[t], p) for t, p in lst] for mid, lst in zip(ids, lists)}
@@ -186,12 +184,6 @@ def assign_columns(
     ids = list(member_ids)
     if len(member_topics) != len(ids):
         raise InvalidInputError(f"member_topics has {len(member_topics)} entries for {len(ids)} members", len(member_topics))
-    sm, st = [], []
-    for m, topics in enumerate(member_topics):
-        for t in topics:
-            if t in index:
-                sm.append(m)
-                st.append(index[t])
     if owned is None:
         om = ot = op = np.zeros(0, dtype=np.uint32)
     else:
@@ -208,7 +200,7 @@ def assign_columns(
             if g is not None:
                 gens[m] = g
     member, topic, partition = _core.kafka_assign_columns(
-        name, pairs, ids, np.asarray(sm, dtype=np.uint32), np.asarray(st, dtype=np.uint32), om, ot, op, gens
+        name, pairs, ids, [list(ts) for ts in member_topics], om, ot, op, gens
     )
     return ColumnarAssignment(ids, [t for t, _ in pairs], member, topic, partition)
 

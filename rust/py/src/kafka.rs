@@ -5,10 +5,32 @@
 use mqbalance_core::assign::{self, zk, Cluster, Member};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyTuple};
+use rustc_hash::FxHashMap;
 
 use crate::errors::{InvalidInputError, UnknownStrategyError};
 
-type MemberTuple = (String, Option<String>, Vec<u32>, Vec<(u32, u32)>, Option<i32>);
+/// Topic name → index, for resolving names without allocating.
+struct TopicIndex(FxHashMap<String, u32>);
+
+impl TopicIndex {
+    fn new(topics: &[(String, u32)]) -> Self {
+        TopicIndex(topics.iter().enumerate().map(|(i, (t, _))| (t.clone(), i as u32)).collect())
+    }
+
+    /// Indices of the known names in a list of str (unknown names have no metadata: skipped).
+    fn resolve(&self, names: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+        let list = names.cast::<PyList>().map_err(|_| InvalidInputError::new_err(("topic lists must be lists of str", names.clone().unbind())))?;
+        let mut out = Vec::with_capacity(list.len());
+        for item in list.iter() {
+            let s = item.cast::<PyString>().map_err(|_| InvalidInputError::new_err((format!("topic names must be str, got {}", item.repr().map(|r| r.to_string()).unwrap_or_default()), item.clone().unbind())))?;
+            if let Some(&t) = self.0.get(s.to_str()?) {
+                out.push(t);
+            }
+        }
+        Ok(out)
+    }
+}
 
 fn run(name: &str, cluster: &Cluster, members: &[Member]) -> PyResult<Vec<Vec<(u32, u32)>>> {
     Ok(match name {
@@ -20,24 +42,37 @@ fn run(name: &str, cluster: &Cluster, members: &[Member]) -> PyResult<Vec<Vec<(u
     })
 }
 
-fn members_of(items: Vec<MemberTuple>) -> Vec<Member> {
-    items
-        .into_iter()
-        .map(|(member_id, group_instance_id, topics, owned, generation)| Member { member_id, group_instance_id, topics, owned, generation })
-        .collect()
-}
-
-/// Modern assignor over member tuples: one `[(topic, partition), ...]` list per member.
+/// Modern assignor. `members`: `(member_id, group_instance_id, topics: list[str], owned:
+/// list[(topic, partition)], generation)`; names without metadata are skipped. Returns one
+/// `[(topic index, partition), ...]` list per member.
 #[pyfunction]
-pub fn kafka_assign(py: Python<'_>, name: &str, topics: Vec<(String, u32)>, members: Vec<MemberTuple>) -> PyResult<Vec<Vec<(u32, u32)>>> {
+pub fn kafka_assign(py: Python<'_>, name: &str, topics: Vec<(String, u32)>, members: &Bound<'_, PyList>) -> PyResult<Vec<Vec<(u32, u32)>>> {
+    let index = TopicIndex::new(&topics);
+    let mut list = Vec::with_capacity(members.len());
+    for item in members.iter() {
+        let tuple = item.cast::<PyTuple>().map_err(|_| InvalidInputError::new_err(("members must be tuples", item.clone().unbind())))?;
+        let member_id: String = tuple.get_item(0)?.extract()?;
+        let group_instance_id: Option<String> = tuple.get_item(1)?.extract()?;
+        let topics = index.resolve(&tuple.get_item(2)?)?;
+        let mut owned = Vec::new();
+        let owned_list = tuple.get_item(3)?;
+        let owned_list = owned_list.cast::<PyList>().map_err(|_| InvalidInputError::new_err(("owned partitions must be a list", owned_list.clone().unbind())))?;
+        for pair in owned_list.iter() {
+            let (t, p): (Bound<'_, PyString>, i64) = pair.extract()?;
+            if let (Some(&t), Ok(p)) = (index.0.get(t.to_str()?), u32::try_from(p)) {
+                owned.push((t, p));
+            }
+        }
+        let generation: Option<i32> = tuple.get_item(4)?.extract()?;
+        list.push(Member { member_id, group_instance_id, topics, owned, generation });
+    }
     let cluster = Cluster::new(topics);
-    let members = members_of(members);
-    py.detach(|| run(name, &cluster, &members))
+    py.detach(|| run(name, &cluster, &list))
 }
 
-/// Columnar variant: members' topics as `(member index, topic index)` pairs, owned partitions as
-/// `(member, topic, partition)` columns, generations per member (`i64::MIN` = none). Returns the
-/// `(member, topic, partition)` columns of the assignment.
+/// Columnar variant: members' topic-name lists, owned partitions as `(member, topic index,
+/// partition)` columns, generations per member (`i64::MIN` = none). Returns the `(member, topic,
+/// partition)` columns of the assignment.
 #[pyfunction]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn kafka_assign_columns<'py>(
@@ -45,15 +80,18 @@ pub fn kafka_assign_columns<'py>(
     name: &str,
     topics: Vec<(String, u32)>,
     member_ids: Vec<String>,
-    sub_member: PyReadonlyArray1<'py, u32>,
-    sub_topic: PyReadonlyArray1<'py, u32>,
+    member_topics: &Bound<'py, PyList>,
     owned_member: PyReadonlyArray1<'py, u32>,
     owned_topic: PyReadonlyArray1<'py, u32>,
     owned_partition: PyReadonlyArray1<'py, u32>,
     generation: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<(Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>, Bound<'py, PyArray1<u32>>)> {
+    let index = TopicIndex::new(&topics);
     let cluster = Cluster::new(topics);
     let n = member_ids.len();
+    if member_topics.len() != n {
+        return Err(InvalidInputError::new_err((format!("member_topics has {} entries for {n} members", member_topics.len()), member_topics.len())));
+    }
     let gens = generation.as_slice()?;
     if gens.len() != n {
         return Err(InvalidInputError::new_err((format!("generation has {} entries for {n} members", gens.len()), gens.len())));
@@ -62,13 +100,12 @@ pub fn kafka_assign_columns<'py>(
     for (m, g) in members.iter_mut().zip(gens) {
         m.generation = (*g != i64::MIN).then(|| (*g).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
     }
-    let (sm, st) = (sub_member.as_slice()?, sub_topic.as_slice()?);
-    let (om, ot, op) = (owned_member.as_slice()?, owned_topic.as_slice()?, owned_partition.as_slice()?);
-    if sm.len() != st.len() || om.len() != ot.len() || om.len() != op.len() {
-        return Err(InvalidInputError::new_err(("subscription / owned columns must have equal lengths", sm.len())));
+    for (m, names) in members.iter_mut().zip(member_topics.iter()) {
+        m.topics = index.resolve(&names)?;
     }
-    for (&m, &t) in sm.iter().zip(st) {
-        members.get_mut(m as usize).ok_or_else(|| InvalidInputError::new_err((format!("member index {m} out of range"), m)))?.topics.push(t);
+    let (om, ot, op) = (owned_member.as_slice()?, owned_topic.as_slice()?, owned_partition.as_slice()?);
+    if om.len() != ot.len() || om.len() != op.len() {
+        return Err(InvalidInputError::new_err(("owned columns must have equal lengths", om.len())));
     }
     for ((&m, &t), &p) in om.iter().zip(ot).zip(op) {
         members.get_mut(m as usize).ok_or_else(|| InvalidInputError::new_err((format!("member index {m} out of range"), m)))?.owned.push((t, p));
