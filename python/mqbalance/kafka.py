@@ -84,7 +84,11 @@ def _topics(partitions_per_topic: Mapping[str, int]) -> tuple[list[tuple[str, in
 
 
 def _as_subscription(value: Subscription | Iterable[str]) -> Subscription:
-    return value if isinstance(value, Subscription) else Subscription(list(value))
+    if isinstance(value, Subscription):
+        return value
+    if isinstance(value, str):
+        raise InvalidInputError(f"a subscription must be a list of topics or a Subscription, not the str {value!r}", value)
+    return Subscription(list(value))
 
 
 class Assignor:

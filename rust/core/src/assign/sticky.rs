@@ -117,6 +117,9 @@ pub fn assign(cluster: &Cluster, members: &[Member], cooperative: bool) -> Vec<V
                 s[m as usize].push(t);
             }
         }
+        for topics in &mut s {
+            topics.sort_unstable(); // by index: searched with binary_search below
+        }
         s
     };
     let identical = subscribed.windows(2).all(|w| w[0] == w[1]);
@@ -242,5 +245,27 @@ fn general(cluster: &Cluster, u: &Universe, owner: &[i32], rank: &[u32], subscri
         if !moved {
             return holder;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: topic indices not in name order, heterogeneous path — valid owned partitions
+    /// must all be kept when the assignment is already balanced (no swap of b0 / b1).
+    #[test]
+    fn keeps_a_balanced_assignment_when_topic_indices_are_not_in_name_order() {
+        let cluster = Cluster::new(vec![("d".into(), 3), ("b".into(), 2)]);
+        let mut m1 = Member::new("m1", &[0, 1]);
+        m1.owned = vec![(1, 0), (0, 0), (0, 2)];
+        m1.generation = Some(10);
+        let mut m2 = Member::new("m2", &[0, 1]);
+        m2.owned = vec![(1, 1), (0, 1)];
+        m2.generation = Some(10);
+        let m0 = Member::new("m0", &[]);
+        let got = assign(&cluster, &[m1, m2, m0], false);
+        assert_eq!(got[0], vec![(1, 0), (0, 0), (0, 2)]);
+        assert_eq!(got[1], vec![(1, 1), (0, 1)]);
     }
 }
