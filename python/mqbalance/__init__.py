@@ -9,24 +9,8 @@
 """
 
 from . import bulk
-from .exceptions import (
-    ConsumerIdcsNotSetError,
-    EmptyConsumersError,
-    EmptyCurrentIdError,
-    EmptyQueuesError,
-    IllegalArgumentError,
-    InvalidClientIdError,
-    InvalidInputError,
-    InvalidQueueError,
-    LengthMismatchError,
-    MachineRoomError,
-    MQBalanceError,
-    RingTooLargeError,
-    UnknownCharsetError,
-    UnknownStrategyError,
-    UnsupportedStrategyError,
-    VirtualNodeCountError,
-)
+from . import exceptions as _exceptions
+from .exceptions import *  # noqa: F403 - the exception classes, listed in exceptions.__all__
 from .models import MessageQueue, java_string_key
 from .ordering import sort_client_ids, sort_queues
 from .rooms import PrefixRoomResolver, RoomResolver
@@ -61,20 +45,5 @@ __all__ = [
     "RoomResolver",
     "PrefixRoomResolver",
     "bulk",
-    "MQBalanceError",
-    "InvalidInputError",
-    "IllegalArgumentError",
-    "EmptyCurrentIdError",
-    "EmptyQueuesError",
-    "EmptyConsumersError",
-    "VirtualNodeCountError",
-    "MachineRoomError",
-    "ConsumerIdcsNotSetError",
-    "RingTooLargeError",
-    "InvalidQueueError",
-    "InvalidClientIdError",
-    "LengthMismatchError",
-    "UnsupportedStrategyError",
-    "UnknownStrategyError",
-    "UnknownCharsetError",
+    *_exceptions.__all__,
 ]

@@ -21,7 +21,7 @@ import json
 import sys
 from collections import Counter
 from dataclasses import dataclass
-from importlib import resources
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,7 @@ def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any
 def load_snapshot(path: str | Path | None) -> tuple[str, dict[str, Any]]:
     """Read a snapshot file (``None`` → the bundled example)."""
     if path is None:
-        ref = resources.files("mqbalance") / "data" / "example_snapshot.json"
+        ref = files("mqbalance") / "data" / "example_snapshot.json"
         return "example_snapshot.json", json.loads(ref.read_text(encoding="utf-8"))
     p = Path(path)
     try:
