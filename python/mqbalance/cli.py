@@ -1,173 +1,155 @@
 """Command line.
 
-``mqbalance assign SNAPSHOT`` — who consumes which queue, as every client would compute it (queues
-from READ-permission queue data, Java sort, the group's strategy).
+``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]``
+— the main job: the owner of every readable queue of every (group, topic) computed on Spark as the
+clients compute it, and the audit of it (see :mod:`mqbalance.audit`). Without ``SNAPSHOT`` it
+audits the bundled example fleet (:mod:`mqbalance.fleet`) against its previous state.
+
+``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
+
 ``mqbalance fault-seed`` — seed 001's producer fault-isolation experiment.
 
-Snapshot (JSON)::
-
-    {"topics": {"<topic>": {"queueDatas": [{"brokerName", "readQueueNums", "writeQueueNums", "perm"}]}},
-     "groups": [{"group", "messageModel": "CLUSTERING"|"BROADCASTING", "topics": [...],
-                 "strategy": "AVG" | {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10, ...},
-                 "clients": ["<clientId>", ...]}]}
-
-``mqbalance assign`` with no argument uses the bundled example snapshot.
+Exit codes: 0 done; 2 bad input (the message names file and field); 3 findings of a kind listed
+in ``--fail-on`` (or ``--fail-on-unowned`` for ``assign``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import time
 from collections import Counter
-from dataclasses import dataclass
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from .exceptions import MQBalanceError
-from .models import MessageQueue
-from .ordering import sort_queues
-from .strategies import AllocateStrategy, strategy
+from .snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 
-__all__ = ["main", "load_snapshot", "assign_snapshot", "SnapshotError"]
-
-PERM_READ = 4
+__all__ = ["main", "SnapshotError"]
 
 
-class SnapshotError(MQBalanceError, ValueError):
-    """A snapshot file is malformed; the message names the file and the field."""
+class _Progress:
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        print(f"[{time.perf_counter() - self.start:6.1f}s] {message}", flush=True)
 
 
-@dataclass(frozen=True, slots=True)
-class TopicAssignment:
-    group: str
-    topic: str
-    strategy: str
-    queues: list[MessageQueue]
-    owners: dict[str, list[MessageQueue]]
-    duplicated_ids: list[str]
+def _example(seed: int) -> tuple[Snapshot, Snapshot]:
+    from .fleet import example_pair
 
-    @property
-    def unowned(self) -> list[MessageQueue]:
-        owned = {q for lst in self.owners.values() for q in lst}
-        return [q for q in self.queues if q not in owned]
-
-
-def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(obj, dict) or key not in obj:
-        raise SnapshotError(f"{where}: missing field {key!r}", key)
-    value = obj[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise SnapshotError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {value!r}", value)
-    return value
-
-
-def load_snapshot(path: str | Path | None) -> tuple[str, dict[str, Any]]:
-    """Read a snapshot file (``None`` → the bundled example)."""
-    if path is None:
-        ref = files("mqbalance") / "data" / "example_snapshot.json"
-        return "example_snapshot.json", json.loads(ref.read_text(encoding="utf-8"))
-    p = Path(path)
-    try:
-        return str(p), json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise SnapshotError(f"{p}: {e}", str(p)) from e
-
-
-def _readable_queues(name: str, route: Any, where: str) -> list[MessageQueue]:
-    queues = []
-    for k, qd in enumerate(_field(route, "queueDatas", list, where)):
-        w = f"{where}.queueDatas[{k}]"
-        broker = _field(qd, "brokerName", str, w)
-        nums = _field(qd, "readQueueNums", int, w)
-        perm = _field(qd, "perm", int, w)
-        if nums < 0:
-            raise SnapshotError(f"{w}.readQueueNums: must be >= 0, got {nums}", nums)
-        if perm & PERM_READ:
-            queues.extend(MessageQueue(name, broker, q) for q in range(nums))
-    return queues
-
-
-def _strategy(spec: Any, where: str) -> AllocateStrategy:
-    if isinstance(spec, str):
-        return strategy(spec)
-    name = _field(spec, "name", str, where)
-    params: dict[str, Any] = {}
-    if "virtualNodeCnt" in spec:
-        params["virtual_node_cnt"] = spec["virtualNodeCnt"]
-    if "consumeridcs" in spec:
-        params["consumer_idcs"] = spec["consumeridcs"]
-    if "inner" in spec:
-        params["inner"] = _strategy(spec["inner"], f"{where}.inner")
-    return strategy(name, **params)
-
-
-def assign_snapshot(source: str, snapshot: dict[str, Any]) -> list[TopicAssignment]:
-    """Every (group, topic) assignment of a snapshot, as the clients compute it."""
-    topics = _field(snapshot, "topics", dict, source)
-    routes = {t: _readable_queues(t, r, f"{source}: topics[{t!r}]") for t, r in topics.items()}
-    results = []
-    for g, group in enumerate(_field(snapshot, "groups", list, source)):
-        where = f"{source}: groups[{g}]"
-        name = _field(group, "group", str, where)
-        clients = _field(group, "clients", list, where)
-        model = group.get("messageModel", "CLUSTERING")
-        if model not in ("CLUSTERING", "BROADCASTING"):
-            raise SnapshotError(f"{where}.messageModel: expected CLUSTERING or BROADCASTING, got {model!r}", model)
-        s = _strategy(group.get("strategy", "AVG"), f"{where}.strategy")
-        dup = sorted(c for c, n in Counter(clients).items() if n > 1)
-        for topic in _field(group, "topics", list, where):
-            if topic not in routes:
-                raise SnapshotError(f"{where}.topics: no route for topic {topic!r}", topic)
-            queues = sort_queues(routes[topic])
-            if model == "BROADCASTING":
-                owners = {c: list(queues) for c in dict.fromkeys(clients)}
-            else:
-                owners = s.assign(queues, clients, java_sort=True)
-            results.append(TopicAssignment(name, topic, s.name, queues, owners, dup))
-    return results
+    previous, current = example_pair(seed)
+    return snapshot_from_dict(current, f"example fleet (seed {seed})"), snapshot_from_dict(previous, f"example fleet before changes (seed {seed})")
 
 
 def _cmd_assign(args: argparse.Namespace) -> int:
-    source, snapshot = load_snapshot(args.snapshot)
-    results = assign_snapshot(source, snapshot)
-    print(f"{source}: {len(results)} group/topic assignments")
-    header = f"{'group':<16} {'topic':<14} {'strategy':<16} {'queues':>6} {'clients':>7} {'min':>4} {'max':>4} {'unowned':>7}  hazards"
+    import numpy as np
+
+    from .spark import assign_group_topic, group_specs
+    from .snapshot import PERM_READ
+
+    snap = load_snapshot(args.snapshot) if args.snapshot else _example(args.seed)[0]
+    specs = group_specs(snap)
+    q = snap.queue_data
+    by_topic: dict[str, list[tuple[str, int]]] = {}
+    for t, b, n, p in zip(q["topic"], q["broker_name"], q["read_queue_nums"], q["perm"]):
+        if p & PERM_READ:
+            by_topic.setdefault(t, []).extend((b, i) for i in range(n))
+    print(f"{snap.source}: {len(snap.groups)} groups")
+    header = f"{'group':<20} {'topic':<22} {'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7}  notes"
     print(header)
     print("-" * len(header))
-    problems = 0
-    for r in results:
-        sizes = [len(v) for v in r.owners.values()]
-        hazards = []
-        if r.duplicated_ids:
-            hazards.append(f"duplicated id {', '.join(r.duplicated_ids)}")
-        idle = sum(1 for s in sizes if s == 0)
+    unowned_total = 0
+    cache: dict[Any, Any] = {}
+    for g, t in sorted(zip(snap.subscriptions["group"], snap.subscriptions["topic"])):
+        queues = by_topic.get(t, [])
+        conns = specs.get(g, ("CLUSTERING", []))[1]
+        if not queues:
+            print(f"{g:<20} {t:<22} {0:>6} {len(conns):>5} {'':>4} {'':>4} {'':>7}  no readable queue (missing route)")
+            continue
+        rows, who = assign_group_topic(specs, g, [t] * len(queues), [b for b, _ in queues], np.array([i for _, i in queues], dtype=np.int64), cache)
+        counts = Counter(who)
+        ids = Counter(c for c, *_ in conns)
+        loads = [counts.get(c, 0) // ids[c] for c, *_ in conns] or [0]
+        unowned = len(queues) - len(set(rows.tolist()))
+        unowned_total += unowned
+        notes = []
+        dup = [c for c, n in ids.items() if n > 1]
+        if dup:
+            notes.append(f"duplicated id {', '.join(dup)}")
+        if unowned:
+            notes.append(f"{unowned} queues consumed by nobody")
+        idle = sum(1 for x in loads if x == 0)
         if idle:
-            hazards.append(f"{idle} idle")
-        if r.unowned:
-            hazards.append(f"{len(r.unowned)} queues consumed by nobody")
-            problems += 1
-        print(f"{r.group:<16} {r.topic:<14} {r.strategy:<16} {len(r.queues):>6} {len(r.owners):>7} {min(sizes):>4} {max(sizes):>4} {len(r.unowned):>7}  {'; '.join(hazards)}")
-    if args.json:
-        out = [
-            {"group": r.group, "topic": r.topic, "strategy": r.strategy,
-             "owners": {c: [str(q) for q in lst] for c, lst in r.owners.items()},
-             "unowned": [str(q) for q in r.unowned]}
-            for r in results
-        ]
-        Path(args.json).write_text(json.dumps(out, indent=2, ensure_ascii=False), encoding="utf-8")
-        print(f"wrote {args.json}")
-    return 1 if (args.fail_on_unowned and problems) else 0
+            notes.append(f"{idle} idle")
+        print(f"{g:<20} {t:<22} {len(queues):>6} {len(conns):>5} {min(loads):>4} {max(loads):>4} {unowned:>7}  {'; '.join(notes)}")
+    return 3 if args.fail_on_unowned and unowned_total else 0
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from .audit import FINDING_KINDS, audit, write_outputs
+    from .spark import assign_fleet, local_session, stop_session
+
+    fail_on = [k for k in (args.fail_on or "").split(",") if k]
+    unknown = [k for k in fail_on if k not in FINDING_KINDS]
+    if unknown:
+        raise SnapshotError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
+    say = _Progress()
+    if args.snapshot:
+        snap = load_snapshot(args.snapshot)
+        prev = load_snapshot(args.previous) if args.previous else None
+    else:
+        snap, prev = _example(args.seed)
+    say(f"loaded {snap.source}: {len(snap.groups)} groups, {snap.readable_queue_count():,} readable queues" + (f"; previous: {prev.source}" if prev else ""))
+    say(f"starting Spark ({args.master or 'local[2]'})")
+    spark = local_session(args.master)
+    try:
+        say("assigning every (group, topic) in the executors")
+        assignments = assign_fleet(spark, snap).cache()
+        rows = assignments.count()
+        say(f"assigned: {rows:,} (queue, consumer) rows")
+        previous = None
+        if prev is not None:
+            previous = assign_fleet(spark, prev).cache()
+            say(f"previous snapshot assigned: {previous.count():,} rows")
+        result = audit(spark, snap, assignments, previous=previous)
+        say(f"audited {len(result.rows):,} group/topic pairs")
+        paths = write_outputs(result, args.out, assignments=assignments, source=snap.source)
+        say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, assignments/, plots)")
+    finally:
+        stop_session(spark)
+    print()
+    print("Summary")
+    for k, v in result.totals.items():
+        print(f"  {k:<20} {v:,}" if isinstance(v, int) else f"  {k:<20} {v}")
+    worst = sorted(result.findings, key=lambda f: (f["kind"] not in ("unowned", "double-owned", "duplicate-client-id"), -f["count"]))[:8]
+    if worst:
+        print("Top findings")
+        for f in worst:
+            print(f"  {f['kind']:<20} {f['group']:<20} {f['topic'] or '':<22} {f['detail']}")
+    print(f"Report: {paths['report_md']}")
+    failing = [k for k in fail_on if result.count(k)]
+    if failing:
+        print(f"failing on: {', '.join(failing)}", file=sys.stderr)
+        return 3
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mqbalance", description="Consumer-group load balancing, exactly as the Java clients compute it.")
     sub = parser.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("assign", help="who consumes which queue, for every group and topic of a snapshot")
-    a.add_argument("snapshot", nargs="?", help="snapshot JSON (default: the bundled example)")
-    a.add_argument("--json", metavar="FILE", help="also write the full assignment as JSON")
-    a.add_argument("--fail-on-unowned", action="store_true", help="exit 1 when some queue is consumed by nobody")
+    au = sub.add_parser("audit", help="the main job: assign every group/topic of a fleet snapshot on Spark and audit it")
+    au.add_argument("snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)")
+    au.add_argument("--previous", help="an earlier snapshot, for churn")
+    au.add_argument("--out", default="out/audit", help="output directory (default: out/audit)")
+    au.add_argument("--master", help="Spark master URL (default: local[2])")
+    au.add_argument("--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned")
+    au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
+    a = sub.add_parser("assign", help="who consumes which queue, per group and topic, in-process")
+    a.add_argument("snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)")
+    a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
+    a.add_argument("--seed", type=int, default=7)
     f = sub.add_parser("fault-seed", help="seed 001's producer fault-isolation experiment, old loop vs 4.9.x vs 5.x")
     f.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args(argv)
@@ -176,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return fault_seed.main(["--rounds", str(args.rounds)])
     try:
-        return _cmd_assign(args)
+        return _cmd_audit(args) if args.command == "audit" else _cmd_assign(args)
     except MQBalanceError as e:
         print(f"mqbalance: error: {e}", file=sys.stderr)
         return 2
