@@ -39,16 +39,18 @@ def test_cli_fault_seed_and_module_entry_point(capsys):
     assert "every send fails" in done.stdout
 
 
-def test_cli_assign_on_the_bundled_example(tmp_path, capsys):
-    out_file = tmp_path / "a.json"
-    assert main(["assign", "--json", str(out_file), "--fail-on-unowned"]) == 1  # the example has a duplicated id
+def test_cli_assign_on_the_bundled_example(capsys):
+    assert main(["assign", "--fail-on-unowned"]) == 3  # the example has a duplicated id and a mixed group
     text = capsys.readouterr().out
-    assert "duplicated id 10.0.2.31@payments" in text and "3 queues consumed by nobody" in text
-    assert out_file.exists()
+    dup = next(line for line in text.splitlines() if line.startswith("cg-payments-dup"))
+    queues, processes, unowned = (int(x) for x in (dup.split()[2], dup.split()[3], dup.split()[6]))
+    # AVG over 4 connections, two of them one id: the duplicate's slot (a quarter) is stranded.
+    assert processes == 4 and unowned == queues // 4 and "duplicated id" in dup
+    assert "missing route" in next(line for line in text.splitlines() if line.startswith("cg-ghost"))
 
 
 def test_cli_reports_bad_snapshots(tmp_path, capsys):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "perm": 6}]}}, "groups": []}')
+    bad.write_text('{"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "writeQueueNums": 1, "perm": 6}]}}, "groups": {}}')
     assert main(["assign", str(bad)]) == 2
     assert "readQueueNums: must be >= 0" in capsys.readouterr().err

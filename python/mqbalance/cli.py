@@ -89,7 +89,7 @@ def _cmd_assign(args: argparse.Namespace) -> int:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from .audit import FINDING_KINDS, audit, write_outputs
-    from .spark import assign_fleet, local_session, stop_session
+    from .spark import assign_fleet, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
@@ -103,8 +103,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         snap, prev = _example(args.seed)
     say(f"loaded {snap.source}: {len(snap.groups)} groups, {snap.readable_queue_count():,} readable queues" + (f"; previous: {prev.source}" if prev else ""))
     say(f"starting Spark ({args.master or 'local[2]'})")
-    spark = local_session(args.master)
-    try:
+    with session(args.master) as spark:
         say("assigning every (group, topic) in the executors")
         assignments = assign_fleet(spark, snap).cache()
         rows = assignments.count()
@@ -117,8 +116,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         say(f"audited {len(result.rows):,} group/topic pairs")
         paths = write_outputs(result, args.out, assignments=assignments, source=snap.source)
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, assignments/, plots)")
-    finally:
-        stop_session(spark)
+        for df in (assignments, previous):
+            if df is not None:
+                df.unpersist()
     print()
     print("Summary")
     for k, v in result.totals.items():

@@ -21,6 +21,8 @@ import shutil
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ import numpy as np
 from .snapshot import PERM_READ, Snapshot
 from .strategies import AllocateStrategy, strategy
 
-__all__ = ["local_session", "stop_session", "assign_fleet", "ASSIGNMENT_COLUMNS", "GroupSpec"]
+__all__ = ["local_session", "stop_session", "session", "assign_fleet", "ASSIGNMENT_COLUMNS", "GroupSpec"]
 
 ASSIGNMENT_COLUMNS = ("group", "topic", "broker_name", "queue_id", "consumer")
 
@@ -87,10 +89,26 @@ def local_session(master: str | None = None, *, app_name: str = "mqbalance", dri
 
 
 def stop_session(spark: Any) -> None:
+    """Stop a session and remove the temp dir :func:`local_session` gave it."""
     tmp = getattr(spark, "_mqbalance_tmp", None)
     spark.stop()
     if tmp:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def session(master: str | None = None, **options: Any) -> Iterator[Any]:
+    """The active SparkSession if there is one (left running), else a new :func:`local_session`
+    (stopped on exit)."""
+    from pyspark.sql import SparkSession
+
+    existing = SparkSession.getActiveSession()
+    spark = existing or local_session(master, **options)
+    try:
+        yield spark
+    finally:
+        if existing is None:
+            stop_session(spark)
 
 
 def group_specs(snapshot: Snapshot) -> GroupSpec:
