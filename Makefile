@@ -1,5 +1,5 @@
 # The one entry point for people and for .ci/run.
-#   make example   set up, then run the main job on the bundled example
+#   make example   set up, then run the main job (Spark audit, local mode) on the bundled example
 #   make test      set up, then run every test (Rust core + Python, benchmarks as plain tests)
 #   make bench     time the benchmark suite (ratios against in-run baselines)
 
@@ -13,13 +13,13 @@ $(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock $(shell find rust pytho
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
 	$(PY) -m pip install -q --group test --group bench
-	$(PY) -m pip install -q .
+	$(PY) -m pip install -q ".[spark]"
 	touch $@
 
 setup: $(VENV)/.installed
 
 example: setup
-	$(VENV)/bin/mqbalance assign --json out/example_assignment.json
+	$(VENV)/bin/mqbalance audit --out out/audit
 
 test-rust:
 	cargo test --locked -p mqbalance-core

@@ -127,3 +127,12 @@ def kafka_assign_columns(
     generation: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...
 def zk_assign(name: str, topics: list[tuple[str, int]], consumers: list[tuple[str, list[tuple[int, int]]]]) -> list[list[str | None]]: ...
+def owners_segments(
+    topics: _StrColumn,
+    brokers: _StrColumn,
+    queue_ids: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.uint64],
+    strategies: list[Strategy],
+    seg_strategy: npt.NDArray[np.uint32],
+    consumers: list[list[str]],
+) -> npt.NDArray[np.int64]: ...

@@ -25,7 +25,7 @@ from .models import MessageQueue
 from .rooms import PrefixRoomResolver
 from .strategies import AllocateStrategy, Config, MachineRoomNearby, _room, strategy as make_strategy
 
-__all__ = ["assign"]
+__all__ = ["assign", "assign_groups"]
 
 
 def assign(
@@ -67,3 +67,41 @@ def assign(
                 "consumer_rooms": [_room(s.resolver.consumer_room(c), f"consumer id {c!r}") for c in ids],
             }
     return _core.owners(s._handle, tcol, bcol, qids, ids, presorted=presorted, **rooms)
+
+
+def assign_groups(
+    topics: Any,
+    brokers: Any,
+    queue_ids_: Any,
+    bounds: Any,
+    strategies: list[AllocateStrategy | str],
+    consumers: list[list[str]],
+) -> np.ndarray:
+    """Many (group, topic) pairs in one call — what a Spark executor does for a bucket of groups.
+
+    Rows ``bounds[s]:bounds[s+1]`` are the queues of pair ``s`` (any order: each pair is sorted the
+    Java way), assigned with ``strategies[s]`` over ``consumers[s]``. The result holds, per row,
+    the position in its pair's consumer list of the owning id (first occurrence), ``-1`` for
+    nobody. Pairs run on all cores; strings are interned once for the whole call.
+    MACHINE_ROOM_NEARBY and CONFIG are not accepted here (use :func:`assign` per pair).
+
+    >>> assign_groups(["A", "A", "B"], ["b"] * 3, [1, 0, 0], [0, 2, 3], ["AVG", "AVG"], [["y", "x"], ["z"]]).tolist()
+    [0, 1, 0]
+    """
+    built = [make_strategy(s) if isinstance(s, str) else s for s in strategies]
+    for s in built:
+        if isinstance(s, (Config, MachineRoomNearby)):
+            raise UnsupportedStrategyError(f"{s.name} is not supported by assign_groups; use bulk.assign per pair", s.name)
+    handles: dict[int, int] = {}
+    distinct = []
+    which = np.empty(len(built), dtype=np.uint32)
+    for k, s in enumerate(built):
+        key = id(s._handle)
+        if key not in handles:
+            handles[key] = len(distinct)
+            distinct.append(s._handle)
+        which[k] = handles[key]
+    qids = queue_ids(queue_ids_)
+    check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
+    b = np.asarray(bounds, dtype=np.uint64)
+    return _core.owners_segments(str_column(topics, "topics"), str_column(brokers, "brokers"), qids, b, distinct, which, [id_list(c) for c in consumers])

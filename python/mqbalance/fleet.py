@@ -118,3 +118,23 @@ def example_pair(seed: int = 7, **sizes: Any) -> tuple[dict[str, Any], dict[str,
         q["readQueueNums"] += 4
         q["writeQueueNums"] += 4
     return previous, current
+
+
+def scaled_fleet(groups: int, *, queues_per_topic: int = 64, brokers: int = 8, clients_per_group: int = 8, strategy: Any = "AVG", seed: int = 1) -> dict[str, Any]:
+    """A large, regular fleet for benchmarks: one topic per group, ``queues_per_topic`` readable
+    queues spread over ``brokers`` brokers, ``clients_per_group`` clients each (≈ ``groups ×
+    queues_per_topic`` queue assignments)."""
+    rng = random.Random(seed)
+    per_broker = max(1, queues_per_topic // brokers)
+    topics = {}
+    groups_out = {}
+    for g in range(groups):
+        topic = f"Topic{g:06d}"
+        topics[topic] = {"queueDatas": [{"brokerName": f"broker-{b:02d}", "readQueueNums": per_broker, "writeQueueNums": per_broker, "perm": 6} for b in range(brokers)]}
+        groups_out[f"cg-{g:06d}"] = {
+            "messageModel": "CLUSTERING",
+            "subscriptions": [topic],
+            "strategy": strategy,
+            "connections": [{"clientId": f"10.{g % 250}.{rng.randint(0, 255)}.{j}@{rng.randint(1000, 65000)}"} for j in range(clients_per_group)],
+        }
+    return {"topics": topics, "groups": groups_out}

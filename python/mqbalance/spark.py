@@ -5,11 +5,11 @@ inside the executors with the Rust core, exactly as the clients compute it.
 default; a cluster is the same code with another master URL (executors need ``mqbalance``
 installed).
 
-How it runs: readable queues (READ-permission queue data × ``0..readQueueNums-1``) are joined
-with the subscriptions in native Spark; rows are hash-bucketed by (group, topic) and each bucket
-goes through one ``applyInArrow`` call, which walks its groups and calls
-:func:`mqbalance.bulk.assign` (Java sort + the client's strategy) for each — many groups per Python
-call. The result is one row per (queue, consuming process); an unowned queue has one row with a
+How it runs: only the (group, topic) pairs travel through Spark, each with its topic's readable
+route (READ-permission queue data); ``mapInArrow`` hands batches of pairs to the executors, which
+expand them into queues (``0..readQueueNums-1`` per broker) and assign them all in one Rust call
+per batch (:func:`mqbalance.bulk.assign_groups`, Java sort + the client's strategy), so no queue
+row is ever shuffled. The result is one row per (queue, consuming process); an unowned queue has one row with a
 null consumer. Each connection uses its *own* strategy (a misconfigured group is reproduced as it
 behaves); BROADCASTING groups consume every queue on every connection.
 """
@@ -170,34 +170,78 @@ def bulk_assign(s: AllocateStrategy, topics: Any, brokers: Any, queue_ids: np.nd
     return assign(s, topics, brokers, queue_ids, ids)
 
 
-def assign_batch(table: Any, specs: GroupSpec) -> Any:
-    """One ``applyInArrow`` call: every (group, topic) of a bucket."""
+def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray | None = None) -> Any:
+    """Every (group, topic) of a table of queue rows ``(group, topic, broker_name, queue_id)``.
+
+    ``bounds`` (pair boundaries) may be given when the rows are already contiguous per pair;
+    otherwise the table is sorted first. Clustering groups whose clients share one strategy (the
+    common case) go through one batched Rust call; broadcasting groups, groups with mixed
+    strategies and MACHINE_ROOM_NEARBY go pair by pair."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from .bulk import assign_groups
+
     if table.num_rows == 0:
         return _empty_output()
-    table = table.sort_by([("group", "ascending"), ("topic", "ascending")])
-    groups = table.column("group").to_numpy(zero_copy_only=False)
-    topics_np = table.column("topic").to_numpy(zero_copy_only=False)
+    if bounds is None:
+        table = table.sort_by([("group", "ascending"), ("topic", "ascending")])
+        groups_np = table.column("group").to_numpy(zero_copy_only=False)
+        topics_np = table.column("topic").to_numpy(zero_copy_only=False)
+        change = np.flatnonzero((groups_np[1:] != groups_np[:-1]) | (topics_np[1:] != topics_np[:-1])) + 1
+        bounds = np.concatenate(([0], change, [table.num_rows]))
+    starts = bounds[:-1]
+    pair_groups = table.column("group").take(pa.array(starts)).to_pylist()
     brokers = pc.dictionary_encode(table.column("broker_name").combine_chunks())
     topics_dict = pc.dictionary_encode(table.column("topic").combine_chunks())
     qids = table.column("queue_id").to_numpy().astype(np.int64)
-    change = np.flatnonzero((groups[1:] != groups[:-1]) | (topics_np[1:] != topics_np[:-1])) + 1
-    bounds = np.concatenate(([0], change, [len(groups)]))
     cache: dict[tuple[Any, ...], AllocateStrategy] = {}
-    take_parts, consumers = [], []
-    owned_mask = np.zeros(len(groups), dtype=bool)
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        rows, who = assign_group_topic(specs, groups[a], topics_dict.slice(a, b - a), brokers.slice(a, b - a), qids[a:b], cache)
-        take_parts.append(rows + a)
-        consumers.extend(who)
-        owned_mask[rows + a] = True
+    parts: list[Any] = []
+    owned_mask = np.zeros(table.num_rows, dtype=bool)
+    base = table.select(["group", "topic", "broker_name", "queue_id"])
+
+    def emit(rows: np.ndarray, consumer: Any) -> None:
+        parts.append(base.take(pa.array(rows)).append_column("consumer", consumer))
+        owned_mask[rows] = True
+
+    batched, batched_bounds, batched_strategies, batched_ids = [], [0], [], []
+    for p, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        model, conns = specs.get(pair_groups[p], ("CLUSTERING", []))
+        variants = {(name, vnodes, idcs) for _, name, vnodes, idcs in conns}
+        if model == "CLUSTERING" and len(variants) == 1 and not conns[0][1].startswith("MACHINE_ROOM_NEARBY"):
+            batched.append(np.arange(a, b))
+            batched_bounds.append(batched_bounds[-1] + (b - a))
+            batched_strategies.append(_strategy(conns[0][1], conns[0][2], conns[0][3], cache))
+            batched_ids.append([cid for cid, *_ in conns])
+            continue
+        rows, who = assign_group_topic(specs, pair_groups[p], topics_dict.slice(a, b - a), brokers.slice(a, b - a), qids[a:b], cache)
+        if len(rows):
+            emit(rows + a, pa.array(who, type=pa.string()))
+    if batched:
+        sub = np.concatenate(batched)
+        idx = pa.array(sub)
+        owners = assign_groups(topics_dict.take(idx), brokers.take(idx), qids[sub], batched_bounds, batched_strategies, batched_ids)
+        offsets = np.cumsum([0] + [len(ids) for ids in batched_ids])
+        flat_ids = pa.array([cid for ids in batched_ids for cid in ids], type=pa.string())
+        seg_of_row = np.repeat(np.arange(len(batched_ids)), np.diff(batched_bounds))
+        owned = owners >= 0
+        if owned.any():
+            emit(sub[owned], flat_ids.take(pa.array(offsets[seg_of_row[owned]] + owners[owned])))
+        # A duplicated id: every further process with it consumes the same queues.
+        for s, ids in enumerate(batched_ids):
+            if len(set(ids)) == len(ids):
+                continue
+            first: dict[str, int] = {}
+            lo, hi = batched_bounds[s], batched_bounds[s + 1]
+            for j, cid in enumerate(ids):
+                if first.setdefault(cid, j) != j:
+                    rows = sub[lo:hi][owners[lo:hi] == first[cid]]
+                    if len(rows):
+                        emit(rows, pa.array([cid] * len(rows), type=pa.string()))
     unowned = np.flatnonzero(~owned_mask)
-    take = np.concatenate([*take_parts, unowned]).astype(np.int64)
-    out = table.select(["group", "topic", "broker_name", "queue_id"]).take(pa.array(take))
-    consumer = pa.array(consumers + [None] * len(unowned), type=pa.string())
-    return out.append_column("consumer", consumer)
+    if len(unowned):
+        parts.append(base.take(pa.array(unowned)).append_column("consumer", pa.nulls(len(unowned), type=pa.string())))
+    return pa.concat_tables(parts) if parts else _empty_output()
 
 
 def _empty_output() -> Any:
@@ -219,20 +263,64 @@ def readable_queues(spark: Any, snapshot: Snapshot) -> Any:
     )
 
 
-def assign_fleet(spark: Any, snapshot: Snapshot, *, buckets: int | None = None) -> Any:
+def expand_pairs(batch: Any) -> tuple[Any, np.ndarray]:
+    """``(group, topic, route: list<struct<broker_name, read_queue_nums>>)`` rows → one row per
+    readable queue ``(group, topic, broker_name, queue_id)``, contiguous per pair (vectorised),
+    and the pair boundaries."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    route = batch.column("route")
+    if isinstance(route, pa.ChunkedArray):
+        route = route.combine_chunks()
+    flat = route.flatten()
+    nums = flat.field("read_queue_nums").to_numpy(zero_copy_only=False).astype(np.int64)
+    parent = pc.list_parent_indices(route).to_numpy()
+    total = int(nums.sum())
+    entry = np.repeat(np.arange(len(nums)), nums)
+    starts = np.cumsum(nums) - nums
+    queue_id = (np.arange(total) - starts[entry]).astype(np.int32)
+    pair = pa.array(parent[entry])
+    per_pair = np.bincount(parent, weights=nums, minlength=batch.num_rows).astype(np.int64)
+    bounds = np.concatenate(([0], np.cumsum(per_pair)))
+    table = pa.table({
+        "group": batch.column("group").take(pair),
+        "topic": batch.column("topic").take(pair),
+        "broker_name": flat.field("broker_name").take(pa.array(entry)),
+        "queue_id": pa.array(queue_id),
+    })
+    return table, bounds
+
+
+def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None) -> Any:
     """DataFrame ``(group, topic, broker_name, queue_id, consumer)``: one row per (queue,
-    consuming process), ``consumer`` null for a queue nobody consumes."""
+    consuming process), ``consumer`` null for a queue nobody consumes.
+
+    Only the (group, topic) pairs travel through Spark, each with its topic's readable route; the
+    executors expand them into queues and assign them (:func:`assign_batch`), so no queue row is
+    shuffled."""
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
     specs = group_specs(snapshot)
-    queues = readable_queues(spark, snapshot)
-    subs = spark.createDataFrame(snapshot.to_arrow()["subscriptions"]) if snapshot.subscriptions["group"] else spark.createDataFrame([], "group string, topic string")
-    work = subs.join(queues, "topic").select("group", "topic", "broker_name", F.col("queue_id").cast("int").alias("queue_id"))
-    n_buckets = buckets or max(4, min(256, snapshot.readable_queue_count() // 20_000 + 4))
-    work = work.withColumn("bucket", F.abs(F.hash("group", "topic")) % n_buckets)
+    arrow = snapshot.to_arrow()
     schema = "group string, topic string, broker_name string, queue_id int, consumer string"
+    if not snapshot.subscriptions["group"] or not snapshot.queue_data["topic"]:
+        return spark.createDataFrame([], schema)
+    qd = spark.createDataFrame(arrow["queue_data"])
+    routes = (
+        qd.where((F.col("perm").bitwiseAND(PERM_READ) != 0) & (F.col("read_queue_nums") > 0))
+        .groupBy("topic")
+        .agg(F.sort_array(F.collect_list(F.struct(F.col("broker_name"), F.col("read_queue_nums").cast("long").alias("read_queue_nums")))).alias("route"))
+    )
+    subs = spark.createDataFrame(arrow["subscriptions"])
+    n = partitions or max(2 * spark.sparkContext.defaultParallelism, snapshot.readable_queue_count() // 100_000)
+    pairs = subs.join(routes, "topic").select("group", "topic", "route").repartition(n)
 
-    def run(table):
-        return assign_batch(table, specs)
+    def run(batches):
+        for batch in batches:
+            if batch.num_rows:
+                table, bounds = expand_pairs(pa.Table.from_batches([batch]))
+                yield from assign_batch(table, specs, bounds).to_batches()
 
-    return work.groupBy("bucket").applyInArrow(run, schema)
+    return pairs.mapInArrow(run, schema)

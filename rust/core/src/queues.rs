@@ -115,6 +115,16 @@ impl QueueTable {
         &self.brokers
     }
 
+    /// The topic dictionary.
+    pub fn topic_dict(&self) -> &[String] {
+        &self.topics
+    }
+
+    /// Topic dictionary code of row `i`.
+    pub fn topic_code(&self, i: usize) -> u32 {
+        self.topic_code[i]
+    }
+
     /// Java `MessageQueue.toString()` of row `i` — the consistent-hash key of the queue.
     pub fn key(&self, i: usize) -> String {
         let mut s = String::new();

@@ -159,6 +159,39 @@ fn owners<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// Many (group, topic) segments in one call: rows `bounds[s]..bounds[s+1]` use
+/// `strategies[seg_strategy[s]]` over `consumers[s]`; owners are positions in each segment's list.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn owners_segments<'py>(
+    py: Python<'py>,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+    bounds: PyReadonlyArray1<'py, u64>,
+    strategies: Vec<PyRef<'py, PyStrategy>>,
+    seg_strategy: PyReadonlyArray1<'py, u32>,
+    consumers: Vec<Vec<String>>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
+    let table = columns::queue_table(topics, brokers, queue_ids, true)?;
+    let bounds: Vec<usize> = bounds.as_slice()?.iter().map(|&b| b as usize).collect();
+    let which = seg_strategy.as_slice()?;
+    if which.len() != consumers.len() {
+        return Err(errors::LengthMismatchError::new_err((format!("{} segment strategies for {} consumer lists", which.len(), consumers.len()), which.len())));
+    }
+    let kinds: Vec<Strategy> = strategies.iter().map(|s| s.inner.clone()).collect();
+    if let Some(&bad) = which.iter().find(|&&k| k as usize >= kinds.len()) {
+        return Err(errors::LengthMismatchError::new_err((format!("segment strategy index {bad} out of range"), bad)));
+    }
+    let groups: Vec<ConsumerList> = consumers.into_iter().map(ConsumerList::new).collect();
+    let out = py.detach(|| {
+        let segments: Vec<Segment<'_>> = which.iter().zip(&groups).map(|(&k, group)| Segment { strategy: &kinds[k as usize], group }).collect();
+        owners_by_segment(&table, &bounds, &segments)
+    });
+    out.map(|o| o.into_pyarray(py)).map_err(|(_, e)| errors::to_py(e))
+}
+
 /// Stable permutation sorting strings in Java order (UTF-16 code units).
 #[pyfunction]
 fn sort_strings_order<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<u32>>> {
@@ -188,6 +221,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(allocate_positions, m)?)?;
     m.add_function(wrap_pyfunction!(assign_positions, m)?)?;
     m.add_function(wrap_pyfunction!(owners, m)?)?;
+    m.add_function(wrap_pyfunction!(owners_segments, m)?)?;
     m.add_function(wrap_pyfunction!(sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(ring_hash, m)?)?;

@@ -19,6 +19,7 @@
 //! ```
 
 pub mod avg;
+pub mod batch;
 pub mod check;
 pub mod circle;
 pub mod consistent_hash;
