@@ -72,7 +72,7 @@ def test_consistent_hash_vs_per_group_python_udf(spark, compare, full_size):
     pytest.importorskip("pandas")
     from pyspark.sql import functions as F
 
-    groups = 2_000 if full_size else 100
+    groups = 15_625 if full_size else 100  # ~1M queues, as the AVG case
     snap = snapshot_from_dict(scaled_fleet(groups, strategy={"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}), "ch")
     clients = {}
     for g, c in zip(snap.connections["group"], snap.connections["client_id"]):
