@@ -88,6 +88,9 @@ def test_example_hazards_are_found_and_a_clean_fleet_has_none(spark, tmp_path):
     for f in result.findings:
         by_kind[f["kind"]].add(f["group"])
     assert by_kind["duplicate-client-id"] == {"cg-payments-dup"}
+    dup = next(f for f in result.findings if f["kind"] == "duplicate-client-id")
+    stranded = next(f for f in result.findings if f["kind"] == "unowned" and f["group"] == "cg-payments-dup")["count"]
+    assert dup["detail"].endswith(f"the group has {stranded} queues consumed by nobody")
     assert by_kind["unowned"] == by_kind["double-owned"] == {"cg-payments-dup", "cg-orders-mixed"}
     assert by_kind["idle-consumer"] == {"cg-audit-idle"}
     assert by_kind["strategy-mismatch"] == {"cg-orders-mixed"}

@@ -123,6 +123,13 @@ def _summarise(snapshot: Snapshot, gt: list[Any], per_id: list[Any], churn: dict
             findings.append({"kind": "idle-consumer", "group": g, "topic": t, "count": idle, "detail": f"{idle} of {len(cs)} processes consume nothing ({r['queues']} queues)"})
         if with_churn and churn.get((g, t)):
             findings.append({"kind": "churn", "group": g, "topic": t, "count": churn[(g, t)], "detail": f"{churn[(g, t)]} queues changed consumers since the previous snapshot"})
+    stranded: Counter[str] = Counter()
+    for r in rows:
+        stranded[r["group"]] += r["unowned"]
+    for f in findings:
+        if f["kind"] == "duplicate-client-id" and stranded[f["group"]]:
+            f["detail"] += f"; the group has {stranded[f['group']]} queues consumed by nobody"
+
     def total(kind: str) -> int:
         return sum(f["count"] for f in findings if f["kind"] == kind)
 
