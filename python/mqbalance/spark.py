@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from . import bulk
 from .snapshot import PERM_READ, Snapshot
 from .strategies import AllocateStrategy, strategy
 
@@ -156,7 +157,7 @@ def assign_group_topic(specs: GroupSpec, group: str, topics: Any, brokers: Any, 
         variants[(name, vnodes, idcs)].append(j)
     row_parts, who = [], []
     for (name, vnodes, idcs), members in variants.items():
-        owners = bulk_assign(_strategy(name, vnodes, idcs, cache), topics, brokers, queue_ids, ids)
+        owners = bulk.assign(_strategy(name, vnodes, idcs, cache), topics, brokers, queue_ids, ids)
         for j in members:
             rows = np.flatnonzero(owners == first[ids[j]])
             row_parts.append(rows)
@@ -164,32 +165,17 @@ def assign_group_topic(specs: GroupSpec, group: str, topics: Any, brokers: Any, 
     return (np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)), who
 
 
-def bulk_assign(s: AllocateStrategy, topics: Any, brokers: Any, queue_ids: np.ndarray, ids: list[str]) -> np.ndarray:
-    from .bulk import assign
-
-    return assign(s, topics, brokers, queue_ids, ids)
-
-
-def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray | None = None) -> Any:
-    """Every (group, topic) of a table of queue rows ``(group, topic, broker_name, queue_id)``.
-
-    ``bounds`` (pair boundaries) may be given when the rows are already contiguous per pair;
-    otherwise the table is sorted first. Clustering groups whose clients share one strategy (the
+def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray) -> Any:
+    """Every (group, topic) of a table of queue rows ``(group, topic, broker_name, queue_id)``
+    that are contiguous per pair, pair ``p`` being rows ``bounds[p]:bounds[p+1]``
+    (:func:`expand_pairs` gives both). Clustering groups whose clients share one strategy (the
     common case) go through one batched Rust call; broadcasting groups, groups with mixed
     strategies and MACHINE_ROOM_NEARBY go pair by pair."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .bulk import assign_groups
-
     if table.num_rows == 0:
         return _empty_output()
-    if bounds is None:
-        table = table.sort_by([("group", "ascending"), ("topic", "ascending")])
-        groups_np = table.column("group").to_numpy(zero_copy_only=False)
-        topics_np = table.column("topic").to_numpy(zero_copy_only=False)
-        change = np.flatnonzero((groups_np[1:] != groups_np[:-1]) | (topics_np[1:] != topics_np[:-1])) + 1
-        bounds = np.concatenate(([0], change, [table.num_rows]))
     starts = bounds[:-1]
     pair_groups = table.column("group").take(pa.array(starts)).to_pylist()
     brokers = pc.dictionary_encode(table.column("broker_name").combine_chunks())
@@ -223,7 +209,7 @@ def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray | None = None)
         idx = None if everything else pa.array(sub)
         t_col = topics_dict if everything else topics_dict.take(idx)
         b_col = brokers if everything else brokers.take(idx)
-        owners = assign_groups(t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids)
+        owners = bulk.assign_groups(t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids)
         offsets = np.cumsum([0] + [len(ids) for ids in batched_ids])
         flat_ids = pa.array([cid for ids in batched_ids for cid in ids], type=pa.string())
         seg_of_row = np.repeat(np.arange(len(batched_ids)), np.diff(batched_bounds))
@@ -254,19 +240,6 @@ def _empty_output() -> Any:
     import pyarrow as pa
 
     return pa.table({"group": pa.array([], pa.string()), "topic": pa.array([], pa.string()), "broker_name": pa.array([], pa.string()), "queue_id": pa.array([], pa.int32()), "consumer": pa.array([], pa.string())})
-
-
-def readable_queues(spark: Any, snapshot: Snapshot) -> Any:
-    """``(topic, broker_name, queue_id)`` of every readable queue (native Spark)."""
-    from pyspark.sql import functions as F
-
-    qd = spark.createDataFrame(snapshot.to_arrow()["queue_data"]) if snapshot.queue_data["topic"] else None
-    if qd is None:
-        return spark.createDataFrame([], "topic string, broker_name string, queue_id int")
-    return (
-        qd.where((F.col("perm").bitwiseAND(PERM_READ) != 0) & (F.col("read_queue_nums") > 0))
-        .select("topic", "broker_name", F.explode(F.sequence(F.lit(0), F.col("read_queue_nums").cast("int") - 1)).alias("queue_id"))
-    )
 
 
 def expand_pairs(batch: Any) -> tuple[Any, np.ndarray]:
