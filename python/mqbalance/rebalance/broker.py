@@ -1,0 +1,228 @@
+"""Broker-side consumer-group membership: ``ConsumerManager`` and ``ConsumerGroupInfo``, as
+RocketMQ's broker keeps them (spec §5), with no I/O and no clock of their own: time arrives as
+``now_ms``, and notifications go through an injected ``notify(channel, group)`` callable.
+
+What fires a rebalance on the clients: ``CHANGE`` events, which (when
+``notify_consumer_ids_changed_enable``) send ``NOTIFY_CONSUMER_IDS_CHANGED`` to every channel of the
+group. A heartbeat fires ``CHANGE`` when it brings a new channel or a topic set change — not for a
+pure expression change (the subVersion rule). Unregistering fires ``CHANGE`` even when the channel
+was unknown; the 120 s scan of silent channels removes them **without** notifying anybody, so the
+survivors only catch up at their next periodic rebalance.
+
+>>> sent = []
+>>> cm = ConsumerManager(notify=lambda channel, group: sent.append((channel, group)))
+>>> subs = [SubscriptionData("TopicTest", "*", sub_version=1)]
+>>> cm.register_consumer("cg", ClientChannelInfo("ch-1", "10.0.0.1@1"), subs, now_ms=0)
+True
+>>> cm.register_consumer("cg", ClientChannelInfo("ch-2", "10.0.0.2@1"), subs, now_ms=10)
+True
+>>> sorted(sent)  # the second join notified both members
+[('ch-1', 'cg'), ('ch-1', 'cg'), ('ch-2', 'cg')]
+>>> cm.scan_not_active_channel(now_ms=120_011)  # both silent for > 120 s: removed, nobody notified
+['ch-1', 'ch-2']
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+
+from ..exceptions import InvalidInputError
+
+__all__ = ["ClientChannelInfo", "SubscriptionData", "Event", "ConsumerGroupEvent", "ConsumerGroupInfo", "ConsumerManager", "CHANNEL_EXPIRED_TIMEOUT_MS"]
+
+CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
+
+
+@dataclass(frozen=True, slots=True)
+class ClientChannelInfo:
+    """One connection: the channel (any hashable id) and the client id it carries."""
+
+    channel: str
+    client_id: str
+    language: str = "JAVA"
+    version: int = 0
+    last_update_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionData:
+    """A subscription as the heartbeat carries it; ``sub_version`` is the client's timestamp."""
+
+    topic: str
+    expression: str = "*"
+    sub_version: int = 0
+
+
+class Event(enum.StrEnum):
+    """``ConsumerGroupEvent`` kinds (5.x adds the CLIENT_* ones)."""
+
+    CHANGE = "CHANGE"
+    REGISTER = "REGISTER"
+    UNREGISTER = "UNREGISTER"
+    CLIENT_REGISTER = "CLIENT_REGISTER"
+    CLIENT_UNREGISTER = "CLIENT_UNREGISTER"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupEvent:
+    event: Event
+    group: str
+    channels: tuple[str, ...] = ()
+
+
+@dataclass
+class ConsumerGroupInfo:
+    """One group: its channels (in registration order — Java iterates a hash map) and topics."""
+
+    group: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    channels: dict[str, ClientChannelInfo] = field(default_factory=dict)
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+
+    def all_client_ids(self) -> list[str]:
+        """One entry per channel, duplicates included (the duplicated-client-id hazard)."""
+        return [c.client_id for c in self.channels.values()]
+
+    def update_channel(self, info: ClientChannelInfo, consume_type: str, message_model: str, consume_from_where: str, now_ms: int) -> bool:
+        """Latest heartbeat wins for the group-level fields. A new channel → True; a known channel
+        whose client id changed is replaced → False; the timestamp is always refreshed."""
+        self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
+        known = self.channels.get(info.channel)
+        if known is None:
+            self.channels[info.channel] = replace(info, last_update_ms=now_ms)
+            return True
+        self.channels[info.channel] = replace(info if known.client_id != info.client_id else known, last_update_ms=now_ms)
+        return False
+
+    def update_subscription(self, subscriptions: Iterable[SubscriptionData]) -> bool:
+        """The subVersion rule: a new topic → changed; a known topic with a strictly greater
+        ``sub_version`` is replaced silently; stored topics absent from the heartbeat are removed
+        → changed."""
+        incoming = list(subscriptions)
+        changed = False
+        for sub in incoming:
+            old = self.subscriptions.get(sub.topic)
+            if old is None:
+                self.subscriptions[sub.topic] = sub
+                changed = True
+            elif sub.sub_version > old.sub_version:
+                self.subscriptions[sub.topic] = sub
+        topics = {s.topic for s in incoming}
+        for topic in [t for t in self.subscriptions if t not in topics]:
+            del self.subscriptions[topic]
+            changed = True
+        return changed
+
+
+class ConsumerManager:
+    """The broker's ``group → ConsumerGroupInfo`` table and its events.
+
+    ``semantics``: ``"5.x"`` (default) or ``"4.x"`` — 5.x fires CLIENT_* events and does not send
+    CHANGE for BROADCASTING groups. ``notify(channel, group)`` sends
+    ``NOTIFY_CONSUMER_IDS_CHANGED``; ``listener(event)`` sees every event (for simulations).
+    """
+
+    def __init__(
+        self,
+        *,
+        notify: Callable[[str, str], None] | None = None,
+        listener: Callable[[ConsumerGroupEvent], None] | None = None,
+        semantics: str = "5.x",
+        notify_consumer_ids_changed_enable: bool = True,
+        channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS,
+    ) -> None:
+        if semantics not in ("4.x", "5.x"):
+            raise InvalidInputError(f"semantics must be '4.x' or '5.x', got {semantics!r}", semantics)
+        self.groups: dict[str, ConsumerGroupInfo] = {}
+        self._notify = notify or (lambda channel, group: None)
+        self._listener = listener or (lambda event: None)
+        self.v5 = semantics == "5.x"
+        self.notify_consumer_ids_changed_enable = notify_consumer_ids_changed_enable
+        self.channel_expired_timeout_ms = channel_expired_timeout_ms
+
+    def _fire(self, event: Event, group: str, channels: Iterable[str] = ()) -> None:
+        ev = ConsumerGroupEvent(event, group, tuple(channels))
+        self._listener(ev)
+        if event is Event.CHANGE and self.notify_consumer_ids_changed_enable:
+            for channel in ev.channels:
+                self._notify(channel, group)
+
+    def _change(self, group: str, info: ConsumerGroupInfo | None) -> None:
+        if self.v5 and info is not None and info.message_model == "BROADCASTING":
+            return
+        self._fire(Event.CHANGE, group, list(info.channels) if info else [])
+
+    def register_consumer(
+        self,
+        group: str,
+        info: ClientChannelInfo,
+        subscriptions: Iterable[SubscriptionData],
+        *,
+        now_ms: int,
+        consume_type: str = "CONSUME_PASSIVELY",
+        message_model: str = "CLUSTERING",
+        consume_from_where: str = "CONSUME_FROM_LAST_OFFSET",
+        notify: bool = True,
+    ) -> bool:
+        """A heartbeat. Returns whether it changed the group (and so fired ``CHANGE``)."""
+        g = self.groups.setdefault(group, ConsumerGroupInfo(group))
+        new_channel = g.update_channel(info, consume_type, message_model, consume_from_where, now_ms)
+        new_topics = g.update_subscription(subscriptions)
+        changed = new_channel or new_topics
+        if changed and notify:
+            self._change(group, g)
+        self._fire(Event.REGISTER, group)
+        if self.v5 and new_channel:
+            self._fire(Event.CLIENT_REGISTER, group, [info.channel])
+        return changed
+
+    def unregister_consumer(self, group: str, channel: str, *, notify: bool = True) -> None:
+        """A graceful shutdown: CHANGE is fired even when the channel was not known."""
+        g = self.groups.get(group)
+        if g is not None:
+            if g.channels.pop(channel, None) is not None and self.v5:
+                self._fire(Event.CLIENT_UNREGISTER, group, [channel])
+            if not g.channels:
+                del self.groups[group]
+                self._fire(Event.UNREGISTER, group)
+        if notify:
+            self._change(group, self.groups.get(group) or g)
+
+    def do_channel_close_event(self, channel: str) -> list[str]:
+        """A closed connection: removed from every group; groups it was in get CHANGE."""
+        touched = []
+        for name, g in list(self.groups.items()):
+            if g.channels.pop(channel, None) is None:
+                continue
+            touched.append(name)
+            if self.v5:
+                self._fire(Event.CLIENT_UNREGISTER, name, [channel])
+            if not g.channels:
+                del self.groups[name]
+                self._fire(Event.UNREGISTER, name)
+            self._change(name, self.groups.get(name) or g)
+        return touched
+
+    def scan_not_active_channel(self, *, now_ms: int) -> list[str]:
+        """The 10 s housekeeping scan: channels silent for longer than the timeout are removed
+        (emptied groups too) **without CHANGE**. Returns the removed channels."""
+        removed = []
+        for name, g in list(self.groups.items()):
+            for channel, info in list(g.channels.items()):
+                if now_ms - info.last_update_ms > self.channel_expired_timeout_ms:
+                    del g.channels[channel]
+                    removed.append(channel)
+                    if self.v5:
+                        self._fire(Event.CLIENT_UNREGISTER, name, [channel])
+            if not g.channels:
+                del self.groups[name]
+        return removed
+
+    def find_client_ids(self, group: str) -> list[str] | None:
+        """``GET_CONSUMER_LIST_BY_GROUP``: the ids the clients allocate with (unsorted; per channel)."""
+        g = self.groups.get(group)
+        return None if g is None else g.all_client_ids()
