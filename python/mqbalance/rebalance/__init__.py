@@ -1,6 +1,7 @@
 """The living system around allocation (issue #6, in progress): broker-side group membership
-(:mod:`.broker`). The client-side ``RebalanceImpl`` / ``RebalanceService`` state machines and the
-simulator are not here yet."""
+(:mod:`.broker`), the client's ``RebalanceImpl`` (:mod:`.client`) and an in-memory broker to wire
+them (:mod:`.memory`). ``RebalanceService`` timing (20 s periodic, wake-ups) and the simulator are
+not here yet."""
 
 from .broker import (
     ClientChannelInfo,
@@ -10,5 +11,10 @@ from .broker import (
     Event,
     SubscriptionData,
 )
+from .client import Broker, ConsumeFromWhere, OffsetStore, ProcessQueue, PullRequest, RebalanceImpl
+from .memory import InMemoryBroker
 
-__all__ = ["ClientChannelInfo", "ConsumerGroupEvent", "ConsumerGroupInfo", "ConsumerManager", "Event", "SubscriptionData"]
+__all__ = [
+    "ClientChannelInfo", "ConsumerGroupEvent", "ConsumerGroupInfo", "ConsumerManager", "Event", "SubscriptionData",
+    "Broker", "ConsumeFromWhere", "OffsetStore", "ProcessQueue", "PullRequest", "RebalanceImpl", "InMemoryBroker",
+]

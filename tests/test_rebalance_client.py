@@ -1,0 +1,112 @@
+"""Client-side RebalanceImpl wired to an in-memory broker (spec §3)."""
+
+from __future__ import annotations
+
+from mqbalance import MessageQueue, strategy
+from mqbalance.rebalance import ConsumeFromWhere, InMemoryBroker, RebalanceImpl
+
+QUEUES = [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(4)]
+ROUTES = {"T": QUEUES, "%RETRY%cg": [MessageQueue("%RETRY%cg", "broker-a", 0)]}
+
+
+def client(broker, cid, topics=("T",), **kw):
+    return RebalanceImpl(cid, "cg", broker, kw.pop("strategy", strategy("AVG")), ROUTES.get, topics=list(topics), **kw)
+
+
+def owners(clients):
+    out: dict[MessageQueue, list[str]] = {}
+    for c in clients:
+        for mq in c.process_queues:
+            out.setdefault(mq, []).append(c.client_id)
+    return out
+
+
+def test_a_group_owns_every_queue_exactly_once_after_everyone_rebalanced():
+    broker = InMemoryBroker(max_offsets={q: 100 for q in QUEUES})
+    group = [client(broker, f"10.0.0.{i}@1") for i in range(3)]
+    for c in group:
+        broker.join(c, now_ms=0)
+    for c in group:
+        c.do_rebalance(now_ms=1)
+    own = owners(group)
+    assert sorted(own) == sorted(QUEUES) and all(len(v) == 1 for v in own.values())
+    assert all(r.next_offset == 100 for c in group for r in c.pull_requests)  # LAST_OFFSET, nothing stored
+
+
+def test_dropped_queue_persists_its_offset_and_the_new_owner_starts_there():
+    broker = InMemoryBroker(max_offsets={q: 100 for q in QUEUES})
+    a = client(broker, "10.0.0.1@1")
+    broker.join(a, now_ms=0)
+    a.do_rebalance(now_ms=0)
+    assert len(a.process_queues) == 8
+    for i, mq in enumerate(QUEUES):
+        a.on_pull(mq, now_ms=10, consumed_offset=100 + i)
+    b = client(broker, "10.0.0.2@1")
+    broker.join(b, now_ms=20)
+    assert a.do_rebalance(now_ms=20)  # a gives up broker-b's queues...
+    assert sorted(a.process_queues) == QUEUES[:4]
+    assert all(broker.offsets.query("cg", mq) == 100 + QUEUES.index(mq) for mq in QUEUES[4:])  # ...after persisting them
+    b.do_rebalance(now_ms=21)
+    assert {r.mq: r.next_offset for r in b.pull_requests} == {mq: 100 + QUEUES.index(mq) for mq in QUEUES[4:]}
+
+
+def test_start_offsets_per_consume_from_where():
+    broker = InMemoryBroker(max_offsets={q: 50 for q in QUEUES})
+    first = client(broker, "c", topics=("T", "%RETRY%cg"), consume_from_where=ConsumeFromWhere.FIRST_OFFSET)
+    broker.join(first, now_ms=0)
+    first.do_rebalance(now_ms=0)
+    assert {r.next_offset for r in first.pull_requests} == {0}
+    broker.offsets.commit("cg", QUEUES[0], 42)
+    last = client(broker, "d", topics=("T", "%RETRY%cg"))
+    assert last.compute_pull_from_where(QUEUES[0]) == 42  # stored offset wins
+    assert last.compute_pull_from_where(QUEUES[1]) == 50  # LAST: broker max
+    assert last.compute_pull_from_where(ROUTES["%RETRY%cg"][0]) == 0  # retry topic from 0
+
+
+def test_topics_are_skipped_without_route_consumer_list_or_on_strategy_errors():
+    broker = InMemoryBroker()
+    c = client(broker, "c", topics=("T", "Unknown"))
+    assert not c.do_rebalance(now_ms=0)  # not registered yet: the broker has no consumer list
+    assert ("T", "no consumer list") in c.skipped and ("Unknown", "no route") in c.skipped
+    broker.join(c, now_ms=0)
+    bad = client(broker, "c", strategy=strategy("MACHINE_ROOM"))  # idcs unset
+    routes = {"T": [MessageQueue("T", "hz@broker-a", 0)]}
+    bad.route = routes.get
+    assert not bad.do_rebalance(now_ms=1) and "consumer_idcs is not set" in bad.skipped[0][1] and not bad.process_queues
+
+
+def test_broadcasting_owns_everything_and_unsubscribed_topics_are_dropped():
+    broker = InMemoryBroker()
+    b = client(broker, "b", message_model="BROADCASTING")
+    b.do_rebalance(now_ms=0)
+    assert sorted(b.process_queues) == QUEUES
+    b.topics = []
+    assert b.do_rebalance(now_ms=1) and not b.process_queues
+    assert all(broker.offsets.query("cg", mq) == 0 for mq in QUEUES)  # persisted on the way out
+
+
+def test_duplicated_client_id_takes_the_same_queues_and_strands_others():
+    broker = InMemoryBroker()
+    twins = [client(broker, "10.0.0.9@same"), client(broker, "10.0.0.9@same")]
+    other = client(broker, "10.0.0.1@1")
+    for c in (*twins, other):
+        broker.join(c, now_ms=0)
+    for c in (*twins, other):
+        c.do_rebalance(now_ms=1)
+    own = owners((*twins, other))
+    assert sorted(twins[0].process_queues) == sorted(twins[1].process_queues)
+    assert any(len(v) == 2 for v in own.values())
+    assert len(own) < len(QUEUES)  # the second twin's slot is consumed by nobody
+
+
+def test_a_queue_not_pulled_for_120s_is_dropped_and_recreated():
+    broker = InMemoryBroker(max_offsets={q: 5 for q in QUEUES})
+    c = client(broker, "c")
+    broker.join(c, now_ms=0)
+    c.do_rebalance(now_ms=0)
+    for mq in QUEUES[1:]:
+        c.on_pull(mq, now_ms=100_000)
+    before = len(c.pull_requests)
+    assert c.do_rebalance(now_ms=120_001)  # QUEUES[0] was last pulled at 0
+    assert len(c.pull_requests) == before + 1 and c.pull_requests[-1].mq == QUEUES[0]
+    assert c.sub_version == 120_001
