@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .snapshot import PERM_READ, Snapshot
+from .snapshot import Snapshot
 
 __all__ = ["AuditResult", "audit", "write_outputs", "FINDING_KINDS"]
 
@@ -41,11 +41,6 @@ class AuditResult:
 
     def count(self, kind: str) -> int:
         return sum(1 for f in self.findings if f["kind"] == kind)
-
-
-def _readable_topics(snapshot: Snapshot) -> set[str]:
-    q = snapshot.queue_data
-    return {t for t, n, p in zip(q["topic"], q["read_queue_nums"], q["perm"]) if n > 0 and p & PERM_READ}
 
 
 def audit(spark: Any, snapshot: Snapshot, assignments: Any, *, previous: Any = None) -> AuditResult:
@@ -79,7 +74,7 @@ def _summarise(snapshot: Snapshot, gt: list[Any], per_id: list[Any], churn: dict
     owned_by_id: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     for r in per_id:
         owned_by_id[(r["group"], r["topic"])][r["consumer"]] = r["count"]
-    readable = _readable_topics(snapshot)
+    readable = snapshot.readable_routes()
     findings: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
     per_process: list[int] = []

@@ -47,15 +47,10 @@ def _cmd_assign(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .spark import assign_group_topic, group_specs
-    from .snapshot import PERM_READ
 
     snap = load_snapshot(args.snapshot) if args.snapshot else _example(args.seed)[0]
     specs = group_specs(snap)
-    q = snap.queue_data
-    by_topic: dict[str, list[tuple[str, int]]] = {}
-    for t, b, n, p in zip(q["topic"], q["broker_name"], q["read_queue_nums"], q["perm"]):
-        if p & PERM_READ:
-            by_topic.setdefault(t, []).extend((b, i) for i in range(n))
+    by_topic = {t: [(b, i) for b, n in route for i in range(n)] for t, route in snap.readable_routes().items()}
     print(f"{snap.source}: {len(snap.groups)} groups")
     header = f"{'group':<20} {'topic':<22} {'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7}  notes"
     print(header)

@@ -82,8 +82,18 @@ class Snapshot:
     def groups(self) -> list[str]:
         return sorted(set(self.connections["group"]) | set(self.subscriptions["group"]))
 
+    def readable_routes(self) -> dict[str, list[tuple[str, int]]]:
+        """Per topic, its readable queue data ``(broker_name, read_queue_nums)`` sorted by broker:
+        what a client's subscribe info holds (READ permission, at least one queue)."""
+        routes: dict[str, list[tuple[str, int]]] = {}
+        q = self.queue_data
+        for t, b, n, p in zip(q["topic"], q["broker_name"], q["read_queue_nums"], q["perm"]):
+            if p & PERM_READ and n > 0:
+                routes.setdefault(t, []).append((b, n))
+        return {t: sorted(r) for t, r in routes.items()}
+
     def readable_queue_count(self) -> int:
-        return sum(n for n, p in zip(self.queue_data["read_queue_nums"], self.queue_data["perm"]) if p & PERM_READ)
+        return sum(n for route in self.readable_routes().values() for _, n in route)
 
     def to_arrow(self) -> dict[str, Any]:
         """The four tables as ``pyarrow.Table`` s (pyarrow needed)."""

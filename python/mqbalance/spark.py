@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import bulk
-from .snapshot import PERM_READ, Snapshot
+from .snapshot import Snapshot
 from .strategies import AllocateStrategy, strategy
 
 __all__ = ["local_session", "stop_session", "session", "assign_fleet", "ASSIGNMENT_COLUMNS", "GroupSpec"]
@@ -284,17 +284,13 @@ def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = Non
     schema = "group string, topic string, broker_name string, queue_id int, consumer string"
     # The pairs are small (one row per subscription): build them on the driver, with each topic's
     # readable route sorted by broker name, and let Spark only distribute them.
-    routes: dict[str, list[tuple[str, int]]] = {}
-    q = snapshot.queue_data
-    for t, b, n, perm in zip(q["topic"], q["broker_name"], q["read_queue_nums"], q["perm"]):
-        if perm & PERM_READ and n > 0:
-            routes.setdefault(t, []).append((b, n))
+    routes = snapshot.readable_routes()
     pair_group, pair_topic, pair_route = [], [], []
     for g, t in zip(snapshot.subscriptions["group"], snapshot.subscriptions["topic"]):
         if t in routes:
             pair_group.append(g)
             pair_topic.append(t)
-            pair_route.append([{"broker_name": b, "read_queue_nums": n} for b, n in sorted(routes[t])])
+            pair_route.append([{"broker_name": b, "read_queue_nums": n} for b, n in routes[t]])
     if not pair_group:
         return spark.createDataFrame([], schema)
     route_type = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
