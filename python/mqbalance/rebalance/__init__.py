@@ -1,7 +1,8 @@
-"""The living system around allocation (issue #6, in progress): broker-side group membership
-(:mod:`.broker`), the client's ``RebalanceImpl`` (:mod:`.client`) and an in-memory broker to wire
-them (:mod:`.memory`). ``RebalanceService`` timing (20 s periodic, wake-ups) and the simulator are
-not here yet."""
+"""The living system around allocation, as state machines over injected time and transport:
+broker-side group membership (:mod:`.broker`), the client's ``RebalanceImpl`` (:mod:`.client`,
+what a rebalance does), ``RebalanceService`` (:mod:`.service`, when), a whole push consumer with
+its scheduled heartbeats, offset persistence and route polling (:mod:`.consumer`), and an
+in-memory broker to wire them (:mod:`.memory`). :mod:`mqbalance.sim` runs them as a cluster."""
 
 from .broker import (
     ClientChannelInfo,
@@ -12,9 +13,12 @@ from .broker import (
     SubscriptionData,
 )
 from .client import Broker, ConsumeFromWhere, OffsetStore, ProcessQueue, PullRequest, RebalanceImpl
+from .consumer import ConsumerState, PushConsumer, Transport
 from .memory import InMemoryBroker
+from .service import RebalanceService
 
 __all__ = [
     "ClientChannelInfo", "ConsumerGroupEvent", "ConsumerGroupInfo", "ConsumerManager", "Event", "SubscriptionData",
     "Broker", "ConsumeFromWhere", "OffsetStore", "ProcessQueue", "PullRequest", "RebalanceImpl", "InMemoryBroker",
+    "ConsumerState", "PushConsumer", "Transport", "RebalanceService",
 ]

@@ -110,15 +110,21 @@ class RebalanceImpl:
     pull_requests: list[PullRequest] = field(default_factory=list)
     sub_version: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    channel: str | None = None
+    balanced: bool = True
 
     def __post_init__(self) -> None:
         self.topics = list(self.topics)
 
     def do_rebalance(self, *, now_ms: int) -> bool:
         """One rebalance of every subscribed topic; then queues of unsubscribed topics are dropped.
-        Returns whether anything changed."""
+        Returns whether anything changed; ``balanced`` then tells (5.x) whether every topic's
+        allocation is now the set of queues being worked on — a topic skipped for a missing route
+        or member list counts as balanced, a failed ``allocate`` or a queue without a start offset
+        does not, as in Java."""
         self.skipped.clear()
         changed = False
+        self.balanced = True
         for topic in self.topics:
             changed |= self._rebalance_topic(topic, now_ms)
         for mq in [q for q in self.process_queues if q.topic not in self.topics]:
@@ -141,9 +147,11 @@ class RebalanceImpl:
                 allocated = self.strategy.allocate(self.group, self.client_id, sort_queues(mq_set), sort_client_ids(cids))
             except MQBalanceError as e:
                 self.skipped.append((topic, str(e)))
+                self.balanced = False
                 return False
             mine = set(allocated or [])
         changed = self._update_process_queue_table(topic, mine, now_ms)
+        self.balanced &= mine == {mq for mq in self.process_queues if mq.topic == topic}
         if changed:
             self.sub_version = now_ms  # RebalancePushImpl.messageQueueChanged
             self.broker.send_heartbeat(self)
