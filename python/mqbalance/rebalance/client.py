@@ -64,16 +64,26 @@ class Broker(Protocol):
 
 
 class OffsetStore:
-    """The broker's consumer offsets: ``"<topic>@<group>" → {queue_id: offset}``; unknown → -1."""
+    """The brokers' consumer offsets. Each broker keeps its own ``ConsumerOffsetManager`` table
+    ``"<topic>@<group>" → {queue_id: offset}`` (spec §5.5), so here: broker name → that table.
+    Unknown → -1.
+
+    >>> s = OffsetStore()
+    >>> s.commit("cg", MessageQueue("T", "broker-a", 0), 42)
+    >>> s.query("cg", MessageQueue("T", "broker-a", 0)), s.query("cg", MessageQueue("T", "broker-b", 0))
+    (42, -1)
+    >>> s.tables
+    {'broker-a': {'T@cg': {0: 42}}}
+    """
 
     def __init__(self) -> None:
-        self.table: dict[str, dict[int, int]] = {}
+        self.tables: dict[str, dict[str, dict[int, int]]] = {}
 
     def commit(self, group: str, mq: MessageQueue, offset: int) -> None:
-        self.table.setdefault(f"{mq.topic}@{group}", {})[mq.queue_id] = offset
+        self.tables.setdefault(mq.broker_name, {}).setdefault(f"{mq.topic}@{group}", {})[mq.queue_id] = offset
 
     def query(self, group: str, mq: MessageQueue) -> int:
-        return self.table.get(f"{mq.topic}@{group}", {}).get(mq.queue_id, -1)
+        return self.tables.get(mq.broker_name, {}).get(f"{mq.topic}@{group}", {}).get(mq.queue_id, -1)
 
 
 @dataclass

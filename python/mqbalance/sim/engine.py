@@ -1,0 +1,360 @@
+"""The discrete-event simulator: a cluster of brokers, topics and queues, producers at given rates
+and push consumers with given throughput, running the real state machines of
+:mod:`mqbalance.rebalance` (``PushConsumer``, ``ConsumerManager``, the offset store) over an
+in-memory transport with optional delay and loss.
+
+Control is event by event (every heartbeat, notification, rebalance, offset commit, route poll and
+housekeeping scan happens at its millisecond); messages move **in aggregate**: between two events
+each producer adds its messages round-robin over its write queues, and each consumer spends its
+throughput over the queues it is pulling (an equal share, what one queue cannot use goes to the
+others). Message ids are (queue, offset); :class:`~mqbalance.sim.coverage.Coverage` counts
+duplicates and gaps exactly. Deterministic for a scenario (its seed drives network loss only).
+
+Model choices: a running consumer is always pulling (no pull expiry); offsets reach the broker by
+the 5 s persistence, when a queue is dropped and at shutdown (not piggy-backed on pulls, so the
+duplicate figures are upper bounds); queue routes change by the name server and are seen at each
+side's next route poll; a queue without a stored offset is read from 0 (the broker's young-queue
+answer, see :class:`~mqbalance.rebalance.memory.InMemoryBroker`).
+
+>>> from mqbalance.sim.scenario import scenario_from_dict
+>>> s = scenario_from_dict({"topics": {"T": {"queues_per_broker": 4, "rate": 100}}, "duration": "2m",
+...                         "group": {"consumers": 2, "throughput": 200},
+...                         "events": [{"at": "1m", "join": "10.0.0.9@1"}]})
+>>> r = Simulation(s).run()
+>>> r.summary["produced"], r.summary["lost"], r.events[1]["time_to_stable_ms"]  # 5.x: the joiner waits 1 s + 0.5 s
+(12000, 0, 1500)
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from collections.abc import Callable
+from itertools import count
+from typing import Any
+
+from ..exceptions import InvalidInputError
+from ..models import MessageQueue
+from ..rebalance.broker import ConsumerManager
+from ..rebalance.client import ConsumeFromWhere, RebalanceImpl
+from ..rebalance.consumer import PushConsumer
+from ..rebalance.memory import InMemoryBroker
+from ..strategies import strategy as make_strategy
+from .coverage import Coverage
+from .metrics import SimulationResult
+from .scenario import NetworkSettings, Scenario, ScenarioEvent
+
+__all__ = ["Simulation"]
+
+
+class _Link:
+    """One consumer's connection to the broker: delay and loss from the simulation's network."""
+
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+
+    def send_heartbeat(self, client: RebalanceImpl) -> None:
+        self.sim.send(lambda: self.sim.broker.send_heartbeat(client))
+
+    def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
+        return None if self.sim.lose() else self.sim.broker.find_consumer_id_list(topic, group)
+
+    def query_offset(self, group: str, mq: MessageQueue) -> int:
+        return -2 if self.sim.lose() else self.sim.broker.query_offset(group, mq)  # -2: the request failed
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        return self.sim.max_offset[self.sim.index[mq]]
+
+    def commit_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
+        self.sim.send(lambda: self.sim.broker.commit_offset(group, mq, offset))
+
+    def unregister(self, client: RebalanceImpl) -> None:
+        self.sim.broker.unregister(client)  # followed by the channel closing: reliable
+
+
+class _Consumer:
+    __slots__ = ("pc", "throughput", "credit", "version", "pulling")
+
+    def __init__(self, pc: PushConsumer, throughput: float) -> None:
+        self.pc, self.throughput, self.credit, self.version = pc, throughput, 0.0, 0
+        self.pulling: list[tuple[Any, int]] = []  # (process queue, queue index) being pulled now
+
+
+class Simulation:
+    """Run one scenario: ``Simulation(scenario).run()`` → :class:`SimulationResult`.
+    ``progress(sim_ms, duration_ms)`` is called about every simulated minute."""
+
+    def __init__(self, scenario: Scenario, *, progress: Callable[[int, int], None] | None = None) -> None:
+        self.scenario = s = scenario
+        self.progress = progress
+        self.rng = random.Random(s.seed)
+        self.network = s.network
+        self.now = 0
+        self._heap: list[tuple[int, int, Callable[[], None]]] = []
+        self._seq = count()
+        self.manager = ConsumerManager(notify=self._notify, semantics=s.semantics, notify_consumer_ids_changed_enable=s.broker.notify, channel_expired_timeout_ms=s.broker.channel_expired_timeout_ms)
+        self.broker = InMemoryBroker(self.manager)
+        self.strategy = make_strategy(s.strategy, **dict(s.strategy_params))
+        # queues: every queue that ever existed, by index
+        self.queues: list[MessageQueue] = []
+        self.index: dict[MessageQueue, int] = {}
+        self.max_offset: list[int] = []
+        self.coverage: list[Coverage] = []
+        self.pause_ms: list[int] = []
+        self.twice_ms: list[int] = []
+        self.dup_by_queue: list[int] = []
+        self.route: dict[str, int] = {}  # topic → queues per broker now
+        self.readable: dict[str, list[MessageQueue]] = {}
+        self.producers = {t.name: {"rate": t.rate, "queues": [], "counter": 0} for t in s.topics}
+        for t in s.topics:
+            self._set_route(t.name, t.queues_per_broker)
+            self.producers[t.name]["queues"] = [self.index[q] for q in self.readable[t.name]]
+        self.consumers: list[_Consumer] = []
+        self.by_channel: dict[str, _Consumer] = {}
+        self.produced = self.consumed = self.duplicates = self.notifications = 0
+        self._dirty = True
+        self._nobody: list[int] = []
+        self._twice: list[int] = []
+        self._signature: tuple[Any, ...] = ()
+        self.changes: list[tuple[int, bool]] = []  # (time, every readable queue pulled by exactly one consumer)
+        self.series: dict[str, list[float]] = {k: [] for k in ("t_s", "backlog", "owned_nobody", "owned_twice", "consumers", "consumed_per_s", "produced_per_s", "duplicates")}
+        self._last_sample = (0, 0)
+
+    # ---- plumbing -----------------------------------------------------------------------------
+    def at(self, when_ms: int, action: Callable[[], None]) -> None:
+        heapq.heappush(self._heap, (when_ms, next(self._seq), action))
+
+    def lose(self) -> bool:
+        return self.network.loss > 0 and self.rng.random() < self.network.loss
+
+    def send(self, deliver: Callable[[], None]) -> None:
+        """A oneway message over the network: maybe lost, maybe late."""
+        if self.lose():
+            return
+        if self.network.delay_ms:
+            self.at(self.now + self.network.delay_ms, deliver)
+        else:
+            deliver()
+
+    def _notify(self, channel: str, group: str) -> None:
+        consumer = self.by_channel.get(channel)
+        if consumer is None:
+            return
+        self.notifications += 1
+
+        def arrive() -> None:
+            consumer.pc.on_notify(now_ms=self.now)
+            self._reschedule(consumer)
+
+        self.send(arrive)
+
+    def _reschedule(self, c: _Consumer) -> None:
+        c.version += 1
+        due = c.pc.due_ms()
+        if due is not None:
+            version = c.version
+            self.at(max(due, self.now), lambda: self._tick(c, version))
+
+    def _tick(self, c: _Consumer, version: int) -> None:
+        if version != c.version:
+            return
+        c.pc.tick(now_ms=self.now)
+        self._dirty = True
+        pending = [t for t in c.pc.active_from.values() if t > self.now]
+        for t in set(pending):
+            self.at(t, self._mark_dirty)  # a pull starts: ownership changes then
+        self._reschedule(c)
+
+    def _mark_dirty(self) -> None:
+        self._dirty = True
+
+    # ---- cluster --------------------------------------------------------------------------------
+    def _set_route(self, topic: str, per_broker: int) -> None:
+        self.route[topic] = per_broker
+        queues = [MessageQueue(topic, b, i) for b in self.scenario.brokers for i in range(per_broker)]
+        for q in queues:
+            if q not in self.index:
+                self.index[q] = len(self.queues)
+                self.queues.append(q)
+                self.max_offset.append(0)
+                self.coverage.append(Coverage())
+                self.pause_ms.append(0)
+                self.twice_ms.append(0)
+                self.dup_by_queue.append(0)
+        self.readable[topic] = queues
+        self._dirty = True
+
+    def name_server(self, topic: str) -> list[MessageQueue] | None:
+        return self.readable.get(topic)
+
+    def _poll_producer(self, topic: str) -> None:
+        self.producers[topic]["queues"] = [self.index[q] for q in self.readable[topic]]
+        self.at(self.now + self.scenario.client.poll_name_server_interval_ms, lambda: self._poll_producer(topic))
+
+    def _scan(self) -> None:
+        self.manager.scan_not_active_channel(now_ms=self.now)
+        self.at(self.now + self.scenario.broker.scan_interval_ms, self._scan)
+
+    def _start_consumer(self, client_id: str, throughput: float) -> None:
+        s = self.scenario
+        channel = f"ch-{len(self.consumers) + 1}"
+        pc = PushConsumer(
+            client_id, s.group, [t.name for t in s.topics], self.strategy, _Link(self), self.name_server,
+            semantics=s.semantics, consume_from_where=ConsumeFromWhere[s.consume_from_where], channel=channel,
+            rebalance_wait_interval_ms=s.client.rebalance_interval_ms, rebalance_min_interval_ms=s.client.min_interval_ms,
+            heartbeat_interval_ms=s.client.heartbeat_interval_ms, persist_interval_ms=s.client.persist_interval_ms,
+            poll_name_server_interval_ms=s.client.poll_name_server_interval_ms, pull_delay_ms=s.client.pull_delay_ms,
+        )
+        c = _Consumer(pc, throughput)
+        self.consumers.append(c)
+        self.by_channel[channel] = c
+        pc.start(now_ms=self.now)
+        self._dirty = True
+        self._reschedule(c)
+
+    def _find(self, client_id: str, event: ScenarioEvent) -> _Consumer:
+        running = [c for c in self.consumers if c.pc.running and c.pc.client_id == client_id]
+        if not running:
+            raise InvalidInputError(f"{self.scenario.source}: event at {event.at_ms} ms ({event.describe()}): no running consumer with id {client_id!r}", client_id)
+        return running[-1]
+
+    def _apply(self, e: ScenarioEvent) -> None:
+        if e.kind == "join":
+            self._start_consumer(e.client_id, e.throughput)
+        elif e.kind == "leave":
+            c = self._find(e.client_id, e)
+            c.pc.shutdown()
+            self._reschedule(c)
+        elif e.kind == "crash":
+            c = self._find(e.client_id, e)
+            c.pc.crash()
+            self._reschedule(c)
+            if e.close_connection:
+                self.manager.do_channel_close_event(c.pc.impl.channel or "")
+        elif e.kind == "queues":
+            self._set_route(e.topic, e.queues_per_broker)
+        elif e.kind == "network":
+            self.network = e.network or NetworkSettings()
+        elif e.kind == "notify":
+            self.manager.notify_consumer_ids_changed_enable = e.notify
+        self._dirty = True
+
+    # ---- flow -----------------------------------------------------------------------------------
+    def _ownership(self) -> None:
+        """Who pulls which queue right now; records a change of the ownership picture."""
+        owners: dict[int, list[int]] = {}
+        for i, c in enumerate(self.consumers):
+            c.pulling = []
+            if not c.pc.running:
+                continue
+            active = c.pc.active_from
+            for mq, pq in c.pc.impl.process_queues.items():
+                if active.get(mq, 0) <= self.now:
+                    q = self.index[mq]
+                    c.pulling.append((pq, q))
+                    owners.setdefault(q, []).append(i)
+        readable = [self.index[q] for qs in self.readable.values() for q in qs]
+        self._nobody = [q for q in readable if q not in owners]
+        self._twice = [q for q in readable if len(owners.get(q, ())) > 1]
+        signature = tuple(tuple(owners.get(q, ())) for q in readable)
+        if signature != self._signature:
+            self._signature = signature
+            self.changes.append((self.now, not self._nobody and not self._twice))
+        self._dirty = False
+
+    def _advance(self, until: int) -> None:
+        if self._dirty:
+            self._ownership()
+        t0, dt = self.now, until - self.now
+        if dt <= 0:
+            return
+        for p in self.producers.values():
+            qs = p["queues"]
+            if not qs or not p["rate"]:
+                continue
+            n = math.floor(until * p["rate"] / 1000) - math.floor(t0 * p["rate"] / 1000)
+            if n <= 0:
+                continue
+            k, start = len(qs), p["counter"] % len(qs)
+            base, extra = divmod(n, k)
+            for j, q in enumerate(qs):
+                self.max_offset[q] += base + (1 if (j - start) % k < extra else 0)
+            p["counter"] += n
+            self.produced += n
+        for q in self._nobody:
+            self.pause_ms[q] += dt
+        for q in self._twice:
+            self.twice_ms[q] += dt
+        for c in self.consumers:
+            if c.pulling:
+                self._consume(c, dt)
+        self.now = until
+
+    def _consume(self, c: _Consumer, dt: int) -> None:
+        c.credit += c.throughput * dt / 1000
+        capacity = int(c.credit)
+        c.credit -= capacity  # unused capacity is not banked
+        if capacity <= 0:
+            return
+        mo = self.max_offset
+        work = sorted(((mo[q] - pq.consumed_offset, q, pq) for pq, q in c.pulling), key=lambda w: w[0])
+        left = len(work)
+        for backlog, q, pq in work:
+            share = capacity // left
+            left -= 1
+            take = backlog if backlog < share else share
+            if take <= 0:
+                continue
+            capacity -= take
+            start = pq.consumed_offset
+            pq.consumed_offset = start + take
+            dup = self.coverage[q].add(start, start + take)
+            self.consumed += take
+            if dup:
+                self.duplicates += dup
+                self.dup_by_queue[q] += dup
+
+    def _sample(self) -> None:
+        s = self.series
+        produced, consumed = self._last_sample
+        interval = self.scenario.sample_interval_ms / 1000
+        s["t_s"].append(self.now / 1000)
+        s["backlog"].append(self.produced - sum(c.count for c in self.coverage))
+        s["owned_nobody"].append(len(self._nobody))
+        s["owned_twice"].append(len(self._twice))
+        s["consumers"].append(sum(1 for c in self.consumers if c.pc.running))
+        s["consumed_per_s"].append((self.consumed - consumed) / interval)
+        s["produced_per_s"].append((self.produced - produced) / interval)
+        s["duplicates"].append(self.duplicates)
+        self._last_sample = (self.produced, self.consumed)
+        if self.progress and self.now % 60_000 < self.scenario.sample_interval_ms:
+            self.progress(self.now, self.scenario.duration_ms)
+        self.at(self.now + self.scenario.sample_interval_ms, self._sample)
+
+    # ---- run ------------------------------------------------------------------------------------
+    def run(self) -> SimulationResult:
+        s = self.scenario
+        wall = time.perf_counter()
+        for spec in s.consumers:
+            self.at(spec.start_ms, lambda spec=spec: self._start_consumer(spec.client_id, spec.throughput))
+        for e in s.events:
+            self.at(e.at_ms, lambda e=e: self._apply(e))
+        for topic in self.producers:
+            self.at(s.client.poll_name_server_interval_ms, lambda topic=topic: self._poll_producer(topic))
+        self.at(s.broker.scan_interval_ms, self._scan)
+        self.at(s.sample_interval_ms, self._sample)
+        end = s.duration_ms
+        heap = self._heap
+        while heap and heap[0][0] <= end:
+            t, _, action = heapq.heappop(heap)
+            if t > self.now:
+                self._advance(t)
+            self.broker.now_ms = self.now
+            action()
+        self._advance(end)
+        if self._dirty:
+            self._ownership()
+        return SimulationResult.collect(self, time.perf_counter() - wall)
+
