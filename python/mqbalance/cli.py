@@ -9,8 +9,14 @@ audits the bundled example fleet (:mod:`mqbalance.fleet`) against its previous s
 
 ``mqbalance fault-seed`` — seed 001's producer fault-isolation experiment.
 
+``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N]`` — run a rebalance
+scenario (a YAML/JSON file or a bundled name, see ``--list``) through :mod:`mqbalance.sim`:
+``metrics.json``, ``timeline.png`` and ``queues.png`` per strategy, ``compare.json`` and
+``compare.png`` when several strategies run.
+
 Exit codes: 0 done; 2 bad input (the message names file and field); 3 findings of a kind listed
-in ``--fail-on`` (or ``--fail-on-unowned`` for ``assign``).
+in ``--fail-on`` (``--fail-on-unowned`` for ``assign``; ``--fail-on-unstable`` for ``simulate``:
+a group that never again had every queue pulled exactly once after some event).
 """
 
 from __future__ import annotations
@@ -131,6 +137,62 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from .sim import bundled_scenarios, load_scenario
+    from .sim.engine import Simulation
+
+    if args.list:
+        for name, path in bundled_scenarios().items():
+            print(f"{name:<26} {load_scenario(path).description.strip()}")
+        return 0
+    if not args.scenario:
+        raise SnapshotError("simulate: give a scenario file or one of: " + ", ".join(bundled_scenarios()))
+    scenario = load_scenario(args.scenario)
+    if args.seed is not None:
+        scenario = dataclasses.replace(scenario, seed=args.seed)
+    names = [n for n in (args.strategy or "").split(",") if n] or list(scenario.compare) or [scenario.strategy]
+    runs = [scenario.with_strategy(n) for n in names]  # validates every name before the first run
+    say = _Progress()
+    out = Path(args.out) / scenario.name
+    results = []
+    for run in runs:
+        say(f"{scenario.name}: {run.strategy}, {run.duration_ms / 60_000:g} simulated min")
+        result = Simulation(run, progress=lambda now, end: say(f"  simulated {now / 60_000:.0f}/{end / 60_000:.0f} min") if now % 600_000 < run.sample_interval_ms else None).run()
+        results.append(result)
+        folder = out / result.strategy if len(runs) > 1 else out
+        written = [result.write_json(folder / "metrics.json")]
+        try:
+            from .sim.plot import plot_result
+
+            written += plot_result(result, folder)
+        except ImportError:
+            say("matplotlib is not installed (pip install 'mqbalance[plot]'): plots skipped")
+        print(result.format())
+        say(f"wrote {', '.join(str(p) for p in written)}")
+    if len(results) > 1:
+        table = [{"strategy": r.strategy, **{k: r.summary[k] for k in ("duplicates", "lost", "pause_queue_s", "max_queue_pause_s", "owned_twice_queue_s", "max_time_to_stable_s", "max_backlog", "backlog_end")}} for r in results]
+        (out / "compare.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+        print()
+        print(f"{'strategy':<18} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} {'max backlog':>11}")
+        for row in table:
+            stable = "never" if row["max_time_to_stable_s"] is None else f"{row['max_time_to_stable_s']:.1f}"
+            print(f"{row['strategy']:<18} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} {row['owned_twice_queue_s']:>10,.1f} {stable:>11} {row['max_backlog']:>11,}")
+        try:
+            from .sim.plot import plot_comparison
+
+            say(f"wrote {out / 'compare.json'}, {plot_comparison(results, out)}")
+        except ImportError:
+            say(f"wrote {out / 'compare.json'} (matplotlib missing: no compare.png)")
+    unstable = [(r.strategy, e) for r in results for e in r.summary["never_stable_after"]]
+    if args.fail_on_unstable and unstable:
+        print("never stable after: " + "; ".join(f"{e} [{s}]" for s, e in unstable), file=sys.stderr)
+        return 3
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mqbalance", description="Consumer-group load balancing, exactly as the Java clients compute it.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -147,13 +209,21 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--seed", type=int, default=7)
     f = sub.add_parser("fault-seed", help="seed 001's producer fault-isolation experiment, old loop vs 4.9.x vs 5.x")
     f.add_argument("--rounds", type=int, default=10)
+    sim = sub.add_parser("simulate", help="simulate a consumer group through a rebalance scenario: duplicates, pauses, backlog, plots")
+    sim.add_argument("scenario", nargs="?", help="a scenario file (.yaml/.yml/.json) or the name of a bundled one (see --list)")
+    sim.add_argument("--strategy", help="comma-separated strategies to run instead of the scenario's (several: a comparison)")
+    sim.add_argument("--out", default="out/sim", help="output directory (default: out/sim; one folder per scenario)")
+    sim.add_argument("--seed", type=int, help="override the scenario's seed")
+    sim.add_argument("--list", action="store_true", help="list the bundled scenarios")
+    sim.add_argument("--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event")
     args = parser.parse_args(argv)
     if args.command == "fault-seed":
         from .examples import fault_seed
 
         return fault_seed.main(["--rounds", str(args.rounds)])
+    commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate}
     try:
-        return _cmd_audit(args) if args.command == "audit" else _cmd_assign(args)
+        return commands[args.command](args)
     except MQBalanceError as e:
         print(f"mqbalance: error: {e}", file=sys.stderr)
         return 2

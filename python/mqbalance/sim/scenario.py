@@ -17,6 +17,7 @@ Durations are seconds (a number) or strings with a unit: ``"500ms"``, ``"20s"``,
       consume_from_where: LAST_OFFSET
       consumers: 10                 # a count (ids 10.0.0.<i>@<1000+i>) or a list of {id, throughput, start}
       throughput: 200               # msg/s per consumer
+      start_spread: 10s             # each starts at a seeded moment in [0, spread] unless given a start
     client: {rebalance_interval: 20s, min_interval: 1s, heartbeat_interval: 30s,
              persist_interval: 5s, poll_name_server_interval: 30s, pull_delay: 500ms}
     broker: {notify: true, channel_expired_timeout: 120s, scan_interval: 10s}
@@ -36,14 +37,15 @@ is a hazard worth simulating). Errors name the file and the field (:class:`Scena
 
 >>> s = scenario_from_dict({"topics": {"T": {"queues_per_broker": 4, "rate": 10}},
 ...                         "group": {"consumers": 2}, "duration": "2m"})
->>> s.duration_ms, [c.client_id for c in s.consumers], len(s.queue_count())
-(120000, ['10.0.0.1@1001', '10.0.0.2@1002'], 1)
+>>> s.duration_ms, [c.client_id for c in s.consumers], [c.start_ms <= 10_000 for c in s.consumers]
+(120000, ['10.0.0.1@1001', '10.0.0.2@1002'], [True, True])
 """
 
 from __future__ import annotations
 
 import json
 import re
+import random
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
@@ -253,24 +255,28 @@ def _strategy(data: Any, where: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
     return name, tuple(sorted(params.items()))
 
 
-def _consumers(r: _Reader, throughput: float) -> tuple[ConsumerSpec, ...]:
+def _consumers(r: _Reader, throughput: float, seed: int) -> tuple[ConsumerSpec, ...]:
+    """The consumers running from the start; without an explicit ``start`` each starts at a
+    seeded moment within ``start_spread`` (real consumers do not start in lockstep, and starting
+    them together would align every periodic rebalance)."""
+    spread = r.duration("start_spread", 10_000)
+    rng = random.Random(seed)
     raw = r.data.get("consumers")
     if isinstance(raw, int) and not isinstance(raw, bool):
         if not 0 <= raw <= 10_000:
             raise ScenarioError(f"{r.at('consumers')}: expected 0..10000 consumers, got {raw!r}")
-        return tuple(ConsumerSpec(f"10.0.0.{i}@{1000 + i}", throughput) for i in range(1, raw + 1))
+        return tuple(ConsumerSpec(f"10.0.0.{i}@{1000 + i}", throughput, rng.randrange(spread + 1)) for i in range(1, raw + 1))
     if not isinstance(raw, list):
         raise ScenarioError(f"{r.at('consumers')}: expected a count or a list of {{id, throughput, start}}, got {raw!r}")
     out = []
     for i, item in enumerate(raw):
         where = f"{r.at('consumers')}[{i}]"
         c = _Reader({"id": item} if isinstance(item, str) else item, where, ("id", "throughput", "start"))
-        out.append(ConsumerSpec(c.text("id", ""), c.number("throughput", throughput), c.duration("start", 0)) if c.has("id") else _missing(where, "id"))
+        if not c.has("id"):
+            raise ScenarioError(f"{where}.id: missing")
+        start = rng.randrange(spread + 1)  # drawn for every entry, so adding a start keeps the others'
+        out.append(ConsumerSpec(c.text("id", ""), c.number("throughput", throughput), c.duration("start", start)))
     return tuple(out)
-
-
-def _missing(where: str, key: str) -> Any:
-    raise ScenarioError(f"{where}.{key}: missing")
 
 
 _EVENT_KINDS = ("join", "leave", "crash", "queues", "network", "notify")
@@ -290,7 +296,9 @@ def _event(data: Any, where: str, topics: dict[str, TopicSpec], throughput: floa
     value = data[kind]
     if kind == "join":
         j = _Reader({"id": value} if isinstance(value, str) else value, r.at("join"), ("id", "throughput"))
-        return ScenarioEvent(at, "join", client_id=j.text("id", "") or _missing(j.where, "id"), throughput=j.number("throughput", throughput))
+        if not j.has("id"):
+            raise ScenarioError(f"{j.at('id')}: missing")
+        return ScenarioEvent(at, "join", client_id=j.text("id", ""), throughput=j.number("throughput", throughput))
     if kind in ("leave", "crash"):
         if not isinstance(value, str) or not value:
             raise ScenarioError(f"{r.at(kind)}: expected a client id, got {value!r}")
@@ -334,7 +342,7 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         if not t.has("queues_per_broker"):
             raise ScenarioError(f"{t.at('queues_per_broker')}: missing")
         topics[str(name)] = TopicSpec(str(name), t.integer("queues_per_broker", 0, maximum=65_536), t.number("rate", 0.0, maximum=1e7))
-    g = _Reader(data.get("group"), r.at("group"), ("name", "strategy", "consume_from_where", "consumers", "throughput"))
+    g = _Reader(data.get("group"), r.at("group"), ("name", "strategy", "consume_from_where", "consumers", "throughput", "start_spread"))
     if not g.has("consumers"):
         raise ScenarioError(f"{g.at('consumers')}: missing")
     throughput = g.number("throughput", 1000.0, maximum=1e8)
@@ -381,7 +389,7 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         strategy=strategy_name,
         strategy_params=params,
         consume_from_where=g.text("consume_from_where", "LAST_OFFSET", ("LAST_OFFSET", "FIRST_OFFSET")),
-        consumers=_consumers(g, throughput),
+        consumers=_consumers(g, throughput, seed),
         client=client,
         broker=broker,
         network=_network(data.get("network"), r.at("network")),
