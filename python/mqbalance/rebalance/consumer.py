@@ -147,6 +147,23 @@ class PushConsumer:
                 self.persist_all()
                 self.next_persist_ms += self.persist_interval_ms
 
+    def subscribe(self, topic: str) -> None:
+        """``subscribe(topic, "*")`` on a running consumer: fetch the route, heartbeat at once (the
+        broker sees a new topic: CHANGE). The next rebalance takes the topic's queues."""
+        if topic not in self.impl.topics:
+            self.impl.topics.append(topic)  # type: ignore[attr-defined]
+            if self.running:
+                self.poll_routes()
+                self.transport.send_heartbeat(self.impl)
+
+    def unsubscribe(self, topic: str) -> None:
+        """``unsubscribe(topic)``: the topic leaves the heartbeat; the next rebalance drops its queues."""
+        if topic in self.impl.topics:
+            self.impl.topics.remove(topic)  # type: ignore[attr-defined]
+            self.routes.pop(topic, None)
+            if self.running:
+                self.transport.send_heartbeat(self.impl)
+
     def poll_routes(self) -> None:
         """``updateTopicRouteInfoFromNameServer``: refresh the subscribe info of every topic."""
         for topic in self.impl.topics:

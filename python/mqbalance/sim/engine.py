@@ -121,6 +121,8 @@ class Simulation:
         self.changes: list[tuple[int, bool]] = []  # (time, every readable queue pulled by exactly one consumer)
         self.series: dict[str, list[float]] = {k: [] for k in ("t_s", "backlog", "owned_nobody", "owned_twice", "consumers", "consumed_per_s", "produced_per_s", "duplicates")}
         self._last_sample = (0, 0)
+        self._scheduled = False
+        self._wall = time.perf_counter()
 
     # ---- plumbing -----------------------------------------------------------------------------
     def at(self, when_ms: int, action: Callable[[], None]) -> None:
@@ -334,9 +336,8 @@ class Simulation:
         self.at(self.now + self.scenario.sample_interval_ms, self._sample)
 
     # ---- run ------------------------------------------------------------------------------------
-    def run(self) -> SimulationResult:
+    def _schedule(self) -> None:
         s = self.scenario
-        wall = time.perf_counter()
         for spec in s.consumers:
             self.at(spec.start_ms, lambda spec=spec: self._start_consumer(spec.client_id, spec.throughput))
         for e in s.events:
@@ -345,16 +346,42 @@ class Simulation:
             self.at(s.client.poll_name_server_interval_ms, lambda topic=topic: self._poll_producer(topic))
         self.at(s.broker.scan_interval_ms, self._scan)
         self.at(s.sample_interval_ms, self._sample)
-        end = s.duration_ms
+        self._scheduled = True
+
+    def run_until(self, until_ms: int) -> None:
+        """Advance the simulation to ``until_ms`` (for driving it step by step; ``run`` does it all)."""
+        if not self._scheduled:
+            self._schedule()
         heap = self._heap
-        while heap and heap[0][0] <= end:
+        while heap and heap[0][0] <= until_ms:
             t, _, action = heapq.heappop(heap)
             if t > self.now:
                 self._advance(t)
             self.broker.now_ms = self.now
             action()
-        self._advance(end)
+        self._advance(until_ms)
         if self._dirty:
             self._ownership()
-        return SimulationResult.collect(self, time.perf_counter() - wall)
 
+    def apply(self, event: ScenarioEvent) -> None:
+        """Apply an event now (the stateful tests' way in; scenario events are scheduled by ``run``)."""
+        self.broker.now_ms = self.now
+        self._apply(event)
+
+    def ownership(self) -> dict[MessageQueue, list[str]]:
+        """Readable queue → client ids of the running consumers pulling it now."""
+        if self._dirty:
+            self._ownership()
+        out: dict[MessageQueue, list[str]] = {q: [] for qs in self.readable.values() for q in qs}
+        for c in self.consumers:
+            for _, q in c.pulling:
+                out.setdefault(self.queues[q], []).append(c.pc.client_id)
+        return out
+
+    def result(self) -> SimulationResult:
+        return SimulationResult.collect(self, time.perf_counter() - self._wall)
+
+    def run(self) -> SimulationResult:
+        """The whole scenario → its metrics."""
+        self.run_until(self.scenario.duration_ms)
+        return self.result()

@@ -372,9 +372,15 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
     if not isinstance(raw_events, list):
         raise ScenarioError(f"{r.at('events')}: expected a list, got {type(raw_events).__name__}")
     events = [_event(e, f"{r.at('events')}[{i}]", topics, throughput) for i, e in enumerate(raw_events)]
-    for i, e in enumerate(events):
+    consumers = _consumers(g, throughput, seed)
+    known = {c.client_id for c in consumers}
+    for i, e in sorted(enumerate(events), key=lambda p: p[1].at_ms):
         if e.at_ms > duration:
             raise ScenarioError(f"{r.at('events')}[{i}].at: {e.at_ms} ms is after the end of the run ({duration} ms)")
+        if e.kind == "join":
+            known.add(e.client_id)
+        elif e.kind in ("leave", "crash") and e.client_id not in known:
+            raise ScenarioError(f"{r.at('events')}[{i}].{e.kind}: no consumer {e.client_id!r} has started by then (consumers: {', '.join(sorted(known)) or 'none'})")
     return Scenario(
         name=r.text("name", Path(source).stem if source.endswith((".yaml", ".yml", ".json")) else "scenario"),
         source=source,
@@ -389,7 +395,7 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         strategy=strategy_name,
         strategy_params=params,
         consume_from_where=g.text("consume_from_where", "LAST_OFFSET", ("LAST_OFFSET", "FIRST_OFFSET")),
-        consumers=_consumers(g, throughput, seed),
+        consumers=consumers,
         client=client,
         broker=broker,
         network=_network(data.get("network"), r.at("network")),
