@@ -162,11 +162,12 @@ class Simulation:
     def _tick(self, c: _Consumer, version: int) -> None:
         if version != c.version:
             return
+        held = tuple(c.pc.impl.process_queues)
         c.pc.tick(now_ms=self.now)
-        self._dirty = True
-        pending = [t for t in c.pc.active_from.values() if t > self.now]
-        for t in set(pending):
-            self.at(t, self._mark_dirty)  # a pull starts: ownership changes then
+        if tuple(c.pc.impl.process_queues) != held:
+            self._dirty = True
+            for t in {t for t in c.pc.active_from.values() if t > self.now}:
+                self.at(t, self._mark_dirty)  # a pull starts: ownership changes then
         self._reschedule(c)
 
     def _mark_dirty(self) -> None:
@@ -295,28 +296,44 @@ class Simulation:
         self.now = until
 
     def _consume(self, c: _Consumer, dt: int) -> None:
+        """Spend the consumer's capacity for ``dt`` over the queues it pulls: all of every backlog
+        if it fits, else water-filling (equal shares, what a short queue leaves goes to the rest)."""
         c.credit += c.throughput * dt / 1000
         capacity = int(c.credit)
         c.credit -= capacity  # unused capacity is not banked
         if capacity <= 0:
             return
         mo = self.max_offset
-        work = sorted(((mo[q] - pq.consumed_offset, q, pq) for pq, q in c.pulling), key=lambda w: w[0])
+        work = [(mo[q] - pq.consumed_offset, q, pq) for pq, q in c.pulling]
+        if sum(w[0] for w in work) <= capacity:
+            for backlog, q, pq in work:
+                if backlog > 0:
+                    self._take(q, pq, backlog)
+            return
+        work.sort(key=lambda w: w[0])
         left = len(work)
         for backlog, q, pq in work:
             share = capacity // left
             left -= 1
             take = backlog if backlog < share else share
-            if take <= 0:
-                continue
-            capacity -= take
-            start = pq.consumed_offset
-            pq.consumed_offset = start + take
-            dup = self.coverage[q].add(start, start + take)
-            self.consumed += take
-            if dup:
-                self.duplicates += dup
-                self.dup_by_queue[q] += dup
+            if take > 0:
+                capacity -= take
+                self._take(q, pq, take)
+
+    def _take(self, q: int, pq: Any, n: int) -> None:
+        start = pq.consumed_offset
+        pq.consumed_offset = start + n
+        self.consumed += n
+        cov = self.coverage[q]
+        ends = cov.ends
+        if ends and ends[-1] == start:  # the usual case: the owner continues where it stopped
+            ends[-1] = start + n
+            cov.count += n
+            return
+        dup = cov.add(start, start + n)
+        if dup:
+            self.duplicates += dup
+            self.dup_by_queue[q] += dup
 
     def _sample(self) -> None:
         s = self.series
