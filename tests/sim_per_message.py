@@ -23,12 +23,12 @@ class PerMessageSimulation(Simulation):
         if dt <= 0:
             return
         for p in self.producers.values():
-            qs = p["queues"]
-            if not qs or not p["rate"]:
+            qs = p.queues
+            if not qs or not p.rate:
                 continue
-            for _ in range(math.floor(until * p["rate"] / 1000) - math.floor(t0 * p["rate"] / 1000)):
-                self.max_offset[qs[p["counter"] % len(qs)]] += 1
-                p["counter"] += 1
+            for _ in range(math.floor(until * p.rate / 1000) - math.floor(t0 * p.rate / 1000)):
+                self.max_offset[qs[p.counter % len(qs)]] += 1
+                p.counter += 1
                 self.produced += 1
         for q in self._nobody:
             self.pause_ms[q] += dt

@@ -32,6 +32,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from functools import partial
 from itertools import count
 from typing import Any
 
@@ -74,6 +75,13 @@ class _Link:
         self.sim.broker.unregister(client)  # followed by the channel closing: reliable
 
 
+class _Producer:
+    __slots__ = ("rate", "queues", "counter")
+
+    def __init__(self, rate: float) -> None:
+        self.rate, self.queues, self.counter = rate, list[int](), 0  # queues: its cached write queues
+
+
 class _Consumer:
     __slots__ = ("pc", "throughput", "credit", "version", "pulling")
 
@@ -107,10 +115,10 @@ class Simulation:
         self.dup_by_queue: list[int] = []
         self.route: dict[str, int] = {}  # topic → queues per broker now
         self.readable: dict[str, list[MessageQueue]] = {}
-        self.producers = {t.name: {"rate": t.rate, "queues": [], "counter": 0} for t in s.topics}
+        self.producers = {t.name: _Producer(t.rate) for t in s.topics}
         for t in s.topics:
             self._set_route(t.name, t.queues_per_broker)
-            self.producers[t.name]["queues"] = [self.index[q] for q in self.readable[t.name]]
+            self.producers[t.name].queues = [self.index[q] for q in self.readable[t.name]]
         self.consumers: list[_Consumer] = []
         self.by_channel: dict[str, _Consumer] = {}
         self.produced = self.consumed = self.duplicates = self.notifications = 0
@@ -193,8 +201,8 @@ class Simulation:
         return self.readable.get(topic)
 
     def _poll_producer(self, topic: str) -> None:
-        self.producers[topic]["queues"] = [self.index[q] for q in self.readable[topic]]
-        self.at(self.now + self.scenario.client.poll_name_server_interval_ms, lambda: self._poll_producer(topic))
+        self.producers[topic].queues = [self.index[q] for q in self.readable[topic]]
+        self.at(self.now + self.scenario.client.poll_name_server_interval_ms, partial(self._poll_producer, topic))
 
     def _scan(self) -> None:
         self.manager.scan_not_active_channel(now_ms=self.now)
@@ -274,17 +282,17 @@ class Simulation:
         if dt <= 0:
             return
         for p in self.producers.values():
-            qs = p["queues"]
-            if not qs or not p["rate"]:
+            qs = p.queues
+            if not qs or not p.rate:
                 continue
-            n = math.floor(until * p["rate"] / 1000) - math.floor(t0 * p["rate"] / 1000)
+            n = math.floor(until * p.rate / 1000) - math.floor(t0 * p.rate / 1000)
             if n <= 0:
                 continue
-            k, start = len(qs), p["counter"] % len(qs)
+            k, start = len(qs), p.counter % len(qs)
             base, extra = divmod(n, k)
             for j, q in enumerate(qs):
                 self.max_offset[q] += base + (1 if (j - start) % k < extra else 0)
-            p["counter"] += n
+            p.counter += n
             self.produced += n
         for q in self._nobody:
             self.pause_ms[q] += dt
@@ -356,11 +364,11 @@ class Simulation:
     def _schedule(self) -> None:
         s = self.scenario
         for spec in s.consumers:
-            self.at(spec.start_ms, lambda spec=spec: self._start_consumer(spec.client_id, spec.throughput))
+            self.at(spec.start_ms, partial(self._start_consumer, spec.client_id, spec.throughput))
         for e in s.events:
-            self.at(e.at_ms, lambda e=e: self._apply(e))
+            self.at(e.at_ms, partial(self._apply, e))
         for topic in self.producers:
-            self.at(s.client.poll_name_server_interval_ms, lambda topic=topic: self._poll_producer(topic))
+            self.at(s.client.poll_name_server_interval_ms, partial(self._poll_producer, topic))
         self.at(s.broker.scan_interval_ms, self._scan)
         self.at(s.sample_interval_ms, self._sample)
         self._scheduled = True

@@ -421,7 +421,7 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
         if path.suffix == ".json":
             data = json.loads(text)
         elif path.suffix in (".yaml", ".yml"):
-            import yaml
+            import yaml  # type: ignore[import-untyped]
 
             data = yaml.safe_load(text)
         else:
