@@ -10,6 +10,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
@@ -153,46 +154,68 @@ def test_consistent_hash_moves_fewer_queues_than_avg_on_a_join():
 QUIET_MS = 120_000 + 10_000 + 20_000 + 2_000  # silent expiry + scan period + rebalance interval + pull
 
 
-@st.composite
-def churn(draw):
-    steps = []
-    live = [f"10.0.0.{i}@{1000 + i}" for i in range(1, 4)]
-    n = 4
-    for _ in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["join", "leave", "crash", "crash-closed", "jump"]))
-        if kind == "join" or not live:
-            steps.append(("join", f"10.0.0.{n}@{1000 + n}"))
-            live.append(f"10.0.0.{n}@{1000 + n}")
-            n += 1
-        elif kind == "jump":
-            steps.append(("jump", draw(st.integers(0, 90_000))))
-        else:
-            steps.append((kind, live.pop(draw(st.integers(0, len(live) - 1)))))
-    return steps
+class QuietGroupOwnsEveryQueueOnce(RuleBasedStateMachine):
+    """Random joins, graceful leaves, crashes (silent or with the socket closing) and clock jumps on
+    a running simulation; whenever the group then stays quiet long enough for a silent crash to
+    expire and the periodic rebalance to follow, every readable queue is pulled by exactly one
+    running consumer (ids are unique), and no message has been lost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sim: Simulation | None = None
+        self.next_id = 4
+
+    @initialize(strategy_name=st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]), semantics=st.sampled_from(["4.x", "5.x"]), notify=st.booleans())
+    def start(self, strategy_name, semantics, notify):
+        s = scenario_from_dict(base(duration="10h", semantics=semantics, broker={"notify": notify}, group={"consumers": 3, "strategy": strategy_name, "throughput": 600}))
+        self.sim = Simulation(s)
+        self.sim.run_until(15_000)
+
+    def running(self):
+        return [c.pc.client_id for c in self.sim.consumers if c.pc.running]
+
+    def event(self, kind, client_id, **kw):
+        from mqbalance.sim.scenario import ScenarioEvent
+
+        self.sim.apply(ScenarioEvent(self.sim.now, kind, client_id=client_id, throughput=600, **kw))
+        self.sim.run_until(self.sim.now + 500)
+
+    @rule()
+    def join(self):
+        self.event("join", f"10.0.0.{self.next_id}@{1000 + self.next_id}")
+        self.next_id += 1
+
+    @rule(data=st.data())
+    def leave(self, data):
+        ids = self.running()
+        if ids:
+            self.event("leave", data.draw(st.sampled_from(ids)))
+
+    @rule(data=st.data(), close=st.booleans())
+    def crash(self, data, close):
+        ids = self.running()
+        if ids:
+            self.event("crash", data.draw(st.sampled_from(ids)), close_connection=close)
+
+    @rule(ms=st.integers(0, 90_000))
+    def jump(self, ms):
+        self.sim.run_until(self.sim.now + ms)
+
+    @rule()
+    def stay_quiet(self):
+        self.sim.run_until(self.sim.now + QUIET_MS)
+        owners = self.sim.ownership()
+        expected = 1 if self.running() else 0
+        assert all(len(v) == expected for v in owners.values()), {str(q): v for q, v in owners.items() if len(v) != expected}
+
+    @invariant()
+    def nothing_lost(self):
+        if self.sim is not None:
+            assert self.sim.result().summary["lost"] == 0
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(churn(), st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]), st.sampled_from(["4.x", "5.x"]))
-def test_after_a_quiet_period_every_queue_is_owned_exactly_once(steps, strategy_name, semantics):
-    from mqbalance.sim.scenario import ScenarioEvent
-
-    s = scenario_from_dict(base(duration="2h", semantics=semantics, group={"consumers": 3, "strategy": strategy_name, "throughput": 600}))
-    sim = Simulation(s)
-    sim.run_until(30_000)
-    for kind, arg in steps:
-        if kind == "jump":
-            sim.run_until(sim.now + arg)
-        else:
-            sim.apply(ScenarioEvent(sim.now, "crash" if kind.startswith("crash") else kind, client_id=arg, throughput=600, close_connection=kind == "crash-closed"))
-            sim.run_until(sim.now + 1_000)
-    sim.run_until(sim.now + QUIET_MS)
-    owners = sim.ownership()
-    running = [c for c in sim.consumers if c.pc.running]
-    if running:
-        assert all(len(v) == 1 for v in owners.values()), {str(q): v for q, v in owners.items() if len(v) != 1}
-    else:
-        assert all(not v for v in owners.values())
-    assert sim.result().summary["lost"] == 0
+QuietGroupOwnsEveryQueueOnce.TestCase.settings = settings(max_examples=20, stateful_step_count=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+test_quiet_group_owns_every_queue_once = QuietGroupOwnsEveryQueueOnce.TestCase
 
 
 # ---- accounting -------------------------------------------------------------------------------
