@@ -6,8 +6,6 @@ capacity is split between its queues within one step)."""
 
 from __future__ import annotations
 
-import math
-
 from mqbalance.sim import Simulation
 
 
@@ -16,45 +14,27 @@ class PerMessageSimulation(Simulation):
         super().__init__(*args, **kw)
         self.seen: set[tuple[int, int]] = set()
 
-    def _advance(self, until: int) -> None:
-        if self._dirty:
-            self._ownership()
-        t0, dt = self.now, until - self.now
-        if dt <= 0:
-            return
-        for p in self.producers.values():
-            qs = p.queues
-            if not qs or not p.rate:
-                continue
-            for _ in range(math.floor(until * p.rate / 1000) - math.floor(t0 * p.rate / 1000)):
-                self.max_offset[qs[p.counter % len(qs)]] += 1
-                p.counter += 1
-                self.produced += 1
-        for q in self._nobody:
-            self.pause_ms[q] += dt
-        for q in self._twice:
-            self.twice_ms[q] += dt
-        for c in self.consumers:
-            if not c.pulling:
-                continue
-            c.credit += c.throughput * dt / 1000
-            capacity = int(c.credit)
-            c.credit -= capacity
-            while capacity:
-                moved = False
-                for pq, q in c.pulling:  # one message from each queue with a backlog, round-robin
-                    if capacity and pq.consumed_offset < self.max_offset[q]:
-                        offset = pq.consumed_offset
-                        pq.consumed_offset += 1
-                        capacity -= 1
-                        moved = True
-                        self.consumed += 1
-                        self.coverage[q].add(offset, offset + 1)
-                        if (q, offset) in self.seen:
-                            self.duplicates += 1
-                            self.dup_by_queue[q] += 1
-                        else:
-                            self.seen.add((q, offset))
-                if not moved:
-                    break
-        self.now = until
+    def _produce(self, p, n: int) -> None:
+        for _ in range(n):
+            self.max_offset[p.queues[p.counter % len(p.queues)]] += 1
+            p.counter += 1
+            self.produced += 1
+
+    def _consume(self, c, capacity: int) -> None:
+        while capacity:
+            moved = False
+            for pq, q in c.pulling:  # one message from each queue with a backlog, round-robin
+                if capacity and pq.consumed_offset < self.max_offset[q]:
+                    offset = pq.consumed_offset
+                    pq.consumed_offset += 1
+                    capacity -= 1
+                    moved = True
+                    self.consumed += 1
+                    self.coverage[q].add(offset, offset + 1)
+                    if (q, offset) in self.seen:
+                        self.duplicates += 1
+                        self.dup_by_queue[q] += 1
+                    else:
+                        self.seen.add((q, offset))
+            if not moved:
+                break

@@ -276,41 +276,42 @@ class Simulation:
         self._dirty = False
 
     def _advance(self, until: int) -> None:
+        """Move messages from ``now`` to ``until`` under the current ownership (constant between events)."""
         if self._dirty:
             self._ownership()
         t0, dt = self.now, until - self.now
         if dt <= 0:
             return
         for p in self.producers.values():
-            qs = p.queues
-            if not qs or not p.rate:
-                continue
             n = math.floor(until * p.rate / 1000) - math.floor(t0 * p.rate / 1000)
-            if n <= 0:
-                continue
-            k, start = len(qs), p.counter % len(qs)
-            base, extra = divmod(n, k)
-            for j, q in enumerate(qs):
-                self.max_offset[q] += base + (1 if (j - start) % k < extra else 0)
-            p.counter += n
-            self.produced += n
+            if p.queues and n > 0:
+                self._produce(p, n)
         for q in self._nobody:
             self.pause_ms[q] += dt
         for q in self._twice:
             self.twice_ms[q] += dt
         for c in self.consumers:
             if c.pulling:
-                self._consume(c, dt)
+                c.credit += c.throughput * dt / 1000
+                capacity = int(c.credit)
+                c.credit -= capacity  # unused capacity is not banked
+                if capacity > 0:
+                    self._consume(c, capacity)
         self.now = until
 
-    def _consume(self, c: _Consumer, dt: int) -> None:
-        """Spend the consumer's capacity for ``dt`` over the queues it pulls: all of every backlog
-        if it fits, else water-filling (equal shares, what a short queue leaves goes to the rest)."""
-        c.credit += c.throughput * dt / 1000
-        capacity = int(c.credit)
-        c.credit -= capacity  # unused capacity is not banked
-        if capacity <= 0:
-            return
+    def _produce(self, p: _Producer, n: int) -> None:
+        """``n`` messages round-robin over the producer's write queues, continuing its counter."""
+        qs = p.queues
+        k, start = len(qs), p.counter % len(qs)
+        base, extra = divmod(n, k)
+        for j, q in enumerate(qs):
+            self.max_offset[q] += base + (1 if (j - start) % k < extra else 0)
+        p.counter += n
+        self.produced += n
+
+    def _consume(self, c: _Consumer, capacity: int) -> None:
+        """Spend ``capacity`` messages over the queues the consumer pulls: all of every backlog if
+        it fits, else water-filling (equal shares, what a short queue leaves goes to the rest)."""
         mo = self.max_offset
         work = [(mo[q] - pq.consumed_offset, q, pq) for pq, q in c.pulling]
         if sum(w[0] for w in work) <= capacity:
