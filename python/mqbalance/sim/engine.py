@@ -125,7 +125,7 @@ class Simulation:
         self._dirty = True
         self._nobody: list[int] = []
         self._twice: list[int] = []
-        self._signature: tuple[Any, ...] = ()
+        self._signature: tuple[Any, ...] | None = None  # the first picture is always recorded
         self.changes: list[tuple[int, bool]] = []  # (time, every readable queue pulled by exactly one consumer)
         self.series: dict[str, list[float]] = {k: [] for k in ("t_s", "backlog", "owned_nobody", "owned_twice", "consumers", "consumed_per_s", "produced_per_s", "duplicates")}
         self._last_sample = (0, 0)
