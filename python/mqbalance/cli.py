@@ -141,8 +141,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     import dataclasses
     import json
 
-    from .sim import bundled_scenarios, load_scenario
-    from .sim.engine import Simulation
+    from .sim import bundled_scenarios, compare, load_scenario
 
     if args.list:
         for name, path in bundled_scenarios().items():
@@ -153,16 +152,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     if args.seed is not None:
         scenario = dataclasses.replace(scenario, seed=args.seed)
-    names = [n for n in (args.strategy or "").split(",") if n] or list(scenario.compare) or [scenario.strategy]
-    runs = [scenario.with_strategy(n) for n in names]  # validates every name before the first run
+    names = [n for n in (args.strategy or "").split(",") if n] or None
     say = _Progress()
     out = Path(args.out) / scenario.name
-    results = []
-    for run in runs:
-        say(f"{scenario.name}: {run.strategy}, {run.duration_ms / 60_000:g} simulated min")
-        result = Simulation(run, progress=lambda now, end: say(f"  simulated {now / 60_000:.0f}/{end / 60_000:.0f} min") if now % 600_000 < run.sample_interval_ms else None).run()
-        results.append(result)
-        folder = out / result.strategy if len(runs) > 1 else out
+    say(f"{scenario.name}: {scenario.duration_ms / 60_000:g} simulated min per strategy")
+    results = compare(scenario, names, progress=lambda now, end: say(f"  simulated {now / 60_000:.0f}/{end / 60_000:.0f} min") if now % 600_000 < scenario.sample_interval_ms else None)
+    for result in results:
+        folder = out / result.strategy if len(results) > 1 else out
         written = [result.write_json(folder / "metrics.json")]
         try:
             from .sim.plot import plot_result

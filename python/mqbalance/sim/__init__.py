@@ -36,7 +36,9 @@ def simulate(scenario: Scenario | dict[str, Any] | str | Path, *, strategy: str 
 
 
 def compare(scenario: Scenario | dict[str, Any] | str | Path, strategies: list[str] | None = None, *, progress: Callable[[int, int], None] | None = None) -> list[SimulationResult]:
-    """The same scenario once per strategy (default: the scenario's ``compare`` list)."""
+    """The same scenario once per strategy (default: the scenario's ``compare`` list, else its own
+    strategy). Every strategy name is checked before the first run."""
     s = _scenario(scenario)
     names = strategies or list(s.compare) or [s.strategy]
-    return [Simulation(s.with_strategy(n), progress=progress).run() for n in names]
+    sims = [Simulation(s.with_strategy(n), progress=progress) for n in names]
+    return [sim.run() for sim in sims]

@@ -113,8 +113,8 @@ class Simulation:
         self.pause_ms: list[int] = []
         self.twice_ms: list[int] = []
         self.dup_by_queue: list[int] = []
-        self.route: dict[str, int] = {}  # topic → queues per broker now
-        self.readable: dict[str, list[MessageQueue]] = {}
+        self.readable: dict[str, list[MessageQueue]] = {}  # topic → its readable queues now
+        self._readable_idx: list[int] = []  # the same, as queue indices
         self.producers = {t.name: _Producer(t.rate) for t in s.topics}
         for t in s.topics:
             self._set_route(t.name, t.queues_per_broker)
@@ -183,7 +183,6 @@ class Simulation:
 
     # ---- cluster --------------------------------------------------------------------------------
     def _set_route(self, topic: str, per_broker: int) -> None:
-        self.route[topic] = per_broker
         queues = [MessageQueue(topic, b, i) for b in self.scenario.brokers for i in range(per_broker)]
         for q in queues:
             if q not in self.index:
@@ -195,6 +194,7 @@ class Simulation:
                 self.twice_ms.append(0)
                 self.dup_by_queue.append(0)
         self.readable[topic] = queues
+        self._readable_idx = [self.index[q] for qs in self.readable.values() for q in qs]
         self._dirty = True
 
     def name_server(self, topic: str) -> list[MessageQueue] | None:
@@ -266,7 +266,7 @@ class Simulation:
                     q = self.index[mq]
                     c.pulling.append((pq, q))
                     owners.setdefault(q, []).append(i)
-        readable = [self.index[q] for qs in self.readable.values() for q in qs]
+        readable = self._readable_idx
         self._nobody = [q for q in readable if q not in owners]
         self._twice = [q for q in readable if len(owners.get(q, ())) > 1]
         signature = tuple(tuple(owners.get(q, ())) for q in readable)
