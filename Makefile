@@ -1,25 +1,49 @@
 # The one entry point for people and for .ci/run.
 #   make example   set up, then run the main job (Spark audit, local mode) on the bundled example
-#   make test      set up, then run every test (Rust core + Python, benchmarks as plain tests)
+#   make test      set up, lint, then run every test (Rust core + Python, benchmarks as plain tests)
 #   make bench     time the benchmark suite (ratios against in-run baselines)
+#   make dev       editable install: Python edits are live, `make dev` again after a Rust edit
+#   make lint      ruff check, ruff format --check, cargo fmt --check, clippy -D warnings, mypy --strict
+#   make fmt       rewrite the tree in our formats (ruff format, cargo fmt)
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup example test test-rust test-python bench clean
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean
 
-$(VENV)/.installed: pyproject.toml Cargo.toml Cargo.lock $(shell find rust python -type f -not -path '*/__pycache__/*')
+# The venv with every dependency group; the package itself is installed editable, so only a Rust
+# change (or a dependency change) rebuilds the extension.
+$(VENV)/.deps: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
-	$(PY) -m pip install -q --group test --group bench
-	$(PY) -m pip install -q ".[spark]"
+	$(PY) -m pip install -q --group test --group bench --group lint "maturin>=1.14,<2"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.deps Cargo.toml Cargo.lock $(shell find rust -type f -name '*.rs' -o -name Cargo.toml)
+	$(PY) -m pip install -q --no-build-isolation -e ".[spark]"
 	touch $@
 
 setup: $(VENV)/.installed
 
+dev: $(VENV)/.deps
+	$(PY) -m pip install -q --no-build-isolation -e ".[spark]"
+	touch $(VENV)/.installed
+
 example: setup
 	$(VENV)/bin/mqbalance audit --out out/audit
+
+lint: setup
+	$(VENV)/bin/ruff check python tests benches
+	$(VENV)/bin/ruff format --check python tests benches
+	cargo fmt --all --check
+	cargo clippy --locked --workspace --all-targets -- -D warnings
+	$(VENV)/bin/mypy --strict python/mqbalance
+
+fmt: $(VENV)/.deps
+	$(VENV)/bin/ruff format python tests benches
+	$(VENV)/bin/ruff check --fix python tests benches
+	cargo fmt --all
 
 test-rust:
 	cargo test --locked -p mqbalance-core
@@ -27,7 +51,7 @@ test-rust:
 test-python: setup
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
-test: test-rust test-python
+test: lint test-rust test-python
 
 bench: setup
 	$(PY) -m pytest benches -q --benchmark-only --benchmark-columns=min,median,max --benchmark-sort=name

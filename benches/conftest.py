@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,15 @@ def compare(benchmark, request):
     """``compare(ours, baseline, target_s=..., baseline_rounds=...)``: time both, check they agree
     (the caller's ``check``), record the ratio of best times."""
 
-    def run(ours: Callable[[], Any], baseline: Callable[[], Any], *, check: Callable[[Any, Any], None], target_s: float | None = None, baseline_rounds: int = 1, label: str = "plain Python") -> Any:
+    def run(
+        ours: Callable[[], Any],
+        baseline: Callable[[], Any],
+        *,
+        check: Callable[[Any, Any], None],
+        target_s: float | None = None,
+        baseline_rounds: int = 1,
+        label: str = "plain Python",
+    ) -> Any:
         base_t, base_result = best_of(baseline, baseline_rounds)
         result = benchmark(ours)
         check(result, base_result)
@@ -51,7 +60,16 @@ def compare(benchmark, request):
         ours_t = benchmark.stats.stats.min
         ratio = base_t / ours_t
         benchmark.extra_info.update(baseline=label, baseline_s=base_t, ours_s=ours_t, ratio=ratio, target_s=target_s)
-        RESULTS.append({"name": request.node.name, "baseline": label, "baseline_s": base_t, "ours_s": ours_t, "ratio": ratio, "target_s": target_s})
+        RESULTS.append(
+            {
+                "name": request.node.name,
+                "baseline": label,
+                "baseline_s": base_t,
+                "ours_s": ours_t,
+                "ratio": ratio,
+                "target_s": target_s,
+            }
+        )
         if target_s is not None:
             assert ours_t <= target_s, f"{request.node.name}: {ours_t * 1e3:.1f} ms > target {target_s * 1e3:.0f} ms"
         return result
@@ -67,7 +85,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
     tr.write_line(f"{'benchmark':<58} {'ours (ms)':>10} {'baseline (ms)':>14} {'ratio':>9} {'target (ms)':>12}")
     for r in RESULTS:
         target = "" if r["target_s"] is None else f"{r['target_s'] * 1e3:.0f}"
-        tr.write_line(f"{r['name']:<58} {r['ours_s'] * 1e3:>10.2f} {r['baseline_s'] * 1e3:>14.1f} {r['ratio']:>8.0f}x {target:>12}")
+        tr.write_line(
+            f"{r['name']:<58} {r['ours_s'] * 1e3:>10.2f} {r['baseline_s'] * 1e3:>14.1f} {r['ratio']:>8.0f}x "
+            f"{target:>12}"
+        )
     OUT.mkdir(exist_ok=True)
     (OUT / "bench_ratios.json").write_text(json.dumps(RESULTS, indent=2))
     try:

@@ -9,7 +9,6 @@ CONSISTENT_HASH whole group 10k / 1k ≤ 20 ms and 1M / 10k ≤ 1 s; one client'
 from __future__ import annotations
 
 import random
-from functools import partial
 
 import numpy as np
 import pytest
@@ -122,6 +121,8 @@ def test_assign_avg_dict_10k_1k(compare, full_size):
     compare(
         lambda: s.assign(queues, ids),
         lambda: {cid: ref.avg(cid, rows, ids) for cid in ids},
-        check=lambda ours, base: (ours == {cid: [queues[k] for k in v] for cid, v in base.items()}) or pytest.fail("mismatch"),
+        check=lambda ours, base: (
+            (ours == {cid: [queues[k] for k in v] for cid, v in base.items()}) or pytest.fail("mismatch")
+        ),
         label="per-client reference x every member",
     )

@@ -13,8 +13,15 @@ COUNTS = {"broker-a": 4, "broker-b": 4, "broker-c": 8}
 
 
 def _setup(sem: str):
-    tp = TopicPublishInfo.from_route("T", [QueueData(b, 6, n) for b, n in COUNTS.items()], send_which_queue=ThreadLocalIndex(initial=0))
-    fs = MQFaultStrategy(semantics=sem, send_latency_fault_enable=True, clock=ManualClock(0), which_item_worst=ThreadLocalIndex(initial=0))
+    tp = TopicPublishInfo.from_route(
+        "T", [QueueData(b, 6, n) for b, n in COUNTS.items()], send_which_queue=ThreadLocalIndex(initial=0)
+    )
+    fs = MQFaultStrategy(
+        semantics=sem,
+        send_latency_fault_enable=True,
+        clock=ManualClock(0),
+        which_item_worst=ThreadLocalIndex(initial=0),
+    )
     return tp, fs, {b: BrokerModel(*m) for b, m in MODELS.items()}
 
 
@@ -31,7 +38,12 @@ def test_simulate_vs_python_model(compare, full_size, sem):
         assert [ours.brokers[b] for b in ours.broker] == base[0]
         assert ours.elapsed_ms.tolist() == base[4]
 
-    compare(lambda: fs.simulate(tp, models, sends=n, interval_ms=1, seed=11), baseline, check=check, label="plain-Python model")
+    compare(
+        lambda: fs.simulate(tp, models, sends=n, interval_ms=1, seed=11),
+        baseline,
+        check=check,
+        label="plain-Python model",
+    )
 
 
 @pytest.mark.parametrize("sem", ["4.9.x", "5.x"])

@@ -21,7 +21,7 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 from kafka.protocol.consumer.group import JoinGroupResponse  # noqa: E402
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription  # noqa: E402
 
-from mqbalance.kafka import Subscription, TopicPartition, assign_columns, assignor, check_assignment  # noqa: E402
+from mqbalance.kafka import Subscription, TopicPartition, assign_columns, check_assignment  # noqa: E402
 
 PEERS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor, "sticky": StickyPartitionAssignor}
 
@@ -39,9 +39,11 @@ def group(partitions: int, members: int, *, topics: int = 100, heterogeneous: bo
 
 def kafka_python(name: str, ppt: dict[str, int], subs: dict[str, list[str]]) -> dict[str, set[TopicPartition]]:
     cluster = ClusterMetadata()
-    cluster._partitions = {t: {p: None for p in range(n)} for t, n in ppt.items()}
+    cluster._partitions = {t: dict.fromkeys(range(n)) for t, n in ppt.items()}
     members = [
-        JoinGroupResponse.JoinGroupResponseMember(member_id=m, group_instance_id=None, metadata=ConsumerProtocolSubscription(0, ts, b""))
+        JoinGroupResponse.JoinGroupResponseMember(
+            member_id=m, group_instance_id=None, metadata=ConsumerProtocolSubscription(0, ts, b"")
+        )
         for m, ts in subs.items()
     ]
     out = PEERS[name]().assign(cluster, members) if name == "sticky" else PEERS[name].assign(cluster, members)
@@ -66,7 +68,13 @@ def test_range_roundrobin_100k_1k(compare, full_size, name):
     def check(got, peer):
         assert as_sets(got) == peer  # dynamic members, ASCII ids: kafka-python agrees with Kafka here
 
-    compare(lambda: ours(name, ppt, subs), lambda: kafka_python(name, ppt, subs), check=check, target_s=0.010, label="kafka-python 3.0.12")
+    compare(
+        lambda: ours(name, ppt, subs),
+        lambda: kafka_python(name, ppt, subs),
+        check=check,
+        target_s=0.010,
+        label="kafka-python 3.0.12",
+    )
 
 
 @pytest.mark.parametrize("heterogeneous", [False, True], ids=["identical", "heterogeneous"])
@@ -75,10 +83,17 @@ def test_sticky_vs_kafka_python_2k_200(compare, full_size, heterogeneous):
 
     def check(got, peer):
         for result in (as_sets(got), peer):
-            report = check_assignment(ppt, {m: Subscription(ts) for m, ts in subs.items()}, {m: sorted(v) for m, v in result.items()})
+            report = check_assignment(
+                ppt, {m: Subscription(ts) for m, ts in subs.items()}, {m: sorted(v) for m, v in result.items()}
+            )
             assert report.ok, report.problems[:3]
 
-    compare(lambda: ours("sticky", ppt, subs), lambda: kafka_python("sticky", ppt, subs), check=check, label="kafka-python 3.0.12")
+    compare(
+        lambda: ours("sticky", ppt, subs),
+        lambda: kafka_python("sticky", ppt, subs),
+        check=check,
+        label="kafka-python 3.0.12",
+    )
 
 
 @pytest.mark.parametrize(
@@ -87,9 +102,13 @@ def test_sticky_vs_kafka_python_2k_200(compare, full_size, heterogeneous):
     ids=["10k-1k-identical", "10k-1k-heterogeneous", "100k-1k-identical"],
 )
 def test_sticky_targets(benchmark, full_size, partitions, heterogeneous, target):
-    ppt, subs = group(partitions if full_size else partitions // 20, 1_000 if full_size else 50, heterogeneous=heterogeneous)
+    ppt, subs = group(
+        partitions if full_size else partitions // 20, 1_000 if full_size else 50, heterogeneous=heterogeneous
+    )
     got = benchmark(lambda: ours("sticky", ppt, subs))
-    report = check_assignment(ppt, {m: Subscription(ts) for m, ts in subs.items()}, {m: sorted(v) for m, v in as_sets(got).items()})
+    report = check_assignment(
+        ppt, {m: Subscription(ts) for m, ts in subs.items()}, {m: sorted(v) for m, v in as_sets(got).items()}
+    )
     assert report.ok
     if not benchmark.disabled:
         assert benchmark.stats.stats.min <= target
@@ -104,11 +123,25 @@ def test_sticky_rebalance_with_owned_100k_1k(benchmark, full_size):
     topics = [subs[m] for m in list(subs)[1:]] + [list(ppt)]
     member_of = {m: i for i, m in enumerate(ids)}
     owned_member = [member_of[first.member_ids[m]] for m in first.member[keep].tolist()]
-    got = benchmark(lambda: assign_columns("sticky", ppt, ids, topics, owned=(owned_member, first.topic[keep], first.partition[keep]), generations=[3] * (len(ids) - 1) + [None]))
+    got = benchmark(
+        lambda: assign_columns(
+            "sticky",
+            ppt,
+            ids,
+            topics,
+            owned=(owned_member, first.topic[keep], first.partition[keep]),
+            generations=[3] * (len(ids) - 1) + [None],
+        )
+    )
     counts = got.counts()
     assert counts.max() == counts.min()  # P is a multiple of M here
-    before = {(t, p): first.member_ids[m] for m, t, p in zip(first.member.tolist(), first.topic.tolist(), first.partition.tolist())}
-    after = {(t, p): got.member_ids[m] for m, t, p in zip(got.member.tolist(), got.topic.tolist(), got.partition.tolist())}
+    before = {
+        (t, p): first.member_ids[m]
+        for m, t, p in zip(first.member.tolist(), first.topic.tolist(), first.partition.tolist())
+    }
+    after = {
+        (t, p): got.member_ids[m] for m, t, p in zip(got.member.tolist(), got.topic.tolist(), got.partition.tolist())
+    }
     moved = {tp for tp in after if after[tp] != before[tp]}
     assert {before[tp] for tp in moved} == {"consumer-00000"}  # only the leaver's partitions move
     assert {after[tp] for tp in moved} == {"consumer-new"} and len(moved) == counts.max()

@@ -43,7 +43,12 @@ SCRIPT = textwrap.dedent(
 
 @pytest.mark.parametrize("name,presorted", [("AVG", False), ("CONSISTENT_HASH", True)])
 def test_peak_memory_1m_10k(name, presorted):
-    out = subprocess.run([sys.executable, "-c", SCRIPT, "1000000", "10000", name, "1" if presorted else "0"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "1000000", "10000", name, "1" if presorted else "0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result = json.loads(out.stdout)
     print(f"{name} presorted={presorted}: +{result['extra_mb']:.0f} MB")
     assert result["owned"] == 1_000_000

@@ -44,19 +44,33 @@ def native_avg(spark, snap):
 
     arrow = snap.to_arrow()
     qd = spark.createDataFrame(arrow["queue_data"])
-    queues = qd.where(F.col("perm").bitwiseAND(PERM_READ) != 0).select("topic", "broker_name", F.explode(F.sequence(F.lit(0), F.col("read_queue_nums").cast("int") - 1)).alias("queue_id"))
+    queues = qd.where(F.col("perm").bitwiseAND(PERM_READ) != 0).select(
+        "topic",
+        "broker_name",
+        F.explode(F.sequence(F.lit(0), F.col("read_queue_nums").cast("int") - 1)).alias("queue_id"),
+    )
     work = spark.createDataFrame(arrow["subscriptions"]).join(queues, "topic")
     pair = Window.partitionBy("group", "topic")
-    work = work.withColumn("k", F.row_number().over(pair.orderBy("broker_name", "queue_id")) - 1).withColumn("n", F.count("*").over(pair))
+    work = work.withColumn("k", F.row_number().over(pair.orderBy("broker_name", "queue_id")) - 1).withColumn(
+        "n", F.count("*").over(pair)
+    )
     conns = spark.createDataFrame(arrow["connections"]).select("group", "client_id")
     g = Window.partitionBy("group")
-    conns = conns.withColumn("slot", F.row_number().over(g.orderBy("client_id")) - 1).withColumn("c", F.count("*").over(g))
+    conns = conns.withColumn("slot", F.row_number().over(g.orderBy("client_id")) - 1).withColumn(
+        "c", F.count("*").over(g)
+    )
     x = work.join(conns.select("group", "c").distinct(), "group")
     q = F.floor(F.col("n") / F.col("c"))
     mod = F.col("n") % F.col("c")
-    slot = F.when(F.col("n") <= F.col("c"), F.col("k")).when(F.col("k") < mod * (q + 1), F.floor(F.col("k") / (q + 1))).otherwise(mod + F.floor((F.col("k") - mod * (q + 1)) / q))
+    slot = (
+        F.when(F.col("n") <= F.col("c"), F.col("k"))
+        .when(F.col("k") < mod * (q + 1), F.floor(F.col("k") / (q + 1)))
+        .otherwise(mod + F.floor((F.col("k") - mod * (q + 1)) / q))
+    )
     x = x.withColumn("slot", slot.cast("int"))
-    return x.join(conns.select("group", "slot", F.col("client_id").alias("consumer")), ["group", "slot"], "left").select("group", "topic", "broker_name", "queue_id", "consumer")
+    return x.join(
+        conns.select("group", "slot", F.col("client_id").alias("consumer")), ["group", "slot"], "left"
+    ).select("group", "topic", "broker_name", "queue_id", "consumer")
 
 
 def test_avg_1m_vs_native_spark_sql(spark, compare, full_size):
@@ -65,7 +79,13 @@ def test_avg_1m_vs_native_spark_sql(spark, compare, full_size):
     native = native_avg(spark, snap)
     assert ours.exceptAll(native).count() == 0 and native.exceptAll(ours).count() == 0
     _noop(ours)  # warm
-    compare(lambda: _noop(assign_fleet(spark, snap)), lambda: _noop(native_avg(spark, snap)), check=lambda a, b: None, baseline_rounds=3, label="native Spark SQL (window functions)")
+    compare(
+        lambda: _noop(assign_fleet(spark, snap)),
+        lambda: _noop(native_avg(spark, snap)),
+        check=lambda a, b: None,
+        baseline_rounds=3,
+        label="native Spark SQL (window functions)",
+    )
 
 
 def test_consistent_hash_vs_per_group_python_udf(spark, compare, full_size):
@@ -79,7 +99,11 @@ def test_consistent_hash_vs_per_group_python_udf(spark, compare, full_size):
         clients.setdefault(g, []).append(c)
     arrow = snap.to_arrow()
     qd = spark.createDataFrame(arrow["queue_data"])
-    queues = qd.select("topic", "broker_name", F.explode(F.sequence(F.lit(0), F.col("read_queue_nums").cast("int") - 1)).alias("queue_id"))
+    queues = qd.select(
+        "topic",
+        "broker_name",
+        F.explode(F.sequence(F.lit(0), F.col("read_queue_nums").cast("int") - 1)).alias("queue_id"),
+    )
     work = spark.createDataFrame(arrow["subscriptions"]).join(queues, "topic").cache()
     work.count()
     schema = "group string, topic string, broker_name string, queue_id int, consumer string"
@@ -102,13 +126,26 @@ def test_consistent_hash_vs_per_group_python_udf(spark, compare, full_size):
         for t, b, q in zip(pdf["topic"], pdf["broker_name"], pdf["queue_id"]):
             i = bisect.bisect_left(keys, h(f"MessageQueue [topic={t}, brokerName={b}, queueId={q}]"))
             out.append(ring[keys[i % len(keys)]])
-        return pd.DataFrame({"group": pdf["group"], "topic": pdf["topic"], "broker_name": pdf["broker_name"], "queue_id": pdf["queue_id"], "consumer": out})
+        return pd.DataFrame(
+            {
+                "group": pdf["group"],
+                "topic": pdf["topic"],
+                "broker_name": pdf["broker_name"],
+                "queue_id": pdf["queue_id"],
+                "consumer": out,
+            }
+        )
 
     def udf():
         return work.groupBy("group", "topic").applyInPandas(lambda pdf: _python_ch(pdf, clients), schema)
 
     assert assign_fleet(spark, snap).exceptAll(udf()).count() == 0
-    compare(lambda: _noop(assign_fleet(spark, snap)), lambda: _noop(udf()), check=lambda a, b: None, label="per-group Python UDF (applyInPandas)")
+    compare(
+        lambda: _noop(assign_fleet(spark, snap)),
+        lambda: _noop(udf()),
+        check=lambda a, b: None,
+        label="per-group Python UDF (applyInPandas)",
+    )
     work.unpersist()
 
 

@@ -107,7 +107,9 @@ class Producer:
                 pos = abs(v) % n if v != -(2**31) else 0  # Java: abs(MIN_VALUE) < 0 -> clamped to 0
                 if self.available(self.queues[pos][0], now):
                     return self.queues[pos]
-            ranked = sorted(self.items.items(), key=lambda kv: (not (now >= kv[1].start), kv[1].latency, kv[1].start, kv[0]))
+            ranked = sorted(
+                self.items.items(), key=lambda kv: (not (now >= kv[1].start), kv[1].latency, kv[1].start, kv[0])
+            )
             nb = None
             if ranked:
                 half = len(ranked) // 2
@@ -134,7 +136,17 @@ class Producer:
         return self.queues[self._plain()]
 
 
-def simulate(p: Producer, models: dict[str, tuple[int, int, float]], *, sends: int, start_ms: int, interval_ms: int, retry_times: int, seed: int, failure_reachable: bool = True):
+def simulate(
+    p: Producer,
+    models: dict[str, tuple[int, int, float]],
+    *,
+    sends: int,
+    start_ms: int,
+    interval_ms: int,
+    retry_times: int,
+    seed: int,
+    failure_reachable: bool = True,
+):
     """Same loop and same random draws as the Rust simulator; returns per-send lists."""
     rng = SplitMix64(seed)
     out_broker, out_qid, out_attempts, out_ok, out_elapsed = [], [], [], [], []

@@ -10,7 +10,9 @@ import pytest
 
 import mqbalance
 
-MODULES = sorted(m.name for m in pkgutil.walk_packages(mqbalance.__path__, "mqbalance.") if not m.name.endswith("_core"))
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(mqbalance.__path__, "mqbalance.") if not m.name.endswith("_core")
+)
 
 
 @pytest.mark.parametrize("name", ["mqbalance", *MODULES])

@@ -88,7 +88,9 @@ def test_machine_room_idcs_not_set():
 
 def test_machine_room_null_rooms():
     s = strategy("MACHINE_ROOM_NEARBY", inner=strategy("AVG"))
-    with pytest.raises(MachineRoomError, match=r"^Machine room is null for mq MessageQueue \[topic=T, brokerName=@x, queueId=0\]$"):
+    with pytest.raises(
+        MachineRoomError, match=r"^Machine room is null for mq MessageQueue \[topic=T, brokerName=@x, queueId=0\]$"
+    ):
         s.allocate("cg", "hz@a", [MessageQueue("T", "@x", 0)], ["hz@a"])
     with pytest.raises(MachineRoomError, match="^Machine room is null for consumer id @c$"):
         s.allocate("cg", "hz@a", [MessageQueue("T", "hz@x", 0)], ["hz@a", "@c"])

@@ -35,7 +35,12 @@ def test_cli_fault_seed_and_module_entry_point(capsys):
     assert main(["fault-seed", "--rounds", "3"]) == 0
     out = capsys.readouterr().out
     assert "pickOneAtLeast" in out and "broker2,broker1" in out
-    done = subprocess.run([sys.executable, "-m", "mqbalance.examples.fault_seed", "--rounds", "2"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "mqbalance.examples.fault_seed", "--rounds", "2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "every send fails" in done.stdout
 
 
@@ -51,6 +56,9 @@ def test_cli_assign_on_the_bundled_example(capsys):
 
 def test_cli_reports_bad_snapshots(tmp_path, capsys):
     bad = tmp_path / "bad.json"
-    bad.write_text('{"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "writeQueueNums": 1, "perm": 6}]}}, "groups": {}}')
+    bad.write_text(
+        '{"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "writeQueueNums": 1, '
+        '"perm": 6}]}}, "groups": {}}'
+    )
     assert main(["assign", str(bad)]) == 2
     assert "readQueueNums: must be >= 0" in capsys.readouterr().err

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fault_reference as ref
-from mqbalance.exceptions import EmptyRouteError, InvalidInputError, InvalidLatencyError, InvalidQueueError, InvalidSimulationError, LatencyTableError, UnknownBrokerError
+from mqbalance.exceptions import (
+    EmptyRouteError,
+    InvalidInputError,
+    InvalidLatencyError,
+    InvalidQueueError,
+    InvalidSimulationError,
+    LatencyTableError,
+    UnknownBrokerError,
+)
 from mqbalance.fault import BrokerModel, ManualClock, MQFaultStrategy, QueueData, ThreadLocalIndex, TopicPublishInfo
 
 SEMANTICS = ["4.9.x", "5.x"]
@@ -27,18 +35,43 @@ def route(counts: list[int], initial: int = 0) -> TopicPublishInfo:
     sem=st.sampled_from(SEMANTICS),
     enabled=st.booleans(),
     counts=st.lists(st.integers(1, 5), min_size=2, max_size=4),
-    models=st.lists(st.tuples(st.integers(0, 700), st.integers(0, 50), st.sampled_from([0.0, 0.05, 0.3, 1.0])), min_size=4, max_size=4),
+    models=st.lists(
+        st.tuples(st.integers(0, 700), st.integers(0, 50), st.sampled_from([0.0, 0.05, 0.3, 1.0])),
+        min_size=4,
+        max_size=4,
+    ),
     seed=st.integers(0, 2**64 - 1),
     initial=st.integers(-(2**31), 2**31 - 1),
     retry=st.integers(0, 3),
 )
 def test_simulator_matches_plain_python_model(sem, enabled, counts, models, seed, initial, retry):
     tp = route(counts, initial)
-    fs = MQFaultStrategy(semantics=sem, send_latency_fault_enable=enabled, clock=ManualClock(1000), which_item_worst=ThreadLocalIndex(initial=7))
+    fs = MQFaultStrategy(
+        semantics=sem,
+        send_latency_fault_enable=enabled,
+        clock=ManualClock(1000),
+        which_item_worst=ThreadLocalIndex(initial=7),
+    )
     named = {b: models[k] for k, b in enumerate(BROKERS[: len(counts)])}
-    got = fs.simulate(tp, {b: BrokerModel(*m) for b, m in named.items()}, sends=150, interval_ms=3, retry_times_when_send_failed=retry, seed=seed)
-    p = ref.Producer(sem, [(q.broker_name, q.queue_id) for q in tp.message_queues], {b: counts[k] for k, b in enumerate(BROKERS[: len(counts)])}, enabled=enabled, counter=initial, worst=7)
-    brokers, qids, attempts, ok, elapsed = ref.simulate(p, named, sends=150, start_ms=1000, interval_ms=3, retry_times=retry, seed=seed)
+    got = fs.simulate(
+        tp,
+        {b: BrokerModel(*m) for b, m in named.items()},
+        sends=150,
+        interval_ms=3,
+        retry_times_when_send_failed=retry,
+        seed=seed,
+    )
+    p = ref.Producer(
+        sem,
+        [(q.broker_name, q.queue_id) for q in tp.message_queues],
+        {b: counts[k] for k, b in enumerate(BROKERS[: len(counts)])},
+        enabled=enabled,
+        counter=initial,
+        worst=7,
+    )
+    brokers, qids, attempts, ok, elapsed = ref.simulate(
+        p, named, sends=150, start_ms=1000, interval_ms=3, retry_times=retry, seed=seed
+    )
     assert [got.brokers[b] for b in got.broker] == brokers
     assert got.queue_id.tolist() == qids
     assert got.attempts.tolist() == attempts
@@ -49,7 +82,15 @@ def test_simulator_matches_plain_python_model(sem, enabled, counts, models, seed
 
 
 @settings(max_examples=100, deadline=None)
-@given(sem=st.sampled_from(SEMANTICS), counts=st.lists(st.integers(1, 4), min_size=2, max_size=4), victim=st.integers(0, 3), latency=st.integers(0, 20_000), isolation=st.booleans(), dt=st.integers(0, 700_000), initial=st.integers(-(2**31), 2**31 - 1))
+@given(
+    sem=st.sampled_from(SEMANTICS),
+    counts=st.lists(st.integers(1, 4), min_size=2, max_size=4),
+    victim=st.integers(0, 3),
+    latency=st.integers(0, 20_000),
+    isolation=st.booleans(),
+    dt=st.integers(0, 700_000),
+    initial=st.integers(-(2**31), 2**31 - 1),
+)
 def test_isolated_broker_is_avoided_until_its_window_ends(sem, counts, victim, latency, isolation, dt, initial):
     tp = route(counts, initial)
     victim_name = BROKERS[victim % len(counts)]
@@ -57,7 +98,9 @@ def test_isolated_broker_is_avoided_until_its_window_ends(sem, counts, victim, l
     fs = MQFaultStrategy(semantics=sem, send_latency_fault_enable=True, clock=clock)
     fs.update_fault_item(victim_name, latency, isolation)
     window_end = fs.fault_items()[victim_name].start_timestamp
-    assert window_end == 10_000 + fs.compute_not_available_duration((30_000 if sem == "4.9.x" else 10_000) if isolation else latency) or (sem == "5.x" and window_end == 0)
+    assert window_end == 10_000 + fs.compute_not_available_duration(
+        (30_000 if sem == "4.9.x" else 10_000) if isolation else latency
+    ) or (sem == "5.x" and window_end == 0)
     clock.advance(dt)
     picks = {fs.select_one_message_queue(tp).broker_name for _ in range(2 * len(tp))}
     if clock() < window_end:
@@ -75,7 +118,9 @@ def test_durations_are_monotone_in_latency(sem, a, b):
 
 
 @settings(max_examples=100, deadline=None)
-@given(updates=st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 20_000), st.booleans()), min_size=1, max_size=30))
+@given(
+    updates=st.lists(st.tuples(st.integers(0, 5_000), st.integers(0, 20_000), st.booleans()), min_size=1, max_size=30)
+)
 def test_5x_windows_only_extend(updates):
     clock = ManualClock(0)
     fs = MQFaultStrategy(semantics="5.x", send_latency_fault_enable=True, clock=clock)
@@ -198,7 +243,11 @@ def test_counters_are_per_thread_and_the_table_is_shared():
 def test_simulation_is_deterministic_and_fast_path_shape():
     tp = route([4, 4, 8])
     fs = MQFaultStrategy(semantics="5.x", send_latency_fault_enable=True, clock=ManualClock(0))
-    models = {"broker-a": BrokerModel(5, 10, 0.01), "broker-b": BrokerModel(600, 100, 0.2), "broker-c": BrokerModel(20, 5)}
+    models = {
+        "broker-a": BrokerModel(5, 10, 0.01),
+        "broker-b": BrokerModel(600, 100, 0.2),
+        "broker-c": BrokerModel(20, 5),
+    }
     a = fs.simulate(tp, models, sends=10_000, seed=3)
     b = fs.simulate(tp, models, sends=10_000, seed=3)
     assert np.array_equal(a.broker, b.broker) and np.array_equal(a.elapsed_ms, b.elapsed_ms)

@@ -9,7 +9,6 @@ import pytest
 
 from mqbalance import MessageQueue
 from mqbalance.fault import FaultItem, ManualClock, MQFaultStrategy, QueueData, ThreadLocalIndex, TopicPublishInfo
-
 from vector_cases import load_vectors
 
 TRACES = load_vectors("rocketmq/fault.jsonl.gz")
@@ -51,7 +50,9 @@ def replay(trace: dict[str, Any]) -> None:
         clock=clock,
         which_item_worst=ThreadLocalIndex(initial=init.get("whichItemWorst", 0)),
     )
-    queue_datas = [QueueData(q["brokerName"], q["perm"], q["writeQueueNums"], q["readQueueNums"]) for q in trace["queueDatas"]]
+    queue_datas = [
+        QueueData(q["brokerName"], q["perm"], q["writeQueueNums"], q["readQueueNums"]) for q in trace["queueDatas"]
+    ]
     mqs = [_mq(q) for q in trace["messageQueueList"]]
     tp = TopicPublishInfo(mqs, queue_datas, send_which_queue=ThreadLocalIndex(initial=init["sendWhichQueue"]))
     rebuilt = TopicPublishInfo.from_route(mqs[0].topic, queue_datas, trace["brokersWithMaster"])
@@ -72,7 +73,9 @@ def replay(trace: dict[str, Any]) -> None:
         elif op == "pickOneAtLeast":
             result = fs.pick_one_at_least()
         elif op == "select":
-            result = fs.select_one_message_queue(tp, args["lastBrokerName"], args.get("resetIndex", False), reset_to=step.get("resetTo"))
+            result = fs.select_one_message_queue(
+                tp, args["lastBrokerName"], args.get("resetIndex", False), reset_to=step.get("resetTo")
+            )
         elif op == "tpSelect":
             result = tp.select_one_message_queue(None if args.get("noArg") else args["lastBrokerName"])
         elif op == "remove":

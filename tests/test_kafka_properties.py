@@ -14,7 +14,10 @@ TOPICS = ["a", "b", "c", "d", "e"]
 
 @st.composite
 def groups(draw):
-    ppt = {t: draw(st.integers(0, 12)) for t in draw(st.lists(st.sampled_from(TOPICS), min_size=1, max_size=5, unique=True))}
+    ppt = {
+        t: draw(st.integers(0, 12))
+        for t in draw(st.lists(st.sampled_from(TOPICS), min_size=1, max_size=5, unique=True))
+    }
     n = draw(st.integers(1, 8))
     subs = {}
     for i in range(n):
@@ -64,10 +67,16 @@ def test_columnar_and_object_apis_agree(g, name):
     ppt, subs = g
     objects = assignor(name).assign(ppt, subs)
     ids = list(subs)
-    owned = [(ids.index(m), tp.topic, tp.partition) for m, s in subs.items() for tp in s.owned_partitions if tp.topic in ppt]
+    owned = [
+        (ids.index(m), tp.topic, tp.partition) for m, s in subs.items() for tp in s.owned_partitions if tp.topic in ppt
+    ]
     cols = assign_columns(
-        name, ppt, ids, [list(s.topics) for s in subs.values()],
-        owned=tuple(zip(*owned)) if owned else None, generations=[s.generation for s in subs.values()],
+        name,
+        ppt,
+        ids,
+        [list(s.topics) for s in subs.values()],
+        owned=tuple(zip(*owned)) if owned else None,
+        generations=[s.generation for s in subs.values()],
     )
     from_cols = {m: set() for m in ids}
     for m, t, p in zip(cols.member.tolist(), cols.topic.tolist(), cols.partition.tolist()):
@@ -102,6 +111,8 @@ def test_errors():
     with pytest.raises(InvalidInputError):
         assign_columns("range", {"t": 1}, ["a", "b"], [["t"]])
     # Unknown topics and out-of-range owned partitions are skipped, as Kafka's client does.
-    got = assignor("sticky").assign({"t": 2}, {"m": Subscription(["t", "nope"], [TopicPartition("t", 9), TopicPartition("nope", 0)], 1)})
+    got = assignor("sticky").assign(
+        {"t": 2}, {"m": Subscription(["t", "nope"], [TopicPartition("t", 9), TopicPartition("nope", 0)], 1)}
+    )
     assert got == {"m": [TopicPartition("t", 0), TopicPartition("t", 1)]}
     assert assignor("range").assign({"t": 3}, {}) == {}

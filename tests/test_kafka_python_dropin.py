@@ -22,7 +22,7 @@ Member = JoinGroupResponse.JoinGroupResponseMember
 
 def cluster(topics: dict[str, int]) -> ClusterMetadata:
     c = ClusterMetadata()
-    c._partitions = {t: {p: None for p in range(n)} for t, n in topics.items()}
+    c._partitions = {t: dict.fromkeys(range(n)) for t, n in topics.items()}
     return c
 
 
@@ -31,7 +31,13 @@ def join(assignors: dict[str, object], topics: dict[str, list[str]], instance: d
     members = []
     for mid, a in assignors.items():
         wire = a.metadata(set(topics[mid])).encode()
-        members.append(Member(member_id=mid, group_instance_id=(instance or {}).get(mid), metadata=ConsumerProtocolSubscription.decode(wire)))
+        members.append(
+            Member(
+                member_id=mid,
+                group_instance_id=(instance or {}).get(mid),
+                metadata=ConsumerProtocolSubscription.decode(wire),
+            )
+        )
     return members
 
 
@@ -45,14 +51,22 @@ def test_user_data_is_javas_bare_struct():
     bytes must equal ours, and it must read ours back."""
     ours = sticky_user_data.encode([("t1", 3), ("t0", 1), ("t0", 0)], 9)
     theirs = StickyAssignorUserData(
-        previous_assignment=[StickyAssignorUserData.TopicPartition(topic="t0", partitions=[0, 1]), StickyAssignorUserData.TopicPartition(topic="t1", partitions=[3])],
+        previous_assignment=[
+            StickyAssignorUserData.TopicPartition(topic="t0", partitions=[0, 1]),
+            StickyAssignorUserData.TopicPartition(topic="t1", partitions=[3]),
+        ],
         generation=9,
     ).encode(header=False)
     assert ours == theirs
     back = StickyAssignorUserData.decode(ours, version=1, header=False)
-    assert [(tp.topic, list(tp.partitions)) for tp in back.previous_assignment] == [("t0", [0, 1]), ("t1", [3])] and back.generation == 9
+    assert [(tp.topic, list(tp.partitions)) for tp in back.previous_assignment] == [
+        ("t0", [0, 1]),
+        ("t1", [3]),
+    ] and back.generation == 9
     assert sticky_user_data.decode(theirs) == ([("t0", 0), ("t0", 1), ("t1", 3)], 9)
-    v0 = StickyAssignorUserData(previous_assignment=[StickyAssignorUserData.TopicPartition(topic="t", partitions=[2])], version=0).encode(header=False)
+    v0 = StickyAssignorUserData(
+        previous_assignment=[StickyAssignorUserData.TopicPartition(topic="t", partitions=[2])], version=0
+    ).encode(header=False)
     assert sticky_user_data.decode(v0) == ([("t", 2)], None)
     assert sticky_user_data.decode(b"\x00\x01garbage") is None and sticky_user_data.decode(b"") is None
 
@@ -63,7 +77,7 @@ def test_static_members_interleaved_are_not_dropped(cls):
     ones; the drop-in follows Kafka: static members first by instance id, then dynamic by id."""
     a = cls()
     ids = ["d-1", "s-1", "d-2", "s-2"]
-    members = join({m: a for m in ids}, {m: ["t"] for m in ids}, instance={"s-1": "i-b", "s-2": "i-a"})
+    members = join(dict.fromkeys(ids, a), {m: ["t"] for m in ids}, instance={"s-1": "i-b", "s-2": "i-a"})
     result = a.assign(cluster({"t": 4}), members)
     owners = {tp.partition: mid for mid, asg in result.items() for tp in flat(asg)}
     assert owners == {0: "s-2", 1: "s-1", 2: "d-1", 3: "d-2"}

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from mqbalance.kafka import Subscription, TopicPartition, assignor, check_assignment, zk_assign
-
 from vector_cases import load_vectors
 
 RANGE = load_vectors("kafka/range.jsonl.gz")
@@ -83,7 +82,10 @@ def test_checker_agrees_with_the_vectors_on_kafkas_own_outputs(case: dict[str, A
     exactly when a required property is violated."""
     cooperative = case["assignor"] == "cooperative-sticky"
     subs = _subscriptions(case)
-    for key, props_key in (("reference_output", "reference_properties"), ("kafka_python_output", "kafka_python_properties")):
+    for key, props_key in (
+        ("reference_output", "reference_properties"),
+        ("kafka_python_output", "kafka_python_properties"),
+    ):
         if not case.get(key):
             continue
         props = case[props_key]
@@ -93,5 +95,10 @@ def test_checker_agrees_with_the_vectors_on_kafkas_own_outputs(case: dict[str, A
             assert report.balanced == props["balanced"]
         if "max_retainable" in props:
             assert report.max_retainable == props["max_retainable"]
-        required = [p for p in ("at_most_once", "only_subscribers", "no_unknown_partitions") + (("safe",) if cooperative else ("complete",)) if p in props]
+        required = [
+            p
+            for p in ("at_most_once", "only_subscribers", "no_unknown_partitions")
+            + (("safe",) if cooperative else ("complete",))
+            if p in props
+        ]
         assert bool(report.problems) == (not all(props[p] for p in required)), (key, report.problems, props)

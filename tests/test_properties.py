@@ -9,7 +9,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import reference as ref
-from mqbalance import ConsumerIdcsNotSetError, IllegalArgumentError, MessageQueue, bulk, sort_client_ids, sort_queues, strategy
+from mqbalance import (
+    ConsumerIdcsNotSetError,
+    IllegalArgumentError,
+    MessageQueue,
+    bulk,
+    sort_client_ids,
+    sort_queues,
+    strategy,
+)
 
 TOPICS = ["T", "TopicTest", "主题", "😀t", "\uff01x", "é"]
 BROKERS = ["broker-a", "broker-b", "hz@b1", "sh@b2", "gz@b3", "\uff01@b", "😀@b", "a@b@c", "hz@", "plain"]
@@ -22,7 +30,10 @@ ids_st = st.lists(st.sampled_from(IDS) | st.text(min_size=1, max_size=5), min_si
 PAIRS = {
     "AVG": (lambda: strategy("AVG"), ref.avg),
     "AVG_BY_CIRCLE": (lambda: strategy("AVG_BY_CIRCLE"), ref.circle),
-    "CONSISTENT_HASH-3": (lambda: strategy("CONSISTENT_HASH", virtual_node_cnt=3), partial(ref.consistent_hash, vnodes=3)),
+    "CONSISTENT_HASH-3": (
+        lambda: strategy("CONSISTENT_HASH", virtual_node_cnt=3),
+        partial(ref.consistent_hash, vnodes=3),
+    ),
     "CONSISTENT_HASH-10": (lambda: strategy("CONSISTENT_HASH"), ref.consistent_hash),
     "CONSISTENT_HASH-latin1": (
         lambda: strategy("CONSISTENT_HASH", virtual_node_cnt=4, charset="ISO-8859-1"),
@@ -32,7 +43,10 @@ PAIRS = {
         lambda: strategy("CONSISTENT_HASH", virtual_node_cnt=4, charset="US-ASCII"),
         partial(ref.consistent_hash, vnodes=4, charset="US-ASCII"),
     ),
-    "MACHINE_ROOM": (lambda: strategy("MACHINE_ROOM", consumer_idcs={"hz", "sh", "\uff01"}), partial(ref.machine_room, idcs={"hz", "sh", "\uff01"})),
+    "MACHINE_ROOM": (
+        lambda: strategy("MACHINE_ROOM", consumer_idcs={"hz", "sh", "\uff01"}),
+        partial(ref.machine_room, idcs={"hz", "sh", "\uff01"}),
+    ),
     "MACHINE_ROOM-unset": (lambda: strategy("MACHINE_ROOM"), partial(ref.machine_room, idcs=None)),
     "NEARBY-AVG": (lambda: strategy("MACHINE_ROOM_NEARBY", inner=strategy("AVG")), partial(ref.nearby, inner=ref.avg)),
     "NEARBY-CH": (
@@ -129,7 +143,9 @@ def test_consistent_hash_joiner_only_takes(n, c, joiner, vnodes):
     moved = [q for q in qs if before[q] != after[q]]
     assert all(after[q] == joiner for q in moved)  # nobody else gains a queue
     # ... and the joiner gets exactly the queues whose hash lands on one of its arcs.
-    want = ref.consistent_hash(joiner, [(q.topic, q.broker_name, q.queue_id) for q in qs], sort_client_ids([*ids, joiner]), vnodes)
+    want = ref.consistent_hash(
+        joiner, [(q.topic, q.broker_name, q.queue_id) for q in qs], sort_client_ids([*ids, joiner]), vnodes
+    )
     assert sorted(moved) == sorted(qs[k] for k in want)
 
 
@@ -148,7 +164,14 @@ def test_duplicated_id_strands_queues_in_avg():
     got = strategy("AVG").assign(qs, ["a", "a", "b"])
     assert got == {"a": qs[0:3], "b": qs[6:9]}  # qs[3:6] (the second "a" slot) is consumed by nobody
     np.testing.assert_array_equal(
-        bulk.assign("AVG", [q.topic for q in qs], [q.broker_name for q in qs], [q.queue_id for q in qs], ["a", "a", "b"], presorted=True),
+        bulk.assign(
+            "AVG",
+            [q.topic for q in qs],
+            [q.broker_name for q in qs],
+            [q.queue_id for q in qs],
+            ["a", "a", "b"],
+            presorted=True,
+        ),
         [0, 0, 0, -1, -1, -1, 2, 2, 2],
     )
 
@@ -161,4 +184,6 @@ def test_whole_group_baselines_match_the_literal_reference(raw_queues, ids):
     n = len(raw_queues)
     assert ref.group_avg(n, ids) == ref.owners(ref.avg, raw_queues, ids)
     assert ref.group_circle(n, ids) == ref.owners(ref.circle, raw_queues, ids)
-    assert ref.group_consistent_hash(raw_queues, ids, 3) == ref.owners(partial(ref.consistent_hash, vnodes=3), raw_queues, ids)
+    assert ref.group_consistent_hash(raw_queues, ids, 3) == ref.owners(
+        partial(ref.consistent_hash, vnodes=3), raw_queues, ids
+    )

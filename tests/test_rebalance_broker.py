@@ -18,7 +18,13 @@ def world():
 
 
 def heartbeat(cm, channel, client_id, topics=("T",), version=1, now=0, **kw):
-    return cm.register_consumer("cg", ClientChannelInfo(channel, client_id), [SubscriptionData(t, "*", version) for t in topics], now_ms=now, **kw)
+    return cm.register_consumer(
+        "cg",
+        ClientChannelInfo(channel, client_id),
+        [SubscriptionData(t, "*", version) for t in topics],
+        now_ms=now,
+        **kw,
+    )
 
 
 def test_join_notifies_every_member_and_a_repeat_heartbeat_does_not(world):
@@ -95,7 +101,9 @@ def test_duplicated_client_id_is_listed_twice(world):
 def test_broadcasting_groups_are_notified_only_in_4x(semantics, notified):
     sent = []
     cm = ConsumerManager(notify=lambda ch, g: sent.append(ch), semantics=semantics)
-    cm.register_consumer("cg", ClientChannelInfo("ch-1", "c1"), [SubscriptionData("T")], now_ms=0, message_model="BROADCASTING")
+    cm.register_consumer(
+        "cg", ClientChannelInfo("ch-1", "c1"), [SubscriptionData("T")], now_ms=0, message_model="BROADCASTING"
+    )
     assert bool(sent) is notified
 
 

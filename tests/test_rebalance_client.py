@@ -6,7 +6,7 @@ from mqbalance import MessageQueue, strategy
 from mqbalance.rebalance import ConsumeFromWhere, InMemoryBroker, RebalanceImpl
 
 QUEUES = [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(4)]
-OLD = {q: 1 for q in QUEUES}  # queues whose first message is gone: no "young queue" answer of 0
+OLD = dict.fromkeys(QUEUES, 1)  # queues whose first message is gone: no "young queue" answer of 0
 ROUTES = {"T": QUEUES, "%RETRY%cg": [MessageQueue("%RETRY%cg", "broker-a", 0)]}
 
 
@@ -23,7 +23,7 @@ def owners(clients):
 
 
 def test_a_group_owns_every_queue_exactly_once_after_everyone_rebalanced():
-    broker = InMemoryBroker(max_offsets={q: 100 for q in QUEUES}, min_offsets=OLD)
+    broker = InMemoryBroker(max_offsets=dict.fromkeys(QUEUES, 100), min_offsets=OLD)
     group = [client(broker, f"10.0.0.{i}@1") for i in range(3)]
     for c in group:
         broker.join(c, now_ms=0)
@@ -35,7 +35,7 @@ def test_a_group_owns_every_queue_exactly_once_after_everyone_rebalanced():
 
 
 def test_dropped_queue_persists_its_offset_and_the_new_owner_starts_there():
-    broker = InMemoryBroker(max_offsets={q: 100 for q in QUEUES}, min_offsets=OLD)
+    broker = InMemoryBroker(max_offsets=dict.fromkeys(QUEUES, 100), min_offsets=OLD)
     a = client(broker, "10.0.0.1@1")
     broker.join(a, now_ms=0)
     a.do_rebalance(now_ms=0)
@@ -46,13 +46,15 @@ def test_dropped_queue_persists_its_offset_and_the_new_owner_starts_there():
     broker.join(b, now_ms=20)
     assert a.do_rebalance(now_ms=20)  # a gives up broker-b's queues...
     assert sorted(a.process_queues) == QUEUES[:4]
-    assert all(broker.offsets.query("cg", mq) == 100 + QUEUES.index(mq) for mq in QUEUES[4:])  # ...after persisting them
+    assert all(
+        broker.offsets.query("cg", mq) == 100 + QUEUES.index(mq) for mq in QUEUES[4:]
+    )  # ...after persisting them
     b.do_rebalance(now_ms=21)
     assert {r.mq: r.next_offset for r in b.pull_requests} == {mq: 100 + QUEUES.index(mq) for mq in QUEUES[4:]}
 
 
 def test_start_offsets_per_consume_from_where():
-    broker = InMemoryBroker(max_offsets={q: 50 for q in QUEUES}, min_offsets=OLD)
+    broker = InMemoryBroker(max_offsets=dict.fromkeys(QUEUES, 50), min_offsets=OLD)
     first = client(broker, "c", topics=("T", "%RETRY%cg"), consume_from_where=ConsumeFromWhere.FIRST_OFFSET)
     broker.join(first, now_ms=0)
     first.do_rebalance(now_ms=0)
@@ -101,7 +103,7 @@ def test_duplicated_client_id_takes_the_same_queues_and_strands_others():
 
 
 def test_a_queue_not_pulled_for_120s_is_dropped_and_recreated():
-    broker = InMemoryBroker(max_offsets={q: 5 for q in QUEUES}, min_offsets=OLD)
+    broker = InMemoryBroker(max_offsets=dict.fromkeys(QUEUES, 5), min_offsets=OLD)
     c = client(broker, "c")
     broker.join(c, now_ms=0)
     c.do_rebalance(now_ms=0)
@@ -116,7 +118,9 @@ def test_a_queue_not_pulled_for_120s_is_dropped_and_recreated():
 def test_a_young_queue_without_a_stored_offset_is_consumed_from_its_beginning():
     """ConsumerManageProcessor answers 0 (not "not found") while a queue still holds its first
     message, so LAST_OFFSET does not skip what a new queue received before its first owner came."""
-    broker = InMemoryBroker(max_offsets={q: 30 for q in QUEUES}, min_offsets={QUEUES[0]: 0, **{q: 4 for q in QUEUES[1:]}})
+    broker = InMemoryBroker(
+        max_offsets=dict.fromkeys(QUEUES, 30), min_offsets={QUEUES[0]: 0, **dict.fromkeys(QUEUES[1:], 4)}
+    )
     c = client(broker, "c")
     broker.join(c, now_ms=0)
     c.do_rebalance(now_ms=0)

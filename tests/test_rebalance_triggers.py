@@ -9,7 +9,10 @@ from mqbalance import InvalidInputError, MessageQueue, strategy
 from mqbalance.rebalance import ConsumerManager, InMemoryBroker, PushConsumer, RebalanceService
 from mqbalance.rebalance.broker import ClientChannelInfo, SubscriptionData
 
-QUEUES = {"T": [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(4)], "U": [MessageQueue("U", "broker-a", i) for i in range(4)]}
+QUEUES = {
+    "T": [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(4)],
+    "U": [MessageQueue("U", "broker-a", i) for i in range(4)],
+}
 
 
 class Group:
@@ -19,7 +22,9 @@ class Group:
         self.now = 0
         self.semantics = semantics
         self.notified: list[tuple[int, str]] = []
-        self.manager = ConsumerManager(notify=self._notify, semantics="5.x" if semantics == "5.x" else "4.x", **manager_kw)
+        self.manager = ConsumerManager(
+            notify=self._notify, semantics="5.x" if semantics == "5.x" else "4.x", **manager_kw
+        )
         self.broker = InMemoryBroker(self.manager)
         self.consumers: dict[str, PushConsumer] = {}
         self.rebalanced: list[tuple[int, str]] = []
@@ -30,7 +35,9 @@ class Group:
 
     def start(self, cid: str, topics=("T",)) -> PushConsumer:
         channel = f"ch-{len(self.consumers)}-{cid}"
-        c = PushConsumer(cid, "cg", list(topics), strategy("AVG"), self.broker, QUEUES.get, semantics=self.semantics, channel=channel)
+        c = PushConsumer(
+            cid, "cg", list(topics), strategy("AVG"), self.broker, QUEUES.get, semantics=self.semantics, channel=channel
+        )
         original = c.rebalance
 
         def recording(*, now_ms: int) -> bool:
@@ -106,7 +113,10 @@ def test_5x_adaptive_wait_retries_after_the_minimum_interval_when_not_balanced()
     assert s.run(now_ms=20_000, rebalance=lambda: False) is False and s.next_ms == 21_000
     assert s.run(now_ms=21_000, rebalance=lambda: True) is True and s.next_ms == 41_000
     s.wakeup(now_ms=21_500)  # woken again too soon: waits out the minimum interval, no rebalance
-    assert s.run(now_ms=21_500, rebalance=lambda: pytest.fail("rebalanced inside the minimum interval")) is None and s.next_ms == 22_000
+    assert (
+        s.run(now_ms=21_500, rebalance=lambda: pytest.fail("rebalanced inside the minimum interval")) is None
+        and s.next_ms == 22_000
+    )
 
 
 def test_join_notifies_every_member_and_they_rebalance_at_once():
@@ -146,7 +156,9 @@ def test_an_expression_change_alone_does_not_notify_the_subversion_rule():
     g.run_until(1_000)
     g.notified.clear()
     channel = next(iter(g.consumers))
-    changed = g.manager.register_consumer("cg", ClientChannelInfo(channel, "a"), [SubscriptionData("T", "TagA || TagB", sub_version=10**12)], now_ms=1_000)
+    changed = g.manager.register_consumer(
+        "cg", ClientChannelInfo(channel, "a"), [SubscriptionData("T", "TagA || TagB", sub_version=10**12)], now_ms=1_000
+    )
     assert not changed and g.notified == []
     assert g.manager.groups["cg"].subscriptions["T"].expression == "TagA || TagB"  # replaced silently
 

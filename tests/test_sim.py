@@ -14,12 +14,24 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
-from mqbalance.sim import ScenarioError, Simulation, bundled_scenarios, compare, load_scenario, scenario_from_dict, simulate
+from mqbalance.sim import (
+    ScenarioError,
+    Simulation,
+    bundled_scenarios,
+    compare,
+    load_scenario,
+    scenario_from_dict,
+    simulate,
+)
 from mqbalance.sim.coverage import Coverage
 
 
 def base(**over):
-    d = {"duration": "6m", "topics": {"T": {"queues_per_broker": 8, "rate": 800}}, "group": {"consumers": 4, "throughput": 600}}
+    d = {
+        "duration": "6m",
+        "topics": {"T": {"queues_per_broker": 8, "rate": 800}},
+        "group": {"consumers": 4, "throughput": 600},
+    }
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(d.get(k), dict):
             d[k] = {**d[k], **v}
@@ -35,6 +47,7 @@ def strip(r):
 
 
 # ---- every bundled scenario -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(bundled_scenarios()))
 def test_bundled_scenarios_run_at_least_once_and_account_for_every_message(name):
@@ -53,7 +66,12 @@ def test_bundled_scenarios_run_at_least_once_and_account_for_every_message(name)
 def test_the_one_hour_scenario_is_fast_and_deterministic():
     """Issue target: 1 simulated hour, 10 consumers, 64 queues, 1,000 msg/s in <= 10 s."""
     s = load_scenario("duplicates-on-rebalance")
-    assert (s.duration_ms, len(s.consumers), sum(s.queue_count().values()), s.topics[0].rate) == (3_600_000, 10, 64, 1000)
+    assert (s.duration_ms, len(s.consumers), sum(s.queue_count().values()), s.topics[0].rate) == (
+        3_600_000,
+        10,
+        64,
+        1000,
+    )
     t = time.perf_counter()
     first = simulate(s)
     assert time.perf_counter() - t <= 10
@@ -68,6 +86,7 @@ def test_another_seed_changes_a_lossy_run_and_the_same_seed_does_not():
 
 # ---- the hazards ------------------------------------------------------------------------------
 
+
 def test_a_duplicated_client_id_leaves_queues_unconsumed_and_their_backlog_grows():
     r = simulate("duplicated-client-id")
     s = load_scenario("duplicated-client-id")
@@ -79,7 +98,9 @@ def test_a_duplicated_client_id_leaves_queues_unconsumed_and_their_backlog_grows
     stranded = {f"{q.broker_name}/{q.topic}/{q.queue_id}" for q in queues if q not in taken}
     assert len(stranded) == 4
     after = [q for q in r.queues if q["queue"] in stranded]
-    assert all(q["produced"] - q["consumed"] >= 0.9 * q["produced"] * (8 / 10) for q in after)  # unconsumed since minute 2
+    assert all(
+        q["produced"] - q["consumed"] >= 0.9 * q["produced"] * (8 / 10) for q in after
+    )  # unconsumed since minute 2
     backlog = r.series["backlog"]
     t = r.series["t_s"]
     at = {round(x): b for x, b in zip(t, backlog)}
@@ -88,7 +109,15 @@ def test_a_duplicated_client_id_leaves_queues_unconsumed_and_their_backlog_grows
     assert r.events[-1]["max_owned_twice"] == 4
 
 
-@pytest.mark.parametrize("event", [{"join": "10.0.0.9@9"}, {"leave": "10.0.0.2@1002"}, {"crash": "10.0.0.3@1003"}, {"crash": "10.0.0.3@1003", "close_connection": True}])
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"join": "10.0.0.9@9"},
+        {"leave": "10.0.0.2@1002"},
+        {"crash": "10.0.0.3@1003"},
+        {"crash": "10.0.0.3@1003", "close_connection": True},
+    ],
+)
 @pytest.mark.parametrize("persist", ["1s", "5s"])
 def test_duplicates_per_moved_queue_are_bounded_by_the_commit_interval_times_the_consume_rate(event, persist):
     """Seed 002: the new owner restarts from the last persisted offset, so a queue moved once is
@@ -109,7 +138,15 @@ def test_duplicates_per_moved_queue_are_bounded_by_the_commit_interval_times_the
 
 
 def test_a_longer_commit_interval_means_more_duplicates():
-    runs = [simulate(base(client={"persist_interval": p}, events=[{"at": "2m", "crash": "10.0.0.3@1003"}, {"at": "4m", "join": "10.0.0.9@9"}])) for p in ("1s", "5s", "15s")]
+    runs = [
+        simulate(
+            base(
+                client={"persist_interval": p},
+                events=[{"at": "2m", "crash": "10.0.0.3@1003"}, {"at": "4m", "join": "10.0.0.9@9"}],
+            )
+        )
+        for p in ("1s", "5s", "15s")
+    ]
     dups = [r.summary["duplicates"] for r in runs]
     assert dups[0] < dups[1] < dups[2]
 
@@ -144,7 +181,11 @@ def test_new_queues_are_consumed_from_their_first_message():
 
 
 def test_consistent_hash_moves_fewer_queues_than_avg_on_a_join():
-    d = base(topics={"T": {"queues_per_broker": 16, "rate": 800}}, group={"consumers": 6, "throughput": 400}, events=[{"at": "2m", "join": "10.0.0.9@9"}])
+    d = base(
+        topics={"T": {"queues_per_broker": 16, "rate": 800}},
+        group={"consumers": 6, "throughput": 400},
+        events=[{"at": "2m", "join": "10.0.0.9@9"}],
+    )
     avg, ch = compare(d, ["AVG", "CONSISTENT_HASH"])
     assert ch.events[1]["duplicates"] < avg.events[1]["duplicates"]
 
@@ -165,9 +206,20 @@ class QuietGroupOwnsEveryQueueOnce(RuleBasedStateMachine):
         self.sim: Simulation | None = None
         self.next_id = 4
 
-    @initialize(strategy_name=st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]), semantics=st.sampled_from(["4.x", "5.x"]), notify=st.booleans())
+    @initialize(
+        strategy_name=st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]),
+        semantics=st.sampled_from(["4.x", "5.x"]),
+        notify=st.booleans(),
+    )
     def start(self, strategy_name, semantics, notify):
-        s = scenario_from_dict(base(duration="10h", semantics=semantics, broker={"notify": notify}, group={"consumers": 3, "strategy": strategy_name, "throughput": 600}))
+        s = scenario_from_dict(
+            base(
+                duration="10h",
+                semantics=semantics,
+                broker={"notify": notify},
+                group={"consumers": 3, "strategy": strategy_name, "throughput": 600},
+            )
+        )
         self.sim = Simulation(s)
         self.sim.run_until(15_000)
 
@@ -206,7 +258,9 @@ class QuietGroupOwnsEveryQueueOnce(RuleBasedStateMachine):
         self.sim.run_until(self.sim.now + QUIET_MS)
         owners = self.sim.ownership()
         expected = 1 if self.running() else 0
-        assert all(len(v) == expected for v in owners.values()), {str(q): v for q, v in owners.items() if len(v) != expected}
+        assert all(len(v) == expected for v in owners.values()), {
+            str(q): v for q, v in owners.items() if len(v) != expected
+        }
 
     @invariant()
     def nothing_lost(self):
@@ -214,11 +268,14 @@ class QuietGroupOwnsEveryQueueOnce(RuleBasedStateMachine):
             assert self.sim.result().summary["lost"] == 0
 
 
-QuietGroupOwnsEveryQueueOnce.TestCase.settings = settings(max_examples=20, stateful_step_count=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+QuietGroupOwnsEveryQueueOnce.TestCase.settings = settings(
+    max_examples=20, stateful_step_count=12, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 test_quiet_group_owns_every_queue_once = QuietGroupOwnsEveryQueueOnce.TestCase
 
 
 # ---- accounting -------------------------------------------------------------------------------
+
 
 @given(st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)), max_size=30))
 def test_coverage_counts_duplicates_like_a_set(ranges):
@@ -236,6 +293,7 @@ def test_coverage_counts_duplicates_like_a_set(ranges):
 
 # ---- bad scenarios ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("mutation", "message"),
     [
@@ -247,7 +305,10 @@ def test_coverage_counts_duplicates_like_a_set(ranges):
         ({"topics": {"T": {"queues_per_broker": 4, "rate": "fast"}}}, r"topics\.T\.rate: expected a number"),
         ({"group": {"consumers": "many"}}, r"group\.consumers: expected a count or a list"),
         ({"group": {"consumers": 2, "strategy": "FASTEST"}}, r"group\.strategy: .*FASTEST"),
-        ({"group": {"consumers": 2, "strategy": "CONFIG"}}, r"group\.strategy: strategy 'CONFIG' needs per-client configuration"),
+        (
+            {"group": {"consumers": 2, "strategy": "CONFIG"}},
+            r"group\.strategy: strategy 'CONFIG' needs per-client configuration",
+        ),
         ({"group": {"consumers": [{"throughput": 5}]}}, r"group\.consumers\[0\]\.id: missing"),
         ({"semantics": "6.x"}, r"<scenario>\.semantics: expected one of 4\.x, 5\.x"),
         ({"network": {"loss": 1.5}}, r"network\.loss: expected a number in \[0, 1\]"),
@@ -256,9 +317,15 @@ def test_coverage_counts_duplicates_like_a_set(ranges):
         ({"events": [{"at": "1m"}]}, r"events\[0\]: expected exactly one of join"),
         ({"events": [{"join": "x"}]}, r"events\[0\]\.at: missing"),
         ({"events": [{"at": "1m", "leave": "nobody@1"}]}, r"events\[0\]\.leave: no consumer 'nobody@1' has started"),
-        ({"events": [{"at": "1m", "queues": {"topic": "U", "queues_per_broker": 4}}]}, r"events\[0\]\.queues\.topic: unknown topic 'U'"),
+        (
+            {"events": [{"at": "1m", "queues": {"topic": "U", "queues_per_broker": 4}}]},
+            r"events\[0\]\.queues\.topic: unknown topic 'U'",
+        ),
         ({"events": [{"at": "1h", "join": "x@1"}]}, r"events\[0\]\.at: 3600000 ms is after the end"),
-        ({"events": [{"at": "1m", "join": "x@1", "close_connection": True}]}, r"close_connection: only applies to crash"),
+        (
+            {"events": [{"at": "1m", "join": "x@1", "close_connection": True}]},
+            r"close_connection: only applies to crash",
+        ),
         ({"events": [{"at": "1m", "notify": "yes"}]}, r"events\[0\]\.notify: expected true or false"),
         ({"compare": ["AVG", 3]}, r"compare: expected a list of strategy names"),
     ],
@@ -300,6 +367,7 @@ def test_a_second_leave_of_the_same_consumer_is_a_clear_runtime_error():
 
 
 # ---- CLI --------------------------------------------------------------------------------------
+
 
 def test_cli_simulate_writes_metrics_and_plots(tmp_path, capsys):
     assert main(["simulate", "pause-on-join", "--out", str(tmp_path)]) == 0

@@ -42,24 +42,48 @@ STRATEGIES = [
     ({"name": "CONSISTENT_HASH", "virtualNodeCnt": 7}, "CONSISTENT_HASH", {"virtual_node_cnt": 7}),
     ({"name": "MACHINE_ROOM", "consumeridcs": ["hz", "sh"]}, "MACHINE_ROOM", {"consumer_idcs": ["hz", "sh"]}),
     ({"name": "MACHINE_ROOM_NEARBY", "inner": "AVG"}, "MACHINE_ROOM_NEARBY", {"inner": strategy("AVG")}),
-    ({"name": "MACHINE_ROOM_NEARBY", "inner": "CONSISTENT_HASH", "virtualNodeCnt": 5}, "MACHINE_ROOM_NEARBY", {"inner": strategy("CONSISTENT_HASH", virtual_node_cnt=5)}),
+    (
+        {"name": "MACHINE_ROOM_NEARBY", "inner": "CONSISTENT_HASH", "virtualNodeCnt": 5},
+        "MACHINE_ROOM_NEARBY",
+        {"inner": strategy("CONSISTENT_HASH", virtual_node_cnt=5)},
+    ),
 ]
 
 
 def test_spark_equals_strategy_assign_for_every_strategy(spark):
     brokers = ["hz@broker-a", "sh@broker-b", "gz@broker-c", "broker-d"]
     topics = {
-        "TopicA": {"queueDatas": [{"brokerName": b, "readQueueNums": 6, "writeQueueNums": 6, "perm": 6} for b in brokers]},
-        "TopicB": {"queueDatas": [{"brokerName": b, "readQueueNums": 3, "writeQueueNums": 5, "perm": 6 if i else 4} for i, b in enumerate(brokers)]},
+        "TopicA": {
+            "queueDatas": [{"brokerName": b, "readQueueNums": 6, "writeQueueNums": 6, "perm": 6} for b in brokers]
+        },
+        "TopicB": {
+            "queueDatas": [
+                {"brokerName": b, "readQueueNums": 3, "writeQueueNums": 5, "perm": 6 if i else 4}
+                for i, b in enumerate(brokers)
+            ]
+        },
     }
     clients = ["hz@10.0.0.1@1", "sh@10.0.0.2@1", "hz@10.0.0.3@1", "bj@10.0.0.4@1", "10.0.0.5@DEFAULT"]
-    groups = {f"cg-{i}": {"messageModel": "CLUSTERING", "subscriptions": ["TopicA", "TopicB"], "strategy": spec, "connections": [{"clientId": c} for c in clients]} for i, (spec, _, _) in enumerate(STRATEGIES)}
+    groups = {
+        f"cg-{i}": {
+            "messageModel": "CLUSTERING",
+            "subscriptions": ["TopicA", "TopicB"],
+            "strategy": spec,
+            "connections": [{"clientId": c} for c in clients],
+        }
+        for i, (spec, _, _) in enumerate(STRATEGIES)
+    }
     snap = snapshot_from_dict({"topics": topics, "groups": groups}, "every-strategy")
     got = consumers_by_queue(assign_fleet(spark, snap))
     for i, (_, name, params) in enumerate(STRATEGIES):
         s = strategy(name, **params)
         for t, route in topics.items():
-            queues = [MessageQueue(t, q["brokerName"], k) for q in route["queueDatas"] if q["perm"] & 4 for k in range(q["readQueueNums"])]
+            queues = [
+                MessageQueue(t, q["brokerName"], k)
+                for q in route["queueDatas"]
+                if q["perm"] & 4
+                for k in range(q["readQueueNums"])
+            ]
             expected = {q: [] for q in queues}
             for cid, owned in s.assign(queues, clients, java_sort=True).items():
                 for q in owned:
@@ -71,8 +95,17 @@ def test_spark_equals_strategy_assign_for_every_strategy(spark):
 def test_broadcasting_consumes_everything_and_mixed_strategies_behave_per_client(spark):
     topics = {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}}
     groups = {
-        "bc": {"messageModel": "BROADCASTING", "subscriptions": ["T"], "connections": [{"clientId": "x"}, {"clientId": "y"}]},
-        "mixed": {"messageModel": "CLUSTERING", "subscriptions": ["T"], "strategy": "AVG", "connections": [{"clientId": "a"}, {"clientId": "b", "strategy": "AVG_BY_CIRCLE"}]},
+        "bc": {
+            "messageModel": "BROADCASTING",
+            "subscriptions": ["T"],
+            "connections": [{"clientId": "x"}, {"clientId": "y"}],
+        },
+        "mixed": {
+            "messageModel": "CLUSTERING",
+            "subscriptions": ["T"],
+            "strategy": "AVG",
+            "connections": [{"clientId": "a"}, {"clientId": "b", "strategy": "AVG_BY_CIRCLE"}],
+        },
     }
     got = consumers_by_queue(assign_fleet(spark, snapshot_from_dict({"topics": topics, "groups": groups}, "t")))
     assert all(got[("bc", "T", "b", q)] == ["x", "y"] for q in range(4))
@@ -99,7 +132,11 @@ def test_example_hazards_are_found_and_a_clean_fleet_has_none(spark, tmp_path):
     assert set().union(*(v for k, v in by_kind.items() if k != "churn")) == set(HAZARD_GROUPS)
     paths = write_outputs(result, tmp_path, source="example")
     report = paths["report_md"].read_text()
-    assert "cg-payments-dup" in report and "worst_groups.png" in report and (tmp_path / "queues_per_consumer.png").stat().st_size > 1000
+    assert (
+        "cg-payments-dup" in report
+        and "worst_groups.png" in report
+        and (tmp_path / "queues_per_consumer.png").stat().st_size > 1000
+    )
     assert json.loads(paths["findings_json"].read_text())["totals"]["duplicated_client_ids"] == 1
 
     clean = snapshot_from_dict(example_fleet(11, hazards=False), "clean")
@@ -118,7 +155,15 @@ def test_cli_audit_end_to_end(tmp_path, capsys):
     text = capsys.readouterr()
     assert code == 3 and "failing on: unowned, duplicate-client-id" in text.err
     assert "unowned_queues" in text.out and "Report:" in text.out
-    for name in ("report.md", "report.html", "findings.json", "findings.csv", "group_topics.csv", "worst_groups.png", "churn.png"):
+    for name in (
+        "report.md",
+        "report.html",
+        "findings.json",
+        "findings.csv",
+        "group_topics.csv",
+        "worst_groups.png",
+        "churn.png",
+    ):
         assert (out / name).exists(), name
     assert any(p.suffix == ".parquet" for p in (out / "assignments").iterdir())
     assert main(["audit", "--out", str(out), "--fail-on", "nonsense"]) == 2
@@ -131,14 +176,54 @@ def test_cli_leaves_a_running_session_alone(spark, tmp_path):
 
 BAD = [
     ({"groups": {}}, "missing field 'topics'"),
-    ({"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "writeQueueNums": 1, "perm": 6}]}}, "groups": {}}, "readQueueNums: must be >= 0"),
-    ({"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": "8", "writeQueueNums": 1, "perm": 6}]}}, "groups": {}}, "readQueueNums: expected int"),
-    ({"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}] * 2}}, "groups": {}}, "appears twice"),
-    ({"topics": {}, "groups": {"g": {"subscriptions": [], "strategy": "RANDOM", "connections": [{"clientId": "c"}]}}}, "unknown strategy 'RANDOM'"),
-    ({"topics": {}, "groups": {"g": {"subscriptions": [], "strategy": "CONFIG", "connections": [{"clientId": "c"}]}}}, "CONFIG cannot be audited"),
+    (
+        {
+            "topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "writeQueueNums": 1, "perm": 6}]}},
+            "groups": {},
+        },
+        "readQueueNums: must be >= 0",
+    ),
+    (
+        {
+            "topics": {
+                "T": {"queueDatas": [{"brokerName": "b", "readQueueNums": "8", "writeQueueNums": 1, "perm": 6}]}
+            },
+            "groups": {},
+        },
+        "readQueueNums: expected int",
+    ),
+    (
+        {
+            "topics": {
+                "T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}] * 2}
+            },
+            "groups": {},
+        },
+        "appears twice",
+    ),
+    (
+        {
+            "topics": {},
+            "groups": {"g": {"subscriptions": [], "strategy": "RANDOM", "connections": [{"clientId": "c"}]}},
+        },
+        "unknown strategy 'RANDOM'",
+    ),
+    (
+        {
+            "topics": {},
+            "groups": {"g": {"subscriptions": [], "strategy": "CONFIG", "connections": [{"clientId": "c"}]}},
+        },
+        "CONFIG cannot be audited",
+    ),
     ({"topics": {}, "groups": {"g": {"subscriptions": ["T", "T"], "connections": []}}}, "listed twice"),
-    ({"topics": {}, "groups": {"g": {"subscriptions": [], "messageModel": "P2P", "connections": []}}}, "CLUSTERING or BROADCASTING"),
-    ({"topics": {}, "groups": {"g": {"subscriptions": [], "connections": [{"clientAddr": "x"}]}}}, "missing field 'clientId'"),
+    (
+        {"topics": {}, "groups": {"g": {"subscriptions": [], "messageModel": "P2P", "connections": []}}},
+        "CLUSTERING or BROADCASTING",
+    ),
+    (
+        {"topics": {}, "groups": {"g": {"subscriptions": [], "connections": [{"clientAddr": "x"}]}}},
+        "missing field 'clientId'",
+    ),
 ]
 
 
@@ -161,7 +246,10 @@ def test_duplicate_topics_and_bad_parquet(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    pq.write_table(pa.table({"topic": ["T"], "broker_name": ["b"], "read_queue_nums": [-3], "write_queue_nums": [1], "perm": [6]}), d / "queue_data.parquet")
+    pq.write_table(
+        pa.table({"topic": ["T"], "broker_name": ["b"], "read_queue_nums": [-3], "write_queue_nums": [1], "perm": [6]}),
+        d / "queue_data.parquet",
+    )
     with pytest.raises(SnapshotError, match="queue_data.parquet row 0: queue counts must be >= 0"):
         load_snapshot(d)
     pq.write_table(pa.table({"topic": ["T"], "broker_name": ["b"]}), d / "queue_data.parquet")

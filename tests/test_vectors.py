@@ -10,7 +10,6 @@ import pytest
 
 from mqbalance import IllegalArgumentError, MessageQueue, MQBalanceError, bulk, sort_client_ids, sort_queues
 from mqbalance.exceptions import ConsumerIdcsNotSetError
-
 from vector_cases import build_strategy, load_vectors, mq
 
 ALLOCATE = load_vectors("rocketmq/allocate.jsonl.gz")

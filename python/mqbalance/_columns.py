@@ -118,7 +118,9 @@ def check_current_id(current_id: Any) -> None:
     try:
         current_id.encode("utf-8")
     except UnicodeEncodeError as e:
-        raise InvalidClientIdError(f"current_id is not valid Unicode (lone surrogate?): {current_id!r}", current_id) from e
+        raise InvalidClientIdError(
+            f"current_id is not valid Unicode (lone surrogate?): {current_id!r}", current_id
+        ) from e
 
 
 def check_lengths(**columns: int) -> None:

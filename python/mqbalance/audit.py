@@ -27,7 +27,15 @@ from .snapshot import Snapshot
 
 __all__ = ["AuditResult", "audit", "write_outputs", "FINDING_KINDS"]
 
-FINDING_KINDS = ("unowned", "double-owned", "duplicate-client-id", "idle-consumer", "strategy-mismatch", "missing-route", "churn")
+FINDING_KINDS = (
+    "unowned",
+    "double-owned",
+    "duplicate-client-id",
+    "idle-consumer",
+    "strategy-mismatch",
+    "missing-route",
+    "churn",
+)
 
 
 @dataclass
@@ -51,20 +59,36 @@ def audit(spark: Any, snapshot: Snapshot, assignments: Any, *, previous: Any = N
     per_queue = assignments.groupBy("group", "topic", "broker_name", "queue_id").agg(F.count("consumer").alias("n"))
     gt = (
         per_queue.groupBy("group", "topic")
-        .agg(F.count("*").alias("queues"), F.sum((F.col("n") == 0).cast("int")).alias("unowned"), F.sum((F.col("n") > 1).cast("int")).alias("double_owned"))
+        .agg(
+            F.count("*").alias("queues"),
+            F.sum((F.col("n") == 0).cast("int")).alias("unowned"),
+            F.sum((F.col("n") > 1).cast("int")).alias("double_owned"),
+        )
         .collect()
     )
     per_id = assignments.where(F.col("consumer").isNotNull()).groupBy("group", "topic", "consumer").count().collect()
     churn: dict[tuple[str, str], int] = {}
     if previous is not None:
-        cur = assignments.groupBy("group", "topic", "broker_name", "queue_id").agg(F.sort_array(F.collect_list("consumer")).alias("now"))
-        old = previous.groupBy("group", "topic", "broker_name", "queue_id").agg(F.sort_array(F.collect_list("consumer")).alias("before"))
-        moved = cur.join(old, ["group", "topic", "broker_name", "queue_id"]).where(F.col("now") != F.col("before")).groupBy("group", "topic").count().collect()
+        cur = assignments.groupBy("group", "topic", "broker_name", "queue_id").agg(
+            F.sort_array(F.collect_list("consumer")).alias("now")
+        )
+        old = previous.groupBy("group", "topic", "broker_name", "queue_id").agg(
+            F.sort_array(F.collect_list("consumer")).alias("before")
+        )
+        moved = (
+            cur.join(old, ["group", "topic", "broker_name", "queue_id"])
+            .where(F.col("now") != F.col("before"))
+            .groupBy("group", "topic")
+            .count()
+            .collect()
+        )
         churn = {(r["group"], r["topic"]): r["count"] for r in moved}
     return _summarise(snapshot, gt, per_id, churn, previous is not None)
 
 
-def _summarise(snapshot: Snapshot, gt: list[Any], per_id: list[Any], churn: dict[tuple[str, str], int], with_churn: bool) -> AuditResult:
+def _summarise(
+    snapshot: Snapshot, gt: list[Any], per_id: list[Any], churn: dict[tuple[str, str], int], with_churn: bool
+) -> AuditResult:
     conns: dict[str, list[tuple[str, tuple[Any, ...]]]] = defaultdict(list)
     c = snapshot.connections
     models = {}
@@ -83,14 +107,38 @@ def _summarise(snapshot: Snapshot, gt: list[Any], per_id: list[Any], churn: dict
         id_counts = Counter(cid for cid, _ in cs)
         for cid, k in sorted(id_counts.items()):
             if k > 1:
-                findings.append({"kind": "duplicate-client-id", "group": g, "topic": None, "count": k, "detail": f"client id {cid} is used by {k} connections"})
+                findings.append(
+                    {
+                        "kind": "duplicate-client-id",
+                        "group": g,
+                        "topic": None,
+                        "count": k,
+                        "detail": f"client id {cid} is used by {k} connections",
+                    }
+                )
         variants = Counter(v for _, v in cs)
         if len(variants) > 1:
             names = ", ".join(f"{v[0]}×{n}" for v, n in variants.most_common())
-            findings.append({"kind": "strategy-mismatch", "group": g, "topic": None, "count": len(variants), "detail": f"clients disagree on the strategy: {names}"})
+            findings.append(
+                {
+                    "kind": "strategy-mismatch",
+                    "group": g,
+                    "topic": None,
+                    "count": len(variants),
+                    "detail": f"clients disagree on the strategy: {names}",
+                }
+            )
     for g, t in sorted(zip(snapshot.subscriptions["group"], snapshot.subscriptions["topic"])):
         if t not in readable:
-            findings.append({"kind": "missing-route", "group": g, "topic": t, "count": 1, "detail": f"no readable queue of {t} in the snapshot: the group consumes nothing of it"})
+            findings.append(
+                {
+                    "kind": "missing-route",
+                    "group": g,
+                    "topic": t,
+                    "count": 1,
+                    "detail": f"no readable queue of {t} in the snapshot: the group consumes nothing of it",
+                }
+            )
     for r in sorted(gt, key=lambda r: (r["group"], r["topic"])):
         g, t = r["group"], r["topic"]
         cs = conns.get(g, [])
@@ -101,23 +149,62 @@ def _summarise(snapshot: Snapshot, gt: list[Any], per_id: list[Any], churn: dict
         idle = sum(1 for x in loads if x == 0)
         mean = (sum(loads) / len(loads)) if loads else 0.0
         row = {
-            "group": g, "topic": t, "message_model": models.get(g, "CLUSTERING"),
+            "group": g,
+            "topic": t,
+            "message_model": models.get(g, "CLUSTERING"),
             "strategies": ",".join(sorted({v[0] for _, v in cs})),
-            "queues": r["queues"], "processes": len(cs), "client_ids": len(id_counts),
-            "unowned": r["unowned"], "double_owned": r["double_owned"], "idle_processes": idle,
-            "max_per_process": max(loads, default=0), "mean_per_process": round(mean, 3),
+            "queues": r["queues"],
+            "processes": len(cs),
+            "client_ids": len(id_counts),
+            "unowned": r["unowned"],
+            "double_owned": r["double_owned"],
+            "idle_processes": idle,
+            "max_per_process": max(loads, default=0),
+            "mean_per_process": round(mean, 3),
             "skew": round(max(loads, default=0) / mean, 3) if mean else None,
             "churn": churn.get((g, t), 0) if with_churn else None,
         }
         rows.append(row)
         if r["unowned"]:
-            findings.append({"kind": "unowned", "group": g, "topic": t, "count": r["unowned"], "detail": f"{r['unowned']} of {r['queues']} queues are consumed by nobody"})
+            findings.append(
+                {
+                    "kind": "unowned",
+                    "group": g,
+                    "topic": t,
+                    "count": r["unowned"],
+                    "detail": f"{r['unowned']} of {r['queues']} queues are consumed by nobody",
+                }
+            )
         if r["double_owned"] and row["message_model"] != "BROADCASTING":
-            findings.append({"kind": "double-owned", "group": g, "topic": t, "count": r["double_owned"], "detail": f"{r['double_owned']} queues are consumed by more than one process"})
+            findings.append(
+                {
+                    "kind": "double-owned",
+                    "group": g,
+                    "topic": t,
+                    "count": r["double_owned"],
+                    "detail": f"{r['double_owned']} queues are consumed by more than one process",
+                }
+            )
         if idle and row["message_model"] != "BROADCASTING":
-            findings.append({"kind": "idle-consumer", "group": g, "topic": t, "count": idle, "detail": f"{idle} of {len(cs)} processes consume nothing ({r['queues']} queues)"})
+            findings.append(
+                {
+                    "kind": "idle-consumer",
+                    "group": g,
+                    "topic": t,
+                    "count": idle,
+                    "detail": f"{idle} of {len(cs)} processes consume nothing ({r['queues']} queues)",
+                }
+            )
         if with_churn and churn.get((g, t)):
-            findings.append({"kind": "churn", "group": g, "topic": t, "count": churn[(g, t)], "detail": f"{churn[(g, t)]} queues changed consumers since the previous snapshot"})
+            findings.append(
+                {
+                    "kind": "churn",
+                    "group": g,
+                    "topic": t,
+                    "count": churn[(g, t)],
+                    "detail": f"{churn[(g, t)]} queues changed consumers since the previous snapshot",
+                }
+            )
     stranded: Counter[str] = Counter()
     for r in rows:
         stranded[r["group"]] += r["unowned"]
@@ -168,7 +255,9 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
     plt.close(fig)
     made.append("queues_per_consumer.png")
 
-    clustering = [r for r in result.rows if r["message_model"] == "CLUSTERING"]  # broadcasting: everyone consumes all, by design
+    clustering = [
+        r for r in result.rows if r["message_model"] == "CLUSTERING"
+    ]  # broadcasting: everyone consumes all, by design
     worst = sorted(clustering, key=lambda r: -(r["unowned"] + r["double_owned"] + r["idle_processes"]))[:15]
     worst = [r for r in worst if r["unowned"] + r["double_owned"] + r["idle_processes"]]
     if worst:
@@ -200,7 +289,9 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
     return made
 
 
-def write_outputs(result: AuditResult, out_dir: str | Path, *, assignments: Any = None, source: str = "") -> dict[str, Path]:
+def write_outputs(
+    result: AuditResult, out_dir: str | Path, *, assignments: Any = None, source: str = ""
+) -> dict[str, Path]:
     """Write assignments (Parquet), findings (JSON, CSV), the per-group table (CSV) and a report
     (Markdown and HTML) with plots (PNG). Returns the paths."""
     import csv
@@ -213,8 +304,16 @@ def write_outputs(result: AuditResult, out_dir: str | Path, *, assignments: Any 
         paths["assignments"] = out / "assignments"
         assignments.write.mode("overwrite").parquet(str(paths["assignments"]))
     paths["findings_json"] = out / "findings.json"
-    paths["findings_json"].write_text(json.dumps({"source": source, "totals": result.totals, "findings": result.findings}, indent=2, ensure_ascii=False), encoding="utf-8")
-    for name, rows, cols in (("findings_csv", result.findings, ["kind", "group", "topic", "count", "detail"]), ("groups_csv", result.rows, list(result.rows[0]) if result.rows else ["group"])):
+    paths["findings_json"].write_text(
+        json.dumps(
+            {"source": source, "totals": result.totals, "findings": result.findings}, indent=2, ensure_ascii=False
+        ),
+        encoding="utf-8",
+    )
+    for name, rows, cols in (
+        ("findings_csv", result.findings, ["kind", "group", "topic", "count", "detail"]),
+        ("groups_csv", result.rows, list(result.rows[0]) if result.rows else ["group"]),
+    ):
         path = out / ("findings.csv" if name == "findings_csv" else "group_topics.csv")
         with path.open("w", newline="", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=cols)
@@ -225,15 +324,34 @@ def write_outputs(result: AuditResult, out_dir: str | Path, *, assignments: Any 
     lines = [f"# mqbalance audit — {source}", "", "| total | value |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in result.totals.items()]
     lines += ["", "## Findings", "", "| kind | group | topic | count | detail |", "|---|---|---|---|---|"]
-    lines += [f"| {f['kind']} | {f['group']} | {f['topic'] or ''} | {f['count']} | {f['detail']} |" for f in result.findings] or ["| none | | | | |"]
+    lines += [
+        f"| {f['kind']} | {f['group']} | {f['topic'] or ''} | {f['count']} | {f['detail']} |" for f in result.findings
+    ] or ["| none | | | | |"]
     lines += [""] + [f"![{img}]({img})" for img in images]
     paths["report_md"] = out / "report.md"
     paths["report_md"].write_text("\n".join(lines) + "\n", encoding="utf-8")
-    body = [f"<h1>mqbalance audit — {html.escape(source)}</h1>", "<table>"] + [f"<tr><th>{html.escape(str(k))}</th><td>{v}</td></tr>" for k, v in result.totals.items()] + ["</table>", "<h2>Findings</h2>", "<table><tr><th>kind</th><th>group</th><th>topic</th><th>count</th><th>detail</th></tr>"]
-    body += [f"<tr><td>{html.escape(f['kind'])}</td><td>{html.escape(f['group'])}</td><td>{html.escape(f['topic'] or '')}</td><td>{f['count']}</td><td>{html.escape(f['detail'])}</td></tr>" for f in result.findings]
+    body = (
+        [f"<h1>mqbalance audit — {html.escape(source)}</h1>", "<table>"]
+        + [f"<tr><th>{html.escape(str(k))}</th><td>{v}</td></tr>" for k, v in result.totals.items()]
+        + [
+            "</table>",
+            "<h2>Findings</h2>",
+            "<table><tr><th>kind</th><th>group</th><th>topic</th><th>count</th><th>detail</th></tr>",
+        ]
+    )
+    body += [
+        f"<tr><td>{html.escape(f['kind'])}</td><td>{html.escape(f['group'])}</td>"
+        f"<td>{html.escape(f['topic'] or '')}</td><td>{f['count']}</td><td>{html.escape(f['detail'])}</td></tr>"
+        for f in result.findings
+    ]
     body += ["</table>"] + [f'<p><img src="{img}" alt="{img}"></p>' for img in images]
     paths["report_html"] = out / "report.html"
-    paths["report_html"].write_text("<!doctype html><meta charset=utf-8><title>mqbalance audit</title><style>body{font-family:sans-serif}td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style>" + "\n".join(body), encoding="utf-8")
+    paths["report_html"].write_text(
+        "<!doctype html><meta charset=utf-8><title>mqbalance "
+        "audit</title><style>body{font-family:sans-serif}td,th{padding:2px 8px;border-bottom:1px solid #ddd}</style>"
+        + "\n".join(body),
+        encoding="utf-8",
+    )
     for img in images:
         paths[img] = out / img
     return paths

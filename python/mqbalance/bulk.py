@@ -23,7 +23,8 @@ from ._columns import check_lengths, id_list, queue_ids, str_column
 from .exceptions import UnsupportedStrategyError
 from .models import MessageQueue
 from .rooms import PrefixRoomResolver
-from .strategies import AllocateStrategy, Config, MachineRoomNearby, _room, strategy as make_strategy
+from .strategies import AllocateStrategy, Config, MachineRoomNearby, _room
+from .strategies import strategy as make_strategy
 
 __all__ = ["assign", "assign_groups"]
 
@@ -49,7 +50,9 @@ def assign(
     """
     s = make_strategy(strategy) if isinstance(strategy, str) else strategy
     if isinstance(s, Config):
-        raise UnsupportedStrategyError("CONFIG gives every consumer the same fixed list; it has no owner per queue", "CONFIG")
+        raise UnsupportedStrategyError(
+            "CONFIG gives every consumer the same fixed list; it has no owner per queue", "CONFIG"
+        )
     ids = id_list(consumers)
     qids = queue_ids(queue_ids_)
     check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
@@ -63,7 +66,10 @@ def assign(
         else:
             tl, bl = list(topics), list(brokers)
             rooms = {
-                "queue_rooms": [_room(s.resolver.broker_room(MessageQueue(t, b, int(q))), f"{t}/{b}/{q}") for t, b, q in zip(tl, bl, qids)],
+                "queue_rooms": [
+                    _room(s.resolver.broker_room(MessageQueue(t, b, int(q))), f"{t}/{b}/{q}")
+                    for t, b, q in zip(tl, bl, qids)
+                ],
                 "consumer_rooms": [_room(s.resolver.consumer_room(c), f"consumer id {c!r}") for c in ids],
             }
     return _core.owners(s._handle, tcol, bcol, qids, ids, presorted=presorted, **rooms)
@@ -91,7 +97,9 @@ def assign_groups(
     built = [make_strategy(s) if isinstance(s, str) else s for s in strategies]
     for s in built:
         if isinstance(s, (Config, MachineRoomNearby)):
-            raise UnsupportedStrategyError(f"{s.name} is not supported by assign_groups; use bulk.assign per pair", s.name)
+            raise UnsupportedStrategyError(
+                f"{s.name} is not supported by assign_groups; use bulk.assign per pair", s.name
+            )
     handles: dict[int, int] = {}
     distinct = []
     which = np.empty(len(built), dtype=np.uint32)
@@ -104,4 +112,12 @@ def assign_groups(
     qids = queue_ids(queue_ids_)
     check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
     b = np.asarray(bounds, dtype=np.uint64)
-    return _core.owners_segments(str_column(topics, "topics"), str_column(brokers, "brokers"), qids, b, distinct, which, [id_list(c) for c in consumers])
+    return _core.owners_segments(
+        str_column(topics, "topics"),
+        str_column(brokers, "brokers"),
+        qids,
+        b,
+        distinct,
+        which,
+        [id_list(c) for c in consumers],
+    )

@@ -46,7 +46,9 @@ def _example(seed: int) -> tuple[Snapshot, Snapshot]:
     from .fleet import example_pair
 
     previous, current = example_pair(seed)
-    return snapshot_from_dict(current, f"example fleet (seed {seed})"), snapshot_from_dict(previous, f"example fleet before changes (seed {seed})")
+    return snapshot_from_dict(current, f"example fleet (seed {seed})"), snapshot_from_dict(
+        previous, f"example fleet before changes (seed {seed})"
+    )
 
 
 def _cmd_assign(args: argparse.Namespace) -> int:
@@ -69,7 +71,9 @@ def _cmd_assign(args: argparse.Namespace) -> int:
         if not queues:
             print(f"{g:<20} {t:<22} {0:>6} {len(conns):>5} {'':>4} {'':>4} {'':>7}  no readable queue (missing route)")
             continue
-        rows, who = assign_group_topic(specs, g, [t] * len(queues), [b for b, _ in queues], np.array([i for _, i in queues], dtype=np.int64), cache)
+        rows, who = assign_group_topic(
+            specs, g, [t] * len(queues), [b for b, _ in queues], np.array([i for _, i in queues], dtype=np.int64), cache
+        )
         counts = Counter(who)
         ids = Counter(c for c, *_ in conns)
         loads = [counts.get(c, 0) // ids[c] for c, *_ in conns] or [0]
@@ -84,7 +88,10 @@ def _cmd_assign(args: argparse.Namespace) -> int:
         idle = sum(1 for x in loads if x == 0)
         if idle:
             notes.append(f"{idle} idle")
-        print(f"{g:<20} {t:<22} {len(queues):>6} {len(conns):>5} {min(loads):>4} {max(loads):>4} {unowned:>7}  {'; '.join(notes)}")
+        print(
+            f"{g:<20} {t:<22} {len(queues):>6} {len(conns):>5} {min(loads):>4} {max(loads):>4} {unowned:>7}  "
+            f"{'; '.join(notes)}"
+        )
     return 3 if args.fail_on_unowned and unowned_total else 0
 
 
@@ -102,7 +109,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         prev = load_snapshot(args.previous) if args.previous else None
     else:
         snap, prev = _example(args.seed)
-    say(f"loaded {snap.source}: {len(snap.groups)} groups, {snap.readable_queue_count():,} readable queues" + (f"; previous: {prev.source}" if prev else ""))
+    say(
+        f"loaded {snap.source}: {len(snap.groups)} groups, {snap.readable_queue_count():,} readable queues"
+        + (f"; previous: {prev.source}" if prev else "")
+    )
     say(f"starting Spark ({args.master or 'local[2]'})")
     with session(args.master) as spark:
         say("assigning every (group, topic) in the executors")
@@ -124,7 +134,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print("Summary")
     for k, v in result.totals.items():
         print(f"  {k:<20} {v:,}" if isinstance(v, int) else f"  {k:<20} {v}")
-    worst = sorted(result.findings, key=lambda f: (f["kind"] not in ("unowned", "double-owned", "duplicate-client-id"), -f["count"]))[:8]
+    worst = sorted(
+        result.findings,
+        key=lambda f: (f["kind"] not in ("unowned", "double-owned", "duplicate-client-id"), -f["count"]),
+    )[:8]
     if worst:
         print("Top findings")
         for f in worst:
@@ -156,7 +169,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     say = _Progress()
     out = Path(args.out) / scenario.name
     say(f"{scenario.name}: {scenario.duration_ms / 60_000:g} simulated min per strategy")
-    results = compare(scenario, names, progress=lambda now, end: say(f"  simulated {now / 60_000:.0f}/{end / 60_000:.0f} min") if now % 600_000 < scenario.sample_interval_ms else None)
+    results = compare(
+        scenario,
+        names,
+        progress=lambda now, end: (
+            say(f"  simulated {now / 60_000:.0f}/{end / 60_000:.0f} min")
+            if now % 600_000 < scenario.sample_interval_ms
+            else None
+        ),
+    )
     for result in results:
         folder = out / result.strategy if len(results) > 1 else out
         written = [result.write_json(folder / "metrics.json")]
@@ -169,13 +190,37 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print(result.format())
         say(f"wrote {', '.join(str(p) for p in written)}")
     if len(results) > 1:
-        table = [{"strategy": r.strategy, **{k: r.summary[k] for k in ("duplicates", "lost", "pause_queue_s", "max_queue_pause_s", "owned_twice_queue_s", "max_time_to_stable_s", "max_backlog", "backlog_end")}} for r in results]
+        table = [
+            {
+                "strategy": r.strategy,
+                **{
+                    k: r.summary[k]
+                    for k in (
+                        "duplicates",
+                        "lost",
+                        "pause_queue_s",
+                        "max_queue_pause_s",
+                        "owned_twice_queue_s",
+                        "max_time_to_stable_s",
+                        "max_backlog",
+                        "backlog_end",
+                    )
+                },
+            }
+            for r in results
+        ]
         (out / "compare.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
         print()
-        print(f"{'strategy':<18} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} {'max backlog':>11}")
+        print(
+            f"{'strategy':<18} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} "
+            f"{'max backlog':>11}"
+        )
         for row in table:
             stable = "never" if row["max_time_to_stable_s"] is None else f"{row['max_time_to_stable_s']:.1f}"
-            print(f"{row['strategy']:<18} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} {row['owned_twice_queue_s']:>10,.1f} {stable:>11} {row['max_backlog']:>11,}")
+            print(
+                f"{row['strategy']:<18} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} "
+                f"{row['owned_twice_queue_s']:>10,.1f} {stable:>11} {row['max_backlog']:>11,}"
+            )
         try:
             from .sim.plot import plot_comparison
 
@@ -190,28 +235,46 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mqbalance", description="Consumer-group load balancing, exactly as the Java clients compute it.")
+    parser = argparse.ArgumentParser(
+        prog="mqbalance", description="Consumer-group load balancing, exactly as the Java clients compute it."
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    au = sub.add_parser("audit", help="the main job: assign every group/topic of a fleet snapshot on Spark and audit it")
-    au.add_argument("snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)")
+    au = sub.add_parser(
+        "audit", help="the main job: assign every group/topic of a fleet snapshot on Spark and audit it"
+    )
+    au.add_argument(
+        "snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)"
+    )
     au.add_argument("--previous", help="an earlier snapshot, for churn")
     au.add_argument("--out", default="out/audit", help="output directory (default: out/audit)")
     au.add_argument("--master", help="Spark master URL (default: local[2])")
-    au.add_argument("--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned")
+    au.add_argument(
+        "--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned"
+    )
     au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
     a = sub.add_parser("assign", help="who consumes which queue, per group and topic, in-process")
-    a.add_argument("snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)")
+    a.add_argument(
+        "snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)"
+    )
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--seed", type=int, default=7)
     f = sub.add_parser("fault-seed", help="seed 001's producer fault-isolation experiment, old loop vs 4.9.x vs 5.x")
     f.add_argument("--rounds", type=int, default=10)
-    sim = sub.add_parser("simulate", help="simulate a consumer group through a rebalance scenario: duplicates, pauses, backlog, plots")
-    sim.add_argument("scenario", nargs="?", help="a scenario file (.yaml/.yml/.json) or the name of a bundled one (see --list)")
-    sim.add_argument("--strategy", help="comma-separated strategies to run instead of the scenario's (several: a comparison)")
+    sim = sub.add_parser(
+        "simulate", help="simulate a consumer group through a rebalance scenario: duplicates, pauses, backlog, plots"
+    )
+    sim.add_argument(
+        "scenario", nargs="?", help="a scenario file (.yaml/.yml/.json) or the name of a bundled one (see --list)"
+    )
+    sim.add_argument(
+        "--strategy", help="comma-separated strategies to run instead of the scenario's (several: a comparison)"
+    )
     sim.add_argument("--out", default="out/sim", help="output directory (default: out/sim; one folder per scenario)")
     sim.add_argument("--seed", type=int, help="override the scenario's seed")
     sim.add_argument("--list", action="store_true", help="list the bundled scenarios")
-    sim.add_argument("--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event")
+    sim.add_argument(
+        "--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event"
+    )
     args = parser.parse_args(argv)
     if args.command == "fault-seed":
         from .examples import fault_seed

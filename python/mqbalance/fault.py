@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _core
 import numpy as np
 
+from . import _core
 from .exceptions import InvalidInputError, InvalidLatencyError, InvalidSimulationError, UnknownBrokerError
 from .models import MessageQueue
 
@@ -87,7 +87,9 @@ class ThreadLocalIndex:
     """
 
     def __init__(self, *, initial: int | None = None, rng: random.Random | None = None, semantics: str = "5.x") -> None:
-        if initial is not None and (not isinstance(initial, int) or isinstance(initial, bool) or not -(2**31) <= initial < 2**31):
+        if initial is not None and (
+            not isinstance(initial, int) or isinstance(initial, bool) or not -(2**31) <= initial < 2**31
+        ):
             raise InvalidInputError(f"initial must be a 32-bit int, got {initial!r}", initial)
         self._initial = initial
         self._rng = rng or random.Random()
@@ -201,22 +203,41 @@ class TopicPublishInfo:
     ``send_which_queue`` is the per-thread round-robin counter (inject ``initial`` to replay).
     """
 
-    def __init__(self, message_queues: Sequence[MessageQueue], queue_datas: Iterable[QueueData] = (), *, send_which_queue: ThreadLocalIndex | None = None) -> None:
+    def __init__(
+        self,
+        message_queues: Sequence[MessageQueue],
+        queue_datas: Iterable[QueueData] = (),
+        *,
+        send_which_queue: ThreadLocalIndex | None = None,
+    ) -> None:
         queues = list(message_queues)
         qds = list(queue_datas)
         topic = queues[0].topic if queues else ""
-        self._route = _core.PublishRoute(topic, [(q.topic, q.broker_name, q.queue_id) for q in queues], [(d.broker_name, d.perm, d.write_queue_nums) for d in qds])
+        self._route = _core.PublishRoute(
+            topic,
+            [(q.topic, q.broker_name, q.queue_id) for q in queues],
+            [(d.broker_name, d.perm, d.write_queue_nums) for d in qds],
+        )
         self.message_queues: list[MessageQueue] = queues
         self.queue_datas: list[QueueData] = qds
         self.send_which_queue = send_which_queue or ThreadLocalIndex()
 
     @classmethod
-    def from_route(cls, topic: str, queue_datas: Iterable[QueueData], brokers_with_master: Iterable[str] | None = None, *, send_which_queue: ThreadLocalIndex | None = None) -> TopicPublishInfo:
+    def from_route(
+        cls,
+        topic: str,
+        queue_datas: Iterable[QueueData],
+        brokers_with_master: Iterable[str] | None = None,
+        *,
+        send_which_queue: ThreadLocalIndex | None = None,
+    ) -> TopicPublishInfo:
         """``topicRouteData2TopicPublishInfo``: queue data sorted by broker name; every writable one
         whose broker has a master contributes queues ``0..write_queue_nums-1``."""
         qds = list(queue_datas)
         masters = None if brokers_with_master is None else set(brokers_with_master)
-        route = _core.PublishRoute.from_route(topic, [(d.broker_name, d.perm, d.write_queue_nums) for d in qds], masters)
+        route = _core.PublishRoute.from_route(
+            topic, [(d.broker_name, d.perm, d.write_queue_nums) for d in qds], masters
+        )
         self = cls.__new__(cls)
         self._route = route
         self.message_queues = [MessageQueue(*q) for q in route.queues()]
@@ -289,7 +310,9 @@ class MQFaultStrategy:
         self.which_item_worst = which_item_worst or ThreadLocalIndex(rng=self.rng, semantics="4.9.x")
 
     def __repr__(self) -> str:
-        return f"MQFaultStrategy(semantics={self.semantics!r}, send_latency_fault_enable={self.send_latency_fault_enable})"
+        return (
+            f"MQFaultStrategy(semantics={self.semantics!r}, send_latency_fault_enable={self.send_latency_fault_enable})"
+        )
 
     @property
     def latency_max(self) -> list[int]:
@@ -304,7 +327,9 @@ class MQFaultStrategy:
         threshold, negative included: 0)."""
         return int(self._table.duration(_latency(latency_ms, allow_negative=True)))
 
-    def update_fault_item(self, broker_name: str, latency_ms: int | float, isolation: bool, reachable: bool = True) -> None:
+    def update_fault_item(
+        self, broker_name: str, latency_ms: int | float, isolation: bool, reachable: bool = True
+    ) -> None:
         """Record a send's outcome (no-op unless ``send_latency_fault_enable``). ``isolation=True``
         for a failed send. 4.x overwrites the window; 5.x only extends it."""
         self._table.update(broker_name, _latency(latency_ms), bool(isolation), bool(reachable), self.clock())
@@ -327,19 +352,30 @@ class MQFaultStrategy:
         exact ties, which Java orders by hash-map iteration, are broken by name). 5.x: a random
         reachable broker (``rng``)."""
         if self.semantics.startswith("4"):
-            broker, self.which_item_worst.raw = self._table.pick_one_at_least_4x(self.clock(), self.which_item_worst.raw)
+            broker, self.which_item_worst.raw = self._table.pick_one_at_least_4x(
+                self.clock(), self.which_item_worst.raw
+            )
             return broker
         candidates = self._table.reachable_candidates()
         return self.rng.choice(candidates) if candidates else None
 
-    def select_one_message_queue(self, publish_info: TopicPublishInfo, last_broker_name: str | None = None, reset_index: bool = False, *, reset_to: int | None = None) -> MessageQueue:
+    def select_one_message_queue(
+        self,
+        publish_info: TopicPublishInfo,
+        last_broker_name: str | None = None,
+        reset_index: bool = False,
+        *,
+        reset_to: int | None = None,
+    ) -> MessageQueue:
         """The queue for the next send attempt. The producer passes the previous attempt's broker
         as ``last_broker_name`` and (5.x) ``reset_index=True`` on every retry; ``reset_to``
         injects the value 5.x's random ``reset()`` picks."""
         tp = publish_info
         counter = tp.send_which_queue
         if self.semantics.startswith("4"):
-            pos, new, counter.raw, self.which_item_worst.raw = self._table.select_4x(tp._route, self.clock(), last_broker_name, counter.raw, self.which_item_worst.raw)
+            pos, new, counter.raw, self.which_item_worst.raw = self._table.select_4x(
+                tp._route, self.clock(), last_broker_name, counter.raw, self.which_item_worst.raw
+            )
             if new is None:
                 return tp.message_queues[pos]
             return MessageQueue(tp.message_queues[pos].topic, new[0], new[1])
@@ -349,7 +385,11 @@ class MQFaultStrategy:
         pos, counter.raw = self._table.select_5x(tp._route, self.clock(), last_broker_name, reset, counter.raw)
         return tp.message_queues[pos]
 
-    def detect_round(self, resolve: Mapping[str, str | None] | Callable[[str], str | None], detect: Mapping[str, bool] | Callable[[str], bool]) -> None:
+    def detect_round(
+        self,
+        resolve: Mapping[str, str | None] | Callable[[str], str | None],
+        detect: Mapping[str, bool] | Callable[[str], bool],
+    ) -> None:
         """One 5.x detector round (``detectByOneRound``): ``resolve(broker)`` → address or None
         (item removed); ``detect(address)`` → whether the broker answered. Java's scheduler runs
         one every 3 s when ``start_detector_enable``; call it yourself on your own schedule."""
@@ -387,7 +427,12 @@ class MQFaultStrategy:
         missing = [b for b in names if b not in models]
         if missing:
             raise InvalidSimulationError(f"no BrokerModel for broker(s) {missing}", missing[0])
-        for name, value in (("sends", sends), ("interval_ms", interval_ms), ("retry_times_when_send_failed", retry_times_when_send_failed), ("seed", seed)):
+        for name, value in (
+            ("sends", sends),
+            ("interval_ms", interval_ms),
+            ("retry_times_when_send_failed", retry_times_when_send_failed),
+            ("seed", seed),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidSimulationError(f"{name} must be an int >= 0, got {value!r}", value)
         rows = []

@@ -32,7 +32,8 @@ DOMAINS = ("orders", "payments", "billing", "inventory", "shipping", "search", "
 
 
 def _client(rng: random.Random, subnet: int) -> str:
-    return f"10.{subnet}.{rng.randint(0, 255)}.{rng.randint(1, 254)}@{rng.randint(1000, 65000)}#{rng.randint(10**17, 10**18 - 1)}"
+    host = f"10.{subnet}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+    return f"{host}@{rng.randint(1000, 65000)}#{rng.randint(10**17, 10**18 - 1)}"
 
 
 def _connection(client_id: str, rng: random.Random, strategy: Any = None) -> dict[str, Any]:
@@ -47,7 +48,9 @@ def _connection(client_id: str, rng: random.Random, strategy: Any = None) -> dic
     return conn
 
 
-def example_fleet(seed: int = 7, *, brokers: int = 6, topics: int = 24, groups: int = 60, hazards: bool = True) -> dict[str, Any]:
+def example_fleet(
+    seed: int = 7, *, brokers: int = 6, topics: int = 24, groups: int = 60, hazards: bool = True
+) -> dict[str, Any]:
     """A JSON snapshot dict; sizes are per the arguments (defaults: 64 groups, ≈ 800 readable queues)."""
     rng = random.Random(seed)
     broker_names = [f"broker-{chr(ord('a') + i)}" for i in range(brokers)]
@@ -62,13 +65,24 @@ def example_fleet(seed: int = 7, *, brokers: int = 6, topics: int = 24, groups: 
         for k, b in enumerate(sorted(on)):
             perm = 6 if k == 0 else rng.choices([6, 4, 2], weights=[0.9, 0.05, 0.05])[0]  # ≥ 1 readable
             datas.append({"brokerName": b, "readQueueNums": queues, "writeQueueNums": queues, "perm": perm})
-        bdatas = [{"cluster": f"cluster-{'ab'[broker_names.index(b) % 2]}", "brokerName": b, "brokerAddrs": {"0": f"10.0.{broker_names.index(b)}.10:10911"}} for b in sorted(on)]
+        bdatas = [
+            {
+                "cluster": f"cluster-{'ab'[broker_names.index(b) % 2]}",
+                "brokerName": b,
+                "brokerAddrs": {"0": f"10.0.{broker_names.index(b)}.10:10911"},
+            }
+            for b in sorted(on)
+        ]
         snapshot["topics"][name] = {"brokerDatas": bdatas, "queueDatas": datas}
     for g in range(groups):
         name = f"cg-{DOMAINS[g % len(DOMAINS)]}-{g // len(DOMAINS):02d}"
         subs = rng.sample(topic_names, rng.choice([1, 1, 1, 2, 3]))
-        strategy: Any = rng.choices(["AVG", "AVG_BY_CIRCLE", {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}], weights=[0.7, 0.15, 0.15])[0]
-        readable = min(sum(q["readQueueNums"] for q in snapshot["topics"][t]["queueDatas"] if q["perm"] & 4) for t in subs)
+        strategy: Any = rng.choices(
+            ["AVG", "AVG_BY_CIRCLE", {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}], weights=[0.7, 0.15, 0.15]
+        )[0]
+        readable = min(
+            sum(q["readQueueNums"] for q in snapshot["topics"][t]["queueDatas"] if q["perm"] & 4) for t in subs
+        )
         # No incidental hazards: at most one client per queue, and consistent hashing (uneven by
         # nature) only with many queues per client.
         n = rng.randint(1, min(12, readable if not isinstance(strategy, dict) else max(1, readable // 16)))
@@ -80,23 +94,33 @@ def example_fleet(seed: int = 7, *, brokers: int = 6, topics: int = 24, groups: 
             "connections": [_connection(c, rng) for c in clients],
         }
     if hazards:
-        t_small = next(t for t in topic_names if all(q["readQueueNums"] <= 8 for q in snapshot["topics"][t]["queueDatas"]))
+        t_small = next(
+            t for t in topic_names if all(q["readQueueNums"] <= 8 for q in snapshot["topics"][t]["queueDatas"])
+        )
         dup = _client(rng, 251)
         snapshot["groups"]["cg-payments-dup"] = {
-            "messageModel": "CLUSTERING", "subscriptions": [topic_names[1]], "strategy": "AVG",
+            "messageModel": "CLUSTERING",
+            "subscriptions": [topic_names[1]],
+            "strategy": "AVG",
             "connections": [_connection(c, rng) for c in (dup, dup, _client(rng, 251), _client(rng, 251))],
         }
         readable = sum(q["readQueueNums"] for q in snapshot["topics"][t_small]["queueDatas"] if q["perm"] & 4)
         snapshot["groups"]["cg-audit-idle"] = {
-            "messageModel": "CLUSTERING", "subscriptions": [t_small], "strategy": "AVG",
+            "messageModel": "CLUSTERING",
+            "subscriptions": [t_small],
+            "strategy": "AVG",
             "connections": [_connection(_client(rng, 252), rng) for _ in range(readable + 4)],
         }
         snapshot["groups"]["cg-orders-mixed"] = {
-            "messageModel": "CLUSTERING", "subscriptions": [topic_names[0]], "strategy": "AVG",
+            "messageModel": "CLUSTERING",
+            "subscriptions": [topic_names[0]],
+            "strategy": "AVG",
             "connections": [_connection(_client(rng, 253), rng, "AVG_BY_CIRCLE" if i == 1 else None) for i in range(4)],
         }
         snapshot["groups"]["cg-ghost"] = {
-            "messageModel": "CLUSTERING", "subscriptions": ["TopicRetired"], "strategy": "AVG",
+            "messageModel": "CLUSTERING",
+            "subscriptions": ["TopicRetired"],
+            "strategy": "AVG",
             "connections": [_connection(_client(rng, 254), rng)],
         }
     return snapshot
@@ -109,10 +133,16 @@ def example_pair(seed: int = 7, **sizes: Any) -> tuple[dict[str, Any], dict[str,
     previous = example_fleet(seed, **sizes)
     current = copy.deepcopy(previous)
     rng = random.Random(seed + 1)
-    busy = [g for g, v in current["groups"].items() if v["messageModel"] == "CLUSTERING" and len(v["connections"]) >= 3 and g not in HAZARD_GROUPS]
+    busy = [
+        g
+        for g, v in current["groups"].items()
+        if v["messageModel"] == "CLUSTERING" and len(v["connections"]) >= 3 and g not in HAZARD_GROUPS
+    ]
     current["groups"][busy[0]]["connections"].pop()
     current["groups"][busy[1]]["connections"].append(_connection(_client(rng, 200), rng))
-    used_by_hazards = {t for g in HAZARD_GROUPS if g in current["groups"] for t in current["groups"][g]["subscriptions"]}
+    used_by_hazards = {
+        t for g in HAZARD_GROUPS if g in current["groups"] for t in current["groups"][g]["subscriptions"]
+    }
     grown = next(v for t, v in current["topics"].items() if t not in used_by_hazards)
     for q in grown["queueDatas"]:
         q["readQueueNums"] += 4
@@ -120,7 +150,15 @@ def example_pair(seed: int = 7, **sizes: Any) -> tuple[dict[str, Any], dict[str,
     return previous, current
 
 
-def scaled_fleet(groups: int, *, queues_per_topic: int = 64, brokers: int = 8, clients_per_group: int = 8, strategy: Any = "AVG", seed: int = 1) -> dict[str, Any]:
+def scaled_fleet(
+    groups: int,
+    *,
+    queues_per_topic: int = 64,
+    brokers: int = 8,
+    clients_per_group: int = 8,
+    strategy: Any = "AVG",
+    seed: int = 1,
+) -> dict[str, Any]:
     """A large, regular fleet for benchmarks: one topic per group, ``queues_per_topic`` readable
     queues spread over ``brokers`` brokers, ``clients_per_group`` clients each (≈ ``groups ×
     queues_per_topic`` queue assignments)."""
@@ -130,11 +168,19 @@ def scaled_fleet(groups: int, *, queues_per_topic: int = 64, brokers: int = 8, c
     groups_out = {}
     for g in range(groups):
         topic = f"Topic{g:06d}"
-        topics[topic] = {"queueDatas": [{"brokerName": f"broker-{b:02d}", "readQueueNums": per_broker, "writeQueueNums": per_broker, "perm": 6} for b in range(brokers)]}
+        topics[topic] = {
+            "queueDatas": [
+                {"brokerName": f"broker-{b:02d}", "readQueueNums": per_broker, "writeQueueNums": per_broker, "perm": 6}
+                for b in range(brokers)
+            ]
+        }
         groups_out[f"cg-{g:06d}"] = {
             "messageModel": "CLUSTERING",
             "subscriptions": [topic],
             "strategy": strategy,
-            "connections": [{"clientId": f"10.{g % 250}.{rng.randint(0, 255)}.{j}@{rng.randint(1000, 65000)}"} for j in range(clients_per_group)],
+            "connections": [
+                {"clientId": f"10.{g % 250}.{rng.randint(0, 255)}.{j}@{rng.randint(1000, 65000)}"}
+                for j in range(clients_per_group)
+            ],
         }
     return {"topics": topics, "groups": groups_out}

@@ -10,7 +10,8 @@
 * ``assign_columns(...)``: the same assignors over numpy columns, for large groups.
 * ``check_assignment(...)``: validity, Kafka's balance predicate and retention of any assignment.
 
->>> a = assignor("range").assign({"t0": 3, "t1": 3}, {"C0": Subscription(["t0", "t1"]), "C1": Subscription(["t0", "t1"])})
+>>> both = Subscription(["t0", "t1"])
+>>> a = assignor("range").assign({"t0": 3, "t1": 3}, {"C0": both, "C1": both})
 >>> [f"{tp.topic}p{tp.partition}" for tp in a["C0"]], [f"{tp.topic}p{tp.partition}" for tp in a["C1"]]
 (['t0p0', 't0p1', 't1p0', 't1p1'], ['t0p2', 't1p2'])
 """
@@ -87,7 +88,9 @@ def _as_subscription(value: Subscription | Iterable[str]) -> Subscription:
     if isinstance(value, Subscription):
         return value
     if isinstance(value, str):
-        raise InvalidInputError(f"a subscription must be a list of topics or a Subscription, not the str {value!r}", value)
+        raise InvalidInputError(
+            f"a subscription must be a list of topics or a Subscription, not the str {value!r}", value
+        )
     return Subscription(list(value))
 
 
@@ -102,7 +105,9 @@ class Assignor:
     def __repr__(self) -> str:
         return f"assignor({self.name!r})"
 
-    def assign(self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]) -> dict[str, list[TopicPartition]]:
+    def assign(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]
+    ) -> dict[str, list[TopicPartition]]:
         """``{member_id: [TopicPartition, ...]}`` for every member (sorted by topic, partition)."""
         pairs, _ = _topics(partitions_per_topic)
         ids = list(subscriptions)
@@ -122,7 +127,9 @@ def assignor(name: str) -> Assignor:
     return Assignor(name)
 
 
-def zk_assign(name: str, consumers: Mapping[str, Mapping[str, int]], partitions_per_topic: Mapping[str, int]) -> dict[str, list[TopicPartition]]:
+def zk_assign(
+    name: str, consumers: Mapping[str, Mapping[str, int]], partitions_per_topic: Mapping[str, int]
+) -> dict[str, list[TopicPartition]]:
     """The ZooKeeper-era consumer's assignment: ``{thread_id: [TopicPartition, ...]}`` for every
     thread ``<consumer_id>-<k>`` (``k`` below the consumer's stream count for a topic).
 
@@ -139,7 +146,9 @@ def zk_assign(name: str, consumers: Mapping[str, Mapping[str, int]], partitions_
         subs = []
         for topic, streams in sub.items():
             if not isinstance(streams, int) or isinstance(streams, bool) or not 0 <= streams < 2**31:
-                raise InvalidInputError(f"stream count of {cid!r} for {topic!r} must be an int >= 0, got {streams!r}", streams)
+                raise InvalidInputError(
+                    f"stream count of {cid!r} for {topic!r} must be an int >= 0, got {streams!r}", streams
+                )
             if topic not in index and topic not in extra:
                 extra[topic] = len(pairs) + len(extra)  # no metadata: owns nothing
             subs.append((index.get(topic, extra.get(topic, 0)), streams))
@@ -187,7 +196,9 @@ def assign_columns(
     pairs, index = _topics(partitions_per_topic)
     ids = list(member_ids)
     if len(member_topics) != len(ids):
-        raise InvalidInputError(f"member_topics has {len(member_topics)} entries for {len(ids)} members", len(member_topics))
+        raise InvalidInputError(
+            f"member_topics has {len(member_topics)} entries for {len(ids)} members", len(member_topics)
+        )
     if owned is None:
         om = ot = op = np.zeros(0, dtype=np.uint32)
     else:
@@ -295,9 +306,13 @@ def check_assignment(
                     report.balanced = False
                     break
     first = next(iter(subs.values()), None)
-    if first is not None and all({t for t in s.topics if t in topics} == {t for t in first.topics if t in topics} for s in subs.values()):
+    if first is not None and all(
+        {t for t in s.topics if t in topics} == {t for t in first.topics if t in topics} for s in subs.values()
+    ):
         total = len(assignable)
         q, r = divmod(total, len(subs)) if subs else (0, 0)
-        owned_counts = sorted((sum(1 for tp, o in valid_owner.items() if o == m and tp in assignable) for m in subs), reverse=True)
+        owned_counts = sorted(
+            (sum(1 for tp, o in valid_owner.items() if o == m and tp in assignable) for m in subs), reverse=True
+        )
         report.max_retainable = sum(min(c, q + 1) for c in owned_counts[:r]) + sum(min(c, q) for c in owned_counts[r:])
     return report

@@ -93,12 +93,19 @@ class StickyAssignor(_StickyState):
     name = "sticky"
 
     def metadata(self, topics: Any) -> Any:
-        return ConsumerProtocolSubscription(self.version, sorted(topics), sticky_user_data.encode(self.member_assignment, self.generation))
+        return ConsumerProtocolSubscription(
+            self.version, sorted(topics), sticky_user_data.encode(self.member_assignment, self.generation)
+        )
 
     def _subscription(self, member: Any) -> Subscription:
         decoded = sticky_user_data.decode(member.metadata.user_data)
         owned, generation = decoded if decoded is not None else ([], None)
-        return Subscription(list(member.metadata.topics), [TopicPartition(t, p) for t, p in owned], generation, getattr(member, "group_instance_id", None))
+        return Subscription(
+            list(member.metadata.topics),
+            [TopicPartition(t, p) for t, p in owned],
+            generation,
+            getattr(member, "group_instance_id", None),
+        )
 
 
 class CooperativeStickyAssignor(_StickyState):
@@ -112,7 +119,10 @@ class CooperativeStickyAssignor(_StickyState):
         return [RebalanceProtocol.COOPERATIVE]
 
     def metadata(self, topics: Any) -> Any:
-        owned = [ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps) for t, ps in _grouped(self.member_assignment)]
+        owned = [
+            ConsumerProtocolSubscription.TopicPartition(topic=t, partitions=ps)
+            for t, ps in _grouped(self.member_assignment)
+        ]
         return ConsumerProtocolSubscription(
             version=self.version,
             topics=sorted(topics),
@@ -123,6 +133,10 @@ class CooperativeStickyAssignor(_StickyState):
 
     def _subscription(self, member: Any) -> Subscription:
         md = member.metadata
-        owned = [TopicPartition(tp.topic, p) for tp in (getattr(md, "owned_partitions", None) or ()) for p in tp.partitions]
+        owned = [
+            TopicPartition(tp.topic, p) for tp in (getattr(md, "owned_partitions", None) or ()) for p in tp.partitions
+        ]
         gen = getattr(md, "generation_id", -1)
-        return Subscription(list(md.topics), owned, None if gen is None or gen < 0 else gen, getattr(member, "group_instance_id", None))
+        return Subscription(
+            list(md.topics), owned, None if gen is None or gen < 0 else gen, getattr(member, "group_instance_id", None)
+        )

@@ -49,7 +49,15 @@ from typing import Any
 from .exceptions import MQBalanceError
 from .strategies import StrategyName
 
-__all__ = ["Snapshot", "SnapshotError", "load_snapshot", "snapshot_from_dict", "PERM_READ", "PERM_WRITE", "STRATEGY_NAMES"]
+__all__ = [
+    "Snapshot",
+    "SnapshotError",
+    "load_snapshot",
+    "snapshot_from_dict",
+    "PERM_READ",
+    "PERM_WRITE",
+    "STRATEGY_NAMES",
+]
 
 PERM_READ = 4
 PERM_WRITE = 2
@@ -63,7 +71,17 @@ class SnapshotError(MQBalanceError, ValueError):
 
 # Column names of the normalised tables (also the Parquet layout).
 QUEUE_DATA = ("topic", "broker_name", "read_queue_nums", "write_queue_nums", "perm")
-CONNECTIONS = ("group", "client_id", "client_addr", "language", "version", "message_model", "strategy", "virtual_node_cnt", "consumer_idcs")
+CONNECTIONS = (
+    "group",
+    "client_id",
+    "client_addr",
+    "language",
+    "version",
+    "message_model",
+    "strategy",
+    "virtual_node_cnt",
+    "consumer_idcs",
+)
 SUBSCRIPTIONS = ("group", "topic")
 BROKERS = ("topic", "cluster", "broker_name", "broker_id", "address")
 
@@ -99,14 +117,18 @@ class Snapshot:
         """The four tables as ``pyarrow.Table`` s (pyarrow needed)."""
         import pyarrow as pa
 
-        return {name: pa.table(getattr(self, name)) for name in ("queue_data", "connections", "subscriptions", "brokers")}
+        return {
+            name: pa.table(getattr(self, name)) for name in ("queue_data", "connections", "subscriptions", "brokers")
+        }
 
 
 def _err(where: str, message: str, value: Any = None) -> SnapshotError:
     return SnapshotError(f"{where}: {message}", value)
 
 
-def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, *, optional: bool = False, default: Any = None) -> Any:
+def _get(
+    obj: Any, key: str, kind: type | tuple[type, ...], where: str, *, optional: bool = False, default: Any = None
+) -> Any:
     if not isinstance(obj, dict):
         raise _err(where, f"expected an object, got {type(obj).__name__}", obj)
     if key not in obj or obj[key] is None:
@@ -151,9 +173,17 @@ def parse_strategy(spec: Any, where: str) -> tuple[str, int | None, list[str] | 
 def check_strategy(name: str, vnodes: int | None, where: str) -> None:
     base = name.split("-", 1)[0] if name.startswith("MACHINE_ROOM_NEARBY-") else name
     if name == StrategyName.CONFIG:
-        raise _err(where, "CONFIG cannot be audited: a snapshot does not carry the client's configured queue list", name)
-    if base not in STRATEGY_NAMES or (base == "MACHINE_ROOM_NEARBY" and name.split("-", 1)[1] not in STRATEGY_NAMES[:4]):
-        raise _err(where, f"unknown strategy {name!r}; known: {', '.join(STRATEGY_NAMES[:4])}, MACHINE_ROOM_NEARBY-<one of those>", name)
+        raise _err(
+            where, "CONFIG cannot be audited: a snapshot does not carry the client's configured queue list", name
+        )
+    if base not in STRATEGY_NAMES or (
+        base == "MACHINE_ROOM_NEARBY" and name.split("-", 1)[1] not in STRATEGY_NAMES[:4]
+    ):
+        raise _err(
+            where,
+            f"unknown strategy {name!r}; known: {', '.join(STRATEGY_NAMES[:4])}, MACHINE_ROOM_NEARBY-<one of those>",
+            name,
+        )
     if vnodes is not None and vnodes < 0:
         raise _err(where, f"virtualNodeCnt must be >= 0, got {vnodes}", vnodes)
 
@@ -242,7 +272,13 @@ def _validate_tables(source: str, qd: dict[str, list[Any]], cn: dict[str, list[A
     for i, row in enumerate(zip(*(qd[c] for c in QUEUE_DATA))):
         where = f"{source}/queue_data.parquet row {i}"
         topic, broker, r, w, p = row
-        for field, v, kind in (("topic", topic, str), ("broker_name", broker, str), ("read_queue_nums", r, int), ("write_queue_nums", w, int), ("perm", p, int)):
+        for field, v, kind in (
+            ("topic", topic, str),
+            ("broker_name", broker, str),
+            ("read_queue_nums", r, int),
+            ("write_queue_nums", w, int),
+            ("perm", p, int),
+        ):
             if not isinstance(v, kind) or isinstance(v, bool):
                 raise _err(f"{where}.{field}", f"expected {kind.__name__}, got {v!r}", v)
         if r < 0 or w < 0:
@@ -273,7 +309,11 @@ def load_snapshot(path: str | Path) -> Snapshot:
         qd = _read_parquet(p / "queue_data.parquet", QUEUE_DATA, QUEUE_DATA)
         cn = _read_parquet(p / "connections.parquet", CONNECTIONS, ("group", "client_id", "strategy"))
         sb = _read_parquet(p / "subscriptions.parquet", SUBSCRIPTIONS, SUBSCRIPTIONS)
-        br = _read_parquet(p / "brokers.parquet", BROKERS, ()) if (p / "brokers.parquet").exists() else {c: [] for c in BROKERS}
+        br = (
+            _read_parquet(p / "brokers.parquet", BROKERS, ())
+            if (p / "brokers.parquet").exists()
+            else {c: [] for c in BROKERS}
+        )
         _validate_tables(str(p), qd, cn, sb)
         return Snapshot(str(p), qd, cn, sb, br)
     try:

@@ -53,7 +53,14 @@ logger.hadoop.level = error
 """
 
 
-def local_session(master: str | None = None, *, app_name: str = "mqbalance", driver_memory: str = "2g", shuffle_partitions: int = 4, fast_start: bool = False) -> Any:
+def local_session(
+    master: str | None = None,
+    *,
+    app_name: str = "mqbalance",
+    driver_memory: str = "2g",
+    shuffle_partitions: int = 4,
+    fast_start: bool = False,
+) -> Any:
     """A SparkSession: ``local[2]`` by default (loopback only, no UI, quiet logs, its own temp
     dir removed by :func:`stop_session`), or the given master URL. ``fast_start`` trades heavy-SQL
     speed for a faster JVM start (tests)."""
@@ -138,7 +145,14 @@ def _strategy(name: str, vnodes: Any, idcs: Any, cache: dict[tuple[Any, ...], Al
     return cache[key]
 
 
-def assign_group_topic(specs: GroupSpec, group: str, topics: Any, brokers: Any, queue_ids: np.ndarray, cache: dict[tuple[Any, ...], AllocateStrategy]) -> tuple[np.ndarray, list[str]]:
+def assign_group_topic(
+    specs: GroupSpec,
+    group: str,
+    topics: Any,
+    brokers: Any,
+    queue_ids: np.ndarray,
+    cache: dict[tuple[Any, ...], AllocateStrategy],
+) -> tuple[np.ndarray, list[str]]:
     """Rows and consumers of one (group, topic): ``(row indices, consumer ids)`` pairs flattened
     (a row appears once per consuming process)."""
     model, conns = specs.get(group, ("CLUSTERING", []))
@@ -200,7 +214,9 @@ def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray) -> Any:
             batched_strategies.append(_strategy(conns[0][1], conns[0][2], conns[0][3], cache))
             batched_ids.append([cid for cid, *_ in conns])
             continue
-        rows, who = assign_group_topic(specs, pair_groups[p], topics_dict.slice(a, b - a), brokers.slice(a, b - a), qids[a:b], cache)
+        rows, who = assign_group_topic(
+            specs, pair_groups[p], topics_dict.slice(a, b - a), brokers.slice(a, b - a), qids[a:b], cache
+        )
         if len(rows):
             emit(rows + a, pa.array(who, type=pa.string()))
     if batched:
@@ -209,7 +225,9 @@ def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray) -> Any:
         idx = None if everything else pa.array(sub)
         t_col = topics_dict if everything else topics_dict.take(idx)
         b_col = brokers if everything else brokers.take(idx)
-        owners = bulk.assign_groups(t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids)
+        owners = bulk.assign_groups(
+            t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids
+        )
         offsets = np.cumsum([0] + [len(ids) for ids in batched_ids])
         flat_ids = pa.array([cid for ids in batched_ids for cid in ids], type=pa.string())
         seg_of_row = np.repeat(np.arange(len(batched_ids)), np.diff(batched_bounds))
@@ -239,7 +257,15 @@ def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray) -> Any:
 def _empty_output() -> Any:
     import pyarrow as pa
 
-    return pa.table({"group": pa.array([], pa.string()), "topic": pa.array([], pa.string()), "broker_name": pa.array([], pa.string()), "queue_id": pa.array([], pa.int32()), "consumer": pa.array([], pa.string())})
+    return pa.table(
+        {
+            "group": pa.array([], pa.string()),
+            "topic": pa.array([], pa.string()),
+            "broker_name": pa.array([], pa.string()),
+            "queue_id": pa.array([], pa.int32()),
+            "consumer": pa.array([], pa.string()),
+        }
+    )
 
 
 def expand_pairs(batch: Any) -> tuple[Any, np.ndarray]:
@@ -262,12 +288,14 @@ def expand_pairs(batch: Any) -> tuple[Any, np.ndarray]:
     pair = pa.array(parent[entry])
     per_pair = np.bincount(parent, weights=nums, minlength=batch.num_rows).astype(np.int64)
     bounds = np.concatenate(([0], np.cumsum(per_pair)))
-    table = pa.table({
-        "group": batch.column("group").take(pair),
-        "topic": batch.column("topic").take(pair),
-        "broker_name": flat.field("broker_name").take(pa.array(entry)),
-        "queue_id": pa.array(queue_id),
-    })
+    table = pa.table(
+        {
+            "group": batch.column("group").take(pair),
+            "topic": batch.column("topic").take(pair),
+            "broker_name": flat.field("broker_name").take(pa.array(entry)),
+            "queue_id": pa.array(queue_id),
+        }
+    )
     return table, bounds
 
 
@@ -294,7 +322,13 @@ def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = Non
     if not pair_group:
         return spark.createDataFrame([], schema)
     route_type = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
-    table = pa.table({"group": pa.array(pair_group, pa.string()), "topic": pa.array(pair_topic, pa.string()), "route": pa.array(pair_route, route_type)})
+    table = pa.table(
+        {
+            "group": pa.array(pair_group, pa.string()),
+            "topic": pa.array(pair_topic, pa.string()),
+            "route": pa.array(pair_route, route_type),
+        }
+    )
     # One partition per core: each Python task's start-up costs more than a bigger batch (measured:
     # 1M queues in 1.34 s with 2 partitions on 2 cores, 2.17 s with 10); Arrow's per-batch record
     # limit keeps each worker's memory bounded whatever the partition size.

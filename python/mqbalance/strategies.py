@@ -213,11 +213,17 @@ class MachineRoomNearby(AllocateStrategy):
         if not isinstance(inner, AllocateStrategy):
             raise InvalidInputError(f"inner must be a strategy, got {inner!r}", inner)
         if isinstance(inner, (Config, MachineRoomNearby)):
-            raise UnsupportedStrategyError(f"{inner.name} cannot be the inner strategy of MACHINE_ROOM_NEARBY", inner.name)
+            raise UnsupportedStrategyError(
+                f"{inner.name} cannot be the inner strategy of MACHINE_ROOM_NEARBY", inner.name
+            )
         if resolver is None:
             resolver = PrefixRoomResolver()
-        if not (callable(getattr(resolver, "broker_room", None)) and callable(getattr(resolver, "consumer_room", None))):
-            raise InvalidInputError(f"resolver must have broker_room(queue) and consumer_room(client_id), got {resolver!r}", resolver)
+        if not (
+            callable(getattr(resolver, "broker_room", None)) and callable(getattr(resolver, "consumer_room", None))
+        ):
+            raise InvalidInputError(
+                f"resolver must have broker_room(queue) and consumer_room(client_id), got {resolver!r}", resolver
+            )
         self.inner = inner
         self.resolver = resolver
         self._handle = _core.Strategy("MACHINE_ROOM_NEARBY", inner=inner._handle)

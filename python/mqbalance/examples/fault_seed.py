@@ -56,9 +56,15 @@ def run(variant: str, *, fail: bool, rounds: int = 10) -> list[list[str]]:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     semantics = "5.x" if variant == "5.x" else "4.9.x"
     clock = ManualClock(0)
-    fs = MQFaultStrategy(semantics=semantics, send_latency_fault_enable=True, clock=clock, which_item_worst=ThreadLocalIndex(initial=0))
+    fs = MQFaultStrategy(
+        semantics=semantics, send_latency_fault_enable=True, clock=clock, which_item_worst=ThreadLocalIndex(initial=0)
+    )
     # Java seeds the counter at random; start where the seed's run evidently did (broker1 first).
-    tp = TopicPublishInfo.from_route("topic-a", [QueueData("broker1", 6, 4), QueueData("broker2", 6, 4)], send_which_queue=ThreadLocalIndex(initial=-1))
+    tp = TopicPublishInfo.from_route(
+        "topic-a",
+        [QueueData("broker1", 6, 4), QueueData("broker2", 6, 4)],
+        send_which_queue=ThreadLocalIndex(initial=-1),
+    )
     used = []
     for _ in range(rounds):
         last = None
@@ -95,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mqbalance fault-seed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args(argv)
-    for fail, title, seed in ((False, "every send succeeds", SEED_SUCCESS), (True, "every send fails (one retry)", SEED_FAILURE)):
+    for fail, title, seed in (
+        (False, "every send succeeds", SEED_SUCCESS),
+        (True, "every send fails (one retry)", SEED_FAILURE),
+    ):
         print(f"== {title} ==")
         results = {v: run(v, fail=fail, rounds=args.rounds) for v in VARIANTS}
         print(f"{'round':>5}  {'seed printed':<20} " + " ".join(f"{v:<20}" for v in VARIANTS))

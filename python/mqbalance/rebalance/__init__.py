@@ -18,7 +18,21 @@ from .memory import InMemoryBroker
 from .service import RebalanceService
 
 __all__ = [
-    "ClientChannelInfo", "ConsumerGroupEvent", "ConsumerGroupInfo", "ConsumerManager", "Event", "SubscriptionData",
-    "Broker", "ConsumeFromWhere", "OffsetStore", "ProcessQueue", "PullRequest", "RebalanceImpl", "InMemoryBroker",
-    "ConsumerState", "PushConsumer", "Transport", "RebalanceService",
+    "ClientChannelInfo",
+    "ConsumerGroupEvent",
+    "ConsumerGroupInfo",
+    "ConsumerManager",
+    "Event",
+    "SubscriptionData",
+    "Broker",
+    "ConsumeFromWhere",
+    "OffsetStore",
+    "ProcessQueue",
+    "PullRequest",
+    "RebalanceImpl",
+    "InMemoryBroker",
+    "ConsumerState",
+    "PushConsumer",
+    "Transport",
+    "RebalanceService",
 ]

@@ -28,9 +28,17 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from ..exceptions import InvalidInputError
+from mqbalance.exceptions import InvalidInputError
 
-__all__ = ["ClientChannelInfo", "SubscriptionData", "Event", "ConsumerGroupEvent", "ConsumerGroupInfo", "ConsumerManager", "CHANNEL_EXPIRED_TIMEOUT_MS"]
+__all__ = [
+    "ClientChannelInfo",
+    "SubscriptionData",
+    "Event",
+    "ConsumerGroupEvent",
+    "ConsumerGroupInfo",
+    "ConsumerManager",
+    "CHANNEL_EXPIRED_TIMEOUT_MS",
+]
 
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 
@@ -87,7 +95,9 @@ class ConsumerGroupInfo:
         """One entry per channel, duplicates included (the duplicated-client-id hazard)."""
         return [c.client_id for c in self.channels.values()]
 
-    def update_channel(self, info: ClientChannelInfo, consume_type: str, message_model: str, consume_from_where: str, now_ms: int) -> bool:
+    def update_channel(
+        self, info: ClientChannelInfo, consume_type: str, message_model: str, consume_from_where: str, now_ms: int
+    ) -> bool:
         """Latest heartbeat wins for the group-level fields. A new channel → True; a known channel
         whose client id changed is replaced → False; the timestamp is always refreshed."""
         self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
@@ -95,7 +105,9 @@ class ConsumerGroupInfo:
         if known is None:
             self.channels[info.channel] = replace(info, last_update_ms=now_ms)
             return True
-        self.channels[info.channel] = replace(info if known.client_id != info.client_id else known, last_update_ms=now_ms)
+        self.channels[info.channel] = replace(
+            info if known.client_id != info.client_id else known, last_update_ms=now_ms
+        )
         return False
 
     def update_subscription(self, subscriptions: Iterable[SubscriptionData]) -> bool:

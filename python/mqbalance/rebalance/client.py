@@ -33,12 +33,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..exceptions import MQBalanceError
-from ..models import MessageQueue
-from ..ordering import sort_client_ids, sort_queues
-from ..strategies import AllocateStrategy
+from mqbalance.exceptions import MQBalanceError
+from mqbalance.models import MessageQueue
+from mqbalance.ordering import sort_client_ids, sort_queues
+from mqbalance.strategies import AllocateStrategy
 
-__all__ = ["ConsumeFromWhere", "Broker", "ProcessQueue", "PullRequest", "RebalanceImpl", "OffsetStore", "PULL_MAX_IDLE_MS"]
+__all__ = [
+    "ConsumeFromWhere",
+    "Broker",
+    "ProcessQueue",
+    "PullRequest",
+    "RebalanceImpl",
+    "OffsetStore",
+    "PULL_MAX_IDLE_MS",
+]
 
 PULL_MAX_IDLE_MS = 120_000
 
@@ -154,7 +162,9 @@ class RebalanceImpl:
                 self.skipped.append((topic, "no consumer list"))
                 return False
             try:
-                allocated = self.strategy.allocate(self.group, self.client_id, sort_queues(mq_set), sort_client_ids(cids))
+                allocated = self.strategy.allocate(
+                    self.group, self.client_id, sort_queues(mq_set), sort_client_ids(cids)
+                )
             except MQBalanceError as e:
                 self.skipped.append((topic, str(e)))
                 self.balanced = False

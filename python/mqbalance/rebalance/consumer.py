@@ -23,13 +23,21 @@ import enum
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from ..exceptions import InvalidInputError
-from ..models import MessageQueue
-from ..strategies import AllocateStrategy
+from mqbalance.exceptions import InvalidInputError
+from mqbalance.models import MessageQueue
+from mqbalance.strategies import AllocateStrategy
+
 from .client import Broker, ConsumeFromWhere, ProcessQueue, RebalanceImpl
 from .service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS, RebalanceService
 
-__all__ = ["PushConsumer", "ConsumerState", "Transport", "HEARTBEAT_INTERVAL_MS", "PERSIST_INTERVAL_MS", "POLL_NAME_SERVER_INTERVAL_MS"]
+__all__ = [
+    "PushConsumer",
+    "ConsumerState",
+    "Transport",
+    "HEARTBEAT_INTERVAL_MS",
+    "PERSIST_INTERVAL_MS",
+    "POLL_NAME_SERVER_INTERVAL_MS",
+]
 
 HEARTBEAT_INTERVAL_MS = 30_000
 PERSIST_INTERVAL_MS = 5_000
@@ -78,14 +86,27 @@ class PushConsumer:
     ) -> None:
         if semantics not in ("4.x", "5.x"):
             raise InvalidInputError(f"semantics must be '4.x' or '5.x', got {semantics!r}", semantics)
-        for name, value in (("heartbeat_interval_ms", heartbeat_interval_ms), ("persist_interval_ms", persist_interval_ms), ("poll_name_server_interval_ms", poll_name_server_interval_ms)):
+        for name, value in (
+            ("heartbeat_interval_ms", heartbeat_interval_ms),
+            ("persist_interval_ms", persist_interval_ms),
+            ("poll_name_server_interval_ms", poll_name_server_interval_ms),
+        ):
             if value <= 0:
                 raise InvalidInputError(f"{name} must be positive, got {value!r}", value)
         self.semantics = semantics
         self.transport = transport
         self.name_server = name_server
         self.routes: dict[str, list[MessageQueue]] = {}
-        self.impl = RebalanceImpl(client_id, group, transport, strategy, self.routes.get, topics=topics, consume_from_where=consume_from_where, channel=channel)
+        self.impl = RebalanceImpl(
+            client_id,
+            group,
+            transport,
+            strategy,
+            self.routes.get,
+            topics=topics,
+            consume_from_where=consume_from_where,
+            channel=channel,
+        )
         self.state = ConsumerState.CREATED
         self._wait_ms = rebalance_wait_interval_ms
         self._min_ms = rebalance_min_interval_ms if semantics == "5.x" else None

@@ -13,7 +13,8 @@
 
 from __future__ import annotations
 
-from ..models import MessageQueue
+from mqbalance.models import MessageQueue
+
 from .broker import ClientChannelInfo, ConsumerManager, SubscriptionData
 from .client import OffsetStore, RebalanceImpl
 
@@ -63,7 +64,13 @@ class InMemoryBroker:
 
     def send_heartbeat(self, client: RebalanceImpl) -> None:
         subs = [SubscriptionData(t, "*", client.sub_version) for t in client.topics]
-        self.manager.register_consumer(client.group, ClientChannelInfo(self.channel(client), client.client_id), subs, now_ms=self.now_ms, message_model=client.message_model)
+        self.manager.register_consumer(
+            client.group,
+            ClientChannelInfo(self.channel(client), client.client_id),
+            subs,
+            now_ms=self.now_ms,
+            message_model=client.message_model,
+        )
 
     def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
         return self.manager.find_client_ids(group)

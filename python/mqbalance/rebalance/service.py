@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..exceptions import InvalidInputError
+from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["RebalanceService", "WAIT_INTERVAL_MS", "MIN_INTERVAL_MS"]
 
@@ -33,7 +33,9 @@ MIN_INTERVAL_MS = 1_000
 class RebalanceService:
     """The timing of one client instance's rebalances; ``next_ms`` is when the loop next runs."""
 
-    def __init__(self, *, created_ms: int = 0, wait_interval_ms: int = WAIT_INTERVAL_MS, min_interval_ms: int | None = None) -> None:
+    def __init__(
+        self, *, created_ms: int = 0, wait_interval_ms: int = WAIT_INTERVAL_MS, min_interval_ms: int | None = None
+    ) -> None:
         if wait_interval_ms <= 0:
             raise InvalidInputError(f"wait_interval_ms must be positive, got {wait_interval_ms!r}", wait_interval_ms)
         if min_interval_ms is not None and min_interval_ms < 0:

@@ -18,7 +18,17 @@ from .engine import Simulation
 from .metrics import SimulationResult
 from .scenario import Scenario, ScenarioError, bundled_scenarios, load_scenario, scenario_from_dict
 
-__all__ = ["simulate", "compare", "Simulation", "SimulationResult", "Scenario", "ScenarioError", "load_scenario", "scenario_from_dict", "bundled_scenarios"]
+__all__ = [
+    "simulate",
+    "compare",
+    "Simulation",
+    "SimulationResult",
+    "Scenario",
+    "ScenarioError",
+    "load_scenario",
+    "scenario_from_dict",
+    "bundled_scenarios",
+]
 
 
 def _scenario(scenario: Scenario | dict[str, Any] | str | Path) -> Scenario:
@@ -29,13 +39,23 @@ def _scenario(scenario: Scenario | dict[str, Any] | str | Path) -> Scenario:
     return load_scenario(scenario)
 
 
-def simulate(scenario: Scenario | dict[str, Any] | str | Path, *, strategy: str | None = None, progress: Callable[[int, int], None] | None = None) -> SimulationResult:
+def simulate(
+    scenario: Scenario | dict[str, Any] | str | Path,
+    *,
+    strategy: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimulationResult:
     """Run a scenario (object, mapping, file or bundled name), optionally under another strategy."""
     s = _scenario(scenario)
     return Simulation(s.with_strategy(strategy) if strategy else s, progress=progress).run()
 
 
-def compare(scenario: Scenario | dict[str, Any] | str | Path, strategies: list[str] | None = None, *, progress: Callable[[int, int], None] | None = None) -> list[SimulationResult]:
+def compare(
+    scenario: Scenario | dict[str, Any] | str | Path,
+    strategies: list[str] | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[SimulationResult]:
     """The same scenario once per strategy (default: the scenario's ``compare`` list, else its own
     strategy). Every strategy name is checked before the first run."""
     s = _scenario(scenario)

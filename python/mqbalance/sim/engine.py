@@ -36,13 +36,14 @@ from functools import partial
 from itertools import count
 from typing import Any
 
-from ..exceptions import InvalidInputError
-from ..models import MessageQueue
-from ..rebalance.broker import ConsumerManager
-from ..rebalance.client import ConsumeFromWhere, RebalanceImpl
-from ..rebalance.consumer import PushConsumer
-from ..rebalance.memory import InMemoryBroker
-from ..strategies import strategy as make_strategy
+from mqbalance.exceptions import InvalidInputError
+from mqbalance.models import MessageQueue
+from mqbalance.rebalance.broker import ConsumerManager
+from mqbalance.rebalance.client import ConsumeFromWhere, RebalanceImpl
+from mqbalance.rebalance.consumer import PushConsumer
+from mqbalance.rebalance.memory import InMemoryBroker
+from mqbalance.strategies import strategy as make_strategy
+
 from .coverage import Coverage
 from .metrics import SimulationResult
 from .scenario import NetworkSettings, Scenario, ScenarioEvent
@@ -102,7 +103,12 @@ class Simulation:
         self.now = 0
         self._heap: list[tuple[int, int, Callable[[], None]]] = []
         self._seq = count()
-        self.manager = ConsumerManager(notify=self._notify, semantics=s.semantics, notify_consumer_ids_changed_enable=s.broker.notify, channel_expired_timeout_ms=s.broker.channel_expired_timeout_ms)
+        self.manager = ConsumerManager(
+            notify=self._notify,
+            semantics=s.semantics,
+            notify_consumer_ids_changed_enable=s.broker.notify,
+            channel_expired_timeout_ms=s.broker.channel_expired_timeout_ms,
+        )
         self.broker = InMemoryBroker(self.manager)
         self.strategy = make_strategy(s.strategy, **dict(s.strategy_params))
         # queues: every queue that ever existed, by index
@@ -127,7 +133,19 @@ class Simulation:
         self._twice: list[int] = []
         self._signature: tuple[Any, ...] | None = None  # the first picture is always recorded
         self.changes: list[tuple[int, bool]] = []  # (time, every readable queue pulled by exactly one consumer)
-        self.series: dict[str, list[float]] = {k: [] for k in ("t_s", "backlog", "owned_nobody", "owned_twice", "consumers", "consumed_per_s", "produced_per_s", "duplicates")}
+        self.series: dict[str, list[float]] = {
+            k: []
+            for k in (
+                "t_s",
+                "backlog",
+                "owned_nobody",
+                "owned_twice",
+                "consumers",
+                "consumed_per_s",
+                "produced_per_s",
+                "duplicates",
+            )
+        }
         self._last_sample = (0, 0)
         self._scheduled = False
         self._wall = time.perf_counter()
@@ -212,11 +230,21 @@ class Simulation:
         s = self.scenario
         channel = f"ch-{len(self.consumers) + 1}"
         pc = PushConsumer(
-            client_id, s.group, [t.name for t in s.topics], self.strategy, _Link(self), self.name_server,
-            semantics=s.semantics, consume_from_where=ConsumeFromWhere[s.consume_from_where], channel=channel,
-            rebalance_wait_interval_ms=s.client.rebalance_interval_ms, rebalance_min_interval_ms=s.client.min_interval_ms,
-            heartbeat_interval_ms=s.client.heartbeat_interval_ms, persist_interval_ms=s.client.persist_interval_ms,
-            poll_name_server_interval_ms=s.client.poll_name_server_interval_ms, pull_delay_ms=s.client.pull_delay_ms,
+            client_id,
+            s.group,
+            [t.name for t in s.topics],
+            self.strategy,
+            _Link(self),
+            self.name_server,
+            semantics=s.semantics,
+            consume_from_where=ConsumeFromWhere[s.consume_from_where],
+            channel=channel,
+            rebalance_wait_interval_ms=s.client.rebalance_interval_ms,
+            rebalance_min_interval_ms=s.client.min_interval_ms,
+            heartbeat_interval_ms=s.client.heartbeat_interval_ms,
+            persist_interval_ms=s.client.persist_interval_ms,
+            poll_name_server_interval_ms=s.client.poll_name_server_interval_ms,
+            pull_delay_ms=s.client.pull_delay_ms,
         )
         c = _Consumer(pc, throughput)
         self.consumers.append(c)
@@ -228,7 +256,11 @@ class Simulation:
     def _find(self, client_id: str, event: ScenarioEvent) -> _Consumer:
         running = [c for c in self.consumers if c.pc.running and c.pc.client_id == client_id]
         if not running:
-            raise InvalidInputError(f"{self.scenario.source}: event at {event.at_ms} ms ({event.describe()}): no running consumer with id {client_id!r}", client_id)
+            raise InvalidInputError(
+                f"{self.scenario.source}: event at {event.at_ms} ms ({event.describe()}): no running consumer "
+                f"with id {client_id!r}",
+                client_id,
+            )
         return running[-1]
 
     def _apply(self, e: ScenarioEvent) -> None:

@@ -52,14 +52,16 @@ class SimulationResult:
             idx = [i for i, t in enumerate(sim.series["t_s"]) if lo < t <= hi]
             dup_end = sim.series["duplicates"][idx[-1]] if idx else sim.duplicates
             dup_start = sim.series["duplicates"][idx[0] - 1] if idx and idx[0] > 0 else 0
-            events.append({
-                "at_ms": t_e,
-                "event": what,
-                "time_to_stable_ms": ttl,
-                "duplicates": dup_end - dup_start,
-                "max_owned_nobody": max((sim.series["owned_nobody"][i] for i in idx), default=0),
-                "max_owned_twice": max((sim.series["owned_twice"][i] for i in idx), default=0),
-            })
+            events.append(
+                {
+                    "at_ms": t_e,
+                    "event": what,
+                    "time_to_stable_ms": ttl,
+                    "duplicates": dup_end - dup_start,
+                    "max_owned_nobody": max((sim.series["owned_nobody"][i] for i in idx), default=0),
+                    "max_owned_twice": max((sim.series["owned_twice"][i] for i in idx), default=0),
+                }
+            )
         committed = sim.broker.offsets
         live: dict[int, int] = {}
         for c in sim.consumers:
@@ -72,15 +74,17 @@ class SimulationResult:
             resume = max(committed.query(s.group, mq), live.get(q, 0), 0)
             gap = resume - sim.coverage[q].covered_below(resume)
             lost += gap
-            queues.append({
-                "queue": f"{mq.broker_name}/{mq.topic}/{mq.queue_id}",
-                "produced": sim.max_offset[q],
-                "consumed": sim.coverage[q].count,
-                "duplicates": sim.dup_by_queue[q],
-                "lost": gap,
-                "pause_ms": sim.pause_ms[q],
-                "owned_twice_ms": sim.twice_ms[q],
-            })
+            queues.append(
+                {
+                    "queue": f"{mq.broker_name}/{mq.topic}/{mq.queue_id}",
+                    "produced": sim.max_offset[q],
+                    "consumed": sim.coverage[q].count,
+                    "duplicates": sim.dup_by_queue[q],
+                    "lost": gap,
+                    "pause_ms": sim.pause_ms[q],
+                    "owned_twice_ms": sim.twice_ms[q],
+                }
+            )
         unique = sum(c.count for c in sim.coverage)
         stable: list[int | None] = [e["time_to_stable_ms"] for e in events]
         settled = [t for t in stable if t is not None]
@@ -106,8 +110,14 @@ class SimulationResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "scenario": self.scenario, "strategy": self.strategy, "seed": self.seed, "semantics": self.semantics,
-            "summary": self.summary, "events": self.events, "queues": self.queues, "series": self.series,
+            "scenario": self.scenario,
+            "strategy": self.strategy,
+            "seed": self.seed,
+            "semantics": self.semantics,
+            "summary": self.summary,
+            "events": self.events,
+            "queues": self.queues,
+            "series": self.series,
         }
 
     def write_json(self, path: str | Path) -> Path:
@@ -121,11 +131,27 @@ class SimulationResult:
         m = self.summary
         stable = "never" if m["max_time_to_stable_s"] is None else f"{m['max_time_to_stable_s']:.1f} s"
         lines = [
-            f"{self.scenario} [{self.strategy}, {self.semantics}, seed {self.seed}]: {m['duration_s'] / 60:.0f} simulated min in {m['wall_s']:.2f} s",
-            f"  produced {m['produced']:,}  consumed {m['consumed']:,}  duplicates {m['duplicates']:,}  lost {m['lost']:,}  backlog at end {m['backlog_end']:,} (max {m['max_backlog']:,})",
-            f"  queue pause {m['pause_queue_s']:,.1f} queue-s (max {m['max_queue_pause_s']:.1f} s on one queue)  owned twice {m['owned_twice_queue_s']:,.1f} queue-s  slowest to stable {stable}",
+            (
+                f"{self.scenario} [{self.strategy}, {self.semantics}, seed {self.seed}]: {m['duration_s'] / 60:.0f} "
+                f"simulated min in {m['wall_s']:.2f} s"
+            ),
+            (
+                f"  produced {m['produced']:,}  consumed {m['consumed']:,}  duplicates {m['duplicates']:,}  lost "
+                f"{m['lost']:,}  backlog at end {m['backlog_end']:,} (max {m['max_backlog']:,})"
+            ),
+            (
+                f"  queue pause {m['pause_queue_s']:,.1f} queue-s (max {m['max_queue_pause_s']:.1f} s on one queue)  "
+                f"owned twice {m['owned_twice_queue_s']:,.1f} queue-s  slowest to stable {stable}"
+            ),
         ]
         for e in self.events:
-            ttl = "never stable" if e["time_to_stable_ms"] is None else f"stable after {e['time_to_stable_ms'] / 1000:.1f} s"
-            lines.append(f"  {e['at_ms'] / 1000:>7.1f} s  {e['event']:<44} {ttl:<22} dup {e['duplicates']:>7,}  nobody≤{e['max_owned_nobody']:<3} twice≤{e['max_owned_twice']}")
+            ttl = (
+                "never stable"
+                if e["time_to_stable_ms"] is None
+                else f"stable after {e['time_to_stable_ms'] / 1000:.1f} s"
+            )
+            lines.append(
+                f"  {e['at_ms'] / 1000:>7.1f} s  {e['event']:<44} {ttl:<22} dup {e['duplicates']:>7,}  "
+                f"nobody≤{e['max_owned_nobody']:<3} twice≤{e['max_owned_twice']}"
+            )
         return "\n".join(lines)

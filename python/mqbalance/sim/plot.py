@@ -30,7 +30,16 @@ def _mark_events(ax: Any, result: SimulationResult, label: bool) -> None:
         x = e["at_ms"] / 60_000
         ax.axvline(x, color="grey", linestyle="--", linewidth=0.8)
         if label:
-            ax.annotate(e["event"], (x, 1), xycoords=("data", "axes fraction"), rotation=90, fontsize=7, va="top", ha="right", color="dimgrey")
+            ax.annotate(
+                e["event"],
+                (x, 1),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                fontsize=7,
+                va="top",
+                ha="right",
+                color="dimgrey",
+            )
 
 
 def plot_result(result: SimulationResult, out: str | Path) -> list[Path]:
@@ -43,7 +52,9 @@ def plot_result(result: SimulationResult, out: str | Path) -> list[Path]:
     fig, axes = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
     axes[0].plot(minutes, s["backlog"], color="tab:red")
     axes[0].set_ylabel("backlog (messages)")
-    axes[0].set_title(f"{result.scenario} — {result.strategy}, RocketMQ {result.semantics} semantics, seed {result.seed}")
+    axes[0].set_title(
+        f"{result.scenario} — {result.strategy}, RocketMQ {result.semantics} semantics, seed {result.seed}"
+    )
     axes[1].step(minutes, s["owned_nobody"], where="post", label="pulled by nobody", color="tab:orange")
     axes[1].step(minutes, s["owned_twice"], where="post", label="pulled twice or more", color="tab:purple")
     axes[1].set_ylabel("queues")
@@ -91,7 +102,12 @@ def plot_comparison(results: list[SimulationResult], out: str | Path) -> Path:
     top.set_xlabel("simulated time (min)")
     top.set_title(f"{results[0].scenario}: strategies compared")
     top.legend(fontsize=8)
-    metrics = [("duplicates", "duplicates"), ("pause_queue_s", "pause (queue-s)"), ("owned_twice_queue_s", "owned twice (queue-s)"), ("max_time_to_stable_s", "slowest to stable (s)")]
+    metrics = [
+        ("duplicates", "duplicates"),
+        ("pause_queue_s", "pause (queue-s)"),
+        ("owned_twice_queue_s", "owned twice (queue-s)"),
+        ("max_time_to_stable_s", "slowest to stable (s)"),
+    ]
     for i, (key, title) in enumerate(metrics):
         ax = fig.add_subplot(grid[1, i])
         values = [r.summary[key] if r.summary[key] is not None else float("nan") for r in results]

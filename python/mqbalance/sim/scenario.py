@@ -44,18 +44,28 @@ is a hazard worth simulating). Errors name the file and the field (:class:`Scena
 from __future__ import annotations
 
 import json
-import re
 import random
+import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import MQBalanceError
+from mqbalance.exceptions import MQBalanceError
 
 __all__ = [
-    "ScenarioError", "Scenario", "ConsumerSpec", "ScenarioEvent", "TopicSpec", "ClientSettings", "BrokerSettings",
-    "NetworkSettings", "load_scenario", "scenario_from_dict", "bundled_scenarios", "parse_duration_ms",
+    "ScenarioError",
+    "Scenario",
+    "ConsumerSpec",
+    "ScenarioEvent",
+    "TopicSpec",
+    "ClientSettings",
+    "BrokerSettings",
+    "NetworkSettings",
+    "load_scenario",
+    "scenario_from_dict",
+    "bundled_scenarios",
+    "parse_duration_ms",
 ]
 
 
@@ -173,7 +183,9 @@ class Scenario:
 
     def with_strategy(self, name: str) -> Scenario:
         """The same scenario under another strategy (its parameters kept only if the name is the same)."""
-        return replace(self, strategy=name, strategy_params=self.strategy_params if name == self.strategy else (), compare=())
+        return replace(
+            self, strategy=name, strategy_params=self.strategy_params if name == self.strategy else (), compare=()
+        )
 
 
 class _Reader:
@@ -236,7 +248,7 @@ def _network(data: Any, where: str, default: NetworkSettings = NetworkSettings()
 
 
 def _strategy(data: Any, where: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    from ..strategies import strategy
+    from mqbalance.strategies import strategy
 
     if isinstance(data, str):
         name, params = data, {}
@@ -247,7 +259,10 @@ def _strategy(data: Any, where: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
             raise ScenarioError(f"{where}.name: missing")
         params = {k: v for k, v in data.items() if k != "name"}
     if name == "CONFIG" or name.startswith("MACHINE_ROOM"):
-        raise ScenarioError(f"{where}: strategy {name!r} needs per-client configuration a scenario does not carry; use AVG, AVG_BY_CIRCLE or CONSISTENT_HASH")
+        raise ScenarioError(
+            f"{where}: strategy {name!r} needs per-client configuration a scenario does not carry; use AVG, "
+            "AVG_BY_CIRCLE or CONSISTENT_HASH"
+        )
     try:
         strategy(name, **params)
     except (MQBalanceError, TypeError) as e:
@@ -265,9 +280,13 @@ def _consumers(r: _Reader, throughput: float, seed: int) -> tuple[ConsumerSpec, 
     if isinstance(raw, int) and not isinstance(raw, bool):
         if not 0 <= raw <= 10_000:
             raise ScenarioError(f"{r.at('consumers')}: expected 0..10000 consumers, got {raw!r}")
-        return tuple(ConsumerSpec(f"10.0.0.{i}@{1000 + i}", throughput, rng.randrange(spread + 1)) for i in range(1, raw + 1))
+        return tuple(
+            ConsumerSpec(f"10.0.0.{i}@{1000 + i}", throughput, rng.randrange(spread + 1)) for i in range(1, raw + 1)
+        )
     if not isinstance(raw, list):
-        raise ScenarioError(f"{r.at('consumers')}: expected a count or a list of {{id, throughput, start}}, got {raw!r}")
+        raise ScenarioError(
+            f"{r.at('consumers')}: expected a count or a list of {{id, throughput, start}}, got {raw!r}"
+        )
     out = []
     for i, item in enumerate(raw):
         where = f"{r.at('consumers')}[{i}]"
@@ -310,7 +329,9 @@ def _event(data: Any, where: str, topics: dict[str, TopicSpec], throughput: floa
             raise ScenarioError(f"{q.at('topic')}: unknown topic {topic!r} (topics: {', '.join(topics)})")
         if not q.has("queues_per_broker"):
             raise ScenarioError(f"{q.at('queues_per_broker')}: missing")
-        return ScenarioEvent(at, "queues", topic=topic, queues_per_broker=q.integer("queues_per_broker", 0, maximum=65_536))
+        return ScenarioEvent(
+            at, "queues", topic=topic, queues_per_broker=q.integer("queues_per_broker", 0, maximum=65_536)
+        )
     if kind == "network":
         return ScenarioEvent(at, "network", network=_network(value, r.at("network")))
     if not isinstance(value, bool):
@@ -318,7 +339,22 @@ def _event(data: Any, where: str, topics: dict[str, TopicSpec], throughput: floa
     return ScenarioEvent(at, "notify", notify=value)
 
 
-_TOP = ("name", "description", "seed", "duration", "sample_interval", "semantics", "brokers", "topics", "group", "client", "broker", "network", "compare", "events")
+_TOP = (
+    "name",
+    "description",
+    "seed",
+    "duration",
+    "sample_interval",
+    "semantics",
+    "brokers",
+    "topics",
+    "group",
+    "client",
+    "broker",
+    "network",
+    "compare",
+    "events",
+)
 
 
 def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
@@ -330,9 +366,16 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{r.at('duration')}: must be positive")
     sample = r.duration("sample_interval", 1_000)
     if not 0 < sample <= duration:
-        raise ScenarioError(f"{r.at('sample_interval')}: must be positive and at most the duration, got {data.get('sample_interval')!r}")
+        raise ScenarioError(
+            f"{r.at('sample_interval')}: must be positive and at most the duration, got {data.get('sample_interval')!r}"
+        )
     brokers = data.get("brokers", ["broker-a", "broker-b"])
-    if not isinstance(brokers, list) or not brokers or not all(isinstance(b, str) and b for b in brokers) or len(set(brokers)) != len(brokers):
+    if (
+        not isinstance(brokers, list)
+        or not brokers
+        or not all(isinstance(b, str) and b for b in brokers)
+        or len(set(brokers)) != len(brokers)
+    ):
         raise ScenarioError(f"{r.at('brokers')}: expected a list of distinct non-empty broker names, got {brokers!r}")
     if not r.has("topics") or not isinstance(data["topics"], dict) or not data["topics"]:
         raise ScenarioError(f"{r.at('topics')}: expected a mapping of topic name to {{queues_per_broker, rate}}")
@@ -341,13 +384,30 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         t = _Reader(spec, f"{r.at('topics')}.{name}", ("queues_per_broker", "rate"))
         if not t.has("queues_per_broker"):
             raise ScenarioError(f"{t.at('queues_per_broker')}: missing")
-        topics[str(name)] = TopicSpec(str(name), t.integer("queues_per_broker", 0, maximum=65_536), t.number("rate", 0.0, maximum=1e7))
-    g = _Reader(data.get("group"), r.at("group"), ("name", "strategy", "consume_from_where", "consumers", "throughput", "start_spread"))
+        topics[str(name)] = TopicSpec(
+            str(name), t.integer("queues_per_broker", 0, maximum=65_536), t.number("rate", 0.0, maximum=1e7)
+        )
+    g = _Reader(
+        data.get("group"),
+        r.at("group"),
+        ("name", "strategy", "consume_from_where", "consumers", "throughput", "start_spread"),
+    )
     if not g.has("consumers"):
         raise ScenarioError(f"{g.at('consumers')}: missing")
     throughput = g.number("throughput", 1000.0, maximum=1e8)
     strategy_name, params = _strategy(g.data.get("strategy", "AVG"), g.at("strategy"))
-    c = _Reader(data.get("client") or {}, r.at("client"), ("rebalance_interval", "min_interval", "heartbeat_interval", "persist_interval", "poll_name_server_interval", "pull_delay"))
+    c = _Reader(
+        data.get("client") or {},
+        r.at("client"),
+        (
+            "rebalance_interval",
+            "min_interval",
+            "heartbeat_interval",
+            "persist_interval",
+            "poll_name_server_interval",
+            "pull_delay",
+        ),
+    )
     client = ClientSettings(
         c.duration("rebalance_interval", 20_000),
         None if "min_interval" in c.data and c.data["min_interval"] is None else c.duration("min_interval", 1_000),
@@ -356,11 +416,18 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         c.duration("poll_name_server_interval", 30_000),
         c.duration("pull_delay", 0) if c.has("pull_delay") else None,
     )
-    for key, v in (("rebalance_interval", client.rebalance_interval_ms), ("heartbeat_interval", client.heartbeat_interval_ms), ("persist_interval", client.persist_interval_ms), ("poll_name_server_interval", client.poll_name_server_interval_ms)):
+    for key, v in (
+        ("rebalance_interval", client.rebalance_interval_ms),
+        ("heartbeat_interval", client.heartbeat_interval_ms),
+        ("persist_interval", client.persist_interval_ms),
+        ("poll_name_server_interval", client.poll_name_server_interval_ms),
+    ):
         if v <= 0:
             raise ScenarioError(f"{c.at(key)}: must be positive")
     b = _Reader(data.get("broker") or {}, r.at("broker"), ("notify", "channel_expired_timeout", "scan_interval"))
-    broker = BrokerSettings(b.flag("notify", True), b.duration("channel_expired_timeout", 120_000), b.duration("scan_interval", 10_000))
+    broker = BrokerSettings(
+        b.flag("notify", True), b.duration("channel_expired_timeout", 120_000), b.duration("scan_interval", 10_000)
+    )
     if broker.scan_interval_ms <= 0:
         raise ScenarioError(f"{b.at('scan_interval')}: must be positive")
     compare = data.get("compare") or []
@@ -380,7 +447,10 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         if e.kind == "join":
             known.add(e.client_id)
         elif e.kind in ("leave", "crash") and e.client_id not in known:
-            raise ScenarioError(f"{r.at('events')}[{i}].{e.kind}: no consumer {e.client_id!r} has started by then (consumers: {', '.join(sorted(known)) or 'none'})")
+            raise ScenarioError(
+                f"{r.at('events')}[{i}].{e.kind}: no consumer {e.client_id!r} has started by then (consumers: "
+                f"{', '.join(sorted(known)) or 'none'})"
+            )
     return Scenario(
         name=r.text("name", Path(source).stem if source.endswith((".yaml", ".yml", ".json")) else "scenario"),
         source=source,
@@ -407,7 +477,11 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
 def bundled_scenarios() -> dict[str, str]:
     """Name → path of the scenarios shipped with the package (``mqbalance simulate <name>``)."""
     root = resources.files("mqbalance.sim") / "scenarios"
-    return {p.name.rsplit(".", 1)[0]: str(p) for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".yaml")}
+    return {
+        p.name.rsplit(".", 1)[0]: str(p)
+        for p in sorted(root.iterdir(), key=lambda p: p.name)
+        if p.name.endswith(".yaml")
+    }
 
 
 def load_scenario(path_or_name: str | Path) -> Scenario:

@@ -17,8 +17,8 @@
 
 pub mod allocate;
 pub mod assign;
-pub mod fault;
 pub mod error;
+pub mod fault;
 pub mod order;
 pub mod queues;
 pub mod ring;

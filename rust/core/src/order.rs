@@ -54,7 +54,12 @@ pub fn java_ranks<S: AsRef<str>>(items: &[S]) -> Vec<u32> {
     let mut ranks = vec![0u32; items.len()];
     let mut rank = 0u32;
     for (k, &i) in order.iter().enumerate() {
-        if k > 0 && java_cmp(items[order[k - 1] as usize].as_ref(), items[i as usize].as_ref()) != Ordering::Equal {
+        if k > 0
+            && java_cmp(
+                items[order[k - 1] as usize].as_ref(),
+                items[i as usize].as_ref(),
+            ) != Ordering::Equal
+        {
             rank += 1;
         }
         ranks[i as usize] = rank;
@@ -70,7 +75,8 @@ pub fn java_ranks<S: AsRef<str>>(items: &[S]) -> Vec<u32> {
 /// assert_eq!(mqbalance_core::order::java_hash_code("ab"), 97 * 31 + 98);
 /// ```
 pub fn java_hash_code(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }
 
 #[cfg(test)]
@@ -83,7 +89,21 @@ mod tests {
 
     #[test]
     fn matches_utf16_on_tricky_pairs() {
-        let words = ["", "a", "ab", "\u{FF01}", "😀", "\u{E000}", "\u{FFFF}", "\u{10000}", "中", "é", "a😀", "a\u{FF01}", "\u{D7FF}"];
+        let words = [
+            "",
+            "a",
+            "ab",
+            "\u{FF01}",
+            "😀",
+            "\u{E000}",
+            "\u{FFFF}",
+            "\u{10000}",
+            "中",
+            "é",
+            "a😀",
+            "a\u{FF01}",
+            "\u{D7FF}",
+        ];
         for x in words {
             for y in words {
                 assert_eq!(java_cmp(x, y), utf16_cmp(x, y), "{x:?} vs {y:?}");

@@ -39,7 +39,12 @@ fn intern<'a>(dict: &mut Vec<String>, index: &mut HashMap<&'a str, u32>, s: &'a 
 
 fn check_codes(what: &'static str, codes: &[u32], dict_len: usize) -> Result<(), AllocateError> {
     match codes.iter().position(|&c| c as usize >= dict_len) {
-        Some(row) => Err(AllocateError::InvalidCode { what, row, code: codes[row], dict_len }),
+        Some(row) => Err(AllocateError::InvalidCode {
+            what,
+            row,
+            code: codes[row],
+            dict_len,
+        }),
         None => Ok(()),
     }
 }
@@ -72,12 +77,22 @@ impl QueueTable {
         let n = queue_id.len();
         for (what, got) in [("topics", topic_code.len()), ("brokers", broker_code.len())] {
             if got != n {
-                return Err(AllocateError::LengthMismatch { what, got, expected: n });
+                return Err(AllocateError::LengthMismatch {
+                    what,
+                    got,
+                    expected: n,
+                });
             }
         }
         check_codes("topics", &topic_code, topics.len())?;
         check_codes("brokers", &broker_code, brokers.len())?;
-        Ok(QueueTable { topics, brokers, topic_code, broker_code, queue_id })
+        Ok(QueueTable {
+            topics,
+            brokers,
+            topic_code,
+            broker_code,
+            queue_id,
+        })
     }
 
     /// Number of rows.
@@ -136,17 +151,29 @@ impl QueueTable {
     pub fn write_key(&self, i: usize, buf: &mut String) {
         buf.clear();
         // Writing into a String cannot fail.
-        let _ = write!(buf, "MessageQueue [topic={}, brokerName={}, queueId={}]", self.topic(i), self.broker(i), self.queue_id(i));
+        let _ = write!(
+            buf,
+            "MessageQueue [topic={}, brokerName={}, queueId={}]",
+            self.topic(i),
+            self.broker(i),
+            self.queue_id(i)
+        );
     }
 
     /// Every row, in table order.
     pub fn all(&self) -> QueueView<'_> {
-        QueueView { table: self, rows: None }
+        QueueView {
+            table: self,
+            rows: None,
+        }
     }
 
     /// Some rows, in the given order.
     pub fn view<'a>(&'a self, rows: &'a [u32]) -> QueueView<'a> {
-        QueueView { table: self, rows: Some(rows) }
+        QueueView {
+            table: self,
+            rows: Some(rows),
+        }
     }
 
     /// Stable permutation in Java `MessageQueue` order: topic, then broker name (Java string
@@ -158,7 +185,8 @@ impl QueueTable {
         let mut keys: Vec<(u64, i32, u32)> = (0..self.len())
             .into_par_iter()
             .map(|i| {
-                let hi = (u64::from(trank[self.topic_code[i] as usize]) << 32) | u64::from(brank[self.broker_code[i] as usize]);
+                let hi = (u64::from(trank[self.topic_code[i] as usize]) << 32)
+                    | u64::from(brank[self.broker_code[i] as usize]);
                 (hi, self.queue_id[i], i as u32)
             })
             .collect();
@@ -223,8 +251,13 @@ pub struct ConsumerList {
 impl ConsumerList {
     /// Wrap a list of client ids.
     pub fn new(ids: Vec<String>) -> Self {
-        let mut seen: HashMap<&str, u32> = HashMap::with_capacity_and_hasher(ids.len(), Default::default());
-        let first = ids.iter().enumerate().map(|(j, id)| *seen.entry(id.as_str()).or_insert(j as u32)).collect();
+        let mut seen: HashMap<&str, u32> =
+            HashMap::with_capacity_and_hasher(ids.len(), Default::default());
+        let first = ids
+            .iter()
+            .enumerate()
+            .map(|(j, id)| *seen.entry(id.as_str()).or_insert(j as u32))
+            .collect();
         ConsumerList { ids, first }
     }
 
@@ -267,19 +300,43 @@ mod tests {
 
     #[test]
     fn sort_is_stable_and_java_ordered() {
-        let t = QueueTable::from_rows([("T", "b", 2), ("T", "a", 9), ("S", "z", 0), ("T", "b", 2), ("T", "b", -1)]);
+        let t = QueueTable::from_rows([
+            ("T", "b", 2),
+            ("T", "a", 9),
+            ("S", "z", 0),
+            ("T", "b", 2),
+            ("T", "b", -1),
+        ]);
         assert_eq!(t.java_sort_order(), vec![2, 1, 4, 0, 3]);
     }
 
     #[test]
     fn bad_codes_are_errors() {
-        let e = QueueTable::from_columns(vec!["T".into()], vec![1], vec!["b".into()], vec![0], vec![0]).unwrap_err();
-        assert!(matches!(e, AllocateError::InvalidCode { what: "topics", row: 0, code: 1, dict_len: 1 }));
+        let e = QueueTable::from_columns(
+            vec!["T".into()],
+            vec![1],
+            vec!["b".into()],
+            vec![0],
+            vec![0],
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            AllocateError::InvalidCode {
+                what: "topics",
+                row: 0,
+                code: 1,
+                dict_len: 1
+            }
+        ));
     }
 
     #[test]
     fn duplicates_point_at_first_slot() {
         let c = ConsumerList::new(vec!["a".into(), "b".into(), "a".into()]);
-        assert_eq!((c.first_of(2), c.is_first(2), c.index_of("b")), (0, false, Some(1)));
+        assert_eq!(
+            (c.first_of(2), c.is_first(2), c.index_of("b")),
+            (0, false, Some(1))
+        );
     }
 }

@@ -70,7 +70,13 @@ impl Charset {
             Charset::Iso8859_1 => 0xFF,
             Charset::UsAscii => 0x7F,
         };
-        out.extend(s.chars().map(|c| if (c as u32) <= limit { c as u32 as u8 } else { b'?' }));
+        out.extend(s.chars().map(|c| {
+            if (c as u32) <= limit {
+                c as u32 as u8
+            } else {
+                b'?'
+            }
+        }));
     }
 }
 
@@ -120,7 +126,10 @@ impl Digits {
 }
 
 fn itoa_u64(mut v: u64) -> Digits {
-    let mut d = Digits { buf: [0; 20], start: 20 };
+    let mut d = Digits {
+        buf: [0; 20],
+        start: 20,
+    };
     loop {
         d.start -= 1;
         d.buf[d.start] = b'0' + (v % 10) as u8;
@@ -138,38 +147,60 @@ impl ConsistentHashRing {
     ///
     /// The MD5 work runs on all cores, assuming no collision; the sequential insertion checks that
     /// assumption slot by slot and rehashes a slot whose replica numbers were shifted by a collision.
-    pub fn build(group: &ConsumerList, virtual_node_cnt: u32, charset: Charset) -> Result<Self, AllocateError> {
+    pub fn build(
+        group: &ConsumerList,
+        virtual_node_cnt: u32,
+        charset: Charset,
+    ) -> Result<Self, AllocateError> {
         let c = group.len();
         let v = virtual_node_cnt as usize;
         if c.saturating_mul(v) > MAX_RING_ENTRIES {
-            return Err(AllocateError::RingTooLarge { consumers: c, virtual_node_cnt, limit: MAX_RING_ENTRIES });
+            return Err(AllocateError::RingTooLarge {
+                consumers: c,
+                virtual_node_cnt,
+                limit: MAX_RING_ENTRIES,
+            });
         }
-        let encoded: Vec<Vec<u8>> = group.ids().par_iter().map(|id| {
-            let mut b = Vec::with_capacity(id.len());
-            charset.encode_into(id, &mut b);
-            b
-        }).collect();
+        let encoded: Vec<Vec<u8>> = group
+            .ids()
+            .par_iter()
+            .map(|id| {
+                let mut b = Vec::with_capacity(id.len());
+                charset.encode_into(id, &mut b);
+                b
+            })
+            .collect();
         // Speculative replica start of each slot: V per earlier slot with the same id.
         let mut seen = vec![0u64; c];
-        let spec: Vec<u64> = (0..c).map(|j| {
-            let f = group.first_of(j);
-            let r = seen[f];
-            seen[f] += v as u64;
-            r
-        }).collect();
-        let hashes: Vec<u32> = (0..c * v).into_par_iter().map_init(Vec::new, |buf, k| {
-            let j = k / v.max(1);
-            vnode_hash(&encoded[j], spec[j] + (k % v.max(1)) as u64, buf)
-        }).collect();
+        let spec: Vec<u64> = (0..c)
+            .map(|j| {
+                let f = group.first_of(j);
+                let r = seen[f];
+                seen[f] += v as u64;
+                r
+            })
+            .collect();
+        let hashes: Vec<u32> = (0..c * v)
+            .into_par_iter()
+            .map_init(Vec::new, |buf, k| {
+                let j = k / v.max(1);
+                vnode_hash(&encoded[j], spec[j] + (k % v.max(1)) as u64, buf)
+            })
+            .collect();
 
-        let mut ring: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(c * v, Default::default());
+        let mut ring: HashMap<u32, u32> =
+            HashMap::with_capacity_and_hasher(c * v, Default::default());
         let mut count = vec![0u64; c];
         let mut buf = Vec::new();
         for j in 0..c {
             let owner = group.first_of(j);
             let r = count[owner];
             for t in 0..v {
-                let h = if r == spec[j] { hashes[j * v + t] } else { vnode_hash(&encoded[j], r + t as u64, &mut buf) };
+                let h = if r == spec[j] {
+                    hashes[j * v + t]
+                } else {
+                    vnode_hash(&encoded[j], r + t as u64, &mut buf)
+                };
                 if let Some(prev) = ring.insert(h, owner as u32) {
                     count[prev as usize] -= 1;
                 }
@@ -208,18 +239,24 @@ impl ConsistentHashRing {
             return vec![-1; queues.len()];
         }
         let table = queues.table();
-        (0..queues.len()).into_par_iter().map_init(|| (String::new(), Vec::new()), |(s, b), k| {
-            table.write_key(queues.row(k), s);
-            let h = match charset {
-                Charset::Utf8 => md5_hash(s.as_bytes()),
-                _ => {
-                    b.clear();
-                    charset.encode_into(s, b);
-                    md5_hash(b)
-                }
-            };
-            self.route(h).map_or(-1, i64::from)
-        }).collect()
+        (0..queues.len())
+            .into_par_iter()
+            .map_init(
+                || (String::new(), Vec::new()),
+                |(s, b), k| {
+                    table.write_key(queues.row(k), s);
+                    let h = match charset {
+                        Charset::Utf8 => md5_hash(s.as_bytes()),
+                        _ => {
+                            b.clear();
+                            charset.encode_into(s, b);
+                            md5_hash(b)
+                        }
+                    };
+                    self.route(h).map_or(-1, i64::from)
+                },
+            )
+            .collect()
     }
 }
 
@@ -253,7 +290,10 @@ mod tests {
     #[test]
     fn vnode_keys_match_format() {
         let mut buf = Vec::new();
-        assert_eq!(vnode_hash(b"id", 12, &mut buf), md5_hash(virtual_node_key("id", 12).as_bytes()));
+        assert_eq!(
+            vnode_hash(b"id", 12, &mut buf),
+            md5_hash(virtual_node_key("id", 12).as_bytes())
+        );
         assert_eq!(vnode_hash(b"id", 0, &mut buf), md5_hash(b"id-0"));
     }
 
@@ -269,6 +309,9 @@ mod tests {
     #[test]
     fn too_large_ring_is_refused() {
         let g = ConsumerList::new(vec!["a".into(), "b".into()]);
-        assert!(matches!(ConsistentHashRing::build(&g, u32::MAX, Charset::Utf8), Err(AllocateError::RingTooLarge { .. })));
+        assert!(matches!(
+            ConsistentHashRing::build(&g, u32::MAX, Charset::Utf8),
+            Err(AllocateError::RingTooLarge { .. })
+        ));
     }
 }

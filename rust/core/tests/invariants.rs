@@ -13,21 +13,40 @@ use mqbalance_core::{Charset, ConsumerList, QueueTable, Strategy};
 use proptest::prelude::*;
 
 const TOPICS: &[&str] = &["T", "TopicTest", "主题", "😀t", "\u{FF01}x"];
-const BROKERS: &[&str] = &["broker-a", "hz@b1", "sh@b2", "gz@b3", "\u{FF01}@b", "😀@b", "a@b@c"];
-const IDS: &[&str] = &["10.0.0.7@DEFAULT", "hz@c1", "hz@c2", "sh@c3", "😀@c", "\u{FF01}@c", "gz"];
+const BROKERS: &[&str] = &[
+    "broker-a",
+    "hz@b1",
+    "sh@b2",
+    "gz@b3",
+    "\u{FF01}@b",
+    "😀@b",
+    "a@b@c",
+];
+const IDS: &[&str] = &[
+    "10.0.0.7@DEFAULT",
+    "hz@c1",
+    "hz@c2",
+    "sh@c3",
+    "😀@c",
+    "\u{FF01}@c",
+    "gz",
+];
 
 fn strategies() -> Vec<Strategy> {
     vec![
         Strategy::Avg,
         Strategy::AvgByCircle,
         Strategy::consistent_hash(4, Charset::Utf8).unwrap(),
-        Strategy::MachineRoom { consumer_idcs: Some(BTreeSet::from(["hz".to_string(), "sh".to_string()])) },
+        Strategy::MachineRoom {
+            consumer_idcs: Some(BTreeSet::from(["hz".to_string(), "sh".to_string()])),
+        },
         Strategy::nearby(Strategy::Avg).unwrap(),
         Strategy::nearby(Strategy::consistent_hash(3, Charset::Utf8).unwrap()).unwrap(),
     ]
 }
 
-fn inputs() -> impl proptest::strategy::Strategy<Value = (Vec<(usize, usize, i32)>, Vec<usize>, usize)> {
+fn inputs(
+) -> impl proptest::strategy::Strategy<Value = (Vec<(usize, usize, i32)>, Vec<usize>, usize)> {
     (
         prop::collection::vec((0..TOPICS.len(), 0..BROKERS.len(), 0..30i32), 1..60),
         prop::collection::vec(0..IDS.len(), 1..8),
@@ -37,7 +56,10 @@ fn inputs() -> impl proptest::strategy::Strategy<Value = (Vec<(usize, usize, i32
 
 fn build(rows: &[(usize, usize, i32)], ids: &[usize]) -> (QueueTable, ConsumerList) {
     let table = QueueTable::from_rows(rows.iter().map(|&(t, b, q)| (TOPICS[t], BROKERS[b], q)));
-    (table, ConsumerList::new(ids.iter().map(|&i| IDS[i].to_string()).collect()))
+    (
+        table,
+        ConsumerList::new(ids.iter().map(|&i| IDS[i].to_string()).collect()),
+    )
 }
 
 proptest! {

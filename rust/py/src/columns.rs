@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 
-use crate::errors::{InvalidClientIdError, InvalidQueueError, IntoPyResult, LengthMismatchError};
+use crate::errors::{IntoPyResult, InvalidClientIdError, InvalidQueueError, LengthMismatchError};
 
 type ErrFn = fn(String, Py<PyAny>) -> PyErr;
 
@@ -24,23 +24,54 @@ fn client_err(msg: String, value: Py<PyAny>) -> PyErr {
 }
 
 /// One string, with a typed error naming `what[index]` for non-strings and lone surrogates.
-fn one_str<'a>(item: &'a Bound<'_, PyAny>, what: &str, index: usize, err: ErrFn) -> PyResult<&'a str> {
-    let s = item
-        .cast::<PyString>()
-        .map_err(|_| err(format!("{what}[{index}] must be a str, got {}", repr(item)), item.clone().unbind()))?;
-    s.to_str().map_err(|_| err(format!("{what}[{index}] is not valid Unicode (lone surrogate?): {}", repr(item)), item.clone().unbind()))
+fn one_str<'a>(
+    item: &'a Bound<'_, PyAny>,
+    what: &str,
+    index: usize,
+    err: ErrFn,
+) -> PyResult<&'a str> {
+    let s = item.cast::<PyString>().map_err(|_| {
+        err(
+            format!("{what}[{index}] must be a str, got {}", repr(item)),
+            item.clone().unbind(),
+        )
+    })?;
+    s.to_str().map_err(|_| {
+        err(
+            format!(
+                "{what}[{index}] is not valid Unicode (lone surrogate?): {}",
+                repr(item)
+            ),
+            item.clone().unbind(),
+        )
+    })
 }
 
 fn repr(item: &Bound<'_, PyAny>) -> String {
-    item.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<unrepresentable>".into())
+    item.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unrepresentable>".into())
 }
 
-fn as_list<'a, 'py>(obj: &'a Bound<'py, PyAny>, what: &str, err: ErrFn) -> PyResult<&'a Bound<'py, PyList>> {
-    obj.cast::<PyList>().map_err(|_| err(format!("{what} must be a list, got {}", repr(obj)), obj.clone().unbind()))
+fn as_list<'a, 'py>(
+    obj: &'a Bound<'py, PyAny>,
+    what: &str,
+    err: ErrFn,
+) -> PyResult<&'a Bound<'py, PyList>> {
+    obj.cast::<PyList>().map_err(|_| {
+        err(
+            format!("{what} must be a list, got {}", repr(obj)),
+            obj.clone().unbind(),
+        )
+    })
 }
 
 /// A string column as `(dictionary, codes)`.
-pub fn str_column(obj: &Bound<'_, PyAny>, what: &str, err: ErrFn) -> PyResult<(Vec<String>, Vec<u32>)> {
+pub fn str_column(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    err: ErrFn,
+) -> PyResult<(Vec<String>, Vec<u32>)> {
     if let Ok(pair) = obj.cast::<PyTuple>() {
         let dict_obj = pair.get_item(0)?;
         let dict = as_list(&dict_obj, what, err)?;
@@ -85,7 +116,14 @@ pub fn queue_ids(arr: PyReadonlyArray1<'_, i64>) -> PyResult<Vec<i32>> {
     let mut out = Vec::with_capacity(slice.len());
     for (i, &v) in slice.iter().enumerate() {
         let q = i32::try_from(v).map_err(|_| {
-            Python::attach(|py| queue_err(format!("queue_ids[{i}] = {v} is outside Java's int range"), v.into_pyobject(py).map(|o| o.into_any().unbind()).unwrap_or_else(|_| py.None())))
+            Python::attach(|py| {
+                queue_err(
+                    format!("queue_ids[{i}] = {v} is outside Java's int range"),
+                    v.into_pyobject(py)
+                        .map(|o| o.into_any().unbind())
+                        .unwrap_or_else(|_| py.None()),
+                )
+            })
         })?;
         out.push(q);
     }
@@ -94,11 +132,23 @@ pub fn queue_ids(arr: PyReadonlyArray1<'_, i64>) -> PyResult<Vec<i32>> {
 
 /// The queue table. With `names = false` only the count and ids are kept (AVG/AVG_BY_CIRCLE on
 /// presorted input never read topic or broker names).
-pub fn queue_table(topics: &Bound<'_, PyAny>, brokers: &Bound<'_, PyAny>, ids: PyReadonlyArray1<'_, i64>, names: bool) -> PyResult<QueueTable> {
+pub fn queue_table(
+    topics: &Bound<'_, PyAny>,
+    brokers: &Bound<'_, PyAny>,
+    ids: PyReadonlyArray1<'_, i64>,
+    names: bool,
+) -> PyResult<QueueTable> {
     let qids = queue_ids(ids)?;
     let n = qids.len();
     if !names {
-        return QueueTable::from_columns(vec![String::new()], vec![0; n], vec![String::new()], vec![0; n], qids).py_err();
+        return QueueTable::from_columns(
+            vec![String::new()],
+            vec![0; n],
+            vec![String::new()],
+            vec![0; n],
+            qids,
+        )
+        .py_err();
     }
     let (tdict, tcodes) = str_column(topics, "topics", queue_err)?;
     let (bdict, bcodes) = str_column(brokers, "brokers", queue_err)?;
@@ -131,9 +181,14 @@ pub fn rooms(
             let shift = names.len() as u32;
             names.extend(cnames);
             let ccodes = ccodes.into_iter().map(|x| x + shift).collect();
-            RoomMap::new(names, qcodes, ccodes, table, group).py_err().map(Some)
+            RoomMap::new(names, qcodes, ccodes, table, group)
+                .py_err()
+                .map(Some)
         }
         (None, None, None) => Ok(None),
-        _ => Err(LengthMismatchError::new_err(("queue_rooms and consumer_rooms go together", Python::attach(|py| py.None())))),
+        _ => Err(LengthMismatchError::new_err((
+            "queue_rooms and consumer_rooms go together",
+            Python::attach(|py| py.None()),
+        ))),
     }
 }

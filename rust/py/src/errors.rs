@@ -27,11 +27,19 @@ pub fn to_py(e: AllocateError) -> PyErr {
         AllocateError::EmptyQueues => EmptyQueuesError::new_err((msg, ())),
         AllocateError::EmptyConsumers => EmptyConsumersError::new_err((msg, ())),
         AllocateError::IllegalVirtualNodeCnt(v) => VirtualNodeCountError::new_err((msg, v)),
-        AllocateError::RingTooLarge { virtual_node_cnt, .. } => RingTooLargeError::new_err((msg, virtual_node_cnt)),
-        AllocateError::ConsumerIdcsNotSet { broker } => ConsumerIdcsNotSetError::new_err((msg, broker)),
+        AllocateError::RingTooLarge {
+            virtual_node_cnt, ..
+        } => RingTooLargeError::new_err((msg, virtual_node_cnt)),
+        AllocateError::ConsumerIdcsNotSet { broker } => {
+            ConsumerIdcsNotSetError::new_err((msg, broker))
+        }
         AllocateError::EmptyQueueRoom { queue } => MachineRoomError::new_err((msg, queue)),
-        AllocateError::EmptyConsumerRoom { client_id } => MachineRoomError::new_err((msg, client_id)),
-        AllocateError::UnsupportedStrategy { name, .. } => UnsupportedStrategyError::new_err((msg, name)),
+        AllocateError::EmptyConsumerRoom { client_id } => {
+            MachineRoomError::new_err((msg, client_id))
+        }
+        AllocateError::UnsupportedStrategy { name, .. } => {
+            UnsupportedStrategyError::new_err((msg, name))
+        }
         AllocateError::InvalidCode { code, .. } => InvalidQueueError::new_err((msg, code)),
         AllocateError::LengthMismatch { got, .. } => LengthMismatchError::new_err((msg, got)),
     }

@@ -5,23 +5,33 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
-use mqbalance_core::fault::{simulate, BrokerModel, FaultTolerance, LatencyTable, PublishInfo, QueueData, SimConfig, Selected, Semantics};
-use numpy::IntoPyArray;
-use pyo3::types::PyDict;
+use mqbalance_core::fault::{
+    simulate, BrokerModel, FaultTolerance, LatencyTable, PublishInfo, QueueData, Selected,
+    Semantics, SimConfig,
+};
 use mqbalance_core::QueueTable;
+use numpy::IntoPyArray;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
-use crate::errors::{InvalidSimulationError, IntoPyResult};
+use crate::errors::{IntoPyResult, InvalidSimulationError};
 
 fn semantics(name: &str) -> PyResult<Semantics> {
     match name {
         "4.9.x" | "4.x" | "4" => Ok(Semantics::V4_9),
         "5.x" | "5" => Ok(Semantics::V5),
-        _ => Err(InvalidSimulationError::new_err((format!("unknown semantics {name:?}: use \"4.9.x\" or \"5.x\""), name.to_owned()))),
+        _ => Err(InvalidSimulationError::new_err((
+            format!("unknown semantics {name:?}: use \"4.9.x\" or \"5.x\""),
+            name.to_owned(),
+        ))),
     }
 }
 
-fn table(sem: Semantics, latency_max: Option<Vec<i64>>, not_available: Option<Vec<i64>>) -> PyResult<LatencyTable> {
+fn table(
+    sem: Semantics,
+    latency_max: Option<Vec<i64>>,
+    not_available: Option<Vec<i64>>,
+) -> PyResult<LatencyTable> {
     match (latency_max, not_available) {
         (None, None) => Ok(match sem {
             Semantics::V4_9 => LatencyTable::v4(),
@@ -32,7 +42,11 @@ fn table(sem: Semantics, latency_max: Option<Vec<i64>>, not_available: Option<Ve
                 Semantics::V4_9 => LatencyTable::v4(),
                 Semantics::V5 => LatencyTable::v5(),
             };
-            LatencyTable::new(l.unwrap_or_else(|| default.latency_max().to_vec()), d.unwrap_or_else(|| default.not_available_duration().to_vec())).py_err()
+            LatencyTable::new(
+                l.unwrap_or_else(|| default.latency_max().to_vec()),
+                d.unwrap_or_else(|| default.not_available_duration().to_vec()),
+            )
+            .py_err()
         }
     }
 }
@@ -46,30 +60,53 @@ pub struct PyPublishRoute {
 type QueueDataTuple = (String, i64, i64);
 
 fn queue_datas(items: Vec<QueueDataTuple>) -> Vec<QueueData> {
-    items.into_iter().map(|(b, perm, w)| QueueData { broker_name: b, perm, write_queue_nums: w }).collect()
+    items
+        .into_iter()
+        .map(|(b, perm, w)| QueueData {
+            broker_name: b,
+            perm,
+            write_queue_nums: w,
+        })
+        .collect()
 }
 
 #[pymethods]
 impl PyPublishRoute {
     /// From an explicit queue list `(topics, brokers, queue_ids)` and `(broker, perm, writeQueueNums)` queue datas.
     #[new]
-    fn new(topic: &str, queues: Vec<(String, String, i32)>, queue_data: Vec<QueueDataTuple>) -> PyResult<Self> {
-        let table = QueueTable::from_rows(queues.iter().map(|(t, b, q)| (t.as_str(), b.as_str(), *q)));
-        Ok(PyPublishRoute { inner: PublishInfo::new(table, queue_datas(queue_data), topic).py_err()? })
+    fn new(
+        topic: &str,
+        queues: Vec<(String, String, i32)>,
+        queue_data: Vec<QueueDataTuple>,
+    ) -> PyResult<Self> {
+        let table =
+            QueueTable::from_rows(queues.iter().map(|(t, b, q)| (t.as_str(), b.as_str(), *q)));
+        Ok(PyPublishRoute {
+            inner: PublishInfo::new(table, queue_datas(queue_data), topic).py_err()?,
+        })
     }
 
     /// `topicRouteData2TopicPublishInfo`; `brokers_with_master=None` means every broker has one.
     #[staticmethod]
     #[pyo3(signature = (topic, queue_data, brokers_with_master = None))]
-    fn from_route(topic: &str, queue_data: Vec<QueueDataTuple>, brokers_with_master: Option<HashSet<String>>) -> PyResult<Self> {
-        let inner = PublishInfo::from_route(topic, &queue_datas(queue_data), |b| brokers_with_master.as_ref().is_none_or(|m| m.contains(b))).py_err()?;
+    fn from_route(
+        topic: &str,
+        queue_data: Vec<QueueDataTuple>,
+        brokers_with_master: Option<HashSet<String>>,
+    ) -> PyResult<Self> {
+        let inner = PublishInfo::from_route(topic, &queue_datas(queue_data), |b| {
+            brokers_with_master.as_ref().is_none_or(|m| m.contains(b))
+        })
+        .py_err()?;
         Ok(PyPublishRoute { inner })
     }
 
     /// The queue list as `(topic, broker, queue_id)` tuples.
     fn queues(&self) -> Vec<(String, String, i32)> {
         let t = self.inner.queues();
-        (0..t.len()).map(|i| (t.topic(i).to_owned(), t.broker(i).to_owned(), t.queue_id(i))).collect()
+        (0..t.len())
+            .map(|i| (t.topic(i).to_owned(), t.broker(i).to_owned(), t.queue_id(i)))
+            .collect()
     }
 
     /// One plain round-robin step: `(position, counter)`.
@@ -115,10 +152,22 @@ impl PyFaultTable {
 impl PyFaultTable {
     #[new]
     #[pyo3(signature = (semantics, *, enabled, latency_max = None, not_available_duration = None, start_detector_enable = false, detect_interval = 2000))]
-    fn new(semantics: &str, enabled: bool, latency_max: Option<Vec<i64>>, not_available_duration: Option<Vec<i64>>, start_detector_enable: bool, detect_interval: i64) -> PyResult<Self> {
+    fn new(
+        semantics: &str,
+        enabled: bool,
+        latency_max: Option<Vec<i64>>,
+        not_available_duration: Option<Vec<i64>>,
+        start_detector_enable: bool,
+        detect_interval: i64,
+    ) -> PyResult<Self> {
         let sem = self::semantics(semantics)?;
         let t = table(sem, latency_max, not_available_duration)?;
-        Ok(PyFaultTable { inner: Mutex::new(FaultTolerance::new(sem, t, enabled).with_detector(start_detector_enable, detect_interval)) })
+        Ok(PyFaultTable {
+            inner: Mutex::new(
+                FaultTolerance::new(sem, t, enabled)
+                    .with_detector(start_detector_enable, detect_interval),
+            ),
+        })
     }
 
     #[getter]
@@ -135,8 +184,17 @@ impl PyFaultTable {
         self.lock().duration(latency)
     }
 
-    fn update(&self, broker: &str, latency: i64, isolation: bool, reachable: bool, now: i64) -> PyResult<()> {
-        self.lock().update(broker, latency, isolation, reachable, now).py_err()
+    fn update(
+        &self,
+        broker: &str,
+        latency: i64,
+        isolation: bool,
+        reachable: bool,
+        now: i64,
+    ) -> PyResult<()> {
+        self.lock()
+            .update(broker, latency, isolation, reachable, now)
+            .py_err()
     }
 
     fn is_available(&self, broker: &str, now: i64) -> bool {
@@ -153,45 +211,97 @@ impl PyFaultTable {
 
     /// `{broker: (currentLatency, startTimestamp, reachable, checkStamp)}`.
     fn items(&self) -> HashMap<String, ItemTuple> {
-        self.lock().items().iter().map(|(k, i)| (k.clone(), (i.current_latency, i.start_timestamp, i.reachable, i.check_stamp))).collect()
+        self.lock()
+            .items()
+            .iter()
+            .map(|(k, i)| {
+                (
+                    k.clone(),
+                    (
+                        i.current_latency,
+                        i.start_timestamp,
+                        i.reachable,
+                        i.check_stamp,
+                    ),
+                )
+            })
+            .collect()
     }
 
     /// 4.x `pickOneAtLeast`: `(broker or None, whichItemWorst)`.
     fn pick_one_at_least_4x(&self, now: i64, which_item_worst: i32) -> (Option<String>, i32) {
         let mut w = which_item_worst;
-        let picked = self.lock().pick_one_at_least_4x(now, &mut w).map(str::to_owned);
+        let picked = self
+            .lock()
+            .pick_one_at_least_4x(now, &mut w)
+            .map(str::to_owned);
         (picked, w)
     }
 
     /// 5.x `pickOneAtLeast` candidates (reachable items, by name).
     fn reachable_candidates(&self) -> Vec<String> {
-        self.lock().reachable_candidates().into_iter().map(str::to_owned).collect()
+        self.lock()
+            .reachable_candidates()
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
     }
 
     /// 5.x detector round with the given answers (`resolve[broker]` → address or None;
     /// `detect_ok[address]` → bool; missing keys mean None / False).
-    fn detect_round(&self, now: i64, resolve: HashMap<String, Option<String>>, detect_ok: HashMap<String, bool>) {
-        self.lock().detect_round(now, |b| resolve.get(b).cloned().flatten(), |a| detect_ok.get(a).copied().unwrap_or(false))
+    fn detect_round(
+        &self,
+        now: i64,
+        resolve: HashMap<String, Option<String>>,
+        detect_ok: HashMap<String, bool>,
+    ) {
+        self.lock().detect_round(
+            now,
+            |b| resolve.get(b).cloned().flatten(),
+            |a| detect_ok.get(a).copied().unwrap_or(false),
+        )
     }
 
     /// 4.9.8 selection: `(position, None, counter, whichItemWorst)` or, for the fallback's new
     /// queue, `(topic position, (broker, queue_id), counter, whichItemWorst)`.
     #[pyo3(signature = (route, now, last_broker, counter, which_item_worst))]
     #[allow(clippy::type_complexity)]
-    fn select_4x(&self, route: &PyPublishRoute, now: i64, last_broker: Option<&str>, counter: i32, which_item_worst: i32) -> (usize, Option<(String, i32)>, i32, i32) {
+    fn select_4x(
+        &self,
+        route: &PyPublishRoute,
+        now: i64,
+        last_broker: Option<&str>,
+        counter: i32,
+        which_item_worst: i32,
+    ) -> (usize, Option<(String, i32)>, i32, i32) {
         let (mut c, mut w) = (counter, which_item_worst);
-        let picked = route.inner.select_4x(&mut self.lock(), now, last_broker, &mut c, &mut w);
+        let picked = route
+            .inner
+            .select_4x(&mut self.lock(), now, last_broker, &mut c, &mut w);
         match picked {
             Selected::Position(p) => (p, None, c, w),
-            Selected::New { topic_of, broker, queue_id } => (topic_of, Some((broker, queue_id)), c, w),
+            Selected::New {
+                topic_of,
+                broker,
+                queue_id,
+            } => (topic_of, Some((broker, queue_id)), c, w),
         }
     }
 
     /// 5.3.3 selection: `(position, counter)`.
     #[pyo3(signature = (route, now, last_broker, reset_to, counter))]
-    fn select_5x(&self, route: &PyPublishRoute, now: i64, last_broker: Option<&str>, reset_to: Option<i32>, counter: i32) -> (usize, i32) {
+    fn select_5x(
+        &self,
+        route: &PyPublishRoute,
+        now: i64,
+        last_broker: Option<&str>,
+        reset_to: Option<i32>,
+        counter: i32,
+    ) -> (usize, i32) {
         let mut c = counter;
-        let p = route.inner.select_5x(&self.lock(), now, last_broker, reset_to, &mut c);
+        let p = route
+            .inner
+            .select_5x(&self.lock(), now, last_broker, reset_to, &mut c);
         (p, c)
     }
 
@@ -215,9 +325,27 @@ impl PyFaultTable {
         failure_reachable: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let mut ft = self.lock().clone();
-        let models: Vec<BrokerModel> = models.into_iter().map(|(latency_ms, jitter_ms, failure_rate)| BrokerModel { latency_ms, jitter_ms, failure_rate }).collect();
-        let cfg = SimConfig { sends, start_ms, interval_ms, retry_times, seed, send_which_queue, which_item_worst, failure_reachable };
-        let r = py.detach(|| simulate(&route.inner, &mut ft, &models, &cfg)).py_err()?;
+        let models: Vec<BrokerModel> = models
+            .into_iter()
+            .map(|(latency_ms, jitter_ms, failure_rate)| BrokerModel {
+                latency_ms,
+                jitter_ms,
+                failure_rate,
+            })
+            .collect();
+        let cfg = SimConfig {
+            sends,
+            start_ms,
+            interval_ms,
+            retry_times,
+            seed,
+            send_which_queue,
+            which_item_worst,
+            failure_reachable,
+        };
+        let r = py
+            .detach(|| simulate(&route.inner, &mut ft, &models, &cfg))
+            .py_err()?;
         let out = PyDict::new(py);
         out.set_item("broker", r.broker.into_pyarray(py))?;
         out.set_item("queue_id", r.queue_id.into_pyarray(py))?;

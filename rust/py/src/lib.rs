@@ -26,14 +26,25 @@ struct PyStrategy {
 }
 
 fn charset(name: &str) -> PyResult<Charset> {
-    Charset::from_name(name).ok_or_else(|| UnknownCharsetError::new_err((format!("unknown charset {name:?}: use UTF-8, ISO-8859-1 or US-ASCII"), name.to_owned())))
+    Charset::from_name(name).ok_or_else(|| {
+        UnknownCharsetError::new_err((
+            format!("unknown charset {name:?}: use UTF-8, ISO-8859-1 or US-ASCII"),
+            name.to_owned(),
+        ))
+    })
 }
 
 #[pymethods]
 impl PyStrategy {
     #[new]
     #[pyo3(signature = (kind, *, virtual_node_cnt = 10, charset = "UTF-8", consumer_idcs = None, inner = None))]
-    fn new(kind: &str, virtual_node_cnt: i64, charset: &str, consumer_idcs: Option<BTreeSet<String>>, inner: Option<&PyStrategy>) -> PyResult<Self> {
+    fn new(
+        kind: &str,
+        virtual_node_cnt: i64,
+        charset: &str,
+        consumer_idcs: Option<BTreeSet<String>>,
+        inner: Option<&PyStrategy>,
+    ) -> PyResult<Self> {
         let cs = self::charset(charset)?;
         let strategy = match kind {
             "AVG" => Strategy::Avg,
@@ -41,10 +52,20 @@ impl PyStrategy {
             "CONSISTENT_HASH" => Strategy::consistent_hash(virtual_node_cnt, cs).py_err()?,
             "MACHINE_ROOM" => Strategy::MachineRoom { consumer_idcs },
             "MACHINE_ROOM_NEARBY" => {
-                let inner = inner.ok_or_else(|| UnsupportedStrategyError::new_err(("MACHINE_ROOM_NEARBY needs an inner strategy", kind.to_owned())))?;
+                let inner = inner.ok_or_else(|| {
+                    UnsupportedStrategyError::new_err((
+                        "MACHINE_ROOM_NEARBY needs an inner strategy",
+                        kind.to_owned(),
+                    ))
+                })?;
                 Strategy::nearby(inner.inner.clone()).py_err()?
             }
-            _ => return Err(UnknownStrategyError::new_err((format!("no core strategy named {kind:?}"), kind.to_owned()))),
+            _ => {
+                return Err(UnknownStrategyError::new_err((
+                    format!("no core strategy named {kind:?}"),
+                    kind.to_owned(),
+                )))
+            }
         };
         Ok(PyStrategy { inner: strategy })
     }
@@ -79,10 +100,19 @@ fn inputs(
     room_sep: Option<&str>,
     need_names: bool,
 ) -> PyResult<Inputs> {
-    let table = columns::queue_table(topics, brokers, queue_ids, need_names || strategy.reads_queue_names())?;
+    let table = columns::queue_table(
+        topics,
+        brokers,
+        queue_ids,
+        need_names || strategy.reads_queue_names(),
+    )?;
     let group = columns::consumer_list(consumers)?;
     let rooms = columns::rooms(&table, &group, queue_rooms, consumer_rooms, room_sep)?;
-    Ok(Inputs { table, group, rooms })
+    Ok(Inputs {
+        table,
+        group,
+        rooms,
+    })
 }
 
 /// Java's per-client `allocate` on the lists as given: positions in the queue list, in Java's order.
@@ -102,8 +132,28 @@ fn allocate_positions<'py>(
     room_sep: Option<&str>,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let s = &strategy.inner;
-    let x = inputs(s, topics, brokers, queue_ids, consumers, queue_rooms, consumer_rooms, room_sep, false)?;
-    let picked = py.detach(|| allocate::allocate(s, current_id.as_deref(), &x.table.all(), &x.group, x.rooms.as_ref())).py_err()?;
+    let x = inputs(
+        s,
+        topics,
+        brokers,
+        queue_ids,
+        consumers,
+        queue_rooms,
+        consumer_rooms,
+        room_sep,
+        false,
+    )?;
+    let picked = py
+        .detach(|| {
+            allocate::allocate(
+                s,
+                current_id.as_deref(),
+                &x.table.all(),
+                &x.group,
+                x.rooms.as_ref(),
+            )
+        })
+        .py_err()?;
     Ok(picked.into_pyarray(py))
 }
 
@@ -123,8 +173,19 @@ fn assign_positions(
     room_sep: Option<&str>,
 ) -> PyResult<Vec<Vec<u32>>> {
     let s = &strategy.inner;
-    let x = inputs(s, topics, brokers, queue_ids, consumers, queue_rooms, consumer_rooms, room_sep, false)?;
-    py.detach(|| allocate::assign(s, &x.table.all(), &x.group, x.rooms.as_ref())).py_err()
+    let x = inputs(
+        s,
+        topics,
+        brokers,
+        queue_ids,
+        consumers,
+        queue_rooms,
+        consumer_rooms,
+        room_sep,
+        false,
+    )?;
+    py.detach(|| allocate::assign(s, &x.table.all(), &x.group, x.rooms.as_ref()))
+        .py_err()
 }
 
 /// Owner of every queue (position of the owning id's first occurrence in `consumers`, -1 for
@@ -146,7 +207,17 @@ fn owners<'py>(
     room_sep: Option<&str>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let s = &strategy.inner;
-    let x = inputs(s, topics, brokers, queue_ids, consumers, queue_rooms, consumer_rooms, room_sep, !presorted)?;
+    let x = inputs(
+        s,
+        topics,
+        brokers,
+        queue_ids,
+        consumers,
+        queue_rooms,
+        consumer_rooms,
+        room_sep,
+        !presorted,
+    )?;
     let out = py
         .detach(|| {
             if presorted {
@@ -178,30 +249,58 @@ fn owners_segments<'py>(
     let bounds: Vec<usize> = bounds.as_slice()?.iter().map(|&b| b as usize).collect();
     let which = seg_strategy.as_slice()?;
     if which.len() != consumers.len() {
-        return Err(errors::LengthMismatchError::new_err((format!("{} segment strategies for {} consumer lists", which.len(), consumers.len()), which.len())));
+        return Err(errors::LengthMismatchError::new_err((
+            format!(
+                "{} segment strategies for {} consumer lists",
+                which.len(),
+                consumers.len()
+            ),
+            which.len(),
+        )));
     }
     let kinds: Vec<Strategy> = strategies.iter().map(|s| s.inner.clone()).collect();
     if let Some(&bad) = which.iter().find(|&&k| k as usize >= kinds.len()) {
-        return Err(errors::LengthMismatchError::new_err((format!("segment strategy index {bad} out of range"), bad)));
+        return Err(errors::LengthMismatchError::new_err((
+            format!("segment strategy index {bad} out of range"),
+            bad,
+        )));
     }
     let groups: Vec<ConsumerList> = consumers.into_iter().map(ConsumerList::new).collect();
     let out = py.detach(|| {
-        let segments: Vec<Segment<'_>> = which.iter().zip(&groups).map(|(&k, group)| Segment { strategy: &kinds[k as usize], group }).collect();
+        let segments: Vec<Segment<'_>> = which
+            .iter()
+            .zip(&groups)
+            .map(|(&k, group)| Segment {
+                strategy: &kinds[k as usize],
+                group,
+            })
+            .collect();
         owners_by_segment(&table, &bounds, &segments)
     });
-    out.map(|o| o.into_pyarray(py)).map_err(|(_, e)| errors::to_py(e))
+    out.map(|o| o.into_pyarray(py))
+        .map_err(|(_, e)| errors::to_py(e))
 }
 
 /// Stable permutation sorting strings in Java order (UTF-16 code units).
 #[pyfunction]
-fn sort_strings_order<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+fn sort_strings_order<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let group = columns::consumer_list(items)?;
-    Ok(py.detach(|| order::sort_order(group.ids())).into_pyarray(py))
+    Ok(py
+        .detach(|| order::sort_order(group.ids()))
+        .into_pyarray(py))
 }
 
 /// Stable permutation sorting queues in Java `MessageQueue` order.
 #[pyfunction]
-fn sort_queues_order<'py>(py: Python<'py>, topics: &Bound<'py, PyAny>, brokers: &Bound<'py, PyAny>, queue_ids: PyReadonlyArray1<'py, i64>) -> PyResult<Bound<'py, PyArray1<u32>>> {
+fn sort_queues_order<'py>(
+    py: Python<'py>,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let table = columns::queue_table(topics, brokers, queue_ids, true)?;
     Ok(py.detach(|| table.java_sort_order()).into_pyarray(py))
 }

@@ -14,8 +14,18 @@ use crate::queues::ConsumerList;
 #[inline]
 pub fn block(n: usize, c: usize, i: usize) -> (usize, usize) {
     let m = n % c;
-    let size = if n <= c { 1 } else if m > 0 && i < m { n / c + 1 } else { n / c };
-    let start = if m > 0 && i < m { i * size } else { i * size + m };
+    let size = if n <= c {
+        1
+    } else if m > 0 && i < m {
+        n / c + 1
+    } else {
+        n / c
+    };
+    let start = if m > 0 && i < m {
+        i * size
+    } else {
+        i * size + m
+    };
     (start.min(n), size.min(n.saturating_sub(start)))
 }
 

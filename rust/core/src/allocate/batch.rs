@@ -33,9 +33,20 @@ pub struct Segment<'a> {
 /// Owners of every row (position of the owning id's first occurrence in its segment's consumer
 /// list, `-1` for nobody). `bounds` has one more entry than `segments`; segment `s` is rows
 /// `bounds[s]..bounds[s + 1]`. The first failing segment's error is returned with its index.
-pub fn owners_by_segment(table: &QueueTable, bounds: &[usize], segments: &[Segment<'_>]) -> Result<Vec<i64>, (usize, AllocateError)> {
-    if bounds.len() != segments.len() + 1 || bounds.windows(2).any(|w| w[0] > w[1]) || bounds.last().is_some_and(|&b| b > table.len()) {
-        let err = AllocateError::LengthMismatch { what: "segment bounds", got: bounds.len(), expected: segments.len() + 1 };
+pub fn owners_by_segment(
+    table: &QueueTable,
+    bounds: &[usize],
+    segments: &[Segment<'_>],
+) -> Result<Vec<i64>, (usize, AllocateError)> {
+    if bounds.len() != segments.len() + 1
+        || bounds.windows(2).any(|w| w[0] > w[1])
+        || bounds.last().is_some_and(|&b| b > table.len())
+    {
+        let err = AllocateError::LengthMismatch {
+            what: "segment bounds",
+            got: bounds.len(),
+            expected: segments.len() + 1,
+        };
         return Err((0, err));
     }
     let trank = java_ranks(table.topic_dict());
@@ -48,15 +59,26 @@ pub fn owners_by_segment(table: &QueueTable, bounds: &[usize], segments: &[Segme
             let mut rows: Vec<u32> = (a as u32..b as u32).collect();
             rows.sort_by_key(|&r| {
                 let r = r as usize;
-                (trank[table.topic_code(r) as usize], brank[table.broker_code(r) as usize], table.queue_id(r), r)
+                (
+                    trank[table.topic_code(r) as usize],
+                    brank[table.broker_code(r) as usize],
+                    table.queue_id(r),
+                    r,
+                )
             });
             let cperm = sort_order(seg.group.ids());
-            let sorted = ConsumerList::new(cperm.iter().map(|&j| seg.group.ids()[j as usize].clone()).collect());
+            let sorted = ConsumerList::new(
+                cperm
+                    .iter()
+                    .map(|&j| seg.group.ids()[j as usize].clone())
+                    .collect(),
+            );
             let o = owners(seg.strategy, &table.view(&rows), &sorted, None).map_err(|e| (s, e))?;
             let mut out = vec![-1i64; b - a];
             for (&row, &owner) in rows.iter().zip(&o) {
                 if owner >= 0 {
-                    out[row as usize - a] = seg.group.first_of(cperm[owner as usize] as usize) as i64;
+                    out[row as usize - a] =
+                        seg.group.first_of(cperm[owner as usize] as usize) as i64;
                 }
             }
             Ok(out)

@@ -26,7 +26,11 @@ pub fn check_lists(n_queues: usize, n_consumers: usize) -> Result<(), AllocateEr
 /// The whole check: `Ok(Some(i))` with `i = cidAll.indexOf(currentCID)` for a member, `Ok(None)`
 /// for a non-member (Java returns an empty list), or Java's `IllegalArgumentException`.
 /// Whitespace-only ids are not empty (`StringUtils.isEmpty`).
-pub fn check(current_id: Option<&str>, n_queues: usize, group: &ConsumerList) -> Result<Option<usize>, AllocateError> {
+pub fn check(
+    current_id: Option<&str>,
+    n_queues: usize,
+    group: &ConsumerList,
+) -> Result<Option<usize>, AllocateError> {
     let id = match current_id {
         None | Some("") => return Err(AllocateError::EmptyCurrentId),
         Some(id) => id,

@@ -11,8 +11,14 @@ use crate::queues::ConsumerList;
 /// Whole-group owners; a later slot of a duplicated id owns nothing.
 pub fn owners(n: usize, group: &ConsumerList) -> Vec<i64> {
     let c = group.len();
-    (0..n).map(|k| {
-        let j = k % c;
-        if group.is_first(j) { j as i64 } else { -1 }
-    }).collect()
+    (0..n)
+        .map(|k| {
+            let j = k % c;
+            if group.is_first(j) {
+                j as i64
+            } else {
+                -1
+            }
+        })
+        .collect()
 }

@@ -14,7 +14,12 @@ use crate::queues::{ConsumerList, QueueView};
 use crate::ring::{Charset, ConsistentHashRing};
 
 /// Whole-group owners on the ring of `group`.
-pub fn owners(virtual_node_cnt: u32, charset: Charset, queues: &QueueView<'_>, group: &ConsumerList) -> Result<Vec<i64>, AllocateError> {
+pub fn owners(
+    virtual_node_cnt: u32,
+    charset: Charset,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+) -> Result<Vec<i64>, AllocateError> {
     let ring = ConsistentHashRing::build(group, virtual_node_cnt, charset)?;
     Ok(ring.owners(queues, charset))
 }

@@ -38,7 +38,11 @@ fn idc_of(broker: &str) -> Option<&str> {
 
 /// Whole-group owners. With the idc set unset, any two-part broker name is Java's
 /// `NullPointerException` ([`AllocateError::ConsumerIdcsNotSet`]).
-pub fn owners(consumer_idcs: Option<&BTreeSet<String>>, queues: &QueueView<'_>, group: &ConsumerList) -> Result<Vec<i64>, AllocateError> {
+pub fn owners(
+    consumer_idcs: Option<&BTreeSet<String>>,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+) -> Result<Vec<i64>, AllocateError> {
     // Decide once per distinct broker name.
     let dict = queues.table().broker_dict();
     let mut in_room = vec![false; dict.len()];
@@ -51,10 +55,14 @@ pub fn owners(consumer_idcs: Option<&BTreeSet<String>>, queues: &QueueView<'_>, 
         }
     }
     let table = queues.table();
-    let premq: Vec<usize> = (0..queues.len()).filter(|&k| in_room[table.broker_code(queues.row(k)) as usize]).collect();
+    let premq: Vec<usize> = (0..queues.len())
+        .filter(|&k| in_room[table.broker_code(queues.row(k)) as usize])
+        .collect();
     if consumer_idcs.is_none() {
         if let Some(k) = (0..queues.len()).find(|&k| idc_of(queues.broker(k)).is_some()) {
-            return Err(AllocateError::ConsumerIdcsNotSet { broker: queues.broker(k).to_owned() });
+            return Err(AllocateError::ConsumerIdcsNotSet {
+                broker: queues.broker(k).to_owned(),
+            });
         }
     }
     let c = group.len();

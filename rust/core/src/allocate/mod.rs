@@ -65,9 +65,18 @@ impl Strategy {
     /// `CONSISTENT_HASH` from Java's `int virtualNodeCnt` (negative → Java's constructor error).
     pub fn consistent_hash(virtual_node_cnt: i64, charset: Charset) -> Result<Self, AllocateError> {
         match u32::try_from(virtual_node_cnt) {
-            Ok(v) if virtual_node_cnt <= i64::from(i32::MAX) => Ok(Strategy::ConsistentHash { virtual_node_cnt: v, charset }),
-            _ if virtual_node_cnt < 0 => Err(AllocateError::IllegalVirtualNodeCnt(virtual_node_cnt)),
-            _ => Err(AllocateError::RingTooLarge { consumers: 1, virtual_node_cnt: u32::MAX, limit: crate::ring::MAX_RING_ENTRIES }),
+            Ok(v) if virtual_node_cnt <= i64::from(i32::MAX) => Ok(Strategy::ConsistentHash {
+                virtual_node_cnt: v,
+                charset,
+            }),
+            _ if virtual_node_cnt < 0 => {
+                Err(AllocateError::IllegalVirtualNodeCnt(virtual_node_cnt))
+            }
+            _ => Err(AllocateError::RingTooLarge {
+                consumers: 1,
+                virtual_node_cnt: u32::MAX,
+                limit: crate::ring::MAX_RING_ENTRIES,
+            }),
         }
     }
 
@@ -79,7 +88,9 @@ impl Strategy {
                 reason: "MACHINE_ROOM_NEARBY cannot nest another MACHINE_ROOM_NEARBY".into(),
             });
         }
-        Ok(Strategy::MachineRoomNearby { inner: Box::new(inner) })
+        Ok(Strategy::MachineRoomNearby {
+            inner: Box::new(inner),
+        })
     }
 
     /// Java `getName()`.
@@ -89,7 +100,9 @@ impl Strategy {
             Strategy::AvgByCircle => "AVG_BY_CIRCLE".into(),
             Strategy::ConsistentHash { .. } => "CONSISTENT_HASH".into(),
             Strategy::MachineRoom { .. } => "MACHINE_ROOM".into(),
-            Strategy::MachineRoomNearby { inner } => format!("MACHINE_ROOM_NEARBY-{}", inner.name()),
+            Strategy::MachineRoomNearby { inner } => {
+                format!("MACHINE_ROOM_NEARBY-{}", inner.name())
+            }
         }
     }
 
@@ -103,7 +116,12 @@ impl Strategy {
 ///
 /// Errors are those every member's `allocate` would raise (empty inputs; strategy errors). Queues
 /// that would go to an empty id `""` are reported as unowned: that client's own call throws.
-pub fn owners(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<i64>, AllocateError> {
+pub fn owners(
+    strategy: &Strategy,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+) -> Result<Vec<i64>, AllocateError> {
     check::check_lists(queues.len(), group.len())?;
     let mut out = owners_unchecked(strategy, queues, group, rooms)?;
     if group.ids().iter().any(String::is_empty) {
@@ -117,42 +135,78 @@ pub fn owners(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList,
 }
 
 /// [`owners`] after the list check (NEARBY's inner calls run on non-empty sub-lists).
-pub(crate) fn owners_unchecked(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<i64>, AllocateError> {
+pub(crate) fn owners_unchecked(
+    strategy: &Strategy,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+) -> Result<Vec<i64>, AllocateError> {
     Ok(match strategy {
         Strategy::Avg => avg::owners(queues.len(), group),
         Strategy::AvgByCircle => circle::owners(queues.len(), group),
-        Strategy::ConsistentHash { virtual_node_cnt, charset } => consistent_hash::owners(*virtual_node_cnt, *charset, queues, group)?,
-        Strategy::MachineRoom { consumer_idcs } => machine_room::owners(consumer_idcs.as_ref(), queues, group)?,
-        Strategy::MachineRoomNearby { inner } => nearby::owners(inner, queues, group, require_rooms(strategy, rooms)?)?,
+        Strategy::ConsistentHash {
+            virtual_node_cnt,
+            charset,
+        } => consistent_hash::owners(*virtual_node_cnt, *charset, queues, group)?,
+        Strategy::MachineRoom { consumer_idcs } => {
+            machine_room::owners(consumer_idcs.as_ref(), queues, group)?
+        }
+        Strategy::MachineRoomNearby { inner } => {
+            nearby::owners(inner, queues, group, require_rooms(strategy, rooms)?)?
+        }
     })
 }
 
-fn require_rooms<'r>(strategy: &Strategy, rooms: Option<&'r RoomMap>) -> Result<&'r RoomMap, AllocateError> {
-    rooms.ok_or_else(|| AllocateError::UnsupportedStrategy { name: strategy.name(), reason: "machine rooms of queues and consumers are required".into() })
+fn require_rooms<'r>(
+    strategy: &Strategy,
+    rooms: Option<&'r RoomMap>,
+) -> Result<&'r RoomMap, AllocateError> {
+    rooms.ok_or_else(|| AllocateError::UnsupportedStrategy {
+        name: strategy.name(),
+        reason: "machine rooms of queues and consumers are required".into(),
+    })
 }
 
 /// Java's per-client `allocate(group, currentCID, mqAll, cidAll)`: positions in `mqAll` of the
 /// queues `current_id` gets, in the order Java returns them.
-pub fn allocate(strategy: &Strategy, current_id: Option<&str>, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<u32>, AllocateError> {
+pub fn allocate(
+    strategy: &Strategy,
+    current_id: Option<&str>,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+) -> Result<Vec<u32>, AllocateError> {
     let Some(me) = check::check(current_id, queues.len(), group)? else {
         return Ok(Vec::new());
     };
     match strategy {
-        Strategy::MachineRoomNearby { inner } => nearby::allocate_member(inner, me, queues, group, require_rooms(strategy, rooms)?),
+        Strategy::MachineRoomNearby { inner } => {
+            nearby::allocate_member(inner, me, queues, group, require_rooms(strategy, rooms)?)
+        }
         _ => Ok(mine(&owners_unchecked(strategy, queues, group, rooms)?, me)),
     }
 }
 
 /// Positions owned by slot `me`, ascending (the order every non-NEARBY strategy returns).
 pub(crate) fn mine(owners: &[i64], me: usize) -> Vec<u32> {
-    owners.iter().enumerate().filter(|(_, &o)| o == me as i64).map(|(k, _)| k as u32).collect()
+    owners
+        .iter()
+        .enumerate()
+        .filter(|(_, &o)| o == me as i64)
+        .map(|(k, _)| k as u32)
+        .collect()
 }
 
 /// Every member's queue list in one pass: entry `j` holds what `allocate(group.ids()[j])` returns
 /// for the first slot of each id (later slots of a duplicated id are left empty; their client is
 /// the same id and gets the same list). An empty id in the group is Java's `currentCID is empty`
 /// for that member, so it is an error here too.
-pub fn assign(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<Vec<u32>>, AllocateError> {
+pub fn assign(
+    strategy: &Strategy,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+) -> Result<Vec<Vec<u32>>, AllocateError> {
     check::check_lists(queues.len(), group.len())?;
     if group.ids().iter().any(String::is_empty) {
         return Err(AllocateError::EmptyCurrentId);
@@ -173,12 +227,27 @@ pub fn assign(strategy: &Strategy, queues: &QueueView<'_>, group: &ConsumerList,
 /// The `RebalanceImpl` path for a whole group: sort queues (`MessageQueue` order) and client ids
 /// (Java string order) as every client does, then compute the owners. The result is aligned with
 /// the *input* rows and names owners by their position in the *input* id list (first occurrence).
-pub fn rebalance_owners(strategy: &Strategy, table: &crate::QueueTable, group: &ConsumerList, rooms: Option<&RoomMap>) -> Result<Vec<i64>, AllocateError> {
+pub fn rebalance_owners(
+    strategy: &Strategy,
+    table: &crate::QueueTable,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+) -> Result<Vec<i64>, AllocateError> {
     let qperm = table.java_sort_order();
     let cperm = crate::order::sort_order(group.ids());
-    let sorted_group = ConsumerList::new(cperm.iter().map(|&j| group.ids()[j as usize].clone()).collect());
+    let sorted_group = ConsumerList::new(
+        cperm
+            .iter()
+            .map(|&j| group.ids()[j as usize].clone())
+            .collect(),
+    );
     let sorted_rooms = rooms.map(|r| r.permute_consumers(&cperm));
-    let sorted = owners(strategy, &table.view(&qperm), &sorted_group, sorted_rooms.as_ref())?;
+    let sorted = owners(
+        strategy,
+        &table.view(&qperm),
+        &sorted_group,
+        sorted_rooms.as_ref(),
+    )?;
     let mut out = vec![-1i64; table.len()];
     for (&row, &o) in qperm.iter().zip(&sorted) {
         if o >= 0 {

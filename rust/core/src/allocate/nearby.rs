@@ -36,16 +36,43 @@ pub struct RoomMap {
 
 impl RoomMap {
     /// Rooms from dictionary codes, validated against the table and the group.
-    pub fn new(names: Vec<String>, queue_room: Vec<u32>, consumer_room: Vec<u32>, table: &QueueTable, group: &ConsumerList) -> Result<Self, AllocateError> {
-        for (what, got, expected, codes) in [("queue rooms", queue_room.len(), table.len(), &queue_room), ("consumer rooms", consumer_room.len(), group.len(), &consumer_room)] {
+    pub fn new(
+        names: Vec<String>,
+        queue_room: Vec<u32>,
+        consumer_room: Vec<u32>,
+        table: &QueueTable,
+        group: &ConsumerList,
+    ) -> Result<Self, AllocateError> {
+        for (what, got, expected, codes) in [
+            ("queue rooms", queue_room.len(), table.len(), &queue_room),
+            (
+                "consumer rooms",
+                consumer_room.len(),
+                group.len(),
+                &consumer_room,
+            ),
+        ] {
             if got != expected {
-                return Err(AllocateError::LengthMismatch { what, got, expected });
+                return Err(AllocateError::LengthMismatch {
+                    what,
+                    got,
+                    expected,
+                });
             }
             if let Some(row) = codes.iter().position(|&c| c as usize >= names.len()) {
-                return Err(AllocateError::InvalidCode { what, row, code: codes[row], dict_len: names.len() });
+                return Err(AllocateError::InvalidCode {
+                    what,
+                    row,
+                    code: codes[row],
+                    dict_len: names.len(),
+                });
             }
         }
-        Ok(RoomMap { names, queue_room, consumer_room })
+        Ok(RoomMap {
+            names,
+            queue_room,
+            consumer_room,
+        })
     }
 
     /// The prefix rule: a room is the text before the first `sep` of the broker name / client id,
@@ -60,15 +87,32 @@ impl RoomMap {
                 (names.len() - 1) as u32
             })
         };
-        let broker_rooms: Vec<u32> = table.broker_dict().iter().map(|b| code(prefix(b))).collect();
+        let broker_rooms: Vec<u32> = table
+            .broker_dict()
+            .iter()
+            .map(|b| code(prefix(b)))
+            .collect();
         let consumer_room = group.ids().iter().map(|id| code(prefix(id))).collect();
-        let queue_room = (0..table.len()).map(|i| broker_rooms[table.broker_code(i) as usize]).collect();
-        RoomMap { names, queue_room, consumer_room }
+        let queue_room = (0..table.len())
+            .map(|i| broker_rooms[table.broker_code(i) as usize])
+            .collect();
+        RoomMap {
+            names,
+            queue_room,
+            consumer_room,
+        }
     }
 
     /// Rooms with a permuted consumer list: slot `k` of the result is slot `order[k]` of this map.
     pub fn permute_consumers(&self, order: &[u32]) -> Self {
-        RoomMap { names: self.names.clone(), queue_room: self.queue_room.clone(), consumer_room: order.iter().map(|&j| self.consumer_room[j as usize]).collect() }
+        RoomMap {
+            names: self.names.clone(),
+            queue_room: self.queue_room.clone(),
+            consumer_room: order
+                .iter()
+                .map(|&j| self.consumer_room[j as usize])
+                .collect(),
+        }
     }
 }
 
@@ -78,20 +122,31 @@ struct Grouped {
     consumers: BTreeMap<u32, Vec<u32>>,
 }
 
-fn group_by_room(queues: &QueueView<'_>, group: &ConsumerList, rooms: &RoomMap) -> Result<Grouped, AllocateError> {
+fn group_by_room(
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: &RoomMap,
+) -> Result<Grouped, AllocateError> {
     let rank = java_ranks(&rooms.names);
-    let mut g = Grouped { queues: BTreeMap::new(), consumers: BTreeMap::new() };
+    let mut g = Grouped {
+        queues: BTreeMap::new(),
+        consumers: BTreeMap::new(),
+    };
     for k in 0..queues.len() {
         let room = rooms.queue_room[queues.row(k)] as usize;
         if rooms.names[room].is_empty() {
-            return Err(AllocateError::EmptyQueueRoom { queue: queues.table().key(queues.row(k)) });
+            return Err(AllocateError::EmptyQueueRoom {
+                queue: queues.table().key(queues.row(k)),
+            });
         }
         g.queues.entry(rank[room]).or_default().push(k as u32);
     }
     for j in 0..group.len() {
         let room = rooms.consumer_room[j] as usize;
         if rooms.names[room].is_empty() {
-            return Err(AllocateError::EmptyConsumerRoom { client_id: group.ids()[j].clone() });
+            return Err(AllocateError::EmptyConsumerRoom {
+                client_id: group.ids()[j].clone(),
+            });
         }
         g.consumers.entry(rank[room]).or_default().push(j as u32);
     }
@@ -99,16 +154,29 @@ fn group_by_room(queues: &QueueView<'_>, group: &ConsumerList, rooms: &RoomMap) 
 }
 
 fn sub_group(group: &ConsumerList, slots: &[u32]) -> ConsumerList {
-    ConsumerList::new(slots.iter().map(|&j| group.ids()[j as usize].clone()).collect())
+    ConsumerList::new(
+        slots
+            .iter()
+            .map(|&j| group.ids()[j as usize].clone())
+            .collect(),
+    )
 }
 
 fn rows_of(queues: &QueueView<'_>, positions: &[u32]) -> Vec<u32> {
-    positions.iter().map(|&k| queues.row(k as usize) as u32).collect()
+    positions
+        .iter()
+        .map(|&k| queues.row(k as usize) as u32)
+        .collect()
 }
 
 /// Whole-group owners: every room's queues through `inner`, over that room's consumers or, for a
 /// room without consumers, over the whole group.
-pub fn owners(inner: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, rooms: &RoomMap) -> Result<Vec<i64>, AllocateError> {
+pub fn owners(
+    inner: &Strategy,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: &RoomMap,
+) -> Result<Vec<i64>, AllocateError> {
     let g = group_by_room(queues, group, rooms)?;
     let table = queues.table();
     let mut out = vec![-1i64; queues.len()];
@@ -118,7 +186,13 @@ pub fn owners(inner: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, ro
         let local: Vec<i64> = match g.consumers.get(room) {
             Some(slots) => owners_unchecked(inner, &view, &sub_group(group, slots), None)?
                 .into_iter()
-                .map(|o| if o < 0 { -1 } else { group.first_of(slots[o as usize] as usize) as i64 })
+                .map(|o| {
+                    if o < 0 {
+                        -1
+                    } else {
+                        group.first_of(slots[o as usize] as usize) as i64
+                    }
+                })
                 .collect(),
             None => owners_unchecked(inner, &view, group, None)?,
         };
@@ -130,7 +204,13 @@ pub fn owners(inner: &Strategy, queues: &QueueView<'_>, group: &ConsumerList, ro
 }
 
 /// Java's per-client call for member slot `me` (the input check has passed).
-pub fn allocate_member(inner: &Strategy, me: usize, queues: &QueueView<'_>, group: &ConsumerList, rooms: &RoomMap) -> Result<Vec<u32>, AllocateError> {
+pub fn allocate_member(
+    inner: &Strategy,
+    me: usize,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: &RoomMap,
+) -> Result<Vec<u32>, AllocateError> {
     let g = group_by_room(queues, group, rooms)?;
     let table = queues.table();
     let id = group.ids()[me].as_str();
@@ -146,12 +226,15 @@ pub fn allocate_member(inner: &Strategy, me: usize, queues: &QueueView<'_>, grou
         let slots = &g.consumers[&my_room];
         take(positions, &sub_group(group, slots))?;
     }
-    for (_, positions) in g.queues.iter().filter(|(r, _)| **r != my_room && !g.consumers.contains_key(r)) {
+    for (_, positions) in g
+        .queues
+        .iter()
+        .filter(|(r, _)| **r != my_room && !g.consumers.contains_key(r))
+    {
         take(positions, group)?;
     }
     Ok(result)
 }
-
 
 /// Put each member's positions in Java's return order: its own room first, then the shared rooms in
 /// room order (positions ascend within a room already).

@@ -89,7 +89,11 @@ pub struct Member {
 impl Member {
     /// A dynamic member subscribing to `topics`.
     pub fn new(member_id: &str, topics: &[u32]) -> Self {
-        Member { member_id: member_id.to_owned(), topics: topics.to_vec(), ..Member::default() }
+        Member {
+            member_id: member_id.to_owned(),
+            topics: topics.to_vec(),
+            ..Member::default()
+        }
     }
 }
 

@@ -51,7 +51,12 @@ struct Universe {
 
 fn universe(cluster: &Cluster, members: &[Member], by_id: &[u32]) -> Universe {
     let subs = subscribers(cluster, members, by_id);
-    let mut u = Universe { topics: Vec::new(), offset: vec![u32::MAX; cluster.len()], parts: Vec::new(), subs };
+    let mut u = Universe {
+        topics: Vec::new(),
+        offset: vec![u32::MAX; cluster.len()],
+        parts: Vec::new(),
+        subs,
+    };
     for t in cluster.sorted_topics() {
         if u.subs[t as usize].is_empty() {
             continue;
@@ -82,7 +87,9 @@ fn valid_owners(cluster: &Cluster, members: &[Member], u: &Universe) -> Vec<i32>
     for (m, member) in members.iter().enumerate() {
         let gen = i64::from(member.generation.unwrap_or(-1));
         for &tp in &member.owned {
-            let Some(g) = u.index(cluster, tp) else { continue };
+            let Some(g) = u.index(cluster, tp) else {
+                continue;
+            };
             if gen > best[g] {
                 best[g] = gen;
                 owner[g] = m as i32;
@@ -96,14 +103,23 @@ fn valid_owners(cluster: &Cluster, members: &[Member], u: &Universe) -> Vec<i32>
 
 /// Every member's partitions (sorted by topic name, partition); aligned with `members`.
 /// Member ids are expected to be unique.
-pub fn assign(cluster: &Cluster, members: &[Member], cooperative: bool) -> Vec<Vec<TopicPartition>> {
+pub fn assign(
+    cluster: &Cluster,
+    members: &[Member],
+    cooperative: bool,
+) -> Vec<Vec<TopicPartition>> {
     let m_count = members.len();
     let mut out = vec![Vec::new(); m_count];
     if m_count == 0 {
         return out;
     }
     let mut by_id: Vec<u32> = (0..m_count as u32).collect();
-    by_id.sort_by(|&a, &b| java_cmp(&members[a as usize].member_id, &members[b as usize].member_id));
+    by_id.sort_by(|&a, &b| {
+        java_cmp(
+            &members[a as usize].member_id,
+            &members[b as usize].member_id,
+        )
+    });
     let mut rank = vec![0u32; m_count];
     for (r, &m) in by_id.iter().enumerate() {
         rank[m as usize] = r as u32;
@@ -194,7 +210,13 @@ fn constrained(u: &Universe, owner: &[i32], by_id: &[u32], rank: &[u32]) -> Vec<
 }
 
 /// Different subscriptions: keep, place on the least loaded, then balance topic by topic.
-fn general(cluster: &Cluster, u: &Universe, owner: &[i32], rank: &[u32], subscribed: &[Vec<u32>]) -> Vec<i32> {
+fn general(
+    cluster: &Cluster,
+    u: &Universe,
+    owner: &[i32],
+    rank: &[u32],
+    subscribed: &[Vec<u32>],
+) -> Vec<i32> {
     let m_count = rank.len();
     let mut holder = vec![NOBODY; u.parts.len()];
     let mut size = vec![0usize; m_count];
@@ -208,12 +230,17 @@ fn general(cluster: &Cluster, u: &Universe, owner: &[i32], rank: &[u32], subscri
     let mut topics = u.topics.clone();
     topics.sort_by_key(|&t| u.subs[t as usize].len());
     for &t in &topics {
-        let mut heap: BinaryHeap<Reverse<(usize, u32, u32)>> = u.subs[t as usize].iter().map(|&m| Reverse((size[m as usize], rank[m as usize], m))).collect();
+        let mut heap: BinaryHeap<Reverse<(usize, u32, u32)>> = u.subs[t as usize]
+            .iter()
+            .map(|&m| Reverse((size[m as usize], rank[m as usize], m)))
+            .collect();
         for g in u.range(cluster, t) {
             if holder[g] != NOBODY {
                 continue;
             }
-            let Some(Reverse((s, r, m))) = heap.pop() else { break };
+            let Some(Reverse((s, r, m))) = heap.pop() else {
+                break;
+            };
             holder[g] = m as i32;
             size[m as usize] = s + 1;
             heap.push(Reverse((s + 1, r, m)));
@@ -227,14 +254,27 @@ fn general(cluster: &Cluster, u: &Universe, owner: &[i32], rank: &[u32], subscri
             if subs.len() < 2 {
                 continue;
             }
-            while let Some(&c) = subs.iter().min_by_key(|&&m| (size[m as usize], rank[m as usize])) {
+            while let Some(&c) = subs
+                .iter()
+                .min_by_key(|&&m| (size[m as usize], rank[m as usize]))
+            {
                 let range = u.range(cluster, t);
-                let Some(o) = range.clone().map(|g| holder[g]).filter(|&h| h >= 0).max_by_key(|&h| (size[h as usize], Reverse(rank[h as usize]))) else { break };
+                let Some(o) = range
+                    .clone()
+                    .map(|g| holder[g])
+                    .filter(|&h| h >= 0)
+                    .max_by_key(|&h| (size[h as usize], Reverse(rank[h as usize])))
+                else {
+                    break;
+                };
                 if size[o as usize] < size[c as usize] + 2 {
                     break;
                 }
                 // Prefer handing back c's own partition, then one o did not validly own.
-                let pick = range.clone().filter(|&g| holder[g] == o).min_by_key(|&g| (owner[g] != c as i32, owner[g] == o, g));
+                let pick = range
+                    .clone()
+                    .filter(|&g| holder[g] == o)
+                    .min_by_key(|&g| (owner[g] != c as i32, owner[g] == o, g));
                 let Some(g) = pick else { break };
                 holder[g] = c as i32;
                 size[o as usize] -= 1;

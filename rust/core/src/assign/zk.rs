@@ -25,7 +25,10 @@ pub struct ZkConsumer {
 impl ZkConsumer {
     /// Convenience constructor.
     pub fn new(consumer_id: &str, subscription: &[(u32, u32)]) -> Self {
-        ZkConsumer { consumer_id: consumer_id.to_owned(), subscription: subscription.to_vec() }
+        ZkConsumer {
+            consumer_id: consumer_id.to_owned(),
+            subscription: subscription.to_vec(),
+        }
     }
 }
 
@@ -70,12 +73,17 @@ pub fn range(partitions: &[u32], consumers: &[ZkConsumer]) -> Vec<Vec<Option<Str
 /// order of the Java `hashCode` of `"[topic,partition]"` (stable; equal hash codes are not portable
 /// in Kafka and keep topic/partition order here), dealt over all threads cyclically, skipping
 /// threads not subscribed to the topic.
-pub fn roundrobin(names: &[&str], partitions: &[u32], consumers: &[ZkConsumer]) -> Vec<Vec<Option<String>>> {
+pub fn roundrobin(
+    names: &[&str],
+    partitions: &[u32],
+    consumers: &[ZkConsumer],
+) -> Vec<Vec<Option<String>>> {
     let per = threads_per_topic(partitions, consumers);
     let mut all: Vec<&String> = per.iter().flatten().collect();
     all.sort_by(|a, b| java_cmp(a, b));
     all.dedup();
-    let mut owners: Vec<Vec<Option<String>>> = partitions.iter().map(|&c| vec![None; c as usize]).collect();
+    let mut owners: Vec<Vec<Option<String>>> =
+        partitions.iter().map(|&c| vec![None; c as usize]).collect();
     let mut order: Vec<(i32, u32, u32)> = Vec::new();
     for (t, &count) in partitions.iter().enumerate() {
         if per[t].is_empty() {
@@ -89,7 +97,10 @@ pub fn roundrobin(names: &[&str], partitions: &[u32], consumers: &[ZkConsumer]) 
     let mut cursor = 0usize;
     for (_, t, p) in order {
         let eligible = &per[t as usize];
-        while eligible.binary_search_by(|x| java_cmp(x, all[cursor])).is_err() {
+        while eligible
+            .binary_search_by(|x| java_cmp(x, all[cursor]))
+            .is_err()
+        {
             cursor = (cursor + 1) % all.len();
         }
         owners[t as usize][p as usize] = Some(all[cursor].clone());

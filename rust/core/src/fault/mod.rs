@@ -25,8 +25,8 @@ mod table;
 mod tolerance;
 
 pub use error::FaultError;
-pub use simulate::{simulate, BrokerModel, SimConfig, SimResult, SplitMix64};
 pub use select::{next_index, PublishInfo, QueueData, Selected, PERM_READ, PERM_WRITE};
+pub use simulate::{simulate, BrokerModel, SimConfig, SimResult, SplitMix64};
 
 pub use table::LatencyTable;
 pub use tolerance::{FaultItem, FaultTolerance};

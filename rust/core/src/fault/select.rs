@@ -42,7 +42,11 @@ pub struct QueueData {
 impl QueueData {
     /// Convenience constructor.
     pub fn new(broker_name: &str, perm: i64, write_queue_nums: i64) -> Self {
-        QueueData { broker_name: broker_name.to_owned(), perm, write_queue_nums }
+        QueueData {
+            broker_name: broker_name.to_owned(),
+            perm,
+            write_queue_nums,
+        }
     }
 }
 
@@ -83,16 +87,27 @@ pub struct PublishInfo {
 impl PublishInfo {
     /// `topicRouteData2TopicPublishInfo`: queue datas sorted by broker name; each writable one whose
     /// broker has a master contributes queues `0..writeQueueNums`.
-    pub fn from_route(topic: &str, queue_datas: &[QueueData], has_master: impl Fn(&str) -> bool) -> Result<Self, FaultError> {
+    pub fn from_route(
+        topic: &str,
+        queue_datas: &[QueueData],
+        has_master: impl Fn(&str) -> bool,
+    ) -> Result<Self, FaultError> {
         for qd in queue_datas {
             if qd.write_queue_nums < 0 {
-                return Err(FaultError::InvalidQueueData { broker: qd.broker_name.clone(), field: "writeQueueNums", value: qd.write_queue_nums });
+                return Err(FaultError::InvalidQueueData {
+                    broker: qd.broker_name.clone(),
+                    field: "writeQueueNums",
+                    value: qd.write_queue_nums,
+                });
             }
         }
         let mut sorted = queue_datas.to_vec();
         sorted.sort_by(|a, b| java_cmp(&a.broker_name, &b.broker_name));
         let mut rows = Vec::new();
-        for qd in sorted.iter().filter(|qd| qd.perm & PERM_WRITE != 0 && has_master(&qd.broker_name)) {
+        for qd in sorted
+            .iter()
+            .filter(|qd| qd.perm & PERM_WRITE != 0 && has_master(&qd.broker_name))
+        {
             for q in 0..qd.write_queue_nums.min(i64::from(i32::MAX)) as i32 {
                 rows.push((topic, qd.broker_name.as_str(), q));
             }
@@ -101,11 +116,20 @@ impl PublishInfo {
     }
 
     /// From an explicit queue list (in order) and the route's queue datas (for 4.x's fallback).
-    pub fn new(queues: QueueTable, queue_datas: Vec<QueueData>, topic: &str) -> Result<Self, FaultError> {
+    pub fn new(
+        queues: QueueTable,
+        queue_datas: Vec<QueueData>,
+        topic: &str,
+    ) -> Result<Self, FaultError> {
         if queues.is_empty() {
-            return Err(FaultError::EmptyRoute { topic: topic.to_owned() });
+            return Err(FaultError::EmptyRoute {
+                topic: topic.to_owned(),
+            });
         }
-        Ok(PublishInfo { queues, queue_datas })
+        Ok(PublishInfo {
+            queues,
+            queue_datas,
+        })
     }
 
     /// Number of queues.
@@ -140,19 +164,27 @@ impl PublishInfo {
     /// `selectOneMessageQueue(lastBrokerName)`: up to `len` steps (each advancing the counter) for a
     /// queue not on `last_broker`, else one more plain step. `None` → a single plain step.
     pub fn select_avoiding(&self, last_broker: Option<&str>, counter: &mut i32) -> usize {
-        let Some(last) = last_broker else { return self.plain_step(counter) };
-        self.select_filtered(counter, |b| b != last).unwrap_or_else(|| self.plain_step(counter))
+        let Some(last) = last_broker else {
+            return self.plain_step(counter);
+        };
+        self.select_filtered(counter, |b| b != last)
+            .unwrap_or_else(|| self.plain_step(counter))
     }
 
     /// 5.x `selectOneMessageQueue(filters...)`: up to `len` steps, the first queue whose broker
     /// passes; `None` if none does.
     pub fn select_filtered(&self, counter: &mut i32, pass: impl Fn(&str) -> bool) -> Option<usize> {
-        (0..self.len()).map(|_| self.plain_step(counter)).find(|&p| pass(self.broker(p)))
+        (0..self.len())
+            .map(|_| self.plain_step(counter))
+            .find(|&p| pass(self.broker(p)))
     }
 
     /// `getQueueIdByBroker`: `writeQueueNums` of the first writable queue data of `broker`, or -1.
     pub fn write_queue_nums(&self, broker: &str) -> i64 {
-        self.queue_datas.iter().find(|qd| qd.broker_name == broker && qd.perm & PERM_WRITE != 0).map_or(-1, |qd| qd.write_queue_nums)
+        self.queue_datas
+            .iter()
+            .find(|qd| qd.broker_name == broker && qd.perm & PERM_WRITE != 0)
+            .map_or(-1, |qd| qd.write_queue_nums)
     }
 
     /// 4.9.8 `MQFaultStrategy.selectOneMessageQueue(tp, lastBrokerName)`.
@@ -160,7 +192,14 @@ impl PublishInfo {
     /// Disabled: [`Self::select_avoiding`]. Enabled: one counter step, then probe consecutive
     /// positions (local, not stored) for an available broker — `last_broker` is ignored here, as in
     /// Java — else `pickOneAtLeast` and a new queue on that broker, else a plain step.
-    pub fn select_4x(&self, ft: &mut FaultTolerance, now: i64, last_broker: Option<&str>, counter: &mut i32, which_item_worst: &mut i32) -> Selected {
+    pub fn select_4x(
+        &self,
+        ft: &mut FaultTolerance,
+        now: i64,
+        last_broker: Option<&str>,
+        counter: &mut i32,
+        which_item_worst: &mut i32,
+    ) -> Selected {
         if !ft.enabled() {
             return Selected::Position(self.select_avoiding(last_broker, counter));
         }
@@ -174,13 +213,19 @@ impl PublishInfo {
                 return Selected::Position(pos);
             }
         }
-        let not_best = ft.pick_one_at_least_4x(now, which_item_worst).map(str::to_owned);
+        let not_best = ft
+            .pick_one_at_least_4x(now, which_item_worst)
+            .map(str::to_owned);
         if let Some(nb) = not_best {
             let w = self.write_queue_nums(&nb);
             if w > 0 {
                 let topic_of = self.plain_step(counter);
                 let queue_id = (i64::from(next_index(counter)) % w) as i32;
-                return Selected::New { topic_of, broker: nb, queue_id };
+                return Selected::New {
+                    topic_of,
+                    broker: nb,
+                    queue_id,
+                };
             }
             ft.remove(&nb);
         }
@@ -191,16 +236,27 @@ impl PublishInfo {
     ///
     /// `reset_to` is the value `ThreadLocalIndex.reset()` picks (Java: random), used only when
     /// latency fault is enabled and the caller asked for a reset.
-    pub fn select_5x(&self, ft: &FaultTolerance, now: i64, last_broker: Option<&str>, reset_to: Option<i32>, counter: &mut i32) -> usize {
+    pub fn select_5x(
+        &self,
+        ft: &FaultTolerance,
+        now: i64,
+        last_broker: Option<&str>,
+        reset_to: Option<i32>,
+        counter: &mut i32,
+    ) -> usize {
         let other_broker = |b: &str| last_broker.is_none_or(|last| b != last);
         if ft.enabled() {
             if let Some(r) = reset_to {
                 *counter = r;
             }
-            if let Some(p) = self.select_filtered(counter, |b| ft.is_available(b, now) && other_broker(b)) {
+            if let Some(p) =
+                self.select_filtered(counter, |b| ft.is_available(b, now) && other_broker(b))
+            {
                 return p;
             }
-            if let Some(p) = self.select_filtered(counter, |b| ft.is_reachable(b) && other_broker(b)) {
+            if let Some(p) =
+                self.select_filtered(counter, |b| ft.is_reachable(b) && other_broker(b))
+            {
                 return p;
             }
         } else if let Some(p) = self.select_filtered(counter, other_broker) {

@@ -93,7 +93,16 @@ pub struct SimConfig {
 
 impl Default for SimConfig {
     fn default() -> Self {
-        SimConfig { sends: 0, start_ms: 0, interval_ms: 1, retry_times: 2, seed: 0, send_which_queue: 0, which_item_worst: 0, failure_reachable: true }
+        SimConfig {
+            sends: 0,
+            start_ms: 0,
+            interval_ms: 1,
+            retry_times: 2,
+            seed: 0,
+            send_which_queue: 0,
+            which_item_worst: 0,
+            failure_reachable: true,
+        }
     }
 }
 
@@ -119,57 +128,109 @@ pub struct SimResult {
 fn check(models: &[BrokerModel], tp: &PublishInfo, cfg: &SimConfig) -> Result<(), FaultError> {
     let brokers = tp.queues().broker_dict().len();
     if models.len() != brokers {
-        return Err(FaultError::InvalidSimulation { name: "models", reason: format!("{} models for {} brokers", models.len(), brokers) });
+        return Err(FaultError::InvalidSimulation {
+            name: "models",
+            reason: format!("{} models for {} brokers", models.len(), brokers),
+        });
     }
     for m in models {
         if m.latency_ms < 0 || m.jitter_ms < 0 {
-            return Err(FaultError::InvalidSimulation { name: "latency_ms", reason: format!("latency and jitter must be >= 0, got {} and {}", m.latency_ms, m.jitter_ms) });
+            return Err(FaultError::InvalidSimulation {
+                name: "latency_ms",
+                reason: format!(
+                    "latency and jitter must be >= 0, got {} and {}",
+                    m.latency_ms, m.jitter_ms
+                ),
+            });
         }
         if !(0.0..=1.0).contains(&m.failure_rate) {
-            return Err(FaultError::InvalidSimulation { name: "failure_rate", reason: format!("must be in [0, 1], got {}", m.failure_rate) });
+            return Err(FaultError::InvalidSimulation {
+                name: "failure_rate",
+                reason: format!("must be in [0, 1], got {}", m.failure_rate),
+            });
         }
     }
     if cfg.retry_times > 254 {
-        return Err(FaultError::InvalidSimulation { name: "retry_times", reason: format!("at most 254, got {}", cfg.retry_times) });
+        return Err(FaultError::InvalidSimulation {
+            name: "retry_times",
+            reason: format!("at most 254, got {}", cfg.retry_times),
+        });
     }
     if cfg.interval_ms < 0 {
-        return Err(FaultError::InvalidSimulation { name: "interval_ms", reason: format!("must be >= 0, got {}", cfg.interval_ms) });
+        return Err(FaultError::InvalidSimulation {
+            name: "interval_ms",
+            reason: format!("must be >= 0, got {}", cfg.interval_ms),
+        });
     }
     Ok(())
 }
 
 /// Run `cfg.sends` sends through `ft` (which is updated as the producer would update it).
-pub fn simulate(tp: &PublishInfo, ft: &mut FaultTolerance, models: &[BrokerModel], cfg: &SimConfig) -> Result<SimResult, FaultError> {
+pub fn simulate(
+    tp: &PublishInfo,
+    ft: &mut FaultTolerance,
+    models: &[BrokerModel],
+    cfg: &SimConfig,
+) -> Result<SimResult, FaultError> {
     check(models, tp, cfg)?;
     let dict = tp.queues().broker_dict();
-    let code_of: FxHashMap<&str, u32> = dict.iter().enumerate().map(|(i, b)| (b.as_str(), i as u32)).collect();
+    let code_of: FxHashMap<&str, u32> = dict
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (b.as_str(), i as u32))
+        .collect();
     let mut rng = SplitMix64::new(cfg.seed);
     let (mut counter, mut worst) = (cfg.send_which_queue, cfg.which_item_worst);
     let n = cfg.sends;
-    let mut r = SimResult { broker: Vec::with_capacity(n), queue_id: Vec::with_capacity(n), attempts: Vec::with_capacity(n), ok: Vec::with_capacity(n), elapsed_ms: Vec::with_capacity(n), ..SimResult::default() };
+    let mut r = SimResult {
+        broker: Vec::with_capacity(n),
+        queue_id: Vec::with_capacity(n),
+        attempts: Vec::with_capacity(n),
+        ok: Vec::with_capacity(n),
+        elapsed_ms: Vec::with_capacity(n),
+        ..SimResult::default()
+    };
     let mut free_at = i64::MIN;
     for i in 0..cfg.sends {
         // One producer thread sending synchronously: a send starts when it is due and the
         // previous one has returned.
-        let start = cfg.start_ms.saturating_add((i as i64).saturating_mul(cfg.interval_ms)).max(free_at);
+        let start = cfg
+            .start_ms
+            .saturating_add((i as i64).saturating_mul(cfg.interval_ms))
+            .max(free_at);
         let mut now = start;
         let mut last: Option<u32> = None;
         let (mut b, mut q, mut ok, mut attempts) = (0u32, 0i32, false, 0u8);
         for attempt in 0..=cfg.retry_times {
             let last_name = last.map(|c| dict[c as usize].as_str());
             (b, q) = match ft.semantics() {
-                Semantics::V4_9 => match tp.select_4x(ft, now, last_name, &mut counter, &mut worst) {
+                Semantics::V4_9 => match tp.select_4x(ft, now, last_name, &mut counter, &mut worst)
+                {
                     Selected::Position(p) => (tp.queues().broker_code(p), tp.queues().queue_id(p)),
-                    Selected::New { broker, queue_id, .. } => (code_of.get(broker.as_str()).copied().ok_or(FaultError::UnknownBroker(broker))?, queue_id),
+                    Selected::New {
+                        broker, queue_id, ..
+                    } => (
+                        code_of
+                            .get(broker.as_str())
+                            .copied()
+                            .ok_or(FaultError::UnknownBroker(broker))?,
+                        queue_id,
+                    ),
                 },
                 Semantics::V5 => {
-                    let reset = (attempt > 0 && ft.enabled()).then(|| rng.next_below(i32::MAX as u64) as i32);
+                    let reset = (attempt > 0 && ft.enabled())
+                        .then(|| rng.next_below(i32::MAX as u64) as i32);
                     let p = tp.select_5x(ft, now, last_name, reset, &mut counter);
                     (tp.queues().broker_code(p), tp.queues().queue_id(p))
                 }
             };
             let m = models[b as usize];
-            let latency = m.latency_ms + if m.jitter_ms > 0 { rng.next_below(m.jitter_ms as u64 + 1) as i64 } else { 0 };
+            let latency = m.latency_ms
+                + if m.jitter_ms > 0 {
+                    rng.next_below(m.jitter_ms as u64 + 1) as i64
+                } else {
+                    0
+                };
             let failed = rng.next_f64() < m.failure_rate;
             now = now.saturating_add(latency);
             attempts += 1;

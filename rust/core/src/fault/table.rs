@@ -19,12 +19,18 @@ pub struct LatencyTable {
 impl LatencyTable {
     /// RocketMQ ≤ 5.1.3 defaults.
     pub fn v4() -> Self {
-        LatencyTable { latency_max: vec![50, 100, 550, 1000, 2000, 3000, 15000], not_available: vec![0, 0, 30000, 60000, 120000, 180000, 600000] }
+        LatencyTable {
+            latency_max: vec![50, 100, 550, 1000, 2000, 3000, 15000],
+            not_available: vec![0, 0, 30000, 60000, 120000, 180000, 600000],
+        }
     }
 
     /// RocketMQ 5.1.4+ defaults.
     pub fn v5() -> Self {
-        LatencyTable { latency_max: vec![50, 100, 550, 1800, 3000, 5000, 15000], not_available: vec![0, 0, 2000, 5000, 6000, 10000, 30000] }
+        LatencyTable {
+            latency_max: vec![50, 100, 550, 1800, 3000, 5000, 15000],
+            not_available: vec![0, 0, 2000, 5000, 6000, 10000, 30000],
+        }
     }
 
     /// A custom table (Java's setters). Both lists must have the same length; `latency_max` must
@@ -32,16 +38,29 @@ impl LatencyTable {
     /// backwards scan meaningless).
     pub fn new(latency_max: Vec<i64>, not_available: Vec<i64>) -> Result<Self, FaultError> {
         if latency_max.len() != not_available.len() {
-            return Err(FaultError::TableLengthMismatch { latency_max: latency_max.len(), durations: not_available.len() });
+            return Err(FaultError::TableLengthMismatch {
+                latency_max: latency_max.len(),
+                durations: not_available.len(),
+            });
         }
-        for (table, values, ascending) in [("latency_max", &latency_max, true), ("not_available_duration", &not_available, false)] {
+        for (table, values, ascending) in [
+            ("latency_max", &latency_max, true),
+            ("not_available_duration", &not_available, false),
+        ] {
             for (index, &value) in values.iter().enumerate() {
                 if value < 0 || (ascending && index > 0 && value < values[index - 1]) {
-                    return Err(FaultError::TableNotSorted { table, index, value });
+                    return Err(FaultError::TableNotSorted {
+                        table,
+                        index,
+                        value,
+                    });
                 }
             }
         }
-        Ok(LatencyTable { latency_max, not_available })
+        Ok(LatencyTable {
+            latency_max,
+            not_available,
+        })
     }
 
     /// The latency thresholds.
@@ -57,6 +76,9 @@ impl LatencyTable {
     /// Scan from the last threshold down; the first `latency >= latencyMax[k]` gives
     /// `notAvailableDuration[k]`; none gives 0.
     pub fn duration(&self, latency: i64) -> i64 {
-        (0..self.latency_max.len()).rev().find(|&k| latency >= self.latency_max[k]).map_or(0, |k| self.not_available[k])
+        (0..self.latency_max.len())
+            .rev()
+            .find(|&k| latency >= self.latency_max[k])
+            .map_or(0, |k| self.not_available[k])
     }
 }

@@ -53,7 +53,14 @@ fn isolation_latency(semantics: Semantics) -> i64 {
 impl FaultTolerance {
     /// A table with `sendLatencyFaultEnable = enabled`; 5.x detector off, interval 2000 ms.
     pub fn new(semantics: Semantics, table: LatencyTable, enabled: bool) -> Self {
-        FaultTolerance { semantics, table, enabled, start_detector_enable: false, detect_interval: 2000, items: BTreeMap::new() }
+        FaultTolerance {
+            semantics,
+            table,
+            enabled,
+            start_detector_enable: false,
+            detect_interval: 2000,
+            items: BTreeMap::new(),
+        }
     }
 
     /// 5.x detector settings (`startDetectorEnable`, `detectInterval`).
@@ -95,19 +102,37 @@ impl FaultTolerance {
 
     /// `MQFaultStrategy.updateFaultItem` (no-op unless enabled). 4.x overwrites the window
     /// (`now + duration`, may shorten it); 5.x only ever extends it and records `reachable`.
-    pub fn update(&mut self, broker: &str, latency: i64, isolation: bool, reachable: bool, now: i64) -> Result<(), FaultError> {
+    pub fn update(
+        &mut self,
+        broker: &str,
+        latency: i64,
+        isolation: bool,
+        reachable: bool,
+        now: i64,
+    ) -> Result<(), FaultError> {
         if latency < 0 {
             return Err(FaultError::NegativeLatency(latency));
         }
         if !self.enabled {
             return Ok(());
         }
-        let d = self.duration(if isolation { isolation_latency(self.semantics) } else { latency });
+        let d = self.duration(if isolation {
+            isolation_latency(self.semantics)
+        } else {
+            latency
+        });
         if !self.items.contains_key(broker) {
-            let fresh = FaultItem { current_latency: latency, start_timestamp: 0, reachable: true, check_stamp: 0 };
+            let fresh = FaultItem {
+                current_latency: latency,
+                start_timestamp: 0,
+                reachable: true,
+                check_stamp: 0,
+            };
             self.items.insert(broker.to_owned(), fresh);
         }
-        let Some(item) = self.items.get_mut(broker) else { return Ok(()) };
+        let Some(item) = self.items.get_mut(broker) else {
+            return Ok(());
+        };
         item.current_latency = latency;
         match self.semantics {
             Semantics::V4_9 => item.start_timestamp = now.saturating_add(d),
@@ -124,7 +149,9 @@ impl FaultTolerance {
 
     /// `isAvailable`: no item, or its window has passed.
     pub fn is_available(&self, broker: &str, now: i64) -> bool {
-        self.items.get(broker).is_none_or(|i| now >= i.start_timestamp)
+        self.items
+            .get(broker)
+            .is_none_or(|i| now >= i.start_timestamp)
     }
 
     /// 5.x `isReachable`: no item, or flagged reachable.
@@ -140,7 +167,9 @@ impl FaultTolerance {
     /// 4.x `FaultItem.compareTo`: available first, then lower latency, then earlier window end.
     fn cmp_4x(&self, a: &FaultItem, b: &FaultItem, now: i64) -> Ordering {
         let (aa, ba) = (now >= a.start_timestamp, now >= b.start_timestamp);
-        ba.cmp(&aa).then(a.current_latency.cmp(&b.current_latency)).then(a.start_timestamp.cmp(&b.start_timestamp))
+        ba.cmp(&aa)
+            .then(a.current_latency.cmp(&b.current_latency))
+            .then(a.start_timestamp.cmp(&b.start_timestamp))
     }
 
     /// 4.x `pickOneAtLeast`: sort the items, then take one of the better half with the
@@ -158,18 +187,34 @@ impl FaultTolerance {
 
     /// 5.x `pickOneAtLeast`'s candidates: the reachable items (Java shuffles and takes the first).
     pub fn reachable_candidates(&self) -> Vec<&str> {
-        self.items.iter().filter(|(_, i)| i.reachable).map(|(n, _)| n.as_str()).collect()
+        self.items
+            .iter()
+            .filter(|(_, i)| i.reachable)
+            .map(|(n, _)| n.as_str())
+            .collect()
     }
 
     /// 5.x detector round (`detectByOneRound`): every item due (`now >= checkStamp`) gets
     /// `checkStamp = now + detectInterval`; an unresolvable broker is removed; a resolved one the
     /// detector answers OK for becomes reachable. (Java's scheduler runs a round every 3 s only
     /// when `startDetectorEnable`; the round itself does not look at the flag.)
-    pub fn detect_round(&mut self, now: i64, mut resolve: impl FnMut(&str) -> Option<String>, mut detect_ok: impl FnMut(&str) -> bool) {
-        let due: Vec<String> = self.items.iter().filter(|(_, i)| now >= i.check_stamp).map(|(n, _)| n.clone()).collect();
+    pub fn detect_round(
+        &mut self,
+        now: i64,
+        mut resolve: impl FnMut(&str) -> Option<String>,
+        mut detect_ok: impl FnMut(&str) -> bool,
+    ) {
+        let due: Vec<String> = self
+            .items
+            .iter()
+            .filter(|(_, i)| now >= i.check_stamp)
+            .map(|(n, _)| n.clone())
+            .collect();
         for name in due {
             let addr = resolve(&name);
-            let Some(item) = self.items.get_mut(&name) else { continue };
+            let Some(item) = self.items.get_mut(&name) else {
+                continue;
+            };
             item.check_stamp = now.saturating_add(self.detect_interval);
             match addr {
                 None => {
