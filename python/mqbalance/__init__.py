@@ -22,9 +22,8 @@ from .strategies import (
     ConsistentHash,
     MachineRoom,
     MachineRoomNearby,
-    StrategyName,
-    strategy,
 )
+from .registry import REGISTRY, StrategyName, StrategySpec, strategy
 
 __version__ = "0.1.0"
 
@@ -35,6 +34,8 @@ __all__ = [
     "sort_queues",
     "strategy",
     "StrategyName",
+    "StrategySpec",
+    "REGISTRY",
     "AllocateStrategy",
     "Avg",
     "AvgByCircle",

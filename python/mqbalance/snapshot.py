@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from .exceptions import MQBalanceError
-from .strategies import StrategyName
+from .registry import StrategyName
 
 __all__ = [
     "Snapshot",
