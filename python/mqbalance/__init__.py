@@ -13,6 +13,7 @@ from . import exceptions as _exceptions
 from .exceptions import *  # noqa: F403 - the exception classes, listed in exceptions.__all__
 from .models import MessageQueue, java_string_key
 from .ordering import sort_client_ids, sort_queues
+from .registry import REGISTRY, StrategyName, StrategySpec, strategy
 from .rooms import PrefixRoomResolver, RoomResolver
 from .strategies import (
     AllocateStrategy,
@@ -23,7 +24,6 @@ from .strategies import (
     MachineRoom,
     MachineRoomNearby,
 )
-from .registry import REGISTRY, StrategyName, StrategySpec, strategy
 
 __version__ = "0.1.0"
 

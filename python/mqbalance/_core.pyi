@@ -22,6 +22,8 @@ class Strategy:
     ) -> Strategy: ...
     @property
     def name(self) -> str: ...
+    @property
+    def reads_queue_names(self) -> bool: ...
 
 def allocate_positions(
     strategy: Strategy,
@@ -139,7 +141,7 @@ def kafka_assign_columns(
 def zk_assign(
     name: str, topics: list[tuple[str, int]], consumers: list[tuple[str, list[tuple[int, int]]]]
 ) -> list[list[str | None]]: ...
-def owners_segments(
+def owners_by_pair(
     topics: _StrColumn,
     brokers: _StrColumn,
     queue_ids: npt.NDArray[np.int64],

@@ -2,8 +2,8 @@
 
 ``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]``
 — the main job: the owner of every readable queue of every (group, topic) computed on Spark as the
-clients compute it, and the audit of it (see :mod:`mqbalance.audit`). Without ``SNAPSHOT`` it
-audits the bundled example fleet (:mod:`mqbalance.fleet`) against its previous state.
+clients compute it, and the audit of it (see :mod:`mqbalance.fleet`). Without ``SNAPSHOT`` it
+audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
 
@@ -24,14 +24,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from .exceptions import MQBalanceError
-from .snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
+from mqbalance.exceptions import MQBalanceError
+from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 
-__all__ = ["main", "SnapshotError"]
+__all__ = ["SnapshotError", "main"]
 
 
 class _Progress:
@@ -43,7 +41,7 @@ class _Progress:
 
 
 def _example(seed: int) -> tuple[Snapshot, Snapshot]:
-    from .fleet import example_pair
+    from mqbalance.fleet.example import example_pair
 
     previous, current = example_pair(seed)
     return snapshot_from_dict(current, f"example fleet (seed {seed})"), snapshot_from_dict(
@@ -52,52 +50,40 @@ def _example(seed: int) -> tuple[Snapshot, Snapshot]:
 
 
 def _cmd_assign(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from .spark import assign_group_topic, group_specs
+    from mqbalance.fleet import FindingKind, audit_snapshot
 
     snap = load_snapshot(args.snapshot) if args.snapshot else _example(args.seed)[0]
-    specs = group_specs(snap)
-    by_topic = {t: [(b, i) for b, n in route for i in range(n)] for t, route in snap.readable_routes().items()}
+    result = audit_snapshot(snap)
+    rows = {(r.group, r.topic): r for r in result.rows}
+    groups = snap.consumer_groups()
     print(f"{snap.source}: {len(snap.groups)} groups")
     header = f"{'group':<20} {'topic':<22} {'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7}  notes"
     print(header)
     print("-" * len(header))
-    unowned_total = 0
-    cache: dict[Any, Any] = {}
-    for g, t in sorted(zip(snap.subscriptions["group"], snap.subscriptions["topic"])):
-        queues = by_topic.get(t, [])
-        conns = specs.get(g, ("CLUSTERING", []))[1]
-        if not queues:
-            print(f"{g:<20} {t:<22} {0:>6} {len(conns):>5} {'':>4} {'':>4} {'':>7}  no readable queue (missing route)")
+    for g, t in sorted(snap.subscription_pairs()):
+        group = groups.get(g)
+        procs = len(group.connections) if group else 0
+        row = rows.get((g, t))
+        if row is None:
+            print(f"{g:<20} {t:<22} {0:>6} {procs:>5} {'':>4} {'':>4} {'':>7}  no readable queue (missing route)")
             continue
-        rows, who = assign_group_topic(
-            specs, g, [t] * len(queues), [b for b, _ in queues], np.array([i for _, i in queues], dtype=np.int64), cache
-        )
-        counts = Counter(who)
-        ids = Counter(c for c, *_ in conns)
-        loads = [counts.get(c, 0) // ids[c] for c, *_ in conns] or [0]
-        unowned = len(queues) - len(set(rows.tolist()))
-        unowned_total += unowned
         notes = []
-        dup = [c for c, n in ids.items() if n > 1]
-        if dup:
-            notes.append(f"duplicated id {', '.join(dup)}")
-        if unowned:
-            notes.append(f"{unowned} queues consumed by nobody")
-        idle = sum(1 for x in loads if x == 0)
-        if idle:
-            notes.append(f"{idle} idle")
+        if group and group.duplicated_ids:
+            notes.append(f"duplicated id {', '.join(group.duplicated_ids)}")
+        if row.unowned:
+            notes.append(f"{row.unowned} queues consumed by nobody")
+        if row.idle_processes:
+            notes.append(f"{row.idle_processes} idle")
         print(
-            f"{g:<20} {t:<22} {len(queues):>6} {len(conns):>5} {min(loads):>4} {max(loads):>4} {unowned:>7}  "
-            f"{'; '.join(notes)}"
+            f"{g:<20} {t:<22} {row.queues:>6} {procs:>5} {row.min_per_process:>4} {row.max_per_process:>4} "
+            f"{row.unowned:>7}  {'; '.join(notes)}"
         )
-    return 3 if args.fail_on_unowned and unowned_total else 0
+    return 3 if args.fail_on_unowned and result.count(FindingKind.UNOWNED) else 0
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import FINDING_KINDS, audit, write_outputs
-    from .spark import assign_fleet, session
+    from mqbalance.fleet import FINDING_KINDS, write_outputs
+    from mqbalance.fleet.spark import assign_fleet, audit, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
@@ -123,7 +109,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if prev is not None:
             previous = assign_fleet(spark, prev).cache()
             say(f"previous snapshot assigned: {previous.count():,} rows")
-        result = audit(spark, snap, assignments, previous=previous)
+        result = audit(snap, assignments, previous=previous)
         say(f"audited {len(result.rows):,} group/topic pairs")
         paths = write_outputs(result, args.out, assignments=assignments, source=snap.source)
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, assignments/, plots)")
@@ -133,15 +119,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print()
     print("Summary")
     for k, v in result.totals.items():
-        print(f"  {k:<20} {v:,}" if isinstance(v, int) else f"  {k:<20} {v}")
-    worst = sorted(
-        result.findings,
-        key=lambda f: (f["kind"] not in ("unowned", "double-owned", "duplicate-client-id"), -f["count"]),
-    )[:8]
+        print(f"  {k:<20} {v:,}")
+    worst = result.worst(8)
     if worst:
         print("Top findings")
         for f in worst:
-            print(f"  {f['kind']:<20} {f['group']:<20} {f['topic'] or '':<22} {f['detail']}")
+            print(f"  {f.kind.value:<20} {f.group:<20} {f.topic or '':<22} {f.detail}")
     print(f"Report: {paths['report_md']}")
     failing = [k for k in fail_on if result.count(k)]
     if failing:

@@ -1,17 +1,14 @@
-"""Fleet assignment on Spark: the owner of every readable queue of every (group, topic), computed
-inside the executors with the Rust core, exactly as the clients compute it.
+"""Fleet assignment on Spark: the session and the ``mapInArrow`` glue around
+:mod:`mqbalance.fleet.engine`.
 
 ``pyspark`` is imported lazily, so ``import mqbalance`` works without it. Local mode is the
 default; a cluster is the same code with another master URL (executors need ``mqbalance``
 installed).
 
-How it runs: only the (group, topic) pairs travel through Spark, each with its topic's readable
-route (READ-permission queue data); ``mapInArrow`` hands batches of pairs to the executors, which
-expand them into queues (``0..readQueueNums-1`` per broker) and assign them all in one Rust call
-per batch (:func:`mqbalance.bulk.assign_groups`, Java sort + the client's strategy), so no queue
-row is ever shuffled. The result is one row per (queue, consuming process); an unowned queue has one row with a
-null consumer. Each connection uses its *own* strategy (a misconfigured group is reproduced as it
-behaves); BROADCASTING groups consume every queue on every connection.
+Only the (group, topic) pairs travel through Spark, each with its topic's readable route;
+``mapInArrow`` hands batches of pairs to the executors, which expand them into queues and assign
+them all with the engine (one Rust call per batch), so no queue row is shuffled for the
+assignment itself. :func:`audit` then counts per pair with Spark and builds the findings.
 """
 
 from __future__ import annotations
@@ -20,23 +17,17 @@ import os
 import shutil
 import sys
 import tempfile
-from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
+import pyarrow as pa
 
-from . import bulk
-from .snapshot import Snapshot
-from .strategies import AllocateStrategy, strategy
+from mqbalance.fleet import engine
+from mqbalance.fleet.findings import AuditResult, summarise
+from mqbalance.fleet.snapshot import Snapshot
 
-__all__ = ["local_session", "stop_session", "session", "assign_fleet", "ASSIGNMENT_COLUMNS", "GroupSpec"]
-
-ASSIGNMENT_COLUMNS = ("group", "topic", "broker_name", "queue_id", "consumer")
-
-# group -> (message model, [(client_id, strategy name, virtual_node_cnt, consumer_idcs), ...])
-GroupSpec = dict[str, tuple[str, list[tuple[str, str, Any, Any]]]]
+__all__ = ["assign_fleet", "audit", "local_session", "session", "stop_session"]
 
 _LOG4J = """status = warn
 rootLogger.level = warn
@@ -119,228 +110,51 @@ def session(master: str | None = None, **options: Any) -> Iterator[Any]:
             stop_session(spark)
 
 
-def group_specs(snapshot: Snapshot) -> GroupSpec:
-    """Every group's message model and connections (in snapshot order) with their strategies."""
-    out: dict[str, tuple[str, list[tuple[str, str, Any, Any]]]] = {}
-    c = snapshot.connections
-    for i, g in enumerate(c["group"]):
-        model, conns = out.setdefault(g, (c["message_model"][i], []))
-        conns.append((c["client_id"][i], c["strategy"][i], c["virtual_node_cnt"][i], c["consumer_idcs"][i]))
-    return out
-
-
-def _strategy(name: str, vnodes: Any, idcs: Any, cache: dict[tuple[Any, ...], AllocateStrategy]) -> AllocateStrategy:
-    key = (name, vnodes, idcs)
-    if key not in cache:
-        params: dict[str, Any] = {}
-        base = name
-        if name.startswith("MACHINE_ROOM_NEARBY-"):
-            base, inner = name.split("-", 1)
-            params["inner"] = _strategy(inner, vnodes, idcs, cache)
-        elif name == "CONSISTENT_HASH" and vnodes is not None:
-            params["virtual_node_cnt"] = int(vnodes)
-        elif name == "MACHINE_ROOM":
-            params["consumer_idcs"] = None if idcs is None else [s for s in str(idcs).split(",") if s]
-        cache[key] = strategy(base, **params)
-    return cache[key]
-
-
-def assign_group_topic(
-    specs: GroupSpec,
-    group: str,
-    topics: Any,
-    brokers: Any,
-    queue_ids: np.ndarray,
-    cache: dict[tuple[Any, ...], AllocateStrategy],
-) -> tuple[np.ndarray, list[str]]:
-    """Rows and consumers of one (group, topic): ``(row indices, consumer ids)`` pairs flattened
-    (a row appears once per consuming process)."""
-    model, conns = specs.get(group, ("CLUSTERING", []))
-    n = len(queue_ids)
-    if not conns:
-        return np.zeros(0, dtype=np.int64), []
-    if model == "BROADCASTING":
-        rows = np.tile(np.arange(n, dtype=np.int64), len(conns))
-        return rows, [cid for cid, *_ in conns for _ in range(n)]
-    ids = [cid for cid, *_ in conns]
-    first = {}
-    for j, cid in enumerate(ids):
-        first.setdefault(cid, j)
-    variants: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for j, (_, name, vnodes, idcs) in enumerate(conns):
-        variants[(name, vnodes, idcs)].append(j)
-    row_parts, who = [], []
-    for (name, vnodes, idcs), members in variants.items():
-        owners = bulk.assign(_strategy(name, vnodes, idcs, cache), topics, brokers, queue_ids, ids)
-        for j in members:
-            rows = np.flatnonzero(owners == first[ids[j]])
-            row_parts.append(rows)
-            who.extend([ids[j]] * len(rows))
-    return (np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)), who
-
-
-def assign_batch(table: Any, specs: GroupSpec, bounds: np.ndarray) -> Any:
-    """Every (group, topic) of a table of queue rows ``(group, topic, broker_name, queue_id)``
-    that are contiguous per pair, pair ``p`` being rows ``bounds[p]:bounds[p+1]``
-    (:func:`expand_pairs` gives both). Clustering groups whose clients share one strategy (the
-    common case) go through one batched Rust call; broadcasting groups, groups with mixed
-    strategies and MACHINE_ROOM_NEARBY go pair by pair."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if table.num_rows == 0:
-        return _empty_output()
-    starts = bounds[:-1]
-    pair_groups = table.column("group").take(pa.array(starts)).to_pylist()
-    brokers = pc.dictionary_encode(table.column("broker_name").combine_chunks())
-    topics_dict = pc.dictionary_encode(table.column("topic").combine_chunks())
-    qids = table.column("queue_id").to_numpy().astype(np.int64)
-    cache: dict[tuple[Any, ...], AllocateStrategy] = {}
-    parts: list[Any] = []
-    owned_mask = np.zeros(table.num_rows, dtype=bool)
-    base = table.select(["group", "topic", "broker_name", "queue_id"])
-
-    def emit(rows: np.ndarray, consumer: Any) -> None:
-        parts.append(base.take(pa.array(rows)).append_column("consumer", consumer))
-        owned_mask[rows] = True
-
-    batched, batched_bounds, batched_strategies, batched_ids = [], [0], [], []
-    for p, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        model, conns = specs.get(pair_groups[p], ("CLUSTERING", []))
-        variants = {(name, vnodes, idcs) for _, name, vnodes, idcs in conns}
-        if model == "CLUSTERING" and len(variants) == 1 and not conns[0][1].startswith("MACHINE_ROOM_NEARBY"):
-            batched.append(np.arange(a, b))
-            batched_bounds.append(batched_bounds[-1] + (b - a))
-            batched_strategies.append(_strategy(conns[0][1], conns[0][2], conns[0][3], cache))
-            batched_ids.append([cid for cid, *_ in conns])
-            continue
-        rows, who = assign_group_topic(
-            specs, pair_groups[p], topics_dict.slice(a, b - a), brokers.slice(a, b - a), qids[a:b], cache
-        )
-        if len(rows):
-            emit(rows + a, pa.array(who, type=pa.string()))
-    if batched:
-        sub = np.concatenate(batched)
-        everything = len(sub) == table.num_rows  # no pair fell back: rows stay in place
-        idx = None if everything else pa.array(sub)
-        t_col = topics_dict if everything else topics_dict.take(idx)
-        b_col = brokers if everything else brokers.take(idx)
-        owners = bulk.assign_groups(
-            t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids
-        )
-        offsets = np.cumsum([0] + [len(ids) for ids in batched_ids])
-        flat_ids = pa.array([cid for ids in batched_ids for cid in ids], type=pa.string())
-        seg_of_row = np.repeat(np.arange(len(batched_ids)), np.diff(batched_bounds))
-        owned = owners >= 0
-        # One consumer per batched row, aligned with the rows (null where nobody consumes).
-        positions = np.where(owned, offsets[seg_of_row] + np.maximum(owners, 0), 0)
-        consumer = flat_ids.take(pa.array(positions, mask=~owned))
-        parts.insert(0, (base if everything else base.take(idx)).append_column("consumer", consumer))
-        owned_mask[sub] = True  # their unowned rows are already in, with a null consumer
-        # A duplicated id: every further process with it consumes the same queues.
-        for s, ids in enumerate(batched_ids):
-            if len(set(ids)) == len(ids):
-                continue
-            first: dict[str, int] = {}
-            lo, hi = batched_bounds[s], batched_bounds[s + 1]
-            for j, cid in enumerate(ids):
-                if first.setdefault(cid, j) != j:
-                    rows = sub[lo:hi][owners[lo:hi] == first[cid]]
-                    if len(rows):
-                        emit(rows, pa.array([cid] * len(rows), type=pa.string()))
-    unowned = np.flatnonzero(~owned_mask)
-    if len(unowned):
-        parts.append(base.take(pa.array(unowned)).append_column("consumer", pa.nulls(len(unowned), type=pa.string())))
-    return pa.concat_tables(parts) if parts else _empty_output()
-
-
-def _empty_output() -> Any:
-    import pyarrow as pa
-
-    return pa.table(
-        {
-            "group": pa.array([], pa.string()),
-            "topic": pa.array([], pa.string()),
-            "broker_name": pa.array([], pa.string()),
-            "queue_id": pa.array([], pa.int32()),
-            "consumer": pa.array([], pa.string()),
-        }
-    )
-
-
-def expand_pairs(batch: Any) -> tuple[Any, np.ndarray]:
-    """``(group, topic, route: list<struct<broker_name, read_queue_nums>>)`` rows → one row per
-    readable queue ``(group, topic, broker_name, queue_id)``, contiguous per pair (vectorised),
-    and the pair boundaries."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    route = batch.column("route")
-    if isinstance(route, pa.ChunkedArray):
-        route = route.combine_chunks()
-    flat = route.flatten()
-    nums = flat.field("read_queue_nums").to_numpy(zero_copy_only=False).astype(np.int64)
-    parent = pc.list_parent_indices(route).to_numpy()
-    total = int(nums.sum())
-    entry = np.repeat(np.arange(len(nums)), nums)
-    starts = np.cumsum(nums) - nums
-    queue_id = (np.arange(total) - starts[entry]).astype(np.int32)
-    pair = pa.array(parent[entry])
-    per_pair = np.bincount(parent, weights=nums, minlength=batch.num_rows).astype(np.int64)
-    bounds = np.concatenate(([0], np.cumsum(per_pair)))
-    table = pa.table(
-        {
-            "group": batch.column("group").take(pair),
-            "topic": batch.column("topic").take(pair),
-            "broker_name": flat.field("broker_name").take(pa.array(entry)),
-            "queue_id": pa.array(queue_id),
-        }
-    )
-    return table, bounds
-
-
 def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None) -> Any:
     """DataFrame ``(group, topic, broker_name, queue_id, consumer)``: one row per (queue,
-    consuming process), ``consumer`` null for a queue nobody consumes.
-
-    Only the (group, topic) pairs travel through Spark, each with its topic's readable route; the
-    executors expand them into queues and assign them (:func:`assign_batch`), so no queue row is
-    shuffled."""
-    import pyarrow as pa
-
-    specs = group_specs(snapshot)
+    consuming process), ``consumer`` null for a queue nobody consumes."""
+    groups = snapshot.consumer_groups()
+    pairs_table = engine.subscription_pairs(snapshot)
     schema = "group string, topic string, broker_name string, queue_id int, consumer string"
-    # The pairs are small (one row per subscription): build them on the driver, with each topic's
-    # readable route sorted by broker name, and let Spark only distribute them.
-    routes = snapshot.readable_routes()
-    pair_group, pair_topic, pair_route = [], [], []
-    for g, t in zip(snapshot.subscriptions["group"], snapshot.subscriptions["topic"]):
-        if t in routes:
-            pair_group.append(g)
-            pair_topic.append(t)
-            pair_route.append([{"broker_name": b, "read_queue_nums": n} for b, n in routes[t]])
-    if not pair_group:
+    if pairs_table.num_rows == 0:
         return spark.createDataFrame([], schema)
-    route_type = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
-    table = pa.table(
-        {
-            "group": pa.array(pair_group, pa.string()),
-            "topic": pa.array(pair_topic, pa.string()),
-            "route": pa.array(pair_route, route_type),
-        }
-    )
     # One partition per core: each Python task's start-up costs more than a bigger batch (measured:
-    # 1M queues in 1.34 s with 2 partitions on 2 cores, 2.17 s with 10); Arrow's per-batch record
-    # limit keeps each worker's memory bounded whatever the partition size.
+    # 1M queues in 1.34 s with 2 partitions on 2 cores, 2.17 s with 10).
     n = partitions or spark.sparkContext.defaultParallelism
-    pairs = spark.createDataFrame(table)
+    pairs = spark.createDataFrame(pairs_table)
     if pairs.rdd.getNumPartitions() < n:
         pairs = pairs.repartition(n)
 
-    def run(batches):
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             if batch.num_rows:
-                table, bounds = expand_pairs(pa.Table.from_batches([batch]))
-                yield from assign_batch(table, specs, bounds).to_batches()
+                table, bounds = engine.expand_pairs(pa.Table.from_batches([batch]))
+                yield from engine.assign_batch(table, groups, bounds).to_batches()
 
     return pairs.mapInArrow(run, schema)
+
+
+def audit(snapshot: Snapshot, assignments: Any, *, previous: Any = None) -> AuditResult:
+    """Audit an assignment DataFrame (:func:`assign_fleet`); ``previous`` is the assignment
+    DataFrame of an earlier snapshot (for churn)."""
+    from pyspark.sql import functions as F
+
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    per_queue = assignments.groupBy(*keys).agg(F.count("consumer").alias("n"))
+    per_pair = (
+        per_queue.groupBy("group", "topic")
+        .agg(
+            F.count("*").alias("queues"),
+            F.sum((F.col("n") == 0).cast("int")).alias("unowned"),
+            F.sum((F.col("n") > 1).cast("int")).alias("double_owned"),
+        )
+        .collect()
+    )
+    per_id = assignments.where(F.col("consumer").isNotNull()).groupBy("group", "topic", "consumer").count().collect()
+    churn: dict[tuple[str, str], int] | None = None
+    if previous is not None:
+        cur = assignments.groupBy(*keys).agg(F.sort_array(F.collect_list("consumer")).alias("now"))
+        old = previous.groupBy(*keys).agg(F.sort_array(F.collect_list("consumer")).alias("before"))
+        moved = cur.join(old, keys).where(F.col("now") != F.col("before")).groupBy("group", "topic").count().collect()
+        churn = {(r["group"], r["topic"]): r["count"] for r in moved}
+    return summarise(snapshot, per_pair, per_id, churn)
