@@ -144,7 +144,9 @@ impl PyFaultTable {
     fn lock(&self) -> MutexGuard<'_, FaultTolerance> {
         // A panic while holding the lock cannot leave the table half-updated (updates are
         // single assignments), so a poisoned lock is still safe to use.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -206,7 +208,7 @@ impl PyFaultTable {
     }
 
     fn remove(&self, broker: &str) {
-        self.lock().remove(broker)
+        self.lock().remove(broker);
     }
 
     /// `{broker: (currentLatency, startTimestamp, reachable, checkStamp)}`.
@@ -259,7 +261,7 @@ impl PyFaultTable {
             now,
             |b| resolve.get(b).cloned().flatten(),
             |a| detect_ok.get(a).copied().unwrap_or(false),
-        )
+        );
     }
 
     /// 4.9.8 selection: `(position, None, counter, whichItemWorst)` or, for the fallback's new

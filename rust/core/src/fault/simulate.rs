@@ -26,7 +26,7 @@ use super::select::{PublishInfo, Selected};
 use super::tolerance::FaultTolerance;
 use super::Semantics;
 
-/// SplitMix64: a tiny, well-known, seedable generator (Steele, Lea & Flood 2014).
+/// `SplitMix64`: a tiny, well-known, seedable generator (Steele, Lea & Flood 2014).
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
@@ -46,6 +46,10 @@ impl SplitMix64 {
     }
 
     /// Uniform in `[0, 1)` (53 bits).
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "both operands are below 2^53, exact in an f64"
+    )]
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
@@ -113,7 +117,7 @@ pub struct SimResult {
     pub broker: Vec<u32>,
     /// Queue id of the last attempt.
     pub queue_id: Vec<i32>,
-    /// Attempts made (1..=1+retry_times).
+    /// Attempts made (`1..=1+retry_times`).
     pub attempts: Vec<u8>,
     /// Whether the send succeeded.
     pub ok: Vec<bool>,
@@ -181,13 +185,13 @@ pub fn simulate(
         .collect();
     let mut rng = SplitMix64::new(cfg.seed);
     let (mut counter, mut worst) = (cfg.send_which_queue, cfg.which_item_worst);
-    let n = cfg.sends;
+    let sends = cfg.sends;
     let mut r = SimResult {
-        broker: Vec::with_capacity(n),
-        queue_id: Vec::with_capacity(n),
-        attempts: Vec::with_capacity(n),
-        ok: Vec::with_capacity(n),
-        elapsed_ms: Vec::with_capacity(n),
+        broker: Vec::with_capacity(sends),
+        queue_id: Vec::with_capacity(sends),
+        attempts: Vec::with_capacity(sends),
+        ok: Vec::with_capacity(sends),
+        elapsed_ms: Vec::with_capacity(sends),
         ..SimResult::default()
     };
     let mut free_at = i64::MIN;

@@ -21,7 +21,7 @@ impl LatencyTable {
     pub fn v4() -> Self {
         LatencyTable {
             latency_max: vec![50, 100, 550, 1000, 2000, 3000, 15000],
-            not_available: vec![0, 0, 30000, 60000, 120000, 180000, 600000],
+            not_available: vec![0, 0, 30_000, 60_000, 120_000, 180_000, 600_000],
         }
     }
 

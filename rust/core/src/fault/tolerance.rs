@@ -64,6 +64,7 @@ impl FaultTolerance {
     }
 
     /// 5.x detector settings (`startDetectorEnable`, `detectInterval`).
+    #[must_use]
     pub fn with_detector(mut self, start_detector_enable: bool, detect_interval: i64) -> Self {
         self.start_detector_enable = start_detector_enable;
         self.detect_interval = detect_interval;
@@ -165,7 +166,7 @@ impl FaultTolerance {
     }
 
     /// 4.x `FaultItem.compareTo`: available first, then lower latency, then earlier window end.
-    fn cmp_4x(&self, a: &FaultItem, b: &FaultItem, now: i64) -> Ordering {
+    fn cmp_4x(a: &FaultItem, b: &FaultItem, now: i64) -> Ordering {
         let (aa, ba) = (now >= a.start_timestamp, now >= b.start_timestamp);
         ba.cmp(&aa)
             .then(a.current_latency.cmp(&b.current_latency))
@@ -176,7 +177,7 @@ impl FaultTolerance {
     /// `whichItemWorst` counter (`raw` is advanced); a single item is returned as is.
     pub fn pick_one_at_least_4x(&self, now: i64, which_item_worst: &mut i32) -> Option<&str> {
         let mut list: Vec<(&String, &FaultItem)> = self.items.iter().collect();
-        list.sort_by(|a, b| self.cmp_4x(a.1, b.1, now));
+        list.sort_by(|a, b| Self::cmp_4x(a.1, b.1, now));
         let half = list.len() / 2;
         match list.len() {
             0 => None,
