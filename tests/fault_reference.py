@@ -1,5 +1,7 @@
 """Plain-Python model of RocketMQ's producer fault tolerance and of the batch send simulation,
-written from ../shared/spec/rocketmq.md §6 independently of the Rust core. It is the baseline of
+written from RocketMQ's Java sources (``MQFaultStrategy``, ``LatencyFaultToleranceImpl``,
+``TopicPublishInfo``, the retry loop of ``DefaultMQProducerImpl.sendDefaultImpl``) independently of
+the Rust core. It is the baseline of
 the simulation benchmark and the oracle of the simulator's differential test."""
 
 from __future__ import annotations
