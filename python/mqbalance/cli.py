@@ -7,7 +7,8 @@ audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its pr
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
 
-``mqbalance fault-seed`` — seed 001's producer fault-isolation experiment.
+``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
+``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
 
 ``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N]`` — run a rebalance
 scenario (a YAML/JSON file or a bundled name, see ``--list``) through :mod:`mqbalance.sim`:
@@ -241,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--seed", type=int, default=7)
-    f = sub.add_parser("fault-seed", help="seed 001's producer fault-isolation experiment, old loop vs 4.9.x vs 5.x")
+    f = sub.add_parser(
+        "fault-latency-demo",
+        help="the two-broker latency experiment: producer fault isolation (MQFaultStrategy), pre-4.9 vs 4.x vs 5.x",
+    )
     f.add_argument("--rounds", type=int, default=10)
     sim = sub.add_parser(
         "simulate", help="simulate a consumer group through a rebalance scenario: duplicates, pauses, backlog, plots"
@@ -258,11 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument(
         "--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event"
     )
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["fault-seed"]:  # the former name of fault-latency-demo, kept as a hidden alias
+        argv[0] = "fault-latency-demo"
     args = parser.parse_args(argv)
-    if args.command == "fault-seed":
-        from .examples import fault_seed
+    if args.command == "fault-latency-demo":
+        from .examples import fault_latency_demo
 
-        return fault_seed.main(["--rounds", str(args.rounds)])
+        return fault_latency_demo.main(["--rounds", str(args.rounds)])
     commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate}
     try:
         return commands[args.command](args)

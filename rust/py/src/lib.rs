@@ -321,8 +321,8 @@ fn ring_hash(text: &str, charset: &str) -> PyResult<u32> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStrategy>()?;
-    m.add_class::<fault::PyFaultTable>()?;
-    m.add_class::<fault::PyPublishRoute>()?;
+    m.add_class::<fault::PyMQFaultStrategy>()?;
+    m.add_class::<fault::PyTopicPublishInfo>()?;
     m.add_function(wrap_pyfunction!(allocate_positions, m)?)?;
     m.add_function(wrap_pyfunction!(assign_positions, m)?)?;
     m.add_function(wrap_pyfunction!(owners, m)?)?;
