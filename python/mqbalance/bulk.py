@@ -108,7 +108,7 @@ def owners_by_pair(
     """
     built = [_strategy(s, batch=True) for s in strategies]
     handles: dict[int, int] = {}
-    distinct = []
+    distinct: list[Any] = []
     which = np.empty(len(built), dtype=np.uint32)
     for k, s in enumerate(built):
         key = id(s._handle)

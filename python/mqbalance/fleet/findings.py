@@ -164,9 +164,9 @@ def summarise(
             findings.append(Finding(FindingKind.MISSING_ROUTE, g, t, 1, detail))
     for r in sorted(_records(per_pair), key=lambda r: (r["group"], r["topic"])):
         g, t = r["group"], r["topic"]
-        group = groups.get(g)
-        conns = group.connections if group else ()
-        model = group.message_model if group else MessageModel.CLUSTERING
+        found = groups.get(g)
+        conns = found.connections if found else ()
+        model = found.message_model if found else MessageModel.CLUSTERING
         id_counts = Counter(c.client_id for c in conns)
         owned = owned_by_id.get((g, t), {})
         loads = [owned.get(c.client_id, 0) // id_counts[c.client_id] for c in conns]

@@ -83,7 +83,7 @@ def local_session(
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    spark._mqbalance_tmp = tmp  # removed by stop_session
+    setattr(spark, "_mqbalance_tmp", tmp)  # removed by stop_session  # noqa: B010
     return spark
 
 
