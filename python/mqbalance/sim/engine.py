@@ -310,7 +310,8 @@ class Simulation:
             n = math.floor(until * p.rate / 1000) - math.floor(t0 * p.rate / 1000)
             if p.queues and n > 0:
                 self._produce(p, n)
-        self.metrics.held(dt, self._nobody, self._twice)
+        if self._nobody or self._twice:
+            self.metrics.held(dt, self._nobody, self._twice)
         for c in self.consumers:
             if c.pulling:
                 c.credit += c.throughput * dt / 1000
