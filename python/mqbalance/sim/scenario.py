@@ -111,22 +111,26 @@ def parse_duration_ms(value: Any, where: str) -> int:
 # ---- the strategy allow-list (to be replaced by the strategy registry) ---------------------------
 
 
-def _check_strategy(name: str, params: dict[str, Any], where: str) -> None:
-    """A strategy a scenario can run: one needing per-client configuration (``CONFIG``,
-    ``MACHINE_ROOM*``) is refused; the others must build with their parameters."""
-    from mqbalance.strategies import strategy
+def _check_strategy(name: str, params: dict[str, Any], where: str) -> str:
+    """The registry's name of a strategy a scenario can run: one needing per-client configuration
+    (``CONFIG``, ``MACHINE_ROOM*``) is refused; the others must build with their parameters."""
+    from mqbalance.registry import StrategySpec
 
-    if name == "CONFIG" or name.startswith("MACHINE_ROOM"):
-        fail(
-            where,
-            f"strategy {name!r} needs per-client configuration a scenario does not carry; use AVG, AVG_BY_CIRCLE "
-            "or CONSISTENT_HASH",
-            name,
-        )
     try:
-        strategy(name, **params)
-    except (MQBalanceError, TypeError) as e:
-        fail(where, str(e), name)
+        spec = StrategySpec.parse({"name": name, **params})
+        if spec.info.per_client_config:
+            fail(
+                where,
+                f"strategy {name!r} needs per-client configuration a scenario does not carry; use AVG, "
+                "AVG_BY_CIRCLE or CONSISTENT_HASH",
+                name,
+            )
+        spec.build()
+    except SchemaError:
+        raise
+    except MQBalanceError as e:
+        fail(where, str(e).removeprefix("strategy: "), name)
+    return spec.display_name
 
 
 # ---- the schema ----------------------------------------------------------------------------------
@@ -144,8 +148,7 @@ def _strategy(value: Any, where: str) -> StrategyChoice:
             fail(f"{where}.name", "missing")
         name = text()(data["name"], f"{where}.name")
         params = {k: v for k, v in data.items() if k != "name"}
-    _check_strategy(name, params, where)
-    return name, tuple(sorted(params.items()))
+    return _check_strategy(name, params, where), tuple(sorted(params.items()))
 
 
 def _section(schema: Schema[Any]) -> Callable[[Any, str], Any]:
