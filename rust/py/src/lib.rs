@@ -76,7 +76,7 @@ impl PyStrategy {
         self.inner.name()
     }
 
-    /// Whether owners depend on topic and broker names (AVG and AVG_BY_CIRCLE only count queues).
+    /// Whether owners depend on topic and broker names (`AVG` and `AVG_BY_CIRCLE` only count queues).
     #[getter]
     fn reads_queue_names(&self) -> bool {
         self.inner.reads_queue_names()
