@@ -278,3 +278,12 @@ def strategy(name: str, **params: Any) -> AllocateStrategy:
     from .registry import strategy as build
 
     return build(name, **params)
+
+
+def __getattr__(name: str) -> Any:
+    """``StrategyName`` moved to :mod:`mqbalance.registry`; the old import keeps working."""
+    if name == "StrategyName":
+        from mqbalance.registry import StrategyName
+
+        return StrategyName
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
