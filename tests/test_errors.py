@@ -171,6 +171,7 @@ def test_bulk_bad_columns():
     with pytest.raises(InvalidQueueError, match=r"brokers\[0\] must be a str"):
         bulk.owners("AVG", ["T"], [b"b"], [0], ["a"])
     import pyarrow as pa
+
     with pytest.raises(InvalidQueueError, match=r"topics\[1\] is null"):
         bulk.owners("AVG", pa.array(["T", None]), pa.array(["b", "b"]), pa.array([0, 1]), ["a"])
 
