@@ -22,10 +22,9 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from spark_cluster import SparkCluster, bare_python, driver_env, run_cli  # noqa: E402
-
 from mqbalance import shipping  # noqa: E402
 from mqbalance.cli import main  # noqa: E402
+from spark_cluster import SparkCluster, bare_python, driver_env, run_cli  # noqa: E402
 
 
 def audit_outputs(out: Path) -> dict[str, Any]:
