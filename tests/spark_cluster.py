@@ -214,16 +214,27 @@ def driver_env(*, python: str, extra: Mapping[str, str] | None = None) -> dict[s
     return env
 
 
-def run_cli(args: list[str], env: Mapping[str, str], *, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
-    """``python -m mqbalance.cli ARGS`` in its own process (its own driver JVM)."""
-    return subprocess.run(
-        [sys.executable, "-m", "mqbalance.cli", *args],
+def run_cli(args: list[str], env: Mapping[str, str], *, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+    """``python -m mqbalance.cli ARGS`` in its own process group (its own driver JVM); the whole
+    group is killed if it overruns ``timeout`` or the test is interrupted, so no driver JVM is
+    left behind."""
+    cmd = [sys.executable, "-m", "mqbalance.cli", *args]
+    process = subprocess.Popen(
+        cmd,
         env=dict(env),
-        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-        check=False,
+        start_new_session=True,
     )
+    try:
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        _signal_group(process.pid, signal.SIGKILL)  # stragglers (a JVM whose Python died) included
+        if process.poll() is None:
+            process.wait()
+    return subprocess.CompletedProcess(cmd, process.returncode, out, err)
 
 
 def bare_python(root: Path) -> str:
