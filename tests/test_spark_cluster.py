@@ -45,9 +45,19 @@ def audit_outputs(out: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def local_mode(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The bundled example audited in local mode, in this process (reusing a running session)."""
+    """The bundled example audited in local mode, in this process: on the running session if
+    there is one (the CLI leaves it alone), else on a quick-starting one stopped afterwards."""
+    from pyspark.sql import SparkSession
+
+    from mqbalance.spark import local_session, stop_session
+
+    own = None if SparkSession.getActiveSession() else local_session(fast_start=True, driver_memory="1g")
     out = tmp_path_factory.mktemp("local") / "audit"
-    assert main(["audit", "--out", str(out)]) == 0
+    try:
+        assert main(["audit", "--out", str(out)]) == 0
+    finally:
+        if own is not None:
+            stop_session(own)
     result = audit_outputs(out)
     assert result["findings"] and result["assignments"]  # the example's hazards are there to compare
     return result
