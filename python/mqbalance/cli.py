@@ -84,6 +84,7 @@ def _cmd_assign(args: argparse.Namespace) -> int:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
+    from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
     from mqbalance.fleet.spark import assign_fleet, audit, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
@@ -101,7 +102,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         + (f"; previous: {prev.source}" if prev else "")
     )
     say(f"starting Spark ({args.master or 'local[2]'})")
-    with session(args.master) as spark:
+    ship = args.ship_environment and not (args.master or "local").startswith("local")
+    if args.ship_environment and not ship:
+        say("local mode: the executors run this Python already; --ship-environment ignored")
+    if ship:
+        environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
+    with explain_executor_errors(), session(args.master, ship_environment=ship) as spark:
         say("assigning every (group, topic) in the executors")
         assignments = assign_fleet(spark, snap).cache()
         rows = assignments.count()
@@ -232,6 +238,15 @@ def main(argv: list[str] | None = None) -> int:
     au.add_argument("--previous", help="an earlier snapshot, for churn")
     au.add_argument("--out", default="out/audit", help="output directory (default: out/audit)")
     au.add_argument("--master", help="Spark master URL (default: local[2])")
+    au.add_argument(
+        "--ship-environment",
+        action="store_true",
+        help="for clusters whose workers lack mqbalance: pack this Python environment (mqbalance with its compiled "
+        "core, numpy, pyarrow, pandas, pyyaml; about 100 MB) and ship it to the executors as spark.archives. "
+        "Costs about 10 s to pack on the first run (cached under ~/.cache/mqbalance, reused until mqbalance or a "
+        "dependency changes) and an upload to every executor on every run. The workers need this OS, CPU "
+        "architecture and base Python at the same path. Ignored in local mode",
+    )
     au.add_argument(
         "--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned"
     )

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from mqbalance.fleet import engine
+from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
 from mqbalance.fleet.snapshot import Snapshot
 
@@ -51,10 +51,13 @@ def local_session(
     driver_memory: str = "2g",
     shuffle_partitions: int = 4,
     fast_start: bool = False,
+    ship_environment: bool = False,
 ) -> Any:
     """A SparkSession: ``local[2]`` by default (loopback only, no UI, quiet logs, its own temp
     dir removed by :func:`stop_session`), or the given master URL. ``fast_start`` trades heavy-SQL
-    speed for a faster JVM start (tests)."""
+    speed for a faster JVM start (tests). ``ship_environment`` (cluster masters only; local
+    executors already run this Python) packs this environment and ships it to the executors
+    (:mod:`mqbalance.fleet.shipping`), for workers without mqbalance."""
     master = master or "local[2]"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -81,7 +84,11 @@ def local_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    spark = builder.getOrCreate()
+    shipped = shipping.environment_conf() if ship_environment and not master.startswith("local") else {}
+    for key, value in shipped.items():
+        builder = builder.config(key, value)
+    with shipping.executor_python(shipped):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     setattr(spark, "_mqbalance_tmp", tmp)  # removed by stop_session  # noqa: B010
     return spark
