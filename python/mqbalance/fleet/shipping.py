@@ -121,8 +121,10 @@ def shipped_distributions() -> list[metadata.Distribution]:
 
 
 def _package_dir() -> Path:
-    """The mqbalance package the driver runs (this file's directory), wherever it comes from."""
-    return Path(__file__).resolve().parent
+    """The mqbalance package the driver runs, wherever it comes from."""
+    import mqbalance
+
+    return Path(mqbalance.__file__).resolve().parent
 
 
 def _site_files(dist: metadata.Distribution) -> list[tuple[str, Path]]:
