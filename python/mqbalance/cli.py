@@ -82,10 +82,24 @@ def _cmd_assign(args: argparse.Namespace) -> int:
     return 3 if args.fail_on_unowned and result.count(FindingKind.UNOWNED) else 0
 
 
+def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SnapshotError(f"--conf: expected KEY=VALUE, got {item!r}", item)
+        conf[key.strip()] = value
+    if args.executor_memory:
+        conf["spark.executor.memory"] = args.executor_memory
+    if args.partitions is not None and args.partitions < 1:
+        raise SnapshotError(f"--partitions: must be >= 1, got {args.partitions}", args.partitions)
+    return conf
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
-    from mqbalance.fleet.spark import assign_fleet, audit, session
+    from mqbalance.fleet.spark import assign_fleet, audit_fleet, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
@@ -107,22 +121,24 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         say("local mode: the executors run this Python already; --ship-environment ignored")
     if ship:
         environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
-    with explain_executor_errors(), session(args.master, ship_environment=ship) as spark:
-        say("assigning every (group, topic) in the executors")
-        assignments = assign_fleet(spark, snap).cache()
-        rows = assignments.count()
-        say(f"assigned: {rows:,} (queue, consumer) rows")
+    conf = _spark_conf(args)
+    driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 10_000_000}g"
+    with (
+        explain_executor_errors(),
+        session(args.master, ship_environment=ship, driver_memory=driver_memory, conf=conf) as spark,
+    ):
+        say("assigning and auditing every (group, topic) in the executors")
         previous = None
         if prev is not None:
-            previous = assign_fleet(spark, prev).cache()
-            say(f"previous snapshot assigned: {previous.count():,} rows")
-        result = audit(snap, assignments, previous=previous)
-        say(f"audited {len(result.rows):,} group/topic pairs")
-        paths = write_outputs(result, args.out, assignments=assignments, source=snap.source)
-        say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, assignments/, plots)")
-        for df in (assignments, previous):
-            if df is not None:
-                df.unpersist()
+            previous = (assign_fleet(spark, snap, partitions=args.partitions), assign_fleet(spark, prev))
+        result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous)
+        say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
+        paths = write_outputs(result, args.out, source=snap.source)
+        say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
+        if not args.no_assignments:
+            target = Path(args.out) / "assignments"
+            assign_fleet(spark, snap, partitions=args.partitions).write.mode("overwrite").parquet(str(target))
+            say(f"wrote {target}/ (one row per queue and consuming process, Parquet)")
     print()
     print("Summary")
     for k, v in result.totals.items():
@@ -238,6 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     au.add_argument("--previous", help="an earlier snapshot, for churn")
     au.add_argument("--out", default="out/audit", help="output directory (default: out/audit)")
     au.add_argument("--master", help="Spark master URL (default: local[2])")
+    au.add_argument("--partitions", type=int, help="Spark partitions of the work (default: one per core)")
+    au.add_argument("--driver-memory", help="Spark driver memory, e.g. 4g (default: 2g, +1g per 10^7 queues)")
+    au.add_argument("--executor-memory", help="Spark executor memory on a cluster, e.g. 4g")
+    au.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="any Spark setting (repeatable)")
+    au.add_argument(
+        "--no-assignments", action="store_true", help="skip writing assignments/ (one Parquet row per queue)"
+    )
     au.add_argument(
         "--ship-environment",
         action="store_true",

@@ -29,7 +29,7 @@ queue_id, consumer`` — and a queue nobody consumes has one row with a null con
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -205,13 +205,61 @@ def assign_batch(table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: n
     return pa.concat_tables(parts).cast(ASSIGNMENT_SCHEMA) if parts else ASSIGNMENT_SCHEMA.empty_table()
 
 
+#: Queue rows expanded and assigned at once (a pair larger than this is assigned alone).
+MAX_QUEUES_PER_SLICE = 1_000_000
+#: Rows per Arrow block handed back (Spark's ``arrow.maxRecordsPerBatch`` default).
+MAX_ROWS_PER_BLOCK = 10_000
+
+
+def pair_queue_counts(pairs: pa.Table) -> np.ndarray:
+    """Readable queues of every pair row."""
+    route = pairs.column("route").combine_chunks()
+    nums = route.flatten().field("read_queue_nums").to_numpy(zero_copy_only=False).astype(np.int64)
+    parent = pc.list_parent_indices(route).to_numpy()
+    return np.bincount(parent, weights=nums, minlength=pairs.num_rows).astype(np.int64)
+
+
+def pair_slices(pairs: pa.Table, max_queues: int = MAX_QUEUES_PER_SLICE) -> Iterator[pa.Table]:
+    """Consecutive slices of ``pairs`` holding at most ``max_queues`` readable queues each (a pair
+    with more is a slice of its own), so that memory does not grow with the batch Spark hands over."""
+    if pairs.num_rows == 0:
+        return
+    ends = np.cumsum(pair_queue_counts(pairs))
+    start = 0
+    while start < pairs.num_rows:
+        base = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, base + max_queues, side="right")), start + 1)
+        yield pairs.slice(start, stop - start)
+        start = stop
+
+
 def assign_batches(
-    pairs: pa.Table, groups: Mapping[str, ConsumerGroup], *, batch_pairs: int = 10_000
+    pairs: pa.Table, groups: Mapping[str, ConsumerGroup], *, max_queues: int = MAX_QUEUES_PER_SLICE
 ) -> Iterator[pa.Table]:
-    """:func:`assign_batch` over ``pairs`` in slices of ``batch_pairs`` pairs."""
-    for start in range(0, pairs.num_rows, batch_pairs):
-        table, bounds = expand_pairs(pairs.slice(start, batch_pairs))
+    """:func:`assign_batch` over ``pairs`` in slices of at most ``max_queues`` queues."""
+    for part in pair_slices(pairs, max_queues):
+        table, bounds = expand_pairs(part)
         yield assign_batch(table, groups, bounds)
+
+
+def assignment_blocks(
+    pair_batches: Iterable[pa.RecordBatch], groups: Mapping[str, ConsumerGroup]
+) -> Iterator[pa.RecordBatch]:
+    """What an executor does for :func:`mqbalance.fleet.spark.assign_fleet`: assignment rows of
+    every pair, in blocks of at most :data:`MAX_ROWS_PER_BLOCK` rows."""
+    for batch in pair_batches:
+        for table in assign_batches(pa.Table.from_batches([batch]), groups):
+            yield from table.to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+
+
+def fact_blocks(
+    pair_batches: Iterable[pa.RecordBatch], groups: Mapping[str, ConsumerGroup]
+) -> Iterator[pa.RecordBatch]:
+    """What an executor does for :func:`mqbalance.fleet.spark.audit_fleet`: assign the pairs and
+    hand back only their audit facts (:data:`FACT_SCHEMA`); the queue rows never leave the task."""
+    for batch in pair_batches:
+        for table in assign_batches(pa.Table.from_batches([batch]), groups):
+            yield from facts(table).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
 
 
 def assign_snapshot(snapshot: Snapshot) -> pa.Table:
@@ -246,4 +294,57 @@ def pair_counts(assignments: pa.Table) -> tuple[pa.Table, pa.Table]:
     per_id = pa.table(
         {k: per_id.column(k) for k in ("group", "topic", "consumer")} | {"count": per_id.column("queue_id_count")}
     )
+    return per_pair, per_id
+
+
+FACT_SCHEMA = pa.schema(
+    [
+        ("group", pa.string()),
+        ("topic", pa.string()),
+        ("consumer", pa.string()),
+        ("queues", pa.int64()),
+        ("unowned", pa.int64()),
+        ("double_owned", pa.int64()),
+        ("count", pa.int64()),
+    ]
+)
+"""Audit facts in one table: a pair row (``consumer`` null) with ``queues, unowned, double_owned``,
+or a (pair, consumer) row with ``count``, the queues that id consumes."""
+
+
+def facts(assignments: pa.Table) -> pa.Table:
+    """:func:`pair_counts` of an assignment table as :data:`FACT_SCHEMA` rows. Every queue of a
+    pair is in the same assignment table, so the facts of separate tables simply concatenate."""
+    per_pair, per_id = pair_counts(assignments)
+    n, m = per_pair.num_rows, per_id.num_rows
+    pair_rows = pa.table(
+        {
+            "group": per_pair.column("group"),
+            "topic": per_pair.column("topic"),
+            "consumer": pa.nulls(n, pa.string()),
+            "queues": per_pair.column("queues"),
+            "unowned": per_pair.column("unowned"),
+            "double_owned": per_pair.column("double_owned"),
+            "count": pa.nulls(n, pa.int64()),
+        }
+    )
+    id_rows = pa.table(
+        {
+            "group": per_id.column("group"),
+            "topic": per_id.column("topic"),
+            "consumer": per_id.column("consumer"),
+            "queues": pa.nulls(m, pa.int64()),
+            "unowned": pa.nulls(m, pa.int64()),
+            "double_owned": pa.nulls(m, pa.int64()),
+            "count": per_id.column("count"),
+        }
+    )
+    return pa.concat_tables([pair_rows.cast(FACT_SCHEMA), id_rows.cast(FACT_SCHEMA)])
+
+
+def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """``(per pair, per consumer)`` back from :data:`FACT_SCHEMA` rows (as :func:`pair_counts`)."""
+    is_pair = pc.is_null(table.column("consumer"))
+    per_pair = table.filter(is_pair).select(["group", "topic", "queues", "unowned", "double_owned"])
+    per_id = table.filter(pc.invert(is_pair)).select(["group", "topic", "consumer", "count"])
     return per_pair, per_id

@@ -286,7 +286,27 @@ def explain_executor_errors() -> Iterator[None]:
     try:
         yield
     except Exception as e:
-        problem = executor_import_problem(e)
+        problem = executor_import_problem(e) or memory_problem(e)
         if problem is None:
             raise
         raise problem from None
+
+
+class SparkMemoryError(MQBalanceError):
+    """Spark ran out of memory; the message says which memory and the setting to raise."""
+
+
+_MEMORY = re.compile(r"(OutOfDirectMemoryError|OutOfMemoryError|Java heap space|GC overhead limit exceeded)")
+
+
+def memory_problem(error: BaseException) -> SparkMemoryError | None:
+    """A short :class:`SparkMemoryError` for a job that failed for lack of memory, else ``None``."""
+    found = _MEMORY.search(str(error))
+    if found is None:
+        return None
+    what = "direct (off-heap) memory" if "Direct" in found.group(1) else "heap memory"
+    return SparkMemoryError(
+        f"Spark ran out of {what} ({found.group(1)}): raise --driver-memory (local mode) or "
+        "--executor-memory (cluster), or pass more --partitions",
+        found.group(1),
+    )

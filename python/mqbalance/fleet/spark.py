@@ -17,17 +17,18 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
 from mqbalance.fleet.snapshot import Snapshot
 
-__all__ = ["assign_fleet", "audit", "local_session", "session", "stop_session"]
+__all__ = ["assign_fleet", "audit", "audit_fleet", "local_session", "session", "stop_session"]
 
 _LOG4J = """status = warn
 rootLogger.level = warn
@@ -52,12 +53,14 @@ def local_session(
     shuffle_partitions: int = 4,
     fast_start: bool = False,
     ship_environment: bool = False,
+    conf: Mapping[str, str] | None = None,
 ) -> Any:
     """A SparkSession: ``local[2]`` by default (loopback only, no UI, quiet logs, its own temp
     dir removed by :func:`stop_session`), or the given master URL. ``fast_start`` trades heavy-SQL
     speed for a faster JVM start (tests). ``ship_environment`` (cluster masters only; local
     executors already run this Python) packs this environment and ships it to the executors
-    (:mod:`mqbalance.fleet.shipping`), for workers without mqbalance."""
+    (:mod:`mqbalance.fleet.shipping`), for workers without mqbalance. ``conf``: further Spark
+    settings, applied last."""
     master = master or "local[2]"
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -84,6 +87,8 @@ def local_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     shipped = shipping.environment_conf() if ship_environment and not master.startswith("local") else {}
     for key, value in shipped.items():
         builder = builder.config(key, value)
@@ -117,28 +122,74 @@ def session(master: str | None = None, **options: Any) -> Iterator[Any]:
             stop_session(spark)
 
 
+def _work_partitions(pairs_table: pa.Table, groups: dict[str, Any], n: int) -> pa.Table:
+    """``pairs_table`` with a ``part`` column spreading the estimated work (queues × consumers of
+    each pair) evenly over ``n`` partitions: heaviest first, snake order."""
+    queues = engine.pair_queue_counts(pairs_table)
+    sizes = {name: max(1, len(g.connections)) for name, g in groups.items()}
+    consumers = np.array([sizes.get(g, 1) for g in pairs_table.column("group").to_pylist()], dtype=np.int64)
+    order = np.argsort(-(queues * consumers), kind="stable")
+    lap = np.arange(len(order)) % (2 * n)
+    part = np.empty(len(order), dtype=np.int32)
+    part[order] = np.where(lap < n, lap, 2 * n - 1 - lap)
+    return pairs_table.append_column("part", pa.array(part))
+
+
+def _pairs_frame(spark: Any, snapshot: Snapshot, partitions: int | None) -> Any:
+    """The (group, topic, route) pairs as a DataFrame spread by work, or ``None`` when there are none."""
+    pairs_table = engine.subscription_pairs(snapshot)
+    if pairs_table.num_rows == 0:
+        return None
+    # One partition per core by default: each Python task's start-up costs more than a bigger batch.
+    n = partitions or spark.sparkContext.defaultParallelism
+    table = _work_partitions(pairs_table, snapshot.consumer_groups(), n)
+    return spark.createDataFrame(table).repartitionByRange(n, "part").drop("part")
+
+
 def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None) -> Any:
     """DataFrame ``(group, topic, broker_name, queue_id, consumer)``: one row per (queue,
-    consuming process), ``consumer`` null for a queue nobody consumes."""
-    groups = snapshot.consumer_groups()
-    pairs_table = engine.subscription_pairs(snapshot)
+    consuming process), ``consumer`` null for a queue nobody consumes. The consumer groups travel
+    once per executor (a broadcast); every task hands back blocks of bounded size."""
     schema = "group string, topic string, broker_name string, queue_id int, consumer string"
-    if pairs_table.num_rows == 0:
+    pairs = _pairs_frame(spark, snapshot, partitions)
+    if pairs is None:
         return spark.createDataFrame([], schema)
-    # One partition per core: each Python task's start-up costs more than a bigger batch (measured:
-    # 1M queues in 1.34 s with 2 partitions on 2 cores, 2.17 s with 10).
-    n = partitions or spark.sparkContext.defaultParallelism
-    pairs = spark.createDataFrame(pairs_table)
-    if pairs.rdd.getNumPartitions() < n:
-        pairs = pairs.repartition(n)
+    groups = spark.sparkContext.broadcast(snapshot.consumer_groups())
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            if batch.num_rows:
-                table, bounds = engine.expand_pairs(pa.Table.from_batches([batch]))
-                yield from engine.assign_batch(table, groups, bounds).to_batches()
+        yield from engine.assignment_blocks(batches, groups.value)
 
     return pairs.mapInArrow(run, schema)
+
+
+def audit_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None, previous: Any = None) -> AuditResult:
+    """The audit in one pass: each task assigns its pairs and hands back only their facts
+    (:data:`mqbalance.fleet.engine.FACT_SCHEMA`), so no queue row is shuffled, cached or collected.
+    ``previous`` (the assignment DataFrames of this and an earlier snapshot, ``(current,
+    before)``) adds churn."""
+    schema = "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long"
+    pairs = _pairs_frame(spark, snapshot, partitions)
+    churn = None if previous is None else _churn(*previous)
+    if pairs is None:
+        return summarise(snapshot, [], [], churn)
+    groups = spark.sparkContext.broadcast(snapshot.consumer_groups())
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from engine.fact_blocks(batches, groups.value)
+
+    facts = pa.Table.from_batches(pairs.mapInArrow(run, schema)._collect_as_arrow(), schema=engine.FACT_SCHEMA)
+    return summarise(snapshot, *engine.split_facts(facts), churn)
+
+
+def _churn(assignments: Any, previous: Any) -> dict[tuple[str, str], int]:
+    """Queues per (group, topic) whose consumers differ between two assignment DataFrames."""
+    from pyspark.sql import functions as F
+
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    cur = assignments.groupBy(*keys).agg(F.sort_array(F.collect_list("consumer")).alias("now"))
+    old = previous.groupBy(*keys).agg(F.sort_array(F.collect_list("consumer")).alias("before"))
+    moved = cur.join(old, keys).where(F.col("now") != F.col("before")).groupBy("group", "topic").count().collect()
+    return {(r["group"], r["topic"]): r["count"] for r in moved}
 
 
 def audit(snapshot: Snapshot, assignments: Any, *, previous: Any = None) -> AuditResult:
@@ -158,10 +209,5 @@ def audit(snapshot: Snapshot, assignments: Any, *, previous: Any = None) -> Audi
         .collect()
     )
     per_id = assignments.where(F.col("consumer").isNotNull()).groupBy("group", "topic", "consumer").count().collect()
-    churn: dict[tuple[str, str], int] | None = None
-    if previous is not None:
-        cur = assignments.groupBy(*keys).agg(F.sort_array(F.collect_list("consumer")).alias("now"))
-        old = previous.groupBy(*keys).agg(F.sort_array(F.collect_list("consumer")).alias("before"))
-        moved = cur.join(old, keys).where(F.col("now") != F.col("before")).groupBy("group", "topic").count().collect()
-        churn = {(r["group"], r["topic"]): r["count"] for r in moved}
+    churn = None if previous is None else _churn(assignments, previous)
     return summarise(snapshot, per_pair, per_id, churn)
