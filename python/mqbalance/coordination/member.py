@@ -711,6 +711,7 @@ class GroupMember:
         with self._lock:
             self._pending.clear()
         self._session = None
+        self._generation = -1  # re-apply the current assignment with the new session
         self._election_node = None
         self._is_leader = False
         self._member_cache.clear()
