@@ -13,9 +13,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
-from zk_fixture import expire_session, group, wait_until, zk, zk_server  # noqa: F401 - fixtures
 
 from mqbalance import MessageQueue, UnknownStrategyError, strategy
 from mqbalance.coordination import (
@@ -35,6 +33,9 @@ from mqbalance.coordination import (
 )
 from mqbalance.exceptions import InvalidInputError, MQBalanceError
 from mqbalance.kafka import TopicPartition, zk_assign
+from zk_fixture import expire_session, wait_until
+
+pytest_plugins = ["zk_plugin"]  # the real ZooKeeper server fixtures
 
 FAST = {"session_timeout": 2.0, "rebalance_backoff_ms": 100, "rebalance_max_retries": 10}
 
@@ -201,7 +202,7 @@ def test_session_loss_stops_work_first_then_rejoins(zk_server, zk, group, stack)
         old = a._client.client_id
         expire_session(zk_server.hosts, a._client)
         wait_until(lambda: ("revoked", RevokeReason.SESSION_LOST, 4) in events)
-        wait_until(lambda a=a: settled([a], 4) and a._client.client_id != old and a.may_work())
+        wait_until(lambda a=a, old=old: settled([a], 4) and a._client.client_id != old and a.may_work())
         assert work_seen[-1] is False
         a.close()
 
