@@ -313,3 +313,20 @@ def test_server_that_cannot_start_fails_clearly(monkeypatch):
     monkeypatch.setenv("MQBALANCE_ZOOKEEPER_CLASSPATH", "/nonexistent.jar")
     with pytest.raises(ZooKeeperUnreachableError, match="exited during start-up"), ZooKeeperServer():
         pass
+
+
+def test_record_checker_catches_loss_overlap_and_backwards_commits():
+    from mqbalance.coordination.records import check_records
+
+    good = {
+        "m1": [{"e": "p", "q": "t/0", "a": 0, "b": 5, "t0": 1.0, "t1": 1.1}, {"e": "c", "q": "t/0", "o": 5, "v": 1}],
+        "m2": [{"e": "p", "q": "t/0", "a": 3, "b": 9, "t0": 2.0, "t1": 2.1}, {"e": "c", "q": "t/0", "o": 9, "v": 3}],
+    }
+    res = check_records(good, {"t/0": 9})
+    assert res.ok and res.duplicates == 2 and res.processed == 11
+    bad = {
+        "m1": [{"e": "p", "q": "t/0", "a": 0, "b": 5, "t0": 1.0, "t1": 2.5}, {"e": "c", "q": "t/0", "o": 5, "v": 4}],
+        "m2": [{"e": "p", "q": "t/0", "a": 6, "b": 9, "t0": 2.0, "t1": 2.1}, {"e": "c", "q": "t/0", "o": 9, "v": 3}],
+    }
+    res = check_records(bad, {"t/0": 9})
+    assert res.lost == {"t/0": [(5, 6)]} and len(res.overlaps) == 1 and len(res.backwards) == 1 and not res.ok

@@ -275,12 +275,15 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument(
         "--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event"
     )
+    from .coordination.cli import add_subcommands as _coordination_subcommands
+
+    coordination_commands = _coordination_subcommands(sub)  # member, group status
     args = parser.parse_args(argv)
     if args.command == "fault-seed":
         from .examples import fault_seed
 
         return fault_seed.main(["--rounds", str(args.rounds)])
-    commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate}
+    commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate, **coordination_commands}
     try:
         return commands[args.command](args)
     except MQBalanceError as e:
