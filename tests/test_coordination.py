@@ -330,3 +330,26 @@ def test_record_checker_catches_loss_overlap_and_backwards_commits():
     }
     res = check_records(bad, {"t/0": 9})
     assert res.lost == {"t/0": [(5, 6)]} and len(res.overlaps) == 1 and len(res.backwards) == 1 and not res.ok
+
+
+def test_cli_group_status_and_unreachable(zk_server, zk, group, stack, capsys):
+    import json
+
+    from mqbalance.cli import main
+
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 3, source_rate=10.0)
+    a = start(stack, zk_server.hosts, group, "a", [topic], mode="leader")
+    wait_until(lambda: settled([a], 3))
+    a.commit(TopicPartition(topic, 1), 4)
+    assert main(["group", "status", "--zk", zk_server.hosts, "--group", group, "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert [m["id"] for m in st["members"]] == ["a"] and st["leader"] == "a" and st["unowned"] == 0
+    row = next(r for r in st["partitions"] if r["partition"] == 1)
+    assert row["owner"] == "a" and row["offset"] == 4 and row["lag"] == row["end"] - 4
+    assert main(["group", "status", "--zk", zk_server.hosts, "--group", group]) == 0
+    assert "a" in capsys.readouterr().out
+    with ZooKeeperServer() as dead:
+        hosts = dead.hosts
+    assert main(["group", "status", "--zk", hosts, "--group", group, "--timeout", "1"]) == 2
+    assert "no ZooKeeper server answered" in capsys.readouterr().err

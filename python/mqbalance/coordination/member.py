@@ -656,7 +656,8 @@ class GroupMember:
             try:
                 self._handle(events)
             except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
-                log.info("%s: %s during %s; waiting for the connection", self.consumer_id, type(e).__name__, events)
+                log.info("%s: %s during %s; retrying once connected", self.consumer_id, type(e).__name__, events)
+                self._retry_at = time.monotonic() + 0.1
             except CoordinationError as e:
                 self._error = e
                 log.error("%s: %s", self.consumer_id, e)
@@ -682,6 +683,8 @@ class GroupMember:
                     self._session_lost()
                 self._register()
                 new_session = True
+            elif self._state is not MemberState.ACQUIRED:  # same session: finish what the drop interrupted
+                kinds.add("retry")
             self._callback(self._on_state, self.state)
             with self._cond:
                 self._cond.notify_all()
@@ -701,7 +704,7 @@ class GroupMember:
                 if e[0] == "partitions":
                     self._partition_cache.pop(e[1], None)
             self._publish()
-        if "assignment" in kinds:
+        if kinds & {"assignment", "retry"}:
             self._read_assignment()
         if kinds & {"freed", "retry"} and self._pending:
             self._claim_pending()
