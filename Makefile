@@ -65,6 +65,10 @@ test-python: setup zookeeper
 
 test: lint test-rust test-python
 
+# Coordination on ZooKeeper, every-member vs leader mode (several minutes; writes out/coordination/).
+bench-coordination: setup zookeeper
+	$(PY) benches/coordination_bench.py --sizes 4,16,32 --queues 1024 --out out/coordination
+
 bench: setup
 	$(PY) -m pytest benches -q --benchmark-only --benchmark-columns=min,median,max --benchmark-sort=name
 

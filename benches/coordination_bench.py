@@ -113,9 +113,12 @@ class Bench:
             return own == {tp: m for tp, m in expected.items() if m != "victim"} and (
                 extra_owned == 0 or self.victim_owned() == extra_owned
             )
-        if len(own) + (self.victim_owned() if extra_owned else 0) != self.queues:
+        victim = self.victim_owned() if extra_owned else None
+        if len(own) + (victim or 0) != self.queues:
             return False
-        return self.mode != "leader" or len({m.generation for m in self.members}) == 1
+        # sticky with identical subscriptions: balanced (max - min <= 1) over the live members
+        counts = [len(m.assignment) for m in self.members] + ([] if victim is None else [victim])
+        return max(counts) - min(counts) <= 1 and len({m.generation for m in self.members}) == 1
 
     def victim_owned(self) -> int:
         p = GroupPaths(self.group)
@@ -260,12 +263,13 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     configs = [(m, s) for m, s in CONFIGS if any(r["mode"] == m and r["strategy"] == s for r in rows)]
     sizes = sorted({r["members"] for r in rows})
     top = max(sizes)
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8))
+    fig, axes = plt.subplots(1, 4, figsize=(20, 4.8))
     width = 0.8 / max(len(configs), 1)
     for k, (metric, label, log) in enumerate(
         [
             ("stable_s", "time to stable (s)", False),
             ("requests", "ZooKeeper requests", True),
+            ("released", "queues paused (released)", False),
             ("moved", "queues moved", False),
         ]
     ):
