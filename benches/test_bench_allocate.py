@@ -45,7 +45,7 @@ def test_bulk_presorted_1m_10k(compare, full_size, name):
     n, c = (1_000_000, 10_000) if full_size else (20_000, 300)
     _, topics, brokers, qids, ids = fleet(n, c, shuffled=False)
     compare(
-        lambda: bulk.assign(name, topics, brokers, qids, ids, presorted=True),
+        lambda: bulk.owners(name, topics, brokers, qids, ids, presorted=True),
         lambda: GROUP[name](n, ids),
         check=_equal,
         target_s=0.020,
@@ -68,7 +68,7 @@ def test_bulk_unsorted_1m_10k(compare, full_size, name):
                 out[k] = cperm[o]
         return out
 
-    compare(lambda: bulk.assign(name, topics, brokers, qids, ids), baseline, check=_equal, target_s=0.300)
+    compare(lambda: bulk.owners(name, topics, brokers, qids, ids), baseline, check=_equal, target_s=0.300)
 
 
 @pytest.mark.parametrize("n,c,target", [(10_000, 1_000, 0.020), (1_000_000, 10_000, 1.0)], ids=["10k-1k", "1m-10k"])
@@ -77,7 +77,7 @@ def test_bulk_consistent_hash(compare, full_size, n, c, target):
         n, c = n // 100, c // 10
     rows, topics, brokers, qids, ids = fleet(n, c, shuffled=False)
     compare(
-        lambda: bulk.assign("CONSISTENT_HASH", topics, brokers, qids, ids, presorted=True),
+        lambda: bulk.owners("CONSISTENT_HASH", topics, brokers, qids, ids, presorted=True),
         lambda: ref.group_consistent_hash(rows, ids),
         check=_equal,
         target_s=target,

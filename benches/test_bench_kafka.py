@@ -1,4 +1,4 @@
-"""Kafka assignors (issue #4) against kafka-python 3.0.12's assignors in the same run.
+"""Kafka assignors (`mqbalance.kafka`) against kafka-python 3.0.12's assignors in the same run.
 
 Targets on this machine (columnar API): range / roundrobin 100k partitions / 1k members ≤ 10 ms;
 sticky 10k / 1k identical ≤ 5 ms, heterogeneous ≤ 100 ms; sticky 100k / 1k identical ≤ 50 ms.

@@ -34,7 +34,7 @@ SCRIPT = textwrap.dedent(
     except OSError:
         pass  # no reset allowed: the figure then also counts the input building (an over-estimate)
     before = status("VmRSS")
-    owners = bulk.assign(name, topics, brokers, qids, ids, presorted=presorted)
+    owners = bulk.owners(name, topics, brokers, qids, ids, presorted=presorted)
     peak = status("VmHWM")
     print(json.dumps({"extra_mb": (peak - before) / 1024, "owned": int((owners >= 0).sum())}))
     """

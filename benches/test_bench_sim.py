@@ -1,4 +1,4 @@
-"""The rebalance simulator (issue #6): messages moved in aggregate against the naive per-message
+"""The rebalance simulator: messages moved in aggregate against the naive per-message
 simulator (``tests/sim_per_message.py``, same control plane) on the same scenario. Target: one
 simulated hour of 10 consumers, 64 queues, 1,000 msg/s in <= 10 s."""
 

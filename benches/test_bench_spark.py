@@ -17,12 +17,11 @@ import time
 
 import pytest
 
-pytest.importorskip("pyspark")
+from mqbalance.fleet import scaled_fleet, snapshot_from_dict, write_outputs
+from mqbalance.fleet.snapshot import PERM_READ
+from mqbalance.fleet.spark import assign_fleet, audit, local_session, stop_session
 
-from mqbalance.audit import audit, write_outputs  # noqa: E402
-from mqbalance.fleet import scaled_fleet  # noqa: E402
-from mqbalance.snapshot import PERM_READ, snapshot_from_dict  # noqa: E402
-from mqbalance.spark import assign_fleet, local_session, stop_session  # noqa: E402
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
@@ -89,14 +88,11 @@ def test_avg_1m_vs_native_spark_sql(spark, compare, full_size):
 
 
 def test_consistent_hash_vs_per_group_python_udf(spark, compare, full_size):
-    pytest.importorskip("pandas")
     from pyspark.sql import functions as F
 
     groups = 15_625 if full_size else 100  # ~1M queues, as the AVG case
     snap = snapshot_from_dict(scaled_fleet(groups, strategy={"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}), "ch")
-    clients = {}
-    for g, c in zip(snap.connections["group"], snap.connections["client_id"]):
-        clients.setdefault(g, []).append(c)
+    clients = {name: group.client_ids for name, group in snap.consumer_groups().items()}
     arrow = snap.to_arrow()
     qd = spark.createDataFrame(arrow["queue_data"])
     queues = qd.select(
@@ -155,7 +151,7 @@ def test_whole_audit_wall_time_1m(spark, benchmark, full_size, tmp_path):
     def run():
         assignments = assign_fleet(spark, snap).cache()
         assignments.count()
-        result = audit(spark, snap, assignments)
+        result = audit(snap, assignments)
         write_outputs(result, tmp_path, assignments=assignments, source="scaled")
         assignments.unpersist()
         return result

@@ -1,5 +1,7 @@
 """Plain-Python model of RocketMQ's producer fault tolerance and of the batch send simulation,
-written from ../shared/spec/rocketmq.md §6 independently of the Rust core. It is the baseline of
+written from RocketMQ's Java sources (``MQFaultStrategy``, ``LatencyFaultToleranceImpl``,
+``TopicPublishInfo``, the retry loop of ``DefaultMQProducerImpl.sendDefaultImpl``) independently of
+the Rust core. It is the baseline of
 the simulation benchmark and the oracle of the simulator's differential test."""
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class Item:
 
 @dataclass
 class Producer:
-    semantics: str  # "4.9.x" or "5.x"
+    semantics: str  # "4.x" or "5.x" (mqbalance.versions.Semantics values)
     queues: list[tuple[str, int]]  # (broker, queue_id) in publish order
     write_nums: dict[str, int]
     enabled: bool = True
@@ -57,7 +59,7 @@ class Producer:
         return v & 0x7FFFFFFF
 
     def duration(self, latency: int) -> int:
-        lat_max, durations = V4 if self.semantics == "4.9.x" else V5
+        lat_max, durations = V4 if self.semantics == "4.x" else V5
         for k in range(len(lat_max) - 1, -1, -1):
             if latency >= lat_max[k]:
                 return durations[k]
@@ -66,7 +68,7 @@ class Producer:
     def update(self, broker: str, latency: int, isolation: bool, reachable: bool, now: int) -> None:
         if not self.enabled:
             return
-        v4 = self.semantics == "4.9.x"
+        v4 = self.semantics == "4.x"
         d = self.duration((30000 if v4 else 10000) if isolation else latency)
         item = self.items.setdefault(broker, Item(latency, 0))
         item.latency = latency
@@ -97,7 +99,7 @@ class Producer:
 
     def select(self, last: str | None, now: int, reset_to: int | None) -> tuple[str, int]:
         n = len(self.queues)
-        if self.semantics == "4.9.x":
+        if self.semantics == "4.x":
             if not self.enabled:
                 p = self._filtered(lambda b: b != last) if last is not None else None
                 return self.queues[self._plain() if p is None else p]

@@ -15,12 +15,14 @@ class PerMessageSimulation(Simulation):
         self.seen: set[tuple[int, int]] = set()
 
     def _produce(self, p, n: int) -> None:
+        m = self.metrics
         for _ in range(n):
             self.max_offset[p.queues[p.counter % len(p.queues)]] += 1
             p.counter += 1
-            self.produced += 1
+            m.total_produced += 1
 
     def _consume(self, c, capacity: int) -> None:
+        m = self.metrics
         while capacity:
             moved = False
             for pq, q in c.pulling:  # one message from each queue with a backlog, round-robin
@@ -29,11 +31,11 @@ class PerMessageSimulation(Simulation):
                     pq.consumed_offset += 1
                     capacity -= 1
                     moved = True
-                    self.consumed += 1
-                    self.coverage[q].add(offset, offset + 1)
+                    m.total_consumed += 1
+                    m.coverage[q].add(offset, offset + 1)
                     if (q, offset) in self.seen:
-                        self.duplicates += 1
-                        self.dup_by_queue[q] += 1
+                        m.total_duplicates += 1
+                        m.duplicates_by_queue[q] += 1
                     else:
                         self.seen.add((q, offset))
             if not moved:

@@ -1,4 +1,4 @@
-"""The seed's fault-isolation experiment and the CLI."""
+"""The two-broker latency experiment (producer fault isolation) and the CLI."""
 
 from __future__ import annotations
 
@@ -6,42 +6,56 @@ import subprocess
 import sys
 
 from mqbalance.cli import main
-from mqbalance.examples import fault_seed
+from mqbalance.examples import fault_latency_demo, fault_seed
 
-# Transcribed from seed 001 ("测试输出1" / "测试输出2"), i.e. from the Java run the seed printed.
-SEED_SUCCESS = [["broker1"], ["broker2"]] + [["broker1"]] * 8
-SEED_FAILURE = [["broker1", "broker1"], ["broker2", "broker1"]] + [["broker1", "broker1"]] * 8
+# The recorded output of the Java experiment (a producer with the pre-4.9 selection loop).
+RECORDED_SUCCESS = [["broker1"], ["broker2"]] + [["broker1"]] * 8
+RECORDED_FAILURE = [["broker1", "broker1"], ["broker2", "broker1"]] + [["broker1", "broker1"]] * 8
 
 
-def test_seed_variant_reproduces_the_seed_output():
-    assert fault_seed.run("seed", fail=False) == SEED_SUCCESS
-    assert fault_seed.run("seed", fail=True) == SEED_FAILURE
+def test_pre_4_9_loop_reproduces_the_recorded_java_output():
+    assert fault_latency_demo.run("pre-4.9", fail=False) == RECORDED_SUCCESS
+    assert fault_latency_demo.run("pre-4.9", fail=True) == RECORDED_FAILURE
+    assert fault_latency_demo.RECORDED_SUCCESS == RECORDED_SUCCESS
+    assert fault_latency_demo.RECORDED_FAILURE == RECORDED_FAILURE
 
 
 def test_rocketmq_4_9_differs_only_where_the_probe_changed():
-    """4.9.8: the success run is the seed's. When everything fails, round 0's retry goes to the
-    still-available broker2 (the probe no longer demands broker == lastBrokerName); from then on
+    """4.9.8: the success run is the recorded one. When everything fails, round 0's retry goes to
+    the still-available broker2 (the probe no longer demands broker == lastBrokerName); from then on
     both brokers are isolated and pickOneAtLeast prefers broker1 (30 s < 50 s)."""
-    assert fault_seed.run("4.9.x", fail=False) == SEED_SUCCESS
-    assert fault_seed.run("4.9.x", fail=True) == [["broker1", "broker2"]] + [["broker1", "broker1"]] * 9
+    assert fault_latency_demo.run("4.x", fail=False) == RECORDED_SUCCESS
+    assert fault_latency_demo.run("4.x", fail=True) == [["broker1", "broker2"]] + [["broker1", "broker1"]] * 9
 
 
 def test_5x_never_retries_on_the_broker_that_just_failed():
-    for attempts in fault_seed.run("5.x", fail=True):
+    for attempts in fault_latency_demo.run("5.x", fail=True):
         assert attempts[0] != attempts[1]
 
 
-def test_cli_fault_seed_and_module_entry_point(capsys):
-    assert main(["fault-seed", "--rounds", "3"]) == 0
+def test_former_names_still_work():
+    for old, new in (("seed", "pre-4.9"), ("4.9.x", "4.x")):
+        for fail in (False, True):
+            assert fault_latency_demo.run(old, fail=fail) == fault_latency_demo.run(new, fail=fail)
+    assert fault_seed.run("seed", fail=True) == fault_seed.SEED_FAILURE == RECORDED_FAILURE
+    assert fault_seed.SEED_SUCCESS == RECORDED_SUCCESS
+
+
+def test_cli_fault_latency_demo_its_hidden_alias_and_module_entry_points(capsys):
+    assert main(["fault-latency-demo", "--rounds", "3"]) == 0
     out = capsys.readouterr().out
-    assert "pickOneAtLeast" in out and "broker2,broker1" in out
-    done = subprocess.run(
-        [sys.executable, "-m", "mqbalance.examples.fault_seed", "--rounds", "2"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "every send fails" in done.stdout
+    assert "pickOneAtLeast" in out and "broker2,broker1" in out and "Java (recorded)" in out
+    assert main(["fault-seed", "--rounds", "3"]) == 0  # the former command name
+    assert capsys.readouterr().out == out
+    main_help = subprocess.run(
+        [sys.executable, "-m", "mqbalance.cli", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "fault-latency-demo" in main_help and "fault-seed" not in main_help
+    for module in ("mqbalance.examples.fault_latency_demo", "mqbalance.examples.fault_seed"):
+        done = subprocess.run(
+            [sys.executable, "-m", module, "--rounds", "2"], capture_output=True, text=True, check=True
+        )
+        assert "every send fails" in done.stdout
 
 
 def test_cli_assign_on_the_bundled_example(capsys):

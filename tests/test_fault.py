@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 
 import numpy as np
@@ -20,8 +21,9 @@ from mqbalance.exceptions import (
     UnknownBrokerError,
 )
 from mqbalance.fault import BrokerModel, ManualClock, MQFaultStrategy, QueueData, ThreadLocalIndex, TopicPublishInfo
+from mqbalance.versions import Semantics
 
-SEMANTICS = ["4.9.x", "5.x"]
+SEMANTICS = ["4.x", "5.x"]
 BROKERS = ["broker-a", "broker-b", "broker-c", "broker-d"]
 
 
@@ -99,7 +101,7 @@ def test_isolated_broker_is_avoided_until_its_window_ends(sem, counts, victim, l
     fs.update_fault_item(victim_name, latency, isolation)
     window_end = fs.fault_items()[victim_name].start_timestamp
     assert window_end == 10_000 + fs.compute_not_available_duration(
-        (30_000 if sem == "4.9.x" else 10_000) if isolation else latency
+        (30_000 if sem == "4.x" else 10_000) if isolation else latency
     ) or (sem == "5.x" and window_end == 0)
     clock.advance(dt)
     picks = {fs.select_one_message_queue(tp).broker_name for _ in range(2 * len(tp))}
@@ -136,7 +138,7 @@ def test_5x_windows_only_extend(updates):
 def test_4x_windows_can_shorten():
     """The 4.x contrast: a fast send right after a slow one makes the broker available again."""
     clock = ManualClock(0)
-    fs = MQFaultStrategy(semantics="4.9.x", send_latency_fault_enable=True, clock=clock)
+    fs = MQFaultStrategy(semantics="4.x", send_latency_fault_enable=True, clock=clock)
     fs.update_fault_item("broker-a", 2_000, False)  # 120 s window
     assert not fs.is_available("broker-a")
     fs.update_fault_item("broker-a", 10, False)
@@ -162,6 +164,25 @@ def test_bad_tables():
         MQFaultStrategy(semantics="6.x")
     custom = MQFaultStrategy(latency_max=[10, 20], not_available_duration=[5, 50])
     assert (custom.compute_not_available_duration(15), custom.compute_not_available_duration(25)) == (5, 50)
+
+
+def test_semantics_vocabulary_and_the_older_spelling():
+    """One vocabulary (mqbalance.versions.Semantics); "4.9.x", this module's older name for 4.x, still works."""
+    for spelling in ("4.x", "4.9.x", Semantics.V4):
+        fs = MQFaultStrategy(semantics=spelling)
+        assert fs.semantics is Semantics.V4 and fs.semantics == "4.x"
+        assert fs.not_available_duration[-1] == 600_000  # the 4.x table
+        assert repr(fs) == "MQFaultStrategy(semantics='4.x', send_latency_fault_enable=False)"
+    assert MQFaultStrategy().semantics is Semantics.V5
+    assert MQFaultStrategy(semantics=Semantics.V5).not_available_duration[-1] == 30_000
+    for bad in ("4", "5", "4.X", "", None):
+        with pytest.raises(InvalidInputError):
+            MQFaultStrategy(semantics=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError):
+        ThreadLocalIndex(semantics="6.x")
+    # 4.x seeds abs(nextInt()), 5.x nextInt(): same draws, the old spelling seeds like 4.x.
+    seeds = {s: ThreadLocalIndex(rng=random.Random(5), semantics=s).raw for s in ("4.x", "4.9.x", "5.x")}
+    assert seeds["4.x"] == seeds["4.9.x"] == abs(seeds["5.x"])
 
 
 def test_bad_routes():
@@ -201,7 +222,7 @@ def test_counters_are_per_thread_and_the_table_is_shared():
     """16 threads select and update concurrently: each thread's counter moves only with its own
     selections (Java's ThreadLocalIndex), and every thread's updates land in the one table."""
     tp = route([4, 4, 4], initial=0)
-    fs = MQFaultStrategy(semantics="4.9.x", send_latency_fault_enable=False)
+    fs = MQFaultStrategy(semantics="4.x", send_latency_fault_enable=False)
     per_thread = 500
     finals: list[int] = []
     errors: list[BaseException] = []

@@ -7,7 +7,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
-from mqbalance.kafka import Subscription, TopicPartition, assign_columns, assignor, check_assignment, zk_assign
+from mqbalance.kafka import (
+    ASSIGNORS,
+    Subscription,
+    TopicPartition,
+    assign_columns,
+    assignor,
+    check_assignment,
+    zk_assign,
+)
 
 TOPICS = ["a", "b", "c", "d", "e"]
 
@@ -107,7 +115,7 @@ def test_errors():
     with pytest.raises(InvalidInputError):
         Subscription(["t"], generation="7")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
-        zk_assign("range", {"c": {"t": -2}}, {"t": 1})
+        zk_assign("range", {"t": 1}, {"c": {"t": -2}})
     with pytest.raises(InvalidInputError):
         assign_columns("range", {"t": 1}, ["a", "b"], [["t"]])
     # Unknown topics and out-of-range owned partitions are skipped, as Kafka's client does.
@@ -116,3 +124,42 @@ def test_errors():
     )
     assert got == {"m": [TopicPartition("t", 0), TopicPartition("t", 1)]}
     assert assignor("range").assign({"t": 3}, {}) == {}
+
+
+def test_assignor_names_ignore_case():
+    subs = {"a": ["t"], "b": ["t"]}
+    for name in ASSIGNORS:
+        for spelling in (name.upper(), name.title(), name):
+            a = assignor(spelling)
+            assert a.name == name and repr(a) == f"assignor({name!r})"
+            assert a.assign({"t": 5}, subs) == assignor(name).assign({"t": 5}, subs)
+            cols = assign_columns(spelling, {"t": 5}, ["a", "b"], [["t"], ["t"]])
+            same = assign_columns(name, {"t": 5}, ["a", "b"], [["t"], ["t"]])
+            assert cols.member.tolist() == same.member.tolist() and cols.partition.tolist() == same.partition.tolist()
+    consumers = {"C1": {"t": 2}, "C2": {"t": 2}}
+    for spelling in ("RANGE", "Range", "RoundRobin", "ROUNDROBIN"):
+        assert zk_assign(spelling, {"t": 5}, consumers) == zk_assign(spelling.lower(), {"t": 5}, consumers)
+    with pytest.raises(UnknownStrategyError):
+        assignor("round-robin")
+    with pytest.raises(UnknownStrategyError):
+        zk_assign("Sticky", {"t": 1}, consumers)
+
+
+def test_zk_assign_takes_partitions_first_and_still_accepts_the_older_order():
+    consumers = {"C1": {"t": 2, "u": 1}, "C2": {"t": 2}}
+    partitions = {"t": 5, "u": 3}
+    new = zk_assign("range", partitions, consumers)
+    assert new["C1-0"] == [
+        TopicPartition("t", 0),
+        TopicPartition("t", 1),
+        TopicPartition("u", 0),
+        TopicPartition("u", 1),
+        TopicPartition("u", 2),
+    ]
+    assert zk_assign("range", partitions_per_topic=partitions, consumers=consumers) == new
+    with pytest.warns(DeprecationWarning, match="partitions_per_topic, consumers"):
+        assert zk_assign("range", consumers, partitions) == new  # type: ignore[arg-type]
+    with pytest.warns(DeprecationWarning, match="is deprecated"):
+        assert zk_assign("roundrobin", {}, partitions) == {}  # type: ignore[arg-type]
+    assert zk_assign("range", {}, consumers) == {"C1-0": [], "C1-1": [], "C2-0": [], "C2-1": []}
+    assert zk_assign("range", {}, {}) == {}

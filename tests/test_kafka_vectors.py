@@ -43,7 +43,7 @@ def test_range_and_roundrobin_exact(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", ZK, ids=[c["id"] for c in ZK])
 def test_zookeeper_era_exact(case: dict[str, Any]) -> None:
     consumers = {c["consumer_id"]: c["subscription"] for c in case["consumers"]}
-    got = zk_assign(case["assignor"].removeprefix("zk-"), consumers, case["topics"])
+    got = zk_assign(case["assignor"].removeprefix("zk-"), case["topics"], consumers)
     owners = {t: {} for t in case["expected_owners"]}
     for thread, tps in got.items():
         for tp in tps:

@@ -94,7 +94,7 @@ def test_differential_against_reference(name, raw_queues, ids, java_sort):
     owners = _call_ref(ref.owners, r, raw_queues, ids)
     if owners[0] == "ok" and "" not in ids:
         cols = ([q[0] for q in raw_queues], [q[1] for q in raw_queues], [q[2] for q in raw_queues])
-        np.testing.assert_array_equal(bulk.assign(s, *cols, ids, presorted=True), owners[1])
+        np.testing.assert_array_equal(bulk.owners(s, *cols, ids, presorted=True), owners[1])
 
 
 def _group(n: int, c: int):
@@ -164,7 +164,7 @@ def test_duplicated_id_strands_queues_in_avg():
     got = strategy("AVG").assign(qs, ["a", "a", "b"])
     assert got == {"a": qs[0:3], "b": qs[6:9]}  # qs[3:6] (the second "a" slot) is consumed by nobody
     np.testing.assert_array_equal(
-        bulk.assign(
+        bulk.owners(
             "AVG",
             [q.topic for q in qs],
             [q.broker_name for q in qs],

@@ -1,4 +1,4 @@
-"""The simulator: bundled scenarios, the hazards the seeds describe, bounds, determinism, speed,
+"""The simulator: bundled scenarios, the rebalance hazards they reproduce, bounds, determinism, speed,
 bad scenario files, the CLI."""
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
 from mqbalance.sim import (
+    Crash,
+    Join,
+    Leave,
     ScenarioError,
     Simulation,
     bundled_scenarios,
@@ -120,15 +123,15 @@ def test_a_duplicated_client_id_leaves_queues_unconsumed_and_their_backlog_grows
 )
 @pytest.mark.parametrize("persist", ["1s", "5s"])
 def test_duplicates_per_moved_queue_are_bounded_by_the_commit_interval_times_the_consume_rate(event, persist):
-    """Seed 002: the new owner restarts from the last persisted offset, so a queue moved once is
-    consumed twice for at most one persistence interval of its traffic (no backlog here: consumers
-    keep up, so a queue is consumed at its produce rate, 50 msg/s)."""
+    """Duplicate consumption on rebalance: the new owner restarts from the last persisted offset, so
+    a queue moved once is consumed twice for at most one persistence interval of its traffic (no
+    backlog here: consumers keep up, so a queue is consumed at its produce rate, 50 msg/s)."""
     sim = Simulation(scenario_from_dict(base(client={"persist_interval": persist}, events=[{"at": "2m", **event}])))
     sim.run_until(119_999)  # the start (consumers join one by one over 10 s) is over; count the event's own
-    before = list(sim.dup_by_queue)
-    assert sim.series["backlog"][-1] < 100  # consumers keep up
+    before = list(sim.metrics.duplicates_by_queue)
+    assert sim.metrics.series["backlog"][-1] < 100  # consumers keep up
     r = sim.run()
-    dup = [d - b for d, b in zip(sim.dup_by_queue, before)]
+    dup = [d - b for d, b in zip(sim.metrics.duplicates_by_queue, before)]
     per_queue_rate = 800 / 16
     bound = per_queue_rate * int(persist[:-1]) + 1
     assert max(dup) <= bound, (max(dup), bound)
@@ -227,27 +230,25 @@ class QuietGroupOwnsEveryQueueOnce(RuleBasedStateMachine):
         return [c.pc.client_id for c in self.sim.consumers if c.pc.running]
 
     def event(self, kind, client_id, **kw):
-        from mqbalance.sim.scenario import ScenarioEvent
-
-        self.sim.apply(ScenarioEvent(self.sim.now, kind, client_id=client_id, throughput=600, **kw))
+        self.sim.apply(kind(self.sim.now, client_id, **kw))
         self.sim.run_until(self.sim.now + 500)
 
     @rule()
     def join(self):
-        self.event("join", f"10.0.0.{self.next_id}@{1000 + self.next_id}")
+        self.event(Join, f"10.0.0.{self.next_id}@{1000 + self.next_id}", throughput=600)
         self.next_id += 1
 
     @rule(data=st.data())
     def leave(self, data):
         ids = self.running()
         if ids:
-            self.event("leave", data.draw(st.sampled_from(ids)))
+            self.event(Leave, data.draw(st.sampled_from(ids)))
 
     @rule(data=st.data(), close=st.booleans())
     def crash(self, data, close):
         ids = self.running()
         if ids:
-            self.event("crash", data.draw(st.sampled_from(ids)), close_connection=close)
+            self.event(Crash, data.draw(st.sampled_from(ids)), close_connection=close)
 
     @rule(ms=st.integers(0, 90_000))
     def jump(self, ms):

@@ -1,22 +1,25 @@
-"""The main job on a real local Spark session: assignment equals the per-group API for every
-strategy, the example's hazards are found, a clean fleet has none, snapshots round-trip through
-Parquet, bad snapshots give clear errors."""
+"""The main job on real Spark (local mode): the executors' assignment equals the in-process
+engine's, the Spark audit finds what the in-process audit finds plus churn, the CLI end to end."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import pytest
 
-pytest.importorskip("pyspark")
+from mqbalance.cli import main
+from mqbalance.fleet import (
+    FindingKind,
+    assign_snapshot,
+    audit_snapshot,
+    example_fleet,
+    example_pair,
+    snapshot_from_dict,
+)
+from mqbalance.fleet.spark import assign_fleet, audit, local_session, stop_session
+from test_fleet import STRATEGIES, consumers_by_queue
 
-from mqbalance import MessageQueue, strategy  # noqa: E402
-from mqbalance.audit import audit, write_outputs  # noqa: E402
-from mqbalance.cli import main  # noqa: E402
-from mqbalance.fleet import HAZARD_GROUPS, example_fleet, example_pair  # noqa: E402
-from mqbalance.snapshot import SnapshotError, load_snapshot, snapshot_from_dict, write_parquet  # noqa: E402
-from mqbalance.spark import assign_fleet, local_session, stop_session  # noqa: E402
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="session")
@@ -26,127 +29,37 @@ def spark():
     stop_session(session)
 
 
-def consumers_by_queue(df) -> dict[tuple[str, str, str, int], list[str]]:
-    out: dict[tuple[str, str, str, int], list[str]] = defaultdict(list)
-    for r in df.collect():
-        key = (r["group"], r["topic"], r["broker_name"], r["queue_id"])
-        out.setdefault(key, [])
-        if r["consumer"] is not None:
-            out[key].append(r["consumer"])
-    return {k: sorted(v) for k, v in out.items()}
-
-
-STRATEGIES = [
-    ("AVG", "AVG", {}),
-    ("AVG_BY_CIRCLE", "AVG_BY_CIRCLE", {}),
-    ({"name": "CONSISTENT_HASH", "virtualNodeCnt": 7}, "CONSISTENT_HASH", {"virtual_node_cnt": 7}),
-    ({"name": "MACHINE_ROOM", "consumeridcs": ["hz", "sh"]}, "MACHINE_ROOM", {"consumer_idcs": ["hz", "sh"]}),
-    ({"name": "MACHINE_ROOM_NEARBY", "inner": "AVG"}, "MACHINE_ROOM_NEARBY", {"inner": strategy("AVG")}),
-    (
-        {"name": "MACHINE_ROOM_NEARBY", "inner": "CONSISTENT_HASH", "virtualNodeCnt": 5},
-        "MACHINE_ROOM_NEARBY",
-        {"inner": strategy("CONSISTENT_HASH", virtual_node_cnt=5)},
-    ),
-]
-
-
-def test_spark_equals_strategy_assign_for_every_strategy(spark):
-    brokers = ["hz@broker-a", "sh@broker-b", "gz@broker-c", "broker-d"]
+def test_executors_assign_like_the_engine(spark):
+    brokers = ["hz@broker-a", "sh@broker-b", "broker-d"]
     topics = {
-        "TopicA": {
-            "queueDatas": [{"brokerName": b, "readQueueNums": 6, "writeQueueNums": 6, "perm": 6} for b in brokers]
-        },
-        "TopicB": {
-            "queueDatas": [
-                {"brokerName": b, "readQueueNums": 3, "writeQueueNums": 5, "perm": 6 if i else 4}
-                for i, b in enumerate(brokers)
-            ]
-        },
+        "T": {"queueDatas": [{"brokerName": b, "readQueueNums": 5, "writeQueueNums": 5, "perm": 6} for b in brokers]}
     }
-    clients = ["hz@10.0.0.1@1", "sh@10.0.0.2@1", "hz@10.0.0.3@1", "bj@10.0.0.4@1", "10.0.0.5@DEFAULT"]
+    clients = ["hz@10.0.0.1@1", "sh@10.0.0.2@1", "10.0.0.5@DEFAULT", "10.0.0.5@DEFAULT"]
     groups = {
-        f"cg-{i}": {
-            "messageModel": "CLUSTERING",
-            "subscriptions": ["TopicA", "TopicB"],
-            "strategy": spec,
-            "connections": [{"clientId": c} for c in clients],
-        }
+        f"cg-{i}": {"subscriptions": ["T"], "strategy": spec, "connections": [{"clientId": c} for c in clients]}
         for i, (spec, _, _) in enumerate(STRATEGIES)
     }
-    snap = snapshot_from_dict({"topics": topics, "groups": groups}, "every-strategy")
-    got = consumers_by_queue(assign_fleet(spark, snap))
-    for i, (_, name, params) in enumerate(STRATEGIES):
-        s = strategy(name, **params)
-        for t, route in topics.items():
-            queues = [
-                MessageQueue(t, q["brokerName"], k)
-                for q in route["queueDatas"]
-                if q["perm"] & 4
-                for k in range(q["readQueueNums"])
-            ]
-            expected = {q: [] for q in queues}
-            for cid, owned in s.assign(queues, clients, java_sort=True).items():
-                for q in owned:
-                    expected[q].append(cid)
-            for q, cids in expected.items():
-                assert got[(f"cg-{i}", t, q.broker_name, q.queue_id)] == sorted(cids), (name, q)
+    groups["bc"] = {"messageModel": "BROADCASTING", "subscriptions": ["T"], "connections": [{"clientId": "x"}]}
+    for snap in (
+        snapshot_from_dict({"topics": topics, "groups": groups}, "t"),
+        snapshot_from_dict(example_fleet(5), "e"),
+    ):
+        assert consumers_by_queue(assign_fleet(spark, snap)) == consumers_by_queue(assign_snapshot(snap))
 
 
-def test_broadcasting_consumes_everything_and_mixed_strategies_behave_per_client(spark):
-    topics = {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}}
-    groups = {
-        "bc": {
-            "messageModel": "BROADCASTING",
-            "subscriptions": ["T"],
-            "connections": [{"clientId": "x"}, {"clientId": "y"}],
-        },
-        "mixed": {
-            "messageModel": "CLUSTERING",
-            "subscriptions": ["T"],
-            "strategy": "AVG",
-            "connections": [{"clientId": "a"}, {"clientId": "b", "strategy": "AVG_BY_CIRCLE"}],
-        },
-    }
-    got = consumers_by_queue(assign_fleet(spark, snapshot_from_dict({"topics": topics, "groups": groups}, "t")))
-    assert all(got[("bc", "T", "b", q)] == ["x", "y"] for q in range(4))
-    # a (AVG) takes 0,1; b (AVG_BY_CIRCLE as slot 1) takes 1,3: queue 1 twice, queue 2 by nobody.
-    assert [got[("mixed", "T", "b", q)] for q in range(4)] == [["a"], ["a", "b"], [], ["b"]]
-
-
-def test_example_hazards_are_found_and_a_clean_fleet_has_none(spark, tmp_path):
+def test_spark_audit_equals_the_in_process_audit_and_finds_churn(spark):
     previous, current = example_pair(7)
     snap, prev = snapshot_from_dict(current, "current"), snapshot_from_dict(previous, "previous")
-    result = audit(spark, snap, assign_fleet(spark, snap), previous=assign_fleet(spark, prev))
-    by_kind = defaultdict(set)
+    result = audit(snap, assign_fleet(spark, snap), previous=assign_fleet(spark, prev))
+    local = audit_snapshot(snap)
+    assert [f for f in result.findings if f.kind is not FindingKind.CHURN] == local.findings
+    assert [r.to_dict() | {"churn": None} for r in result.rows] == [r.to_dict() for r in local.rows]
+    churned = defaultdict(int)
     for f in result.findings:
-        by_kind[f["kind"]].add(f["group"])
-    assert by_kind["duplicate-client-id"] == {"cg-payments-dup"}
-    dup = next(f for f in result.findings if f["kind"] == "duplicate-client-id")
-    stranded = next(f for f in result.findings if f["kind"] == "unowned" and f["group"] == "cg-payments-dup")["count"]
-    assert dup["detail"].endswith(f"the group has {stranded} queues consumed by nobody")
-    assert by_kind["unowned"] == by_kind["double-owned"] == {"cg-payments-dup", "cg-orders-mixed"}
-    assert by_kind["idle-consumer"] == {"cg-audit-idle"}
-    assert by_kind["strategy-mismatch"] == {"cg-orders-mixed"}
-    assert by_kind["missing-route"] == {"cg-ghost"}
-    assert by_kind["churn"]  # a member left, one joined, a topic grew
-    assert set().union(*(v for k, v in by_kind.items() if k != "churn")) == set(HAZARD_GROUPS)
-    paths = write_outputs(result, tmp_path, source="example")
-    report = paths["report_md"].read_text()
-    assert (
-        "cg-payments-dup" in report
-        and "worst_groups.png" in report
-        and (tmp_path / "queues_per_consumer.png").stat().st_size > 1000
-    )
-    assert json.loads(paths["findings_json"].read_text())["totals"]["duplicated_client_ids"] == 1
-
-    clean = snapshot_from_dict(example_fleet(11, hazards=False), "clean")
-    assert audit(spark, clean, assign_fleet(spark, clean)).findings == []
-
-
-def test_parquet_snapshot_gives_the_same_assignment(spark, tmp_path):
-    snap = snapshot_from_dict(example_fleet(3, groups=15), "json")
-    again = load_snapshot(write_parquet(snap, tmp_path / "snap"))
-    assert consumers_by_queue(assign_fleet(spark, again)) == consumers_by_queue(assign_fleet(spark, snap))
+        if f.kind is FindingKind.CHURN:
+            churned[f.group] += f.count
+    assert churned  # a member left, one joined, a topic grew
+    assert result.totals["churned_queues"] == sum(churned.values())
 
 
 def test_cli_audit_end_to_end(tmp_path, capsys):
@@ -172,86 +85,3 @@ def test_cli_audit_end_to_end(tmp_path, capsys):
 def test_cli_leaves_a_running_session_alone(spark, tmp_path):
     assert main(["audit", "--out", str(tmp_path / "a")]) == 0
     assert spark.range(3).count() == 3  # the fixture's session still works
-
-
-BAD = [
-    ({"groups": {}}, "missing field 'topics'"),
-    (
-        {
-            "topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "writeQueueNums": 1, "perm": 6}]}},
-            "groups": {},
-        },
-        "readQueueNums: must be >= 0",
-    ),
-    (
-        {
-            "topics": {
-                "T": {"queueDatas": [{"brokerName": "b", "readQueueNums": "8", "writeQueueNums": 1, "perm": 6}]}
-            },
-            "groups": {},
-        },
-        "readQueueNums: expected int",
-    ),
-    (
-        {
-            "topics": {
-                "T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}] * 2}
-            },
-            "groups": {},
-        },
-        "appears twice",
-    ),
-    (
-        {
-            "topics": {},
-            "groups": {"g": {"subscriptions": [], "strategy": "RANDOM", "connections": [{"clientId": "c"}]}},
-        },
-        "unknown strategy 'RANDOM'",
-    ),
-    (
-        {
-            "topics": {},
-            "groups": {"g": {"subscriptions": [], "strategy": "CONFIG", "connections": [{"clientId": "c"}]}},
-        },
-        "CONFIG cannot be audited",
-    ),
-    ({"topics": {}, "groups": {"g": {"subscriptions": ["T", "T"], "connections": []}}}, "listed twice"),
-    (
-        {"topics": {}, "groups": {"g": {"subscriptions": [], "messageModel": "P2P", "connections": []}}},
-        "CLUSTERING or BROADCASTING",
-    ),
-    (
-        {"topics": {}, "groups": {"g": {"subscriptions": [], "connections": [{"clientAddr": "x"}]}}},
-        "missing field 'clientId'",
-    ),
-]
-
-
-@pytest.mark.parametrize("data,message", BAD, ids=[m for _, m in BAD])
-def test_bad_snapshots_name_file_and_field(tmp_path, data, message):
-    path = tmp_path / "snap.json"
-    path.write_text(json.dumps(data))
-    with pytest.raises(SnapshotError, match=message) as info:
-        load_snapshot(path)
-    assert str(path) in str(info.value)
-
-
-def test_duplicate_topics_and_bad_parquet(tmp_path):
-    path = tmp_path / "dup.json"
-    path.write_text('{"topics": {"T": {"queueDatas": []}, "T": {"queueDatas": []}}, "groups": {}}')
-    with pytest.raises(SnapshotError, match="duplicate key 'T'"):
-        load_snapshot(path)
-    snap = snapshot_from_dict(example_fleet(3, groups=5), "x")
-    d = write_parquet(snap, tmp_path / "p")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(
-        pa.table({"topic": ["T"], "broker_name": ["b"], "read_queue_nums": [-3], "write_queue_nums": [1], "perm": [6]}),
-        d / "queue_data.parquet",
-    )
-    with pytest.raises(SnapshotError, match="queue_data.parquet row 0: queue counts must be >= 0"):
-        load_snapshot(d)
-    pq.write_table(pa.table({"topic": ["T"], "broker_name": ["b"]}), d / "queue_data.parquet")
-    with pytest.raises(SnapshotError, match="missing column 'read_queue_nums'"):
-        load_snapshot(d)

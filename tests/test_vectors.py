@@ -85,7 +85,7 @@ def test_assign_and_bulk_equal_per_client_vectors(case: dict[str, Any]) -> None:
     for cid, positions in expected.items():
         want_owner[positions] = cid_all.index(cid)
     cols = ([q.topic for q in mq_all], [q.broker_name for q in mq_all], [q.queue_id for q in mq_all])
-    np.testing.assert_array_equal(bulk.assign(s, *cols, cid_all, presorted=True), want_owner)
+    np.testing.assert_array_equal(bulk.owners(s, *cols, cid_all, presorted=True), want_owner)
 
     # The inputs are Java-sorted already: shuffled, the sorting path must find the same owners.
     rng = random.Random(case["id"])
@@ -94,7 +94,7 @@ def test_assign_and_bulk_equal_per_client_vectors(case: dict[str, Any]) -> None:
     rng.shuffle(qperm)
     rng.shuffle(cperm)
     shuffled_ids = [cid_all[j] for j in cperm]
-    got = bulk.assign(s, *([col[k] for k in qperm] for col in cols), shuffled_ids)
+    got = bulk.owners(s, *([col[k] for k in qperm] for col in cols), shuffled_ids)
     want = [-1 if want_owner[k] < 0 else shuffled_ids.index(cid_all[want_owner[k]]) for k in qperm]
     np.testing.assert_array_equal(got, want)
 

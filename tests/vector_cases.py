@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mqbalance import MessageQueue, strategy
+from mqbalance import MessageQueue, StrategySpec
 
 VECTORS = Path(__file__).parent / "vectors"
 
@@ -23,14 +23,4 @@ def mq(d: dict[str, Any]) -> MessageQueue:
 
 def build_strategy(name: str, params: dict[str, Any]):
     """The strategy a vector case describes (params use the Java field names)."""
-    if name == "CONSISTENT_HASH":
-        return strategy(name, **({"virtual_node_cnt": params["virtualNodeCnt"]} if "virtualNodeCnt" in params else {}))
-    if name == "MACHINE_ROOM":
-        return strategy(name, consumer_idcs=params.get("consumeridcs"))
-    if name == "MACHINE_ROOM_NEARBY":
-        inner = params["fallback"]
-        return strategy(name, inner=build_strategy(inner["strategy"], inner))
-    if name == "CONFIG":
-        lst = params.get("messageQueueList")
-        return strategy(name, message_queues=None if lst is None else [mq(q) for q in lst])
-    return strategy(name)
+    return StrategySpec.parse({"name": name, **params}).build()

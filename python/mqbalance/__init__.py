@@ -13,6 +13,7 @@ from . import exceptions as _exceptions
 from .exceptions import *  # noqa: F403 - the exception classes, listed in exceptions.__all__
 from .models import MessageQueue, java_string_key
 from .ordering import sort_client_ids, sort_queues
+from .registry import REGISTRY, StrategyName, StrategySpec, strategy
 from .rooms import PrefixRoomResolver, RoomResolver
 from .strategies import (
     AllocateStrategy,
@@ -22,8 +23,6 @@ from .strategies import (
     ConsistentHash,
     MachineRoom,
     MachineRoomNearby,
-    StrategyName,
-    strategy,
 )
 
 __version__ = "0.1.0"
@@ -35,6 +34,8 @@ __all__ = [
     "sort_queues",
     "strategy",
     "StrategyName",
+    "StrategySpec",
+    "REGISTRY",
     "AllocateStrategy",
     "Avg",
     "AvgByCircle",

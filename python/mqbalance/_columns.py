@@ -48,7 +48,8 @@ def str_column(col: Any, what: str) -> StrColumn:
     if isinstance(col, list):
         return col
     if isinstance(col, np.ndarray):
-        return col.tolist()
+        values: list[Any] = col.tolist()
+        return values
     return list(col)
 
 

@@ -1,39 +1,54 @@
-"""Whole-group assignment over columns, for fleets of millions of queues.
+"""Whole-group owners over columns, for fleets of millions of queues.
 
-``assign`` returns, for every input row, the position in ``consumers`` of the id that consumes it
-(its first occurrence), or ``-1`` when nobody does — the answer to "who owns every queue" that no
-single Java client can give. Columns may be lists, numpy arrays or pyarrow arrays (dictionary
+:func:`owners` returns, for every input row, the position in ``consumers`` of the id that consumes
+it (its first occurrence), or ``-1`` when nobody does — the answer to "who owns every queue" that
+no single Java client can give. Columns may be lists, numpy arrays or pyarrow arrays (dictionary
 arrays are used as they are).
 
 >>> import numpy as np
->>> owners = assign("AVG", ["T"] * 5, ["broker-b"] * 2 + ["broker-a"] * 3, [0, 1, 0, 1, 2], ["c2", "c1"])
->>> owners.tolist()  # sorted like RebalanceImpl: broker-a first, then c1 before c2
+>>> result = owners("AVG", ["T"] * 5, ["broker-b"] * 2 + ["broker-a"] * 3, [0, 1, 0, 1, 2], ["c2", "c1"])
+>>> result.tolist()  # sorted like RebalanceImpl: broker-a first, then c1 before c2
 [0, 0, 1, 1, 1]
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _core
-from ._columns import check_lengths, id_list, queue_ids, str_column
-from .exceptions import UnsupportedStrategyError
-from .models import MessageQueue
-from .rooms import PrefixRoomResolver
-from .strategies import AllocateStrategy, Config, MachineRoomNearby, _room
-from .strategies import strategy as make_strategy
+from mqbalance import _core
+from mqbalance._columns import check_lengths, id_list, str_column
+from mqbalance._columns import queue_ids as queue_id_column
+from mqbalance.exceptions import UnsupportedStrategyError
+from mqbalance.models import MessageQueue
+from mqbalance.registry import REGISTRY, lookup
+from mqbalance.registry import strategy as make_strategy
+from mqbalance.rooms import PrefixRoomResolver
+from mqbalance.strategies import AllocateStrategy, MachineRoomNearby, _room
 
-__all__ = ["assign", "assign_groups"]
+__all__ = ["assign", "assign_groups", "owners", "owners_by_pair"]
 
 
-def assign(
+def _strategy(strategy: AllocateStrategy | str, *, batch: bool = False) -> AllocateStrategy:
+    s = make_strategy(strategy) if isinstance(strategy, str) else strategy
+    info = REGISTRY[lookup(s.name)[0]]
+    if not info.has_owners:
+        raise UnsupportedStrategyError(
+            f"{s.name} gives every consumer the same fixed list; it has no owner per queue", s.name
+        )
+    if batch and not info.batchable:
+        raise UnsupportedStrategyError(f"{s.name} is not supported by owners_by_pair; use bulk.owners per pair", s.name)
+    return s
+
+
+def owners(
     strategy: AllocateStrategy | str,
     topics: Any,
     brokers: Any,
-    queue_ids_: Any,
+    queue_ids: Any,
     consumers: Iterable[str],
     *,
     presorted: bool = False,
@@ -42,21 +57,17 @@ def assign(
 
     Unless ``presorted``, queues are sorted in Java ``MessageQueue`` order and ids in Java string
     order first, as ``RebalanceImpl`` does; the result still refers to *input* rows and *input*
-    positions. With ``presorted=True`` the order given is the order used (AVG and AVG_BY_CIRCLE
-    then never read the strings). Runs without the GIL, on all cores for CONSISTENT_HASH.
+    positions. With ``presorted=True`` the order given is the order used (strategies that do not
+    read names then never read the strings). Runs without the GIL, on all cores for CONSISTENT_HASH.
 
     CONFIG has no owners (every consumer gets the same fixed list):
     :class:`~mqbalance.exceptions.UnsupportedStrategyError`.
     """
-    s = make_strategy(strategy) if isinstance(strategy, str) else strategy
-    if isinstance(s, Config):
-        raise UnsupportedStrategyError(
-            "CONFIG gives every consumer the same fixed list; it has no owner per queue", "CONFIG"
-        )
+    s = _strategy(strategy)
     ids = id_list(consumers)
-    qids = queue_ids(queue_ids_)
+    qids = queue_id_column(queue_ids)
     check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
-    needs_names = s._handle.name not in ("AVG", "AVG_BY_CIRCLE") or not presorted
+    needs_names = s._handle.reads_queue_names or not presorted
     tcol = str_column(topics, "topics") if needs_names else []
     bcol = str_column(brokers, "brokers") if needs_names else []
     rooms: dict[str, Any] = {}
@@ -75,33 +86,29 @@ def assign(
     return _core.owners(s._handle, tcol, bcol, qids, ids, presorted=presorted, **rooms)
 
 
-def assign_groups(
+def owners_by_pair(
     topics: Any,
     brokers: Any,
-    queue_ids_: Any,
+    queue_ids: Any,
     bounds: Any,
-    strategies: list[AllocateStrategy | str],
-    consumers: list[list[str]],
+    strategies: Sequence[AllocateStrategy | str],
+    consumers: Sequence[Sequence[str]],
 ) -> np.ndarray:
-    """Many (group, topic) pairs in one call — what a Spark executor does for a bucket of groups.
+    """Many (group, topic) pairs in one call — what a fleet batch does.
 
     Rows ``bounds[s]:bounds[s+1]`` are the queues of pair ``s`` (any order: each pair is sorted the
     Java way), assigned with ``strategies[s]`` over ``consumers[s]``. The result holds, per row,
     the position in its pair's consumer list of the owning id (first occurrence), ``-1`` for
     nobody. Pairs run on all cores; strings are interned once for the whole call.
-    MACHINE_ROOM_NEARBY and CONFIG are not accepted here (use :func:`assign` per pair).
+    Strategies that are not ``batchable`` in :data:`mqbalance.registry.REGISTRY`
+    (MACHINE_ROOM_NEARBY, CONFIG) are refused (use :func:`owners` per pair).
 
-    >>> assign_groups(["A", "A", "B"], ["b"] * 3, [1, 0, 0], [0, 2, 3], ["AVG", "AVG"], [["y", "x"], ["z"]]).tolist()
+    >>> owners_by_pair(["A", "A", "B"], ["b"] * 3, [1, 0, 0], [0, 2, 3], ["AVG", "AVG"], [["y", "x"], ["z"]]).tolist()
     [0, 1, 0]
     """
-    built = [make_strategy(s) if isinstance(s, str) else s for s in strategies]
-    for s in built:
-        if isinstance(s, (Config, MachineRoomNearby)):
-            raise UnsupportedStrategyError(
-                f"{s.name} is not supported by assign_groups; use bulk.assign per pair", s.name
-            )
+    built = [_strategy(s, batch=True) for s in strategies]
     handles: dict[int, int] = {}
-    distinct = []
+    distinct: list[Any] = []
     which = np.empty(len(built), dtype=np.uint32)
     for k, s in enumerate(built):
         key = id(s._handle)
@@ -109,10 +116,10 @@ def assign_groups(
             handles[key] = len(distinct)
             distinct.append(s._handle)
         which[k] = handles[key]
-    qids = queue_ids(queue_ids_)
+    qids = queue_id_column(queue_ids)
     check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
     b = np.asarray(bounds, dtype=np.uint64)
-    return _core.owners_segments(
+    return _core.owners_by_pair(
         str_column(topics, "topics"),
         str_column(brokers, "brokers"),
         qids,
@@ -121,3 +128,28 @@ def assign_groups(
         which,
         [id_list(c) for c in consumers],
     )
+
+
+def assign(
+    strategy: AllocateStrategy | str,
+    topics: Any,
+    brokers: Any,
+    queue_ids: Any = None,
+    consumers: Iterable[str] | None = None,
+    *,
+    presorted: bool = False,
+    **old: Any,
+) -> np.ndarray:
+    """Deprecated name of :func:`owners` (``queue_ids_=`` is accepted as ``queue_ids=``)."""
+    warnings.warn("bulk.assign is now bulk.owners", DeprecationWarning, stacklevel=2)
+    if "queue_ids_" in old:
+        queue_ids = old.pop("queue_ids_")
+    if old:
+        raise TypeError(f"unexpected keyword arguments {sorted(old)}")
+    return owners(strategy, topics, brokers, queue_ids, consumers if consumers is not None else [], presorted=presorted)
+
+
+def assign_groups(*args: Any, **kwargs: Any) -> np.ndarray:
+    """Deprecated name of :func:`owners_by_pair`."""
+    warnings.warn("bulk.assign_groups is now bulk.owners_by_pair", DeprecationWarning, stacklevel=2)
+    return owners_by_pair(*args, **kwargs)

@@ -2,12 +2,13 @@
 
 ``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]``
 — the main job: the owner of every readable queue of every (group, topic) computed on Spark as the
-clients compute it, and the audit of it (see :mod:`mqbalance.audit`). Without ``SNAPSHOT`` it
-audits the bundled example fleet (:mod:`mqbalance.fleet`) against its previous state.
+clients compute it, and the audit of it (see :mod:`mqbalance.fleet`). Without ``SNAPSHOT`` it
+audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
 
-``mqbalance fault-seed`` — seed 001's producer fault-isolation experiment.
+``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
+``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
 
 ``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N]`` — run a rebalance
 scenario (a YAML/JSON file or a bundled name, see ``--list``) through :mod:`mqbalance.sim`:
@@ -24,14 +25,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from .exceptions import MQBalanceError
-from .snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
+from mqbalance.exceptions import MQBalanceError
+from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 
-__all__ = ["main", "SnapshotError"]
+__all__ = ["SnapshotError", "main"]
 
 
 class _Progress:
@@ -43,7 +42,7 @@ class _Progress:
 
 
 def _example(seed: int) -> tuple[Snapshot, Snapshot]:
-    from .fleet import example_pair
+    from mqbalance.fleet.example import example_pair
 
     previous, current = example_pair(seed)
     return snapshot_from_dict(current, f"example fleet (seed {seed})"), snapshot_from_dict(
@@ -52,52 +51,41 @@ def _example(seed: int) -> tuple[Snapshot, Snapshot]:
 
 
 def _cmd_assign(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from .spark import assign_group_topic, group_specs
+    from mqbalance.fleet import FindingKind, audit_snapshot
 
     snap = load_snapshot(args.snapshot) if args.snapshot else _example(args.seed)[0]
-    specs = group_specs(snap)
-    by_topic = {t: [(b, i) for b, n in route for i in range(n)] for t, route in snap.readable_routes().items()}
+    result = audit_snapshot(snap)
+    rows = {(r.group, r.topic): r for r in result.rows}
+    groups = snap.consumer_groups()
     print(f"{snap.source}: {len(snap.groups)} groups")
     header = f"{'group':<20} {'topic':<22} {'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7}  notes"
     print(header)
     print("-" * len(header))
-    unowned_total = 0
-    cache: dict[Any, Any] = {}
-    for g, t in sorted(zip(snap.subscriptions["group"], snap.subscriptions["topic"])):
-        queues = by_topic.get(t, [])
-        conns = specs.get(g, ("CLUSTERING", []))[1]
-        if not queues:
-            print(f"{g:<20} {t:<22} {0:>6} {len(conns):>5} {'':>4} {'':>4} {'':>7}  no readable queue (missing route)")
+    for g, t in sorted(snap.subscription_pairs()):
+        group = groups.get(g)
+        procs = len(group.connections) if group else 0
+        row = rows.get((g, t))
+        if row is None:
+            print(f"{g:<20} {t:<22} {0:>6} {procs:>5} {'':>4} {'':>4} {'':>7}  no readable queue (missing route)")
             continue
-        rows, who = assign_group_topic(
-            specs, g, [t] * len(queues), [b for b, _ in queues], np.array([i for _, i in queues], dtype=np.int64), cache
-        )
-        counts = Counter(who)
-        ids = Counter(c for c, *_ in conns)
-        loads = [counts.get(c, 0) // ids[c] for c, *_ in conns] or [0]
-        unowned = len(queues) - len(set(rows.tolist()))
-        unowned_total += unowned
         notes = []
-        dup = [c for c, n in ids.items() if n > 1]
-        if dup:
-            notes.append(f"duplicated id {', '.join(dup)}")
-        if unowned:
-            notes.append(f"{unowned} queues consumed by nobody")
-        idle = sum(1 for x in loads if x == 0)
-        if idle:
-            notes.append(f"{idle} idle")
+        if group and group.duplicated_ids:
+            notes.append(f"duplicated id {', '.join(group.duplicated_ids)}")
+        if row.unowned:
+            notes.append(f"{row.unowned} queues consumed by nobody")
+        if row.idle_processes:
+            notes.append(f"{row.idle_processes} idle")
         print(
-            f"{g:<20} {t:<22} {len(queues):>6} {len(conns):>5} {min(loads):>4} {max(loads):>4} {unowned:>7}  "
-            f"{'; '.join(notes)}"
+            f"{g:<20} {t:<22} {row.queues:>6} {procs:>5} {row.min_per_process:>4} {row.max_per_process:>4} "
+            f"{row.unowned:>7}  {'; '.join(notes)}"
         )
-    return 3 if args.fail_on_unowned and unowned_total else 0
+    return 3 if args.fail_on_unowned and result.count(FindingKind.UNOWNED) else 0
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from .audit import FINDING_KINDS, audit, write_outputs
-    from .spark import assign_fleet, session
+    from mqbalance.fleet import FINDING_KINDS, write_outputs
+    from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
+    from mqbalance.fleet.spark import assign_fleet, audit, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
@@ -114,7 +102,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         + (f"; previous: {prev.source}" if prev else "")
     )
     say(f"starting Spark ({args.master or 'local[2]'})")
-    with session(args.master) as spark:
+    ship = args.ship_environment and not (args.master or "local").startswith("local")
+    if args.ship_environment and not ship:
+        say("local mode: the executors run this Python already; --ship-environment ignored")
+    if ship:
+        environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
+    with explain_executor_errors(), session(args.master, ship_environment=ship) as spark:
         say("assigning every (group, topic) in the executors")
         assignments = assign_fleet(spark, snap).cache()
         rows = assignments.count()
@@ -123,7 +116,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if prev is not None:
             previous = assign_fleet(spark, prev).cache()
             say(f"previous snapshot assigned: {previous.count():,} rows")
-        result = audit(spark, snap, assignments, previous=previous)
+        result = audit(snap, assignments, previous=previous)
         say(f"audited {len(result.rows):,} group/topic pairs")
         paths = write_outputs(result, args.out, assignments=assignments, source=snap.source)
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, assignments/, plots)")
@@ -133,15 +126,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print()
     print("Summary")
     for k, v in result.totals.items():
-        print(f"  {k:<20} {v:,}" if isinstance(v, int) else f"  {k:<20} {v}")
-    worst = sorted(
-        result.findings,
-        key=lambda f: (f["kind"] not in ("unowned", "double-owned", "duplicate-client-id"), -f["count"]),
-    )[:8]
+        print(f"  {k:<20} {v:,}")
+    worst = result.worst(8)
     if worst:
         print("Top findings")
         for f in worst:
-            print(f"  {f['kind']:<20} {f['group']:<20} {f['topic'] or '':<22} {f['detail']}")
+            print(f"  {f.kind.value:<20} {f.group:<20} {f.topic or '':<22} {f.detail}")
     print(f"Report: {paths['report_md']}")
     failing = [k for k in fail_on if result.count(k)]
     if failing:
@@ -249,6 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     au.add_argument("--out", default="out/audit", help="output directory (default: out/audit)")
     au.add_argument("--master", help="Spark master URL (default: local[2])")
     au.add_argument(
+        "--ship-environment",
+        action="store_true",
+        help="for clusters whose workers lack mqbalance: pack this Python environment (mqbalance with its compiled "
+        "core, numpy, pyarrow, pandas, pyyaml; about 100 MB) and ship it to the executors as spark.archives. "
+        "Costs about 10 s to pack on the first run (cached under ~/.cache/mqbalance, reused until mqbalance or a "
+        "dependency changes) and an upload to every executor on every run. The workers need this OS, CPU "
+        "architecture and base Python at the same path. Ignored in local mode",
+    )
+    au.add_argument(
         "--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned"
     )
     au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
@@ -258,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--seed", type=int, default=7)
-    f = sub.add_parser("fault-seed", help="seed 001's producer fault-isolation experiment, old loop vs 4.9.x vs 5.x")
+    f = sub.add_parser(
+        "fault-latency-demo",
+        help="the two-broker latency experiment: producer fault isolation (MQFaultStrategy), pre-4.9 vs 4.x vs 5.x",
+    )
     f.add_argument("--rounds", type=int, default=10)
     sim = sub.add_parser(
         "simulate", help="simulate a consumer group through a rebalance scenario: duplicates, pauses, backlog, plots"
@@ -275,14 +277,17 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument(
         "--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event"
     )
-    from .coordination.cli import add_subcommands as _coordination_subcommands
+    from mqbalance.coordination.cli import add_subcommands as _coordination_subcommands
 
     coordination_commands = _coordination_subcommands(sub)  # member, group status
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["fault-seed"]:  # the former name of fault-latency-demo, kept as a hidden alias
+        argv[0] = "fault-latency-demo"
     args = parser.parse_args(argv)
-    if args.command == "fault-seed":
-        from .examples import fault_seed
+    if args.command == "fault-latency-demo":
+        from .examples import fault_latency_demo
 
-        return fault_seed.main(["--rounds", str(args.rounds)])
+        return fault_latency_demo.main(["--rounds", str(args.rounds)])
     commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate, **coordination_commands}
     try:
         return commands[args.command](args)

@@ -1,7 +1,8 @@
 """Producer queue selection and broker fault isolation, as RocketMQ's Java producer does it.
 
-``MQFaultStrategy`` (4.9.x or 5.x semantics) keeps a fault table of brokers that were slow or
-failed and picks the queue for each send from a :class:`TopicPublishInfo`. Time comes from an
+``MQFaultStrategy`` (``"4.x"`` or ``"5.x"`` :class:`~mqbalance.versions.Semantics`) keeps, in its
+``LatencyFaultTolerance``, a ``FaultItem`` per broker that was slow or failed, and picks the queue
+for each send from a :class:`TopicPublishInfo`. Time comes from an
 injectable ``clock`` (milliseconds) and the only randomness — the seeds of the per-thread
 ``ThreadLocalIndex`` counters and 5.x's ``reset()`` / ``pickOneAtLeast`` — from an injectable
 ``rng`` or explicit starting values, so every step is reproducible.
@@ -9,7 +10,7 @@ injectable ``clock`` (milliseconds) and the only randomness — the seeds of the
 >>> clock = ManualClock(0)
 >>> tp = TopicPublishInfo.from_route("topic-a", [QueueData("broker1", 6, 4), QueueData("broker2", 6, 4)],
 ...                                  send_which_queue=ThreadLocalIndex(initial=-1))
->>> fs = MQFaultStrategy(semantics="4.9.x", send_latency_fault_enable=True, clock=clock)
+>>> fs = MQFaultStrategy(semantics="4.x", send_latency_fault_enable=True, clock=clock)
 >>> fs.select_one_message_queue(tp).broker_name
 'broker1'
 >>> fs.update_fault_item("broker1", 30_000, isolation=False)  # 30 s: avoided for 600 s (4.x table)
@@ -32,6 +33,7 @@ import numpy as np
 from . import _core
 from .exceptions import InvalidInputError, InvalidLatencyError, InvalidSimulationError, UnknownBrokerError
 from .models import MessageQueue
+from .versions import Semantics
 
 __all__ = [
     "ManualClock",
@@ -78,22 +80,24 @@ class ThreadLocalIndex:
     """Java's ``ThreadLocalIndex``: one raw ``int`` counter per thread.
 
     A thread's first use seeds it with ``initial`` if given, else like Java: ``abs(nextInt())``
-    (4.x) or ``nextInt()`` (5.x) from ``rng``. Each use stores ``raw + 1`` (32-bit wrap) and
-    returns it masked non-negative.
+    (``semantics="4.x"``) or ``nextInt()`` (``"5.x"``, the default) from ``rng``. Each use stores
+    ``raw + 1`` (32-bit wrap) and returns it masked non-negative.
 
     >>> i = ThreadLocalIndex(initial=2**31 - 1)
     >>> i.increment_and_get(), i.raw
     (0, -2147483648)
     """
 
-    def __init__(self, *, initial: int | None = None, rng: random.Random | None = None, semantics: str = "5.x") -> None:
+    def __init__(
+        self, *, initial: int | None = None, rng: random.Random | None = None, semantics: Semantics | str = Semantics.V5
+    ) -> None:
         if initial is not None and (
             not isinstance(initial, int) or isinstance(initial, bool) or not -(2**31) <= initial < 2**31
         ):
             raise InvalidInputError(f"initial must be a 32-bit int, got {initial!r}", initial)
         self._initial = initial
         self._rng = rng or random.Random()
-        self._semantics = semantics
+        self._semantics = Semantics.parse(semantics)
         self._local = threading.local()
         self._lock = threading.Lock()
 
@@ -102,7 +106,7 @@ class ThreadLocalIndex:
             return self._initial
         with self._lock:
             v = _signed32(self._rng.getrandbits(32))
-        return _signed32(abs(v)) if self._semantics.startswith("4") else v
+        return _signed32(abs(v)) if self._semantics is Semantics.V4 else v
 
     @property
     def raw(self) -> int:
@@ -213,7 +217,7 @@ class TopicPublishInfo:
         queues = list(message_queues)
         qds = list(queue_datas)
         topic = queues[0].topic if queues else ""
-        self._route = _core.PublishRoute(
+        self._core = _core.TopicPublishInfo(
             topic,
             [(q.topic, q.broker_name, q.queue_id) for q in queues],
             [(d.broker_name, d.perm, d.write_queue_nums) for d in qds],
@@ -235,12 +239,12 @@ class TopicPublishInfo:
         whose broker has a master contributes queues ``0..write_queue_nums-1``."""
         qds = list(queue_datas)
         masters = None if brokers_with_master is None else set(brokers_with_master)
-        route = _core.PublishRoute.from_route(
+        core = _core.TopicPublishInfo.from_route(
             topic, [(d.broker_name, d.perm, d.write_queue_nums) for d in qds], masters
         )
         self = cls.__new__(cls)
-        self._route = route
-        self.message_queues = [MessageQueue(*q) for q in route.queues()]
+        self._core = core
+        self.message_queues = [MessageQueue(*q) for q in core.queues()]
         self.queue_datas = qds
         self.send_which_queue = send_which_queue or ThreadLocalIndex()
         return self
@@ -254,7 +258,7 @@ class TopicPublishInfo:
     def select_one_message_queue(self, last_broker_name: str | None = None) -> MessageQueue:
         """``TopicPublishInfo.selectOneMessageQueue(lastBrokerName)``: round robin, skipping
         ``last_broker_name`` for up to one lap (each probe advances the counter)."""
-        pos, self.send_which_queue.raw = self._route.select_avoiding(last_broker_name, self.send_which_queue.raw)
+        pos, self.send_which_queue.raw = self._core.select_avoiding(last_broker_name, self.send_which_queue.raw)
         return self.message_queues[pos]
 
 
@@ -267,13 +271,15 @@ def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = Fal
         value = int(value)
     if value < 0 and not allow_negative:
         raise InvalidLatencyError(f"{name} must be >= 0 ms, got {value}", value)
-    return value
+    return int(value)
 
 
 class MQFaultStrategy:
     """``MQFaultStrategy`` with its ``LatencyFaultTolerance``.
 
-    ``semantics``: ``"5.x"`` (RocketMQ 5.1.4+, RIP-63) or ``"4.9.x"``. ``send_latency_fault_enable``
+    ``semantics``: a :class:`~mqbalance.versions.Semantics` — ``"5.x"`` (default; RocketMQ 5.1.4+,
+    RIP-63) or ``"4.x"`` (the 4.9.x line; the older spelling ``"4.9.x"`` is still accepted). The
+    ``semantics`` attribute holds the canonical member. ``send_latency_fault_enable``
     defaults to ``False`` as in Java. Tables default to the generation's; custom ones must have
     equal length and ascend. ``clock()`` gives ms (wall time by default); ``rng`` seeds 5.x's
     random choices. Safe to share between threads: counters are per thread, the table is locked.
@@ -282,7 +288,7 @@ class MQFaultStrategy:
     def __init__(
         self,
         *,
-        semantics: str = "5.x",
+        semantics: Semantics | str = Semantics.V5,
         send_latency_fault_enable: bool = False,
         latency_max: Sequence[int] | None = None,
         not_available_duration: Sequence[int] | None = None,
@@ -292,13 +298,11 @@ class MQFaultStrategy:
         rng: random.Random | None = None,
         which_item_worst: ThreadLocalIndex | None = None,
     ) -> None:
-        if semantics not in ("5.x", "4.9.x"):
-            raise InvalidInputError(f"semantics must be '5.x' or '4.9.x', got {semantics!r}", semantics)
-        self.semantics = semantics
+        self.semantics = Semantics.parse(semantics)
         self.send_latency_fault_enable = bool(send_latency_fault_enable)
         self.start_detector_enable = bool(start_detector_enable)
-        self._table = _core.FaultTable(
-            semantics,
+        self._core = _core.MQFaultStrategy(
+            self.semantics.value,
             enabled=self.send_latency_fault_enable,
             latency_max=None if latency_max is None else list(latency_max),
             not_available_duration=None if not_available_duration is None else list(not_available_duration),
@@ -307,56 +311,53 @@ class MQFaultStrategy:
         )
         self.clock = clock or _wall_clock_ms
         self.rng = rng or random.Random()
-        self.which_item_worst = which_item_worst or ThreadLocalIndex(rng=self.rng, semantics="4.9.x")
+        self.which_item_worst = which_item_worst or ThreadLocalIndex(rng=self.rng, semantics=Semantics.V4)
 
     def __repr__(self) -> str:
-        return (
-            f"MQFaultStrategy(semantics={self.semantics!r}, send_latency_fault_enable={self.send_latency_fault_enable})"
-        )
+        enabled = self.send_latency_fault_enable
+        return f"MQFaultStrategy(semantics={self.semantics.value!r}, send_latency_fault_enable={enabled})"
 
     @property
     def latency_max(self) -> list[int]:
-        return list(self._table.latency_max)
+        return list(self._core.latency_max)
 
     @property
     def not_available_duration(self) -> list[int]:
-        return list(self._table.not_available_duration)
+        return list(self._core.not_available_duration)
 
     def compute_not_available_duration(self, latency_ms: int) -> int:
         """How long (ms) a broker is avoided after a send of this latency (below every
         threshold, negative included: 0)."""
-        return int(self._table.duration(_latency(latency_ms, allow_negative=True)))
+        return int(self._core.compute_not_available_duration(_latency(latency_ms, allow_negative=True)))
 
     def update_fault_item(
         self, broker_name: str, latency_ms: int | float, isolation: bool, reachable: bool = True
     ) -> None:
         """Record a send's outcome (no-op unless ``send_latency_fault_enable``). ``isolation=True``
         for a failed send. 4.x overwrites the window; 5.x only extends it."""
-        self._table.update(broker_name, _latency(latency_ms), bool(isolation), bool(reachable), self.clock())
+        self._core.update_fault_item(broker_name, _latency(latency_ms), bool(isolation), bool(reachable), self.clock())
 
     def is_available(self, broker_name: str) -> bool:
-        return bool(self._table.is_available(broker_name, self.clock()))
+        return bool(self._core.is_available(broker_name, self.clock()))
 
     def is_reachable(self, broker_name: str) -> bool:
-        return bool(self._table.is_reachable(broker_name))
+        return bool(self._core.is_reachable(broker_name))
 
     def remove(self, broker_name: str) -> None:
-        self._table.remove(broker_name)
+        self._core.remove(broker_name)
 
     def fault_items(self) -> dict[str, FaultItem]:
         """The whole table, sorted by broker name."""
-        return {k: FaultItem(*v) for k, v in sorted(self._table.items().items())}
+        return {k: FaultItem(*v) for k, v in sorted(self._core.items().items())}
 
     def pick_one_at_least(self) -> str | None:
         """4.x: one of the better half of the sorted table (deterministic given the counter;
         exact ties, which Java orders by hash-map iteration, are broken by name). 5.x: a random
         reachable broker (``rng``)."""
-        if self.semantics.startswith("4"):
-            broker, self.which_item_worst.raw = self._table.pick_one_at_least_4x(
-                self.clock(), self.which_item_worst.raw
-            )
+        if self.semantics is Semantics.V4:
+            broker, self.which_item_worst.raw = self._core.pick_one_at_least_4x(self.clock(), self.which_item_worst.raw)
             return broker
-        candidates = self._table.reachable_candidates()
+        candidates = self._core.reachable_candidates()
         return self.rng.choice(candidates) if candidates else None
 
     def select_one_message_queue(
@@ -372,9 +373,9 @@ class MQFaultStrategy:
         injects the value 5.x's random ``reset()`` picks."""
         tp = publish_info
         counter = tp.send_which_queue
-        if self.semantics.startswith("4"):
-            pos, new, counter.raw, self.which_item_worst.raw = self._table.select_4x(
-                tp._route, self.clock(), last_broker_name, counter.raw, self.which_item_worst.raw
+        if self.semantics is Semantics.V4:
+            pos, new, counter.raw, self.which_item_worst.raw = self._core.select_4x(
+                tp._core, self.clock(), last_broker_name, counter.raw, self.which_item_worst.raw
             )
             if new is None:
                 return tp.message_queues[pos]
@@ -382,7 +383,7 @@ class MQFaultStrategy:
         reset = None
         if reset_index and self.send_latency_fault_enable:
             reset = reset_to if reset_to is not None else self.rng.randrange(0, _MASK)
-        pos, counter.raw = self._table.select_5x(tp._route, self.clock(), last_broker_name, reset, counter.raw)
+        pos, counter.raw = self._core.select_5x(tp._core, self.clock(), last_broker_name, reset, counter.raw)
         return tp.message_queues[pos]
 
     def detect_round(
@@ -393,11 +394,11 @@ class MQFaultStrategy:
         """One 5.x detector round (``detectByOneRound``): ``resolve(broker)`` → address or None
         (item removed); ``detect(address)`` → whether the broker answered. Java's scheduler runs
         one every 3 s when ``start_detector_enable``; call it yourself on your own schedule."""
-        names = list(self._table.items())
+        names = list(self._core.items())
         answers = {n: (resolve.get(n) if isinstance(resolve, Mapping) else resolve(n)) for n in names}
         addresses = {a for a in answers.values() if a is not None}
         ok = {a: bool(detect.get(a, False) if isinstance(detect, Mapping) else detect(a)) for a in addresses}
-        self._table.detect_round(self.clock(), answers, ok)
+        self._core.detect_round(self.clock(), answers, ok)
 
     def simulate(
         self,
@@ -420,7 +421,7 @@ class MQFaultStrategy:
         were. Deterministic for a given ``seed`` (and the counters' current values).
         """
         tp = publish_info
-        names = tp._route.brokers()
+        names = tp._core.brokers()
         unknown = sorted(set(models) - set(names))
         if unknown:
             raise UnknownBrokerError(f"models name brokers that are not in the route: {unknown}", unknown[0])
@@ -439,8 +440,8 @@ class MQFaultStrategy:
         for b in names:
             m = models[b]
             rows.append((_latency(m.latency_ms), _latency(m.jitter_ms, "jitter_ms"), float(m.failure_rate)))
-        out = self._table.simulate(
-            tp._route,
+        out = self._core.simulate(
+            tp._core,
             rows,
             sends=sends,
             start_ms=self.clock() if start_ms is None else start_ms,

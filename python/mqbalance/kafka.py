@@ -5,8 +5,10 @@
   dynamic by member id, Java string order; topics without metadata skipped), ``"sticky"`` and
   ``"cooperative-sticky"`` (Kafka's invariants with deterministic tie-breaks; see
   :mod:`mqbalance_core` docs in ``rust/core/src/assign/sticky.rs``).
-* ``zk_assign(name, consumers, partitions_per_topic)``: the ZooKeeper-era consumer's ``range`` /
+* ``zk_assign(name, partitions_per_topic, consumers)``: the ZooKeeper-era consumer's ``range`` /
   ``roundrobin`` over consumer threads ``<consumer_id>-<k>``.
+
+Assignor names are Kafka's and are matched ignoring case (``"RoundRobin"`` is ``"roundrobin"``).
 * ``assign_columns(...)``: the same assignors over numpy columns, for large groups.
 * ``check_assignment(...)``: validity, Kafka's balance predicate and retention of any assignment.
 
@@ -18,6 +20,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +45,15 @@ __all__ = [
 ]
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+_ZK_ASSIGNORS = ("range", "roundrobin")
+
+
+def _assignor_name(name: str, known: Sequence[str], what: str = "assignor") -> str:
+    """``name`` as Kafka spells it (matched ignoring case), or ``UnknownStrategyError``."""
+    canonical = name.lower() if isinstance(name, str) else name
+    if canonical not in known:
+        raise UnknownStrategyError(f"unknown {what} {name!r}; known: {', '.join(known)}", name)
+    return canonical
 
 
 class TopicPartition(NamedTuple):
@@ -95,12 +107,10 @@ def _as_subscription(value: Subscription | Iterable[str]) -> Subscription:
 
 
 class Assignor:
-    """A client-side assignor by its Kafka name."""
+    """A client-side assignor by its Kafka name (any case; ``name`` holds Kafka's spelling)."""
 
     def __init__(self, name: str) -> None:
-        if name not in ASSIGNORS:
-            raise UnknownStrategyError(f"unknown assignor {name!r}; known: {', '.join(ASSIGNORS)}", name)
-        self.name = name
+        self.name = _assignor_name(name, ASSIGNORS)
 
     def __repr__(self) -> str:
         return f"assignor({self.name!r})"
@@ -123,21 +133,42 @@ class Assignor:
 
 
 def assignor(name: str) -> Assignor:
-    """``range``, ``roundrobin``, ``sticky`` or ``cooperative-sticky``."""
+    """``range``, ``roundrobin``, ``sticky`` or ``cooperative-sticky`` (any case)."""
     return Assignor(name)
 
 
-def zk_assign(
-    name: str, consumers: Mapping[str, Mapping[str, int]], partitions_per_topic: Mapping[str, int]
-) -> dict[str, list[TopicPartition]]:
-    """The ZooKeeper-era consumer's assignment: ``{thread_id: [TopicPartition, ...]}`` for every
-    thread ``<consumer_id>-<k>`` (``k`` below the consumer's stream count for a topic).
+def _looks_like_consumers(value: Mapping[str, Any]) -> bool:
+    """Whether a mapping is ``{consumer_id: {topic: streams}}`` rather than ``{topic: count}``."""
+    return any(isinstance(v, Mapping) for v in value.values())
 
-    >>> zk_assign("range", {"C1": {"t": 2}, "C2": {"t": 2}}, {"t": 5})["C1-0"]
+
+def zk_assign(
+    name: str, partitions_per_topic: Mapping[str, int], consumers: Mapping[str, Mapping[str, int]]
+) -> dict[str, list[TopicPartition]]:
+    """The ZooKeeper-era consumer's assignment (Kafka 0.8–0.10 ``ZookeeperConsumerConnector`` with
+    ``partition.assignment.strategy`` ``range`` or ``roundrobin``, any case):
+    ``{thread_id: [TopicPartition, ...]}`` for every thread ``<consumer_id>-<k>`` (``k`` below the
+    consumer's stream count for a topic). Arguments in the order of :meth:`Assignor.assign`:
+    partitions first, then the group.
+
+    The older order ``zk_assign(name, consumers, partitions_per_topic)`` is recognised by its
+    values (stream-count mappings where partition counts belong) and still works, with a
+    ``DeprecationWarning``.
+
+    >>> zk_assign("range", {"t": 5}, {"C1": {"t": 2}, "C2": {"t": 2}})["C1-0"]
     [TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)]
     """
-    if name not in ("range", "roundrobin"):
-        raise UnknownStrategyError(f"unknown ZooKeeper-era assignor {name!r}; known: range, roundrobin", name)
+    if _looks_like_consumers(partitions_per_topic) or (
+        not partitions_per_topic and consumers and not _looks_like_consumers(consumers)
+    ):
+        warnings.warn(
+            "zk_assign(name, consumers, partitions_per_topic) is deprecated; pass "
+            "zk_assign(name, partitions_per_topic, consumers), the order of assignor(name).assign",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        partitions_per_topic, consumers = consumers, partitions_per_topic  # type: ignore[assignment]
+    name = _assignor_name(name, _ZK_ASSIGNORS, "ZooKeeper-era assignor")
     pairs, index = _topics(partitions_per_topic)
     extra: dict[str, int] = {}
     rows = []
@@ -191,8 +222,7 @@ def assign_columns(
 ) -> ColumnarAssignment:
     """Large groups: members as a list with their topic lists; ``owned`` as three aligned columns
     ``(member index, topic name or index, partition)``. Returns columns instead of objects."""
-    if name not in ASSIGNORS:
-        raise UnknownStrategyError(f"unknown assignor {name!r}; known: {', '.join(ASSIGNORS)}", name)
+    name = _assignor_name(name, ASSIGNORS)
     pairs, index = _topics(partitions_per_topic)
     ids = list(member_ids)
     if len(member_topics) != len(ids):

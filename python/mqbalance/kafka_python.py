@@ -45,7 +45,7 @@ def _grouped(tps: list[TopicPartition]) -> list[tuple[str, list[int]]]:
     return sorted((t, sorted(ps)) for t, ps in by_topic.items())
 
 
-class _MqbalanceAssignor(AbstractPartitionAssignor):
+class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python is untyped
     name = ""
     version = 0
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["encode", "decode"]
 
@@ -36,7 +37,7 @@ def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> byt
 def _decode(data: bytes, with_generation: bool) -> tuple[list[tuple[str, int]], int | None]:
     pos = 0
 
-    def take(fmt: str) -> tuple:
+    def take(fmt: str) -> tuple[Any, ...]:
         nonlocal pos
         size = struct.calcsize(fmt)
         if pos + size > len(data):
@@ -48,7 +49,7 @@ def _decode(data: bytes, with_generation: bool) -> tuple[list[tuple[str, int]], 
     (n,) = take(">i")
     if n < 0:
         raise ValueError("negative array length")
-    partitions = []
+    partitions: list[tuple[str, int]] = []
     for _ in range(n):
         (length,) = take(">h")
         if length < 0 or pos + length > len(data):

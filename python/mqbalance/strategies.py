@@ -17,19 +17,17 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import _core
 from ._columns import check_current_id, id_list, queue_columns
-from .exceptions import InvalidInputError, MachineRoomError, UnknownStrategyError, UnsupportedStrategyError
+from .exceptions import InvalidInputError, MachineRoomError, UnsupportedStrategyError
 from .models import MessageQueue
 from .ordering import sort_client_ids, sort_queues
 from .rooms import PrefixRoomResolver, RoomResolver
 
 __all__ = [
-    "StrategyName",
     "AllocateStrategy",
     "Avg",
     "AvgByCircle",
@@ -39,17 +37,6 @@ __all__ = [
     "Config",
     "strategy",
 ]
-
-
-class StrategyName(enum.StrEnum):
-    """The names RocketMQ users know (``getName()``)."""
-
-    AVG = "AVG"
-    AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
-    CONSISTENT_HASH = "CONSISTENT_HASH"
-    MACHINE_ROOM = "MACHINE_ROOM"
-    MACHINE_ROOM_NEARBY = "MACHINE_ROOM_NEARBY"
-    CONFIG = "CONFIG"
 
 
 class AllocateStrategy:
@@ -260,7 +247,7 @@ class Config(AllocateStrategy):
 
     @property
     def name(self) -> str:
-        return StrategyName.CONFIG.value
+        return "CONFIG"
 
     def __repr__(self) -> str:
         return f"Config(message_queues={self.message_queues!r})"
@@ -286,35 +273,17 @@ class Config(AllocateStrategy):
         return {cid: self.allocate(None, cid, queues, ids) for cid in dict.fromkeys(ids)}  # type: ignore[misc]
 
 
-def strategy(name: str | StrategyName, **params: Any) -> AllocateStrategy:
-    """Build a strategy by its RocketMQ name.
+def strategy(name: str, **params: Any) -> AllocateStrategy:
+    """Build a strategy by its RocketMQ name: :func:`mqbalance.registry.strategy`."""
+    from .registry import strategy as build
 
-    ``AVG``, ``AVG_BY_CIRCLE``; ``CONSISTENT_HASH`` (``virtual_node_cnt=10``, ``charset="UTF-8"``);
-    ``MACHINE_ROOM`` (``consumer_idcs=None``); ``MACHINE_ROOM_NEARBY`` (``inner=``, ``resolver=``
-    defaulting to :class:`PrefixRoomResolver`); ``CONFIG`` (``message_queues=None``).
-    ``MACHINE_ROOM_NEARBY-<inner>`` names (what ``getName()`` prints) are accepted too.
+    return build(name, **params)
 
-    >>> strategy("CONSISTENT_HASH", virtual_node_cnt=4)
-    ConsistentHash(virtual_node_cnt=4, charset='UTF-8')
-    """
-    text = str(name)
-    if text.startswith("MACHINE_ROOM_NEARBY-") and "inner" not in params:
-        params["inner"] = strategy(text.removeprefix("MACHINE_ROOM_NEARBY-"))
-        text = "MACHINE_ROOM_NEARBY"
-    try:
-        kind = StrategyName(text)
-    except ValueError:
-        known = ", ".join(s.value for s in StrategyName)
-        raise UnknownStrategyError(f"unknown strategy {text!r}; known: {known}", text) from None
-    builders: dict[StrategyName, Any] = {
-        StrategyName.AVG: Avg,
-        StrategyName.AVG_BY_CIRCLE: AvgByCircle,
-        StrategyName.CONSISTENT_HASH: ConsistentHash,
-        StrategyName.MACHINE_ROOM: MachineRoom,
-        StrategyName.MACHINE_ROOM_NEARBY: MachineRoomNearby,
-        StrategyName.CONFIG: Config,
-    }
-    try:
-        return builders[kind](**params)  # type: ignore[no-any-return]
-    except TypeError as e:
-        raise InvalidInputError(f"bad parameters for {kind.value}: {e}", params) from None
+
+def __getattr__(name: str) -> Any:
+    """``StrategyName`` moved to :mod:`mqbalance.registry`; the old import keeps working."""
+    if name == "StrategyName":
+        from mqbalance.registry import StrategyName
+
+        return StrategyName
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,120 +1,40 @@
-"""The experiment of seed 001: a producer with ``sendLatencyFaultEnable`` and two brokers,
-``broker1`` (every send takes 30 000 ms) and ``broker2`` (50 000 ms), 4 write queues each,
-10 rounds of sending; once with every send succeeding, once with every send failing (then the
-producer retries once, passing the failed broker as ``lastBrokerName``).
+"""Former name of :mod:`mqbalance.examples.fault_latency_demo` (the two-broker latency
+experiment), kept so ``python -m mqbalance.examples.fault_seed`` and its imports keep working.
 
-Run: ``python -m mqbalance.examples.fault_seed`` (or ``mqbalance fault-seed``).
-
-Three producers are compared:
-
-* ``seed`` — the older selection loop the seed quotes: a probed queue is returned only if its
-  broker is available **and** (``lastBrokerName`` is null **or** equals it). This reproduces the
-  seed's printed output exactly.
-* ``4.9.x`` — RocketMQ 4.9.8: the probe ignores ``lastBrokerName``.
-* ``5.x`` — RocketMQ 5.3.3: available-and-not-last, then reachable-and-not-last, then any.
-
->>> run("4.9.x", fail=False)[:3]
-[['broker1'], ['broker2'], ['broker1']]
->>> run("seed", fail=True)[:2]
-[['broker1', 'broker1'], ['broker2', 'broker1']]
+>>> run("seed", fail=False) == SEED_SUCCESS == RECORDED_SUCCESS
+True
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from mqbalance.fault import ManualClock, MQFaultStrategy, QueueData, ThreadLocalIndex, TopicPublishInfo
-from mqbalance.models import MessageQueue
+from .fault_latency_demo import (
+    EXPLANATION,
+    LATENCY,
+    RECORDED_FAILURE,
+    RECORDED_SUCCESS,
+    VARIANT_ALIASES,
+    VARIANTS,
+    main,
+    run,
+)
 
-LATENCY = {"broker1": 30_000, "broker2": 50_000}
-VARIANTS = ("seed", "4.9.x", "5.x")
+__all__ = [
+    "EXPLANATION",
+    "LATENCY",
+    "VARIANTS",
+    "VARIANT_ALIASES",
+    "RECORDED_SUCCESS",
+    "RECORDED_FAILURE",
+    "run",
+    "main",
+]
+__all__ += ["SEED_SUCCESS", "SEED_FAILURE"]
 
-# What the seed printed (seed 001, "测试输出1/2"): one list of brokers per round.
-SEED_SUCCESS = [["broker1"], ["broker2"]] + [["broker1"]] * 8
-SEED_FAILURE = [["broker1", "broker1"], ["broker2", "broker1"]] + [["broker1", "broker1"]] * 8
-
-
-def _seed_select(fs: MQFaultStrategy, tp: TopicPublishInfo, last: str | None) -> MessageQueue:
-    """The seed's (older) loop, written on top of the 4.x fault table."""
-    queues = tp.message_queues
-    index = tp.send_which_queue.increment_and_get()
-    for i in range(len(queues)):
-        mq = queues[(index + i) % len(queues)]
-        if fs.is_available(mq.broker_name) and (last is None or mq.broker_name == last):
-            return mq
-    not_best = fs.pick_one_at_least()
-    if not_best is not None:
-        mq = tp.select_one_message_queue()
-        return MessageQueue(mq.topic, not_best, tp.send_which_queue.increment_and_get() % 4)
-    return tp.select_one_message_queue()
-
-
-def run(variant: str, *, fail: bool, rounds: int = 10) -> list[list[str]]:
-    """Brokers used in each round (one entry per attempt)."""
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-    semantics = "5.x" if variant == "5.x" else "4.9.x"
-    clock = ManualClock(0)
-    fs = MQFaultStrategy(
-        semantics=semantics, send_latency_fault_enable=True, clock=clock, which_item_worst=ThreadLocalIndex(initial=0)
-    )
-    # Java seeds the counter at random; start where the seed's run evidently did (broker1 first).
-    tp = TopicPublishInfo.from_route(
-        "topic-a",
-        [QueueData("broker1", 6, 4), QueueData("broker2", 6, 4)],
-        send_which_queue=ThreadLocalIndex(initial=-1),
-    )
-    used = []
-    for _ in range(rounds):
-        last = None
-        attempts = []
-        for attempt in range(2):
-            if variant == "seed":
-                mq = _seed_select(fs, tp, last)
-            else:
-                mq = fs.select_one_message_queue(tp, last, reset_index=attempt > 0, reset_to=0)
-            last = mq.broker_name
-            attempts.append(last)
-            fs.update_fault_item(last, LATENCY[last], isolation=fail)
-            if not fail:
-                break
-        used.append(attempts)
-    return used
-
-
-EXPLANATION = """\
-Why (4.x tables: latency >= 15000 ms -> broker avoided for 600000 ms; a failure counts as 30000 ms):
-  * Round 0 goes to broker1 (nothing is known yet). Its 30 s latency isolates it for 600 s.
-  * Round 1: broker1 is unavailable, so the probe moves on to broker2, which is then isolated too.
-  * From round 2 on both are unavailable: pickOneAtLeast sorts the fault items (available first,
-    then lower latency) and picks from the better half: broker1 (30 s) beats broker2 (50 s).
-  * All sends failing: the seed's older loop only accepted an available broker equal to
-    lastBrokerName, so round 0's retry found none and fell back to pickOneAtLeast -> broker1 again.
-    RocketMQ 4.9.x dropped that condition: its retry goes to the still-available broker2.
-  * 5.x uses other tables (>= 15000 ms -> 30 s; a failure counts as 10 s -> 10 s) and, once every
-    broker is unavailable, round-robins over the reachable ones instead of preferring the fastest.
-"""
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mqbalance fault-seed", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10)
-    args = parser.parse_args(argv)
-    for fail, title, seed in (
-        (False, "every send succeeds", SEED_SUCCESS),
-        (True, "every send fails (one retry)", SEED_FAILURE),
-    ):
-        print(f"== {title} ==")
-        results = {v: run(v, fail=fail, rounds=args.rounds) for v in VARIANTS}
-        print(f"{'round':>5}  {'seed printed':<20} " + " ".join(f"{v:<20}" for v in VARIANTS))
-        for r in range(args.rounds):
-            printed = ",".join(seed[r]) if r < len(seed) else "-"
-            print(f"{r:>5}  {printed:<20} " + " ".join(f"{','.join(results[v][r]):<20}" for v in VARIANTS))
-        print()
-    print(EXPLANATION)
-    return 0
-
+#: Former names of :data:`RECORDED_SUCCESS` / :data:`RECORDED_FAILURE`.
+SEED_SUCCESS = RECORDED_SUCCESS
+SEED_FAILURE = RECORDED_FAILURE
 
 if __name__ == "__main__":
     sys.exit(main())

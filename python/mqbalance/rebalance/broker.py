@@ -28,7 +28,7 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from mqbalance.exceptions import InvalidInputError
+from mqbalance.versions import Semantics
 
 __all__ = [
     "ClientChannelInfo",
@@ -133,7 +133,8 @@ class ConsumerGroupInfo:
 class ConsumerManager:
     """The broker's ``group → ConsumerGroupInfo`` table and its events.
 
-    ``semantics``: ``"5.x"`` (default) or ``"4.x"`` — 5.x fires CLIENT_* events and does not send
+    ``semantics`` (a :class:`~mqbalance.versions.Semantics` or its value): ``"5.x"`` (default) or
+    ``"4.x"`` — 5.x fires CLIENT_* events and does not send
     CHANGE for BROADCASTING groups. ``notify(channel, group)`` sends
     ``NOTIFY_CONSUMER_IDS_CHANGED``; ``listener(event)`` sees every event (for simulations).
     """
@@ -143,16 +144,15 @@ class ConsumerManager:
         *,
         notify: Callable[[str, str], None] | None = None,
         listener: Callable[[ConsumerGroupEvent], None] | None = None,
-        semantics: str = "5.x",
+        semantics: Semantics | str = Semantics.V5,
         notify_consumer_ids_changed_enable: bool = True,
         channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS,
     ) -> None:
-        if semantics not in ("4.x", "5.x"):
-            raise InvalidInputError(f"semantics must be '4.x' or '5.x', got {semantics!r}", semantics)
+        self.semantics = Semantics.parse(semantics)
         self.groups: dict[str, ConsumerGroupInfo] = {}
         self._notify = notify or (lambda channel, group: None)
         self._listener = listener or (lambda event: None)
-        self.v5 = semantics == "5.x"
+        self.v5 = self.semantics is Semantics.V5
         self.notify_consumer_ids_changed_enable = notify_consumer_ids_changed_enable
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
 

@@ -26,6 +26,7 @@ from typing import Protocol
 from mqbalance.exceptions import InvalidInputError
 from mqbalance.models import MessageQueue
 from mqbalance.strategies import AllocateStrategy
+from mqbalance.versions import Semantics
 
 from .client import Broker, ConsumeFromWhere, ProcessQueue, RebalanceImpl
 from .service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS, RebalanceService
@@ -60,8 +61,9 @@ class ConsumerState(enum.StrEnum):
 class PushConsumer:
     """One ``DefaultMQPushConsumer`` (concurrent, one group) in its own client instance.
 
-    ``semantics="5.x"`` (default): the 1 s minimum rebalance interval with the adaptive wait, and
-    new pull requests dispatched after 500 ms; ``"4.x"``: neither. Intervals are keyword options
+    ``semantics`` (a :class:`~mqbalance.versions.Semantics` or its value): ``"5.x"`` (default): the
+    1 s minimum rebalance interval with the adaptive wait, and new pull requests dispatched after
+    500 ms; ``"4.x"``: neither. Intervals are keyword options
     named after the Java settings. ``active_from[mq]`` is when the queue's first pull goes out.
     """
 
@@ -74,7 +76,7 @@ class PushConsumer:
         transport: Transport,
         name_server: Callable[[str], list[MessageQueue] | None],
         *,
-        semantics: str = "5.x",
+        semantics: Semantics | str = Semantics.V5,
         consume_from_where: ConsumeFromWhere = ConsumeFromWhere.LAST_OFFSET,
         channel: str | None = None,
         rebalance_wait_interval_ms: int = WAIT_INTERVAL_MS,
@@ -84,8 +86,7 @@ class PushConsumer:
         poll_name_server_interval_ms: int = POLL_NAME_SERVER_INTERVAL_MS,
         pull_delay_ms: int | None = None,
     ) -> None:
-        if semantics not in ("4.x", "5.x"):
-            raise InvalidInputError(f"semantics must be '4.x' or '5.x', got {semantics!r}", semantics)
+        semantics = Semantics.parse(semantics)
         for name, value in (
             ("heartbeat_interval_ms", heartbeat_interval_ms),
             ("persist_interval_ms", persist_interval_ms),
@@ -109,11 +110,13 @@ class PushConsumer:
         )
         self.state = ConsumerState.CREATED
         self._wait_ms = rebalance_wait_interval_ms
-        self._min_ms = rebalance_min_interval_ms if semantics == "5.x" else None
+        self._min_ms = rebalance_min_interval_ms if semantics is Semantics.V5 else None
         self.heartbeat_interval_ms = heartbeat_interval_ms
         self.persist_interval_ms = persist_interval_ms
         self.poll_interval_ms = poll_name_server_interval_ms
-        self.pull_delay_ms = (PULL_DELAY_5X_MS if semantics == "5.x" else 0) if pull_delay_ms is None else pull_delay_ms
+        self.pull_delay_ms = (
+            (PULL_DELAY_5X_MS if semantics is Semantics.V5 else 0) if pull_delay_ms is None else pull_delay_ms
+        )
         self.service = RebalanceService(wait_interval_ms=self._wait_ms, min_interval_ms=self._min_ms)
         self.next_heartbeat_ms = self.next_persist_ms = self.next_poll_ms = 0
         self.active_from: dict[MessageQueue, int] = {}

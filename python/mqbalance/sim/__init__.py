@@ -1,5 +1,6 @@
 """A discrete-event simulator of RocketMQ consumer groups (:mod:`.engine`): scenarios as data
-(:mod:`.scenario`), metrics (:mod:`.metrics`), plots (:mod:`.plot`).
+(:mod:`.model`, read from YAML/JSON by :mod:`.scenario`), metrics (:mod:`.metrics`), plots
+(:mod:`.plot`).
 
 >>> from mqbalance.sim import simulate
 >>> r = simulate({"topics": {"T": {"queues_per_broker": 2, "rate": 50}}, "duration": "1m",
@@ -15,15 +16,33 @@ from pathlib import Path
 from typing import Any
 
 from .engine import Simulation
-from .metrics import SimulationResult
-from .scenario import Scenario, ScenarioError, bundled_scenarios, load_scenario, scenario_from_dict
+from .metrics import MetricsRecorder, SimulationResult
+from .model import (
+    Crash,
+    Join,
+    Leave,
+    NetworkChange,
+    NotificationSwitch,
+    QueueCountChange,
+    Scenario,
+    ScenarioEvent,
+)
+from .scenario import ScenarioError, bundled_scenarios, load_scenario, scenario_from_dict
 
 __all__ = [
     "simulate",
     "compare",
     "Simulation",
     "SimulationResult",
+    "MetricsRecorder",
     "Scenario",
+    "ScenarioEvent",
+    "Join",
+    "Leave",
+    "Crash",
+    "QueueCountChange",
+    "NetworkChange",
+    "NotificationSwitch",
     "ScenarioError",
     "load_scenario",
     "scenario_from_dict",

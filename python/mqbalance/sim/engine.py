@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from itertools import count
-from typing import Any
+from typing import Any, assert_never
 
 from mqbalance.exceptions import InvalidInputError
 from mqbalance.models import MessageQueue
@@ -44,9 +44,17 @@ from mqbalance.rebalance.consumer import PushConsumer
 from mqbalance.rebalance.memory import InMemoryBroker
 from mqbalance.strategies import strategy as make_strategy
 
-from .coverage import Coverage
-from .metrics import SimulationResult
-from .scenario import NetworkSettings, Scenario, ScenarioEvent
+from .metrics import EndState, MetricsRecorder, SimulationResult
+from .model import (
+    Crash,
+    Join,
+    Leave,
+    NetworkChange,
+    NotificationSwitch,
+    QueueCountChange,
+    Scenario,
+    ScenarioEvent,
+)
 
 __all__ = ["Simulation"]
 
@@ -93,7 +101,10 @@ class _Consumer:
 
 class Simulation:
     """Run one scenario: ``Simulation(scenario).run()`` → :class:`SimulationResult`.
-    ``progress(sim_ms, duration_ms)`` is called about every simulated minute."""
+    ``progress(sim_ms, duration_ms)`` is called about every simulated minute.
+
+    What it measures goes to ``metrics`` (a :class:`~mqbalance.sim.metrics.MetricsRecorder`) as it
+    runs; :meth:`result` builds the result from it and the cluster's :meth:`end_state`."""
 
     def __init__(self, scenario: Scenario, *, progress: Callable[[int, int], None] | None = None) -> None:
         self.scenario = s = scenario
@@ -111,14 +122,11 @@ class Simulation:
         )
         self.broker = InMemoryBroker(self.manager)
         self.strategy = make_strategy(s.strategy, **dict(s.strategy_params))
-        # queues: every queue that ever existed, by index
+        self.metrics = MetricsRecorder(sample_interval_ms=s.sample_interval_ms)
+        # queues: every queue that ever existed, by index (the metrics' queue numbers)
         self.queues: list[MessageQueue] = []
         self.index: dict[MessageQueue, int] = {}
         self.max_offset: list[int] = []
-        self.coverage: list[Coverage] = []
-        self.pause_ms: list[int] = []
-        self.twice_ms: list[int] = []
-        self.dup_by_queue: list[int] = []
         self.readable: dict[str, list[MessageQueue]] = {}  # topic → its readable queues now
         self._readable_idx: list[int] = []  # the same, as queue indices
         self.producers = {t.name: _Producer(t.rate) for t in s.topics}
@@ -127,26 +135,10 @@ class Simulation:
             self.producers[t.name].queues = [self.index[q] for q in self.readable[t.name]]
         self.consumers: list[_Consumer] = []
         self.by_channel: dict[str, _Consumer] = {}
-        self.produced = self.consumed = self.duplicates = self.notifications = 0
         self._dirty = True
         self._nobody: list[int] = []
         self._twice: list[int] = []
         self._signature: tuple[Any, ...] | None = None  # the first picture is always recorded
-        self.changes: list[tuple[int, bool]] = []  # (time, every readable queue pulled by exactly one consumer)
-        self.series: dict[str, list[float]] = {
-            k: []
-            for k in (
-                "t_s",
-                "backlog",
-                "owned_nobody",
-                "owned_twice",
-                "consumers",
-                "consumed_per_s",
-                "produced_per_s",
-                "duplicates",
-            )
-        }
-        self._last_sample = (0, 0)
         self._scheduled = False
         self._wall = time.perf_counter()
 
@@ -170,7 +162,7 @@ class Simulation:
         consumer = self.by_channel.get(channel)
         if consumer is None:
             return
-        self.notifications += 1
+        self.metrics.notified()
 
         def arrive() -> None:
             consumer.pc.on_notify(now_ms=self.now)
@@ -204,13 +196,9 @@ class Simulation:
         queues = [MessageQueue(topic, b, i) for b in self.scenario.brokers for i in range(per_broker)]
         for q in queues:
             if q not in self.index:
-                self.index[q] = len(self.queues)
+                self.index[q] = self.metrics.add_queue(q)
                 self.queues.append(q)
                 self.max_offset.append(0)
-                self.coverage.append(Coverage())
-                self.pause_ms.append(0)
-                self.twice_ms.append(0)
-                self.dup_by_queue.append(0)
         self.readable[topic] = queues
         self._readable_idx = [self.index[q] for qs in self.readable.values() for q in qs]
         self._dirty = True
@@ -253,7 +241,7 @@ class Simulation:
         self._dirty = True
         self._reschedule(c)
 
-    def _find(self, client_id: str, event: ScenarioEvent) -> _Consumer:
+    def _find(self, client_id: str, event: Leave | Crash) -> _Consumer:
         running = [c for c in self.consumers if c.pc.running and c.pc.client_id == client_id]
         if not running:
             raise InvalidInputError(
@@ -263,25 +251,29 @@ class Simulation:
             )
         return running[-1]
 
-    def _apply(self, e: ScenarioEvent) -> None:
-        if e.kind == "join":
-            self._start_consumer(e.client_id, e.throughput)
-        elif e.kind == "leave":
-            c = self._find(e.client_id, e)
-            c.pc.shutdown()
-            self._reschedule(c)
-        elif e.kind == "crash":
-            c = self._find(e.client_id, e)
-            c.pc.crash()
-            self._reschedule(c)
-            if e.close_connection:
-                self.manager.do_channel_close_event(c.pc.impl.channel or "")
-        elif e.kind == "queues":
-            self._set_route(e.topic, e.queues_per_broker)
-        elif e.kind == "network":
-            self.network = e.network or NetworkSettings()
-        elif e.kind == "notify":
-            self.manager.notify_consumer_ids_changed_enable = e.notify
+    def _apply(self, event: ScenarioEvent) -> None:
+        """The one place where events act on the cluster (exhaustive over :data:`ScenarioEvent`)."""
+        match event:
+            case Join(client_id=client_id, throughput=throughput):
+                self._start_consumer(client_id, throughput)
+            case Leave(client_id=client_id):
+                c = self._find(client_id, event)
+                c.pc.shutdown()
+                self._reschedule(c)
+            case Crash(client_id=client_id, close_connection=close_connection):
+                c = self._find(client_id, event)
+                c.pc.crash()
+                self._reschedule(c)
+                if close_connection:
+                    self.manager.do_channel_close_event(c.pc.impl.channel or "")
+            case QueueCountChange(topic=topic, queues_per_broker=queues_per_broker):
+                self._set_route(topic, queues_per_broker)
+            case NetworkChange(network=network):
+                self.network = network
+            case NotificationSwitch(enabled=enabled):
+                self.manager.notify_consumer_ids_changed_enable = enabled
+            case _:
+                assert_never(event)
         self._dirty = True
 
     # ---- flow -----------------------------------------------------------------------------------
@@ -304,7 +296,7 @@ class Simulation:
         signature = tuple(tuple(owners.get(q, ())) for q in readable)
         if signature != self._signature:
             self._signature = signature
-            self.changes.append((self.now, not self._nobody and not self._twice))
+            self.metrics.ownership_changed(self.now, not self._nobody and not self._twice)
         self._dirty = False
 
     def _advance(self, until: int) -> None:
@@ -318,10 +310,8 @@ class Simulation:
             n = math.floor(until * p.rate / 1000) - math.floor(t0 * p.rate / 1000)
             if p.queues and n > 0:
                 self._produce(p, n)
-        for q in self._nobody:
-            self.pause_ms[q] += dt
-        for q in self._twice:
-            self.twice_ms[q] += dt
+        if self._nobody or self._twice:
+            self.metrics.held(dt, self._nobody, self._twice)
         for c in self.consumers:
             if c.pulling:
                 c.credit += c.throughput * dt / 1000
@@ -339,17 +329,18 @@ class Simulation:
         for j, q in enumerate(qs):
             self.max_offset[q] += base + (1 if (j - start) % k < extra else 0)
         p.counter += n
-        self.produced += n
+        self.metrics.produced(n)
 
     def _consume(self, c: _Consumer, capacity: int) -> None:
         """Spend ``capacity`` messages over the queues the consumer pulls: all of every backlog if
         it fits, else water-filling (equal shares, what a short queue leaves goes to the rest)."""
-        mo = self.max_offset
+        mo, consumed = self.max_offset, self.metrics.consumed
         work = [(mo[q] - pq.consumed_offset, q, pq) for pq, q in c.pulling]
         if sum(w[0] for w in work) <= capacity:
             for backlog, q, pq in work:
                 if backlog > 0:
-                    self._take(q, pq, backlog)
+                    consumed(q, pq.consumed_offset, backlog)
+                    pq.consumed_offset += backlog
             return
         work.sort(key=lambda w: w[0])
         left = len(work)
@@ -359,36 +350,16 @@ class Simulation:
             take = backlog if backlog < share else share
             if take > 0:
                 capacity -= take
-                self._take(q, pq, take)
-
-    def _take(self, q: int, pq: Any, n: int) -> None:
-        start = pq.consumed_offset
-        pq.consumed_offset = start + n
-        self.consumed += n
-        cov = self.coverage[q]
-        ends = cov.ends
-        if ends and ends[-1] == start:  # the usual case: the owner continues where it stopped
-            ends[-1] = start + n
-            cov.count += n
-            return
-        dup = cov.add(start, start + n)
-        if dup:
-            self.duplicates += dup
-            self.dup_by_queue[q] += dup
+                consumed(q, pq.consumed_offset, take)
+                pq.consumed_offset += take
 
     def _sample(self) -> None:
-        s = self.series
-        produced, consumed = self._last_sample
-        interval = self.scenario.sample_interval_ms / 1000
-        s["t_s"].append(self.now / 1000)
-        s["backlog"].append(self.produced - sum(c.count for c in self.coverage))
-        s["owned_nobody"].append(len(self._nobody))
-        s["owned_twice"].append(len(self._twice))
-        s["consumers"].append(sum(1 for c in self.consumers if c.pc.running))
-        s["consumed_per_s"].append((self.consumed - consumed) / interval)
-        s["produced_per_s"].append((self.produced - produced) / interval)
-        s["duplicates"].append(self.duplicates)
-        self._last_sample = (self.produced, self.consumed)
+        self.metrics.sample(
+            self.now,
+            owned_nobody=len(self._nobody),
+            owned_twice=len(self._twice),
+            consumers=sum(1 for c in self.consumers if c.pc.running),
+        )
         if self.progress and self.now % 60_000 < self.scenario.sample_interval_ms:
             self.progress(self.now, self.scenario.duration_ms)
         self.at(self.now + self.scenario.sample_interval_ms, self._sample)
@@ -436,8 +407,27 @@ class Simulation:
                 out.setdefault(self.queues[q], []).append(c.pc.client_id)
         return out
 
+    def end_state(self) -> EndState:
+        """The cluster as the results see it now: messages per queue, where the group would resume
+        each queue (the broker's committed offset, or a live owner's position if further), and the
+        rebalances run so far."""
+        live: dict[int, int] = {}
+        for c in self.consumers:
+            if c.pc.running:
+                for mq, pq in c.pc.impl.process_queues.items():
+                    q = self.index[mq]
+                    live[q] = max(live.get(q, 0), pq.consumed_offset)
+        committed, group = self.broker.offsets, self.scenario.group
+        resume = [max(committed.query(group, mq), live.get(q, 0), 0) for q, mq in enumerate(self.queues)]
+        return EndState(
+            messages=tuple(self.max_offset),
+            resume=resume,
+            rebalances=sum(c.pc.service.rebalances for c in self.consumers),
+        )
+
     def result(self) -> SimulationResult:
-        return SimulationResult.collect(self, time.perf_counter() - self._wall)
+        """The figures so far (the run can go on after)."""
+        return self.metrics.result(self.scenario, self.end_state(), time.perf_counter() - self._wall)
 
     def run(self) -> SimulationResult:
         """The whole scenario → its metrics."""

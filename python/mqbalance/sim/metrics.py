@@ -16,14 +16,207 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .engine import Simulation
+from mqbalance.models import MessageQueue
 
-__all__ = ["SimulationResult"]
+from .coverage import Coverage
+from .model import Scenario
+
+__all__ = ["MetricsRecorder", "EndState", "SimulationResult"]
+
+SERIES = (
+    "t_s",
+    "backlog",
+    "owned_nobody",
+    "owned_twice",
+    "consumers",
+    "consumed_per_s",
+    "produced_per_s",
+    "duplicates",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EndState:
+    """What the results need from the cluster when they are taken, per queue index: how many
+    messages the queue holds (its max offset), where the group would resume reading it (the
+    broker's committed offset, or a live owner's position if further), and the rebalances run."""
+
+    messages: Sequence[int]
+    resume: Sequence[int]
+    rebalances: int
+
+
+class MetricsRecorder:
+    """The simulation's measurements, fed by the engine as it runs; :meth:`result` turns them into a
+    :class:`SimulationResult`. Queues are numbered in the order they are added (every queue that
+    ever existed); ``coverage[q]`` holds the message ids consumed from queue ``q``.
+
+    >>> m = MetricsRecorder(sample_interval_ms=1_000)
+    >>> q = m.add_queue(MessageQueue("T", "broker-a", 0))
+    >>> m.produced(10); m.consumed(q, 0, 6); m.consumed(q, 4, 6)  # a new owner restarts from offset 4
+    >>> m.total_consumed, m.total_duplicates, m.duplicates_by_queue, m.backlog()
+    (12, 2, [2], 0)
+    """
+
+    __slots__ = (
+        "sample_interval_ms",
+        "queues",
+        "coverage",
+        "duplicates_by_queue",
+        "pause_ms",
+        "twice_ms",
+        "total_produced",
+        "total_consumed",
+        "total_duplicates",
+        "notifications",
+        "changes",
+        "series",
+        "_last_sample",
+    )
+
+    def __init__(self, *, sample_interval_ms: int) -> None:
+        self.sample_interval_ms = sample_interval_ms
+        self.queues: list[MessageQueue] = []
+        self.coverage: list[Coverage] = []
+        self.duplicates_by_queue: list[int] = []
+        self.pause_ms: list[int] = []  # pulled by no live consumer
+        self.twice_ms: list[int] = []  # pulled by two or more
+        self.total_produced = self.total_consumed = self.total_duplicates = self.notifications = 0
+        self.changes: list[tuple[int, bool]] = []  # (time, every readable queue pulled by exactly one consumer)
+        self.series: dict[str, list[float]] = {k: [] for k in SERIES}
+        self._last_sample = (0, 0)
+
+    # ---- fed by the engine ------------------------------------------------------------------------
+    def add_queue(self, mq: MessageQueue) -> int:
+        """A new queue; returns its index."""
+        self.queues.append(mq)
+        self.coverage.append(Coverage())
+        self.duplicates_by_queue.append(0)
+        self.pause_ms.append(0)
+        self.twice_ms.append(0)
+        return len(self.queues) - 1
+
+    def produced(self, n: int) -> None:
+        self.total_produced += n
+
+    def consumed(self, q: int, start: int, n: int) -> None:
+        """Queue ``q``'s offsets ``[start, start + n)`` consumed (again, for those already seen)."""
+        self.total_consumed += n
+        cov = self.coverage[q]
+        ends = cov.ends
+        if ends and ends[-1] == start:  # the usual case: the owner continues where it stopped
+            ends[-1] = start + n
+            cov.count += n
+            return
+        dup = cov.add(start, start + n)
+        if dup:
+            self.total_duplicates += dup
+            self.duplicates_by_queue[q] += dup
+
+    def held(self, dt_ms: int, nobody: Sequence[int], twice: Sequence[int]) -> None:
+        """For ``dt_ms`` the queues ``nobody`` were pulled by nobody and ``twice`` by two or more."""
+        pause, double = self.pause_ms, self.twice_ms
+        for q in nobody:
+            pause[q] += dt_ms
+        for q in twice:
+            double[q] += dt_ms
+
+    def ownership_changed(self, now_ms: int, exact: bool) -> None:
+        """The ownership picture changed; ``exact``: every readable queue pulled by exactly one consumer."""
+        self.changes.append((now_ms, exact))
+
+    def notified(self) -> None:
+        """The broker sent a consumer a ``NOTIFY_CONSUMER_IDS_CHANGED``."""
+        self.notifications += 1
+
+    def backlog(self) -> int:
+        """Produced, not yet consumed by anyone."""
+        return self.total_produced - sum(c.count for c in self.coverage)
+
+    def sample(self, now_ms: int, *, owned_nobody: int, owned_twice: int, consumers: int) -> None:
+        """One point of every series at ``now_ms`` (every ``sample_interval_ms``)."""
+        s = self.series
+        produced, consumed = self._last_sample
+        interval = self.sample_interval_ms / 1000
+        s["t_s"].append(now_ms / 1000)
+        s["backlog"].append(self.backlog())
+        s["owned_nobody"].append(owned_nobody)
+        s["owned_twice"].append(owned_twice)
+        s["consumers"].append(consumers)
+        s["consumed_per_s"].append((self.total_consumed - consumed) / interval)
+        s["produced_per_s"].append((self.total_produced - produced) / interval)
+        s["duplicates"].append(self.total_duplicates)
+        self._last_sample = (self.total_produced, self.total_consumed)
+
+    # ---- read out ---------------------------------------------------------------------------------
+    def result(self, scenario: Scenario, end: EndState, wall_s: float) -> SimulationResult:
+        """The figures so far (the recorder is not changed: a run can go on after)."""
+        s, series = scenario, self.series
+        windows = [(0, "start")] + [(e.at_ms, e.describe()) for e in s.events]
+        events: list[dict[str, Any]] = []
+        for k, (t_e, what) in enumerate(windows):
+            t_next = windows[k + 1][0] if k + 1 < len(windows) else s.duration_ms + 1
+            before = [c for c in self.changes if c[0] < t_next]
+            inside = [t for t, _ in before if t >= t_e]
+            exact = bool(before) and before[-1][1]
+            ttl = (max(inside[-1], t_e) - t_e if inside else 0) if exact else None
+            lo, hi = t_e / 1000, min(t_next, s.duration_ms) / 1000
+            idx = [i for i, t in enumerate(series["t_s"]) if lo < t <= hi]
+            dup_end = series["duplicates"][idx[-1]] if idx else self.total_duplicates
+            dup_start = series["duplicates"][idx[0] - 1] if idx and idx[0] > 0 else 0
+            events.append(
+                {
+                    "at_ms": t_e,
+                    "event": what,
+                    "time_to_stable_ms": ttl,
+                    "duplicates": dup_end - dup_start,
+                    "max_owned_nobody": max((series["owned_nobody"][i] for i in idx), default=0),
+                    "max_owned_twice": max((series["owned_twice"][i] for i in idx), default=0),
+                }
+            )
+        queues, lost = [], 0
+        for q, mq in enumerate(self.queues):
+            resume = end.resume[q]
+            gap = resume - self.coverage[q].covered_below(resume)
+            lost += gap
+            queues.append(
+                {
+                    "queue": f"{mq.broker_name}/{mq.topic}/{mq.queue_id}",
+                    "produced": end.messages[q],
+                    "consumed": self.coverage[q].count,
+                    "duplicates": self.duplicates_by_queue[q],
+                    "lost": gap,
+                    "pause_ms": self.pause_ms[q],
+                    "owned_twice_ms": self.twice_ms[q],
+                }
+            )
+        unique = sum(c.count for c in self.coverage)
+        stable: list[int | None] = [e["time_to_stable_ms"] for e in events]
+        settled = [t for t in stable if t is not None]
+        summary = {
+            "duration_s": s.duration_ms / 1000,
+            "produced": self.total_produced,
+            "consumed": self.total_consumed,
+            "unique_consumed": unique,
+            "duplicates": self.total_duplicates,
+            "lost": lost,
+            "backlog_end": self.total_produced - unique,
+            "max_backlog": max(series["backlog"], default=0),
+            "pause_queue_s": sum(self.pause_ms) / 1000,
+            "max_queue_pause_s": max(self.pause_ms, default=0) / 1000,
+            "owned_twice_queue_s": sum(self.twice_ms) / 1000,
+            "max_time_to_stable_s": None if len(settled) < len(stable) else max(settled, default=0) / 1000,
+            "never_stable_after": [e["event"] for e in events if e["time_to_stable_ms"] is None],
+            "rebalances": end.rebalances,
+            "notifications": self.notifications,
+            "wall_s": round(wall_s, 3),
+        }
+        return SimulationResult(s.name, s.strategy, s.seed, s.semantics, summary, events, queues, series)
 
 
 @dataclass
@@ -36,77 +229,6 @@ class SimulationResult:
     events: list[dict[str, Any]]
     queues: list[dict[str, Any]]
     series: dict[str, list[float]]
-
-    @classmethod
-    def collect(cls, sim: Simulation, wall_s: float) -> SimulationResult:
-        s = sim.scenario
-        windows = [(0, "start")] + [(e.at_ms, e.describe()) for e in s.events]
-        events: list[dict[str, Any]] = []
-        for k, (t_e, what) in enumerate(windows):
-            t_next = windows[k + 1][0] if k + 1 < len(windows) else s.duration_ms + 1
-            before = [c for c in sim.changes if c[0] < t_next]
-            inside = [t for t, _ in before if t >= t_e]
-            exact = bool(before) and before[-1][1]
-            ttl = (max(inside[-1], t_e) - t_e if inside else 0) if exact else None
-            lo, hi = t_e / 1000, min(t_next, s.duration_ms) / 1000
-            idx = [i for i, t in enumerate(sim.series["t_s"]) if lo < t <= hi]
-            dup_end = sim.series["duplicates"][idx[-1]] if idx else sim.duplicates
-            dup_start = sim.series["duplicates"][idx[0] - 1] if idx and idx[0] > 0 else 0
-            events.append(
-                {
-                    "at_ms": t_e,
-                    "event": what,
-                    "time_to_stable_ms": ttl,
-                    "duplicates": dup_end - dup_start,
-                    "max_owned_nobody": max((sim.series["owned_nobody"][i] for i in idx), default=0),
-                    "max_owned_twice": max((sim.series["owned_twice"][i] for i in idx), default=0),
-                }
-            )
-        committed = sim.broker.offsets
-        live: dict[int, int] = {}
-        for c in sim.consumers:
-            if c.pc.running:
-                for mq, pq in c.pc.impl.process_queues.items():
-                    q = sim.index[mq]
-                    live[q] = max(live.get(q, 0), pq.consumed_offset)
-        queues, lost = [], 0
-        for q, mq in enumerate(sim.queues):
-            resume = max(committed.query(s.group, mq), live.get(q, 0), 0)
-            gap = resume - sim.coverage[q].covered_below(resume)
-            lost += gap
-            queues.append(
-                {
-                    "queue": f"{mq.broker_name}/{mq.topic}/{mq.queue_id}",
-                    "produced": sim.max_offset[q],
-                    "consumed": sim.coverage[q].count,
-                    "duplicates": sim.dup_by_queue[q],
-                    "lost": gap,
-                    "pause_ms": sim.pause_ms[q],
-                    "owned_twice_ms": sim.twice_ms[q],
-                }
-            )
-        unique = sum(c.count for c in sim.coverage)
-        stable: list[int | None] = [e["time_to_stable_ms"] for e in events]
-        settled = [t for t in stable if t is not None]
-        summary = {
-            "duration_s": s.duration_ms / 1000,
-            "produced": sim.produced,
-            "consumed": sim.consumed,
-            "unique_consumed": unique,
-            "duplicates": sim.duplicates,
-            "lost": lost,
-            "backlog_end": sim.produced - unique,
-            "max_backlog": max(sim.series["backlog"], default=0),
-            "pause_queue_s": sum(sim.pause_ms) / 1000,
-            "max_queue_pause_s": max(sim.pause_ms, default=0) / 1000,
-            "owned_twice_queue_s": sum(sim.twice_ms) / 1000,
-            "max_time_to_stable_s": None if len(settled) < len(stable) else max(settled, default=0) / 1000,
-            "never_stable_after": [e["event"] for e in events if e["time_to_stable_ms"] is None],
-            "rebalances": sum(c.pc.service.rebalances for c in sim.consumers),
-            "notifications": sim.notifications,
-            "wall_s": round(wall_s, 3),
-        }
-        return cls(s.name, s.strategy, s.seed, s.semantics, summary, events, queues, sim.series)
 
     def to_dict(self) -> dict[str, Any]:
         return {

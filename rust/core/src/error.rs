@@ -30,7 +30,7 @@ pub enum AllocateError {
         /// The limit, [`crate::ring::MAX_RING_ENTRIES`].
         limit: usize,
     },
-    /// MACHINE_ROOM with `consumeridcs` never set met a `idc@broker` name (Java: NullPointerException).
+    /// `MACHINE_ROOM` with `consumeridcs` never set met a `idc@broker` name (Java: `NullPointerException`).
     #[error("MACHINE_ROOM consumer_idcs is not set (Java throws NullPointerException at broker name {broker:?})")]
     ConsumerIdcsNotSet {
         /// The first two-part broker name that needed the idc set.
@@ -48,7 +48,7 @@ pub enum AllocateError {
         /// The client id whose room was empty.
         client_id: String,
     },
-    /// A strategy that cannot be used where it was asked for (e.g. CONFIG inside MACHINE_ROOM_NEARBY).
+    /// A strategy that cannot be used where it was asked for (e.g. CONFIG inside `MACHINE_ROOM_NEARBY`).
     #[error("strategy {name} is not supported here: {reason}")]
     UnsupportedStrategy {
         /// Strategy name.

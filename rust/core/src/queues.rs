@@ -11,14 +11,13 @@
 //! assert_eq!(t.java_sort_order(), vec![1, 0]); // broker-a before broker-b
 //! ```
 
-use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 
 use crate::error::AllocateError;
-use crate::order::{java_cmp, java_ranks};
+use crate::order::java_ranks;
 
 /// Queues as interned columns: `topic`, `brokerName`, `queueId` (a Java `int`).
 #[derive(Debug, Clone, Default)]
@@ -194,13 +193,6 @@ impl QueueTable {
         keys.par_sort_unstable();
         keys.into_iter().map(|k| k.2).collect()
     }
-
-    /// Java `compareTo` of rows `a` and `b` (plain integer comparison of queue ids).
-    pub fn java_cmp_rows(&self, a: usize, b: usize) -> Ordering {
-        java_cmp(self.topic(a), self.topic(b))
-            .then_with(|| java_cmp(self.broker(a), self.broker(b)))
-            .then_with(|| self.queue_id(a).cmp(&self.queue_id(b)))
-    }
 }
 
 /// Rows of a [`QueueTable`] in the order a strategy sees them (Java's `mqAll`).
@@ -252,7 +244,7 @@ impl ConsumerList {
     /// Wrap a list of client ids.
     pub fn new(ids: Vec<String>) -> Self {
         let mut seen: HashMap<&str, u32> =
-            HashMap::with_capacity_and_hasher(ids.len(), Default::default());
+            HashMap::with_capacity_and_hasher(ids.len(), FxBuildHasher);
         let first = ids
             .iter()
             .enumerate()

@@ -14,7 +14,7 @@
 //! assert!(owners.iter().all(|&o| o == 0 || o == 1));
 //! ```
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 use std::fmt::Write as _;
 
 use md5::{Digest, Md5};
@@ -51,15 +51,6 @@ impl Charset {
         }
     }
 
-    /// Java's canonical name of the charset.
-    pub fn java_name(self) -> &'static str {
-        match self {
-            Charset::Utf8 => "UTF-8",
-            Charset::Iso8859_1 => "ISO-8859-1",
-            Charset::UsAscii => "US-ASCII",
-        }
-    }
-
     /// Append `String.getBytes(charset)` of `s` to `out`.
     pub fn encode_into(self, s: &str, out: &mut Vec<u8>) {
         let limit = match self {
@@ -89,13 +80,12 @@ pub fn md5_hash(bytes: &[u8]) -> u32 {
 
 /// Hash a string as RocketMQ does under the given charset.
 pub fn hash_str(s: &str, charset: Charset) -> u32 {
-    match charset {
-        Charset::Utf8 => md5_hash(s.as_bytes()),
-        _ => {
-            let mut b = Vec::with_capacity(s.len());
-            charset.encode_into(s, &mut b);
-            md5_hash(&b)
-        }
+    if charset == Charset::Utf8 {
+        md5_hash(s.as_bytes())
+    } else {
+        let mut b = Vec::with_capacity(s.len());
+        charset.encode_into(s, &mut b);
+        md5_hash(&b)
     }
 }
 
@@ -188,8 +178,7 @@ impl ConsistentHashRing {
             })
             .collect();
 
-        let mut ring: HashMap<u32, u32> =
-            HashMap::with_capacity_and_hasher(c * v, Default::default());
+        let mut ring: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(c * v, FxBuildHasher);
         let mut count = vec![0u64; c];
         let mut buf = Vec::new();
         for j in 0..c {
@@ -245,13 +234,12 @@ impl ConsistentHashRing {
                 || (String::new(), Vec::new()),
                 |(s, b), k| {
                     table.write_key(queues.row(k), s);
-                    let h = match charset {
-                        Charset::Utf8 => md5_hash(s.as_bytes()),
-                        _ => {
-                            b.clear();
-                            charset.encode_into(s, b);
-                            md5_hash(b)
-                        }
+                    let h = if charset == Charset::Utf8 {
+                        md5_hash(s.as_bytes())
+                    } else {
+                        b.clear();
+                        charset.encode_into(s, b);
+                        md5_hash(b)
                     };
                     self.route(h).map_or(-1, i64::from)
                 },
@@ -274,7 +262,7 @@ mod tests {
     #[test]
     fn md5_prefix_is_big_endian() {
         // md5("") = d41d8cd98f00b204e9800998ecf8427e
-        assert_eq!(md5_hash(b""), 0xd41d8cd9);
+        assert_eq!(md5_hash(b""), 0xd41d_8cd9);
     }
 
     #[test]

@@ -92,9 +92,9 @@ proptest! {
         let base = allocate::rebalance_owners(strategy, &table, &group, Some(&rooms)).unwrap();
         // Reverse-rotate both lists by a seed-dependent amount.
         let rot = (seed as usize) % rows.len();
-        let mut rows2: Vec<_> = rows.iter().rev().cloned().collect();
+        let mut rows2: Vec<_> = rows.iter().rev().copied().collect();
         rows2.rotate_left(rot);
-        let ids2: Vec<_> = ids.iter().rev().cloned().collect();
+        let ids2: Vec<_> = ids.iter().rev().copied().collect();
         let (table2, group2) = build(&rows2, &ids2);
         let rooms2 = RoomMap::from_prefix(&table2, &group2, "@");
         let moved = allocate::rebalance_owners(strategy, &table2, &group2, Some(&rooms2)).unwrap();

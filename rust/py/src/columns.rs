@@ -49,8 +49,7 @@ fn one_str<'a>(
 
 fn repr(item: &Bound<'_, PyAny>) -> String {
     item.repr()
-        .map(|r| r.to_string())
-        .unwrap_or_else(|_| "<unrepresentable>".into())
+        .map_or_else(|_| "<unrepresentable>".into(), |r| r.to_string())
 }
 
 fn as_list<'a, 'py>(
@@ -96,13 +95,12 @@ pub fn str_column(
             }
         }
         let s = one_str(&item, what, i, err)?;
-        let code = match index.get(s) {
-            Some(&c) => c,
-            None => {
-                words.push(s.to_owned());
-                index.insert(s.to_owned(), (words.len() - 1) as u32);
-                (words.len() - 1) as u32
-            }
+        let code = if let Some(&c) = index.get(s) {
+            c
+        } else {
+            words.push(s.to_owned());
+            index.insert(s.to_owned(), (words.len() - 1) as u32);
+            (words.len() - 1) as u32
         };
         prev = Some((item.as_ptr(), code));
         codes.push(code);
@@ -120,8 +118,7 @@ pub fn queue_ids(arr: PyReadonlyArray1<'_, i64>) -> PyResult<Vec<i32>> {
                 queue_err(
                     format!("queue_ids[{i}] = {v} is outside Java's int range"),
                     v.into_pyobject(py)
-                        .map(|o| o.into_any().unbind())
-                        .unwrap_or_else(|_| py.None()),
+                        .map_or_else(|_| py.None(), |o| o.into_any().unbind()),
                 )
             })
         })?;
@@ -130,7 +127,7 @@ pub fn queue_ids(arr: PyReadonlyArray1<'_, i64>) -> PyResult<Vec<i32>> {
     Ok(out)
 }
 
-/// The queue table. With `names = false` only the count and ids are kept (AVG/AVG_BY_CIRCLE on
+/// The queue table. With `names = false` only the count and ids are kept (`AVG`/`AVG_BY_CIRCLE` on
 /// presorted input never read topic or broker names).
 pub fn queue_table(
     topics: &Bound<'_, PyAny>,
@@ -188,7 +185,7 @@ pub fn rooms(
         (None, None, None) => Ok(None),
         _ => Err(LengthMismatchError::new_err((
             "queue_rooms and consumer_rooms go together",
-            Python::attach(|py| py.None()),
+            None::<i64>,
         ))),
     }
 }

@@ -6,22 +6,22 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 
 use mqbalance_core::fault::{
-    simulate, BrokerModel, FaultTolerance, LatencyTable, PublishInfo, QueueData, Selected,
-    Semantics, SimConfig,
+    simulate, BrokerModel, LatencyTable, MQFaultStrategy, QueueData, Selected, Semantics,
+    SimConfig, TopicPublishInfo,
 };
 use mqbalance_core::QueueTable;
 use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{IntoPyResult, InvalidSimulationError};
+use crate::errors::{IntoPyResult, InvalidInputError};
 
 fn semantics(name: &str) -> PyResult<Semantics> {
     match name {
-        "4.9.x" | "4.x" | "4" => Ok(Semantics::V4_9),
-        "5.x" | "5" => Ok(Semantics::V5),
-        _ => Err(InvalidSimulationError::new_err((
-            format!("unknown semantics {name:?}: use \"4.9.x\" or \"5.x\""),
+        "4.x" => Ok(Semantics::V4),
+        "5.x" => Ok(Semantics::V5),
+        _ => Err(InvalidInputError::new_err((
+            format!("unknown semantics {name:?}: use \"4.x\" or \"5.x\""),
             name.to_owned(),
         ))),
     }
@@ -34,12 +34,12 @@ fn table(
 ) -> PyResult<LatencyTable> {
     match (latency_max, not_available) {
         (None, None) => Ok(match sem {
-            Semantics::V4_9 => LatencyTable::v4(),
+            Semantics::V4 => LatencyTable::v4(),
             Semantics::V5 => LatencyTable::v5(),
         }),
         (l, d) => {
             let default = match sem {
-                Semantics::V4_9 => LatencyTable::v4(),
+                Semantics::V4 => LatencyTable::v4(),
                 Semantics::V5 => LatencyTable::v5(),
             };
             LatencyTable::new(
@@ -51,10 +51,11 @@ fn table(
     }
 }
 
-/// A topic's publish route (immutable).
-#[pyclass(frozen, name = "PublishRoute", module = "mqbalance._core")]
-pub struct PyPublishRoute {
-    pub(crate) inner: PublishInfo,
+/// `TopicPublishInfo`: a topic's message queue list and route queue datas (immutable; the
+/// `sendWhichQueue` counter is kept by the caller).
+#[pyclass(frozen, name = "TopicPublishInfo", module = "mqbalance._core")]
+pub struct PyTopicPublishInfo {
+    pub(crate) inner: TopicPublishInfo,
 }
 
 type QueueDataTuple = (String, i64, i64);
@@ -71,7 +72,7 @@ fn queue_datas(items: Vec<QueueDataTuple>) -> Vec<QueueData> {
 }
 
 #[pymethods]
-impl PyPublishRoute {
+impl PyTopicPublishInfo {
     /// From an explicit queue list `(topics, brokers, queue_ids)` and `(broker, perm, writeQueueNums)` queue datas.
     #[new]
     fn new(
@@ -81,8 +82,8 @@ impl PyPublishRoute {
     ) -> PyResult<Self> {
         let table =
             QueueTable::from_rows(queues.iter().map(|(t, b, q)| (t.as_str(), b.as_str(), *q)));
-        Ok(PyPublishRoute {
-            inner: PublishInfo::new(table, queue_datas(queue_data), topic).py_err()?,
+        Ok(PyTopicPublishInfo {
+            inner: TopicPublishInfo::new(table, queue_datas(queue_data), topic).py_err()?,
         })
     }
 
@@ -94,11 +95,11 @@ impl PyPublishRoute {
         queue_data: Vec<QueueDataTuple>,
         brokers_with_master: Option<HashSet<String>>,
     ) -> PyResult<Self> {
-        let inner = PublishInfo::from_route(topic, &queue_datas(queue_data), |b| {
+        let inner = TopicPublishInfo::from_route(topic, &queue_datas(queue_data), |b| {
             brokers_with_master.as_ref().is_none_or(|m| m.contains(b))
         })
         .py_err()?;
-        Ok(PyPublishRoute { inner })
+        Ok(PyTopicPublishInfo { inner })
     }
 
     /// The queue list as `(topic, broker, queue_id)` tuples.
@@ -132,24 +133,26 @@ impl PyPublishRoute {
     }
 }
 
-/// One producer's fault table with its settings.
-#[pyclass(frozen, name = "FaultTable", module = "mqbalance._core")]
-pub struct PyFaultTable {
-    inner: Mutex<FaultTolerance>,
+/// One producer's `MQFaultStrategy` (settings and `LatencyFaultTolerance` items).
+#[pyclass(frozen, name = "MQFaultStrategy", module = "mqbalance._core")]
+pub struct PyMQFaultStrategy {
+    inner: Mutex<MQFaultStrategy>,
 }
 
 type ItemTuple = (i64, i64, bool, i64);
 
-impl PyFaultTable {
-    fn lock(&self) -> MutexGuard<'_, FaultTolerance> {
+impl PyMQFaultStrategy {
+    fn lock(&self) -> MutexGuard<'_, MQFaultStrategy> {
         // A panic while holding the lock cannot leave the table half-updated (updates are
         // single assignments), so a poisoned lock is still safe to use.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 #[pymethods]
-impl PyFaultTable {
+impl PyMQFaultStrategy {
     #[new]
     #[pyo3(signature = (semantics, *, enabled, latency_max = None, not_available_duration = None, start_detector_enable = false, detect_interval = 2000))]
     fn new(
@@ -162,9 +165,9 @@ impl PyFaultTable {
     ) -> PyResult<Self> {
         let sem = self::semantics(semantics)?;
         let t = table(sem, latency_max, not_available_duration)?;
-        Ok(PyFaultTable {
+        Ok(PyMQFaultStrategy {
             inner: Mutex::new(
-                FaultTolerance::new(sem, t, enabled)
+                MQFaultStrategy::new(sem, t, enabled)
                     .with_detector(start_detector_enable, detect_interval),
             ),
         })
@@ -180,11 +183,11 @@ impl PyFaultTable {
         self.lock().table().not_available_duration().to_vec()
     }
 
-    fn duration(&self, latency: i64) -> i64 {
-        self.lock().duration(latency)
+    fn compute_not_available_duration(&self, latency: i64) -> i64 {
+        self.lock().compute_not_available_duration(latency)
     }
 
-    fn update(
+    fn update_fault_item(
         &self,
         broker: &str,
         latency: i64,
@@ -193,7 +196,7 @@ impl PyFaultTable {
         now: i64,
     ) -> PyResult<()> {
         self.lock()
-            .update(broker, latency, isolation, reachable, now)
+            .update_fault_item(broker, latency, isolation, reachable, now)
             .py_err()
     }
 
@@ -206,7 +209,7 @@ impl PyFaultTable {
     }
 
     fn remove(&self, broker: &str) {
-        self.lock().remove(broker)
+        self.lock().remove(broker);
     }
 
     /// `{broker: (currentLatency, startTimestamp, reachable, checkStamp)}`.
@@ -259,25 +262,26 @@ impl PyFaultTable {
             now,
             |b| resolve.get(b).cloned().flatten(),
             |a| detect_ok.get(a).copied().unwrap_or(false),
-        )
+        );
     }
 
     /// 4.9.8 selection: `(position, None, counter, whichItemWorst)` or, for the fallback's new
     /// queue, `(topic position, (broker, queue_id), counter, whichItemWorst)`.
-    #[pyo3(signature = (route, now, last_broker, counter, which_item_worst))]
+    #[pyo3(signature = (publish_info, now, last_broker, counter, which_item_worst))]
     #[allow(clippy::type_complexity)]
     fn select_4x(
         &self,
-        route: &PyPublishRoute,
+        publish_info: &PyTopicPublishInfo,
         now: i64,
         last_broker: Option<&str>,
         counter: i32,
         which_item_worst: i32,
     ) -> (usize, Option<(String, i32)>, i32, i32) {
         let (mut c, mut w) = (counter, which_item_worst);
-        let picked = route
-            .inner
-            .select_4x(&mut self.lock(), now, last_broker, &mut c, &mut w);
+        let picked =
+            publish_info
+                .inner
+                .select_4x(&mut self.lock(), now, last_broker, &mut c, &mut w);
         match picked {
             Selected::Position(p) => (p, None, c, w),
             Selected::New {
@@ -289,17 +293,17 @@ impl PyFaultTable {
     }
 
     /// 5.3.3 selection: `(position, counter)`.
-    #[pyo3(signature = (route, now, last_broker, reset_to, counter))]
+    #[pyo3(signature = (publish_info, now, last_broker, reset_to, counter))]
     fn select_5x(
         &self,
-        route: &PyPublishRoute,
+        publish_info: &PyTopicPublishInfo,
         now: i64,
         last_broker: Option<&str>,
         reset_to: Option<i32>,
         counter: i32,
     ) -> (usize, i32) {
         let mut c = counter;
-        let p = route
+        let p = publish_info
             .inner
             .select_5x(&self.lock(), now, last_broker, reset_to, &mut c);
         (p, c)
@@ -307,13 +311,13 @@ impl PyFaultTable {
 
     /// Batch simulation on a copy of this table (the table itself is not changed); the GIL is
     /// released while it runs. `models[k]` = `(latency_ms, jitter_ms, failure_rate)` of the
-    /// route's `k`-th broker (`route.brokers()`).
-    #[pyo3(signature = (route, models, *, sends, start_ms, interval_ms, retry_times, seed, send_which_queue, which_item_worst, failure_reachable))]
+    /// publish info's `k`-th broker (`publish_info.brokers()`).
+    #[pyo3(signature = (publish_info, models, *, sends, start_ms, interval_ms, retry_times, seed, send_which_queue, which_item_worst, failure_reachable))]
     #[allow(clippy::too_many_arguments)]
     fn simulate<'py>(
         &self,
         py: Python<'py>,
-        route: &PyPublishRoute,
+        publish_info: &PyTopicPublishInfo,
         models: Vec<(i64, i64, f64)>,
         sends: usize,
         start_ms: i64,
@@ -344,7 +348,7 @@ impl PyFaultTable {
             failure_reachable,
         };
         let r = py
-            .detach(|| simulate(&route.inner, &mut ft, &models, &cfg))
+            .detach(|| simulate(&publish_info.inner, &mut ft, &models, &cfg))
             .py_err()?;
         let out = PyDict::new(py);
         out.set_item("broker", r.broker.into_pyarray(py))?;

@@ -2,7 +2,7 @@
 //! `(member_id, group_instance_id, topic indices, owned (topic, partition) pairs, generation)`,
 //! or, for large groups, as numpy columns.
 
-use mqbalance_core::assign::{self, zk, Cluster, Member};
+use mqbalance_core::assign::{zk, Assignor, Cluster, Member};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
@@ -48,18 +48,13 @@ impl TopicIndex {
     }
 }
 
-fn run(name: &str, cluster: &Cluster, members: &[Member]) -> PyResult<Vec<Vec<(u32, u32)>>> {
-    Ok(match name {
-        "range" => assign::range::assign(cluster, members),
-        "roundrobin" => assign::roundrobin::assign(cluster, members),
-        "sticky" => assign::sticky::assign(cluster, members, false),
-        "cooperative-sticky" => assign::sticky::assign(cluster, members, true),
-        _ => {
-            return Err(UnknownStrategyError::new_err((
-                format!("unknown assignor {name:?}: range, roundrobin, sticky, cooperative-sticky"),
-                name.to_owned(),
-            )))
-        }
+/// The assignor named `name` (any ASCII case).
+fn assignor(name: &str) -> PyResult<Assignor> {
+    Assignor::parse(name).ok_or_else(|| {
+        UnknownStrategyError::new_err((
+            format!("unknown assignor {name:?}: range, roundrobin, sticky, cooperative-sticky"),
+            name.to_owned(),
+        ))
     })
 }
 
@@ -106,7 +101,8 @@ pub fn kafka_assign(
         });
     }
     let cluster = Cluster::new(topics);
-    py.detach(|| run(name, &cluster, &list))
+    let which = assignor(name)?;
+    Ok(py.detach(|| which.assign(&cluster, &list)))
 }
 
 /// Columnar variant: members' topic-name lists, owned partitions as `(member, topic index,
@@ -179,7 +175,8 @@ pub fn kafka_assign_columns<'py>(
             .owned
             .push((t, p));
     }
-    let lists = py.detach(|| run(name, &cluster, &members))?;
+    let which = assignor(name)?;
+    let lists = py.detach(|| which.assign(&cluster, &members));
     let total: usize = lists.iter().map(Vec::len).sum();
     let (mut rm, mut rt, mut rp) = (
         Vec::with_capacity(total),
@@ -216,15 +213,12 @@ pub fn zk_assign(
             subscription,
         })
         .collect();
-    match name {
-        "range" => Ok(py.detach(|| zk::range(&counts, &consumers))),
-        "roundrobin" => {
-            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            Ok(py.detach(|| zk::roundrobin(&refs, &counts, &consumers)))
-        }
-        _ => Err(UnknownStrategyError::new_err((
+    let Some(which) = zk::ZkAssignor::parse(name) else {
+        return Err(UnknownStrategyError::new_err((
             format!("unknown ZooKeeper-era assignor {name:?}: range, roundrobin"),
             name.to_owned(),
-        ))),
-    }
+        )));
+    };
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    Ok(py.detach(|| which.assign(&refs, &counts, &consumers)))
 }

@@ -76,6 +76,12 @@ impl PyStrategy {
         self.inner.name()
     }
 
+    /// Whether owners depend on topic and broker names (`AVG` and `AVG_BY_CIRCLE` only count queues).
+    #[getter]
+    fn reads_queue_names(&self) -> bool {
+        self.inner.reads_queue_names()
+    }
+
     fn __repr__(&self) -> String {
         format!("<mqbalance._core.Strategy {}>", self.inner.name())
     }
@@ -234,7 +240,7 @@ fn owners<'py>(
 /// `strategies[seg_strategy[s]]` over `consumers[s]`; owners are positions in each segment's list.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
-fn owners_segments<'py>(
+fn owners_by_pair<'py>(
     py: Python<'py>,
     topics: &Bound<'py, PyAny>,
     brokers: &Bound<'py, PyAny>,
@@ -315,12 +321,12 @@ fn ring_hash(text: &str, charset: &str) -> PyResult<u32> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyStrategy>()?;
-    m.add_class::<fault::PyFaultTable>()?;
-    m.add_class::<fault::PyPublishRoute>()?;
+    m.add_class::<fault::PyMQFaultStrategy>()?;
+    m.add_class::<fault::PyTopicPublishInfo>()?;
     m.add_function(wrap_pyfunction!(allocate_positions, m)?)?;
     m.add_function(wrap_pyfunction!(assign_positions, m)?)?;
     m.add_function(wrap_pyfunction!(owners, m)?)?;
-    m.add_function(wrap_pyfunction!(owners_segments, m)?)?;
+    m.add_function(wrap_pyfunction!(owners_by_pair, m)?)?;
     m.add_function(wrap_pyfunction!(sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(ring_hash, m)?)?;

@@ -24,7 +24,7 @@ use crate::queues::{ConsumerList, QueueTable};
 /// One (group, topic): its strategy and its consumers as listed (owners refer to positions here).
 #[derive(Debug, Clone, Copy)]
 pub struct Segment<'a> {
-    /// The clients' strategy (not MACHINE_ROOM_NEARBY: rooms are per call).
+    /// The clients' strategy (not `MACHINE_ROOM_NEARBY`: rooms are per call).
     pub strategy: &'a Strategy,
     /// The group's client ids, in the order given.
     pub group: &'a ConsumerList,

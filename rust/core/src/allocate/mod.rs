@@ -106,7 +106,7 @@ impl Strategy {
         }
     }
 
-    /// Whether the strategy reads topics / broker names (AVG and AVG_BY_CIRCLE only count queues).
+    /// Whether the strategy reads topics / broker names (AVG and `AVG_BY_CIRCLE` only count queues).
     pub fn reads_queue_names(&self) -> bool {
         !matches!(self, Strategy::Avg | Strategy::AvgByCircle)
     }

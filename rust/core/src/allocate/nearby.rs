@@ -104,6 +104,7 @@ impl RoomMap {
     }
 
     /// Rooms with a permuted consumer list: slot `k` of the result is slot `order[k]` of this map.
+    #[must_use]
     pub fn permute_consumers(&self, order: &[u32]) -> Self {
         RoomMap {
             names: self.names.clone(),

@@ -26,6 +26,63 @@ use std::cmp::Ordering;
 
 use crate::order::java_cmp;
 
+/// A client-side assignor by its Kafka name (`partition.assignment.strategy`'s `name()`).
+///
+/// ```
+/// use mqbalance_core::assign::Assignor;
+/// assert_eq!(Assignor::parse("Cooperative-Sticky"), Some(Assignor::CooperativeSticky));
+/// assert_eq!(Assignor::RoundRobin.name(), "roundrobin");
+/// assert_eq!(Assignor::parse("uniform"), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Assignor {
+    /// `RangeAssignor`.
+    Range,
+    /// `RoundRobinAssignor`.
+    RoundRobin,
+    /// `StickyAssignor` (eager).
+    Sticky,
+    /// `CooperativeStickyAssignor`.
+    CooperativeSticky,
+}
+
+impl Assignor {
+    /// Every assignor, in the order the names are listed to users.
+    pub const ALL: [Assignor; 4] = [
+        Assignor::Range,
+        Assignor::RoundRobin,
+        Assignor::Sticky,
+        Assignor::CooperativeSticky,
+    ];
+
+    /// Kafka's name: `range`, `roundrobin`, `sticky`, `cooperative-sticky`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Assignor::Range => "range",
+            Assignor::RoundRobin => "roundrobin",
+            Assignor::Sticky => "sticky",
+            Assignor::CooperativeSticky => "cooperative-sticky",
+        }
+    }
+
+    /// The assignor named `name`, ignoring ASCII case; `None` if there is none.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Run it: one `(topic, partition)` list per member, aligned with `members`.
+    pub fn assign(self, cluster: &Cluster, members: &[Member]) -> Vec<Vec<TopicPartition>> {
+        match self {
+            Assignor::Range => range::assign(cluster, members),
+            Assignor::RoundRobin => roundrobin::assign(cluster, members),
+            Assignor::Sticky => sticky::assign(cluster, members, false),
+            Assignor::CooperativeSticky => sticky::assign(cluster, members, true),
+        }
+    }
+}
+
 /// Topic metadata: names and partition counts.
 #[derive(Debug, Clone, Default)]
 pub struct Cluster {

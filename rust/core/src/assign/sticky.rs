@@ -162,27 +162,27 @@ fn constrained(u: &Universe, owner: &[i32], by_id: &[u32], rank: &[u32]) -> Vec<
     let m_count = by_id.len();
     let p = u.parts.len();
     let (min_q, extra) = (p / m_count, p % m_count);
-    let mut owned: Vec<Vec<usize>> = vec![Vec::new(); m_count];
+    let mut previous: Vec<Vec<usize>> = vec![Vec::new(); m_count];
     for (g, &o) in owner.iter().enumerate() {
         if o >= 0 {
-            owned[o as usize].push(g);
+            previous[o as usize].push(g);
         }
     }
     let mut order: Vec<usize> = (0..m_count).collect();
-    order.sort_by_key(|&m| (Reverse(owned[m].len()), rank[m]));
+    order.sort_by_key(|&m| (Reverse(previous[m].len()), rank[m]));
     let mut holder = vec![NOBODY; p];
     let mut quota = vec![min_q; m_count];
     let mut size = vec![0usize; m_count];
     let mut granted = 0;
     for &m in &order {
-        let keep = if extra > 0 && owned[m].len() > min_q && granted < extra {
+        let keep = if extra > 0 && previous[m].len() > min_q && granted < extra {
             granted += 1;
             quota[m] = min_q + 1;
             min_q + 1
         } else {
-            owned[m].len().min(min_q)
+            previous[m].len().min(min_q)
         };
-        for &g in &owned[m][..keep] {
+        for &g in &previous[m][..keep] {
             holder[g] = m as i32;
         }
         size[m] = keep;

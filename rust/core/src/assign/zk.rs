@@ -13,6 +13,52 @@
 
 use crate::order::{java_cmp, java_hash_code};
 
+/// The ZooKeeper-era consumer's `partition.assignment.strategy`: `range` or `roundrobin`.
+///
+/// ```
+/// use mqbalance_core::assign::zk::ZkAssignor;
+/// assert_eq!(ZkAssignor::parse("RoundRobin"), Some(ZkAssignor::RoundRobin));
+/// assert_eq!(ZkAssignor::parse("sticky"), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZkAssignor {
+    /// `RangeAssignor` (Scala).
+    Range,
+    /// `RoundRobinAssignor` (Scala).
+    RoundRobin,
+}
+
+impl ZkAssignor {
+    /// Kafka's name: `range` or `roundrobin`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ZkAssignor::Range => "range",
+            ZkAssignor::RoundRobin => "roundrobin",
+        }
+    }
+
+    /// The assignor named `name`, ignoring ASCII case; `None` if there is none.
+    pub fn parse(name: &str) -> Option<Self> {
+        [ZkAssignor::Range, ZkAssignor::RoundRobin]
+            .into_iter()
+            .find(|a| a.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Run it: `owners[t][p]` = the owning thread id, or `None`. `names` are the topic names
+    /// (`roundrobin` orders by them), `partitions` their partition counts.
+    pub fn assign(
+        self,
+        names: &[&str],
+        partitions: &[u32],
+        consumers: &[ZkConsumer],
+    ) -> Vec<Vec<Option<String>>> {
+        match self {
+            ZkAssignor::Range => range(partitions, consumers),
+            ZkAssignor::RoundRobin => roundrobin(names, partitions, consumers),
+        }
+    }
+}
+
 /// A consumer registration: id and `topic index → stream count`.
 #[derive(Debug, Clone)]
 pub struct ZkConsumer {

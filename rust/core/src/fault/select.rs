@@ -4,15 +4,15 @@
 //! `raw + 1` (wrapping) and yields `(raw + 1) & 0x7FFF_FFFF` ([`next_index`]).
 //!
 //! ```
-//! use mqbalance_core::fault::{next_index, PublishInfo, QueueData};
+//! use mqbalance_core::fault::{next_index, TopicPublishInfo, QueueData};
 //! let mut raw = i32::MAX;
 //! assert_eq!((next_index(&mut raw), raw), (0, i32::MIN)); // wraps, masked to 0
-//! let tp = PublishInfo::from_route("T", &[QueueData::new("b", 6, 2), QueueData::new("a", 6, 1)], |_| true).unwrap();
+//! let tp = TopicPublishInfo::from_route("T", &[QueueData::new("b", 6, 2), QueueData::new("a", 6, 1)], |_| true).unwrap();
 //! assert_eq!(tp.len(), 3); // a/0, b/0, b/1 — queue datas sorted by broker name
 //! ```
 
 use super::error::FaultError;
-use super::tolerance::FaultTolerance;
+use super::strategy::MQFaultStrategy;
 use crate::order::java_cmp;
 use crate::QueueTable;
 
@@ -69,7 +69,7 @@ pub enum Selected {
 
 impl Selected {
     /// Broker name of the selected queue.
-    pub fn broker<'a>(&'a self, tp: &'a PublishInfo) -> &'a str {
+    pub fn broker<'a>(&'a self, tp: &'a TopicPublishInfo) -> &'a str {
         match self {
             Selected::Position(p) => tp.queues.broker(*p),
             Selected::New { broker, .. } => broker,
@@ -79,12 +79,12 @@ impl Selected {
 
 /// A topic's publish information: the message queue list and the route's queue data.
 #[derive(Debug, Clone)]
-pub struct PublishInfo {
+pub struct TopicPublishInfo {
     queues: QueueTable,
     queue_datas: Vec<QueueData>,
 }
 
-impl PublishInfo {
+impl TopicPublishInfo {
     /// `topicRouteData2TopicPublishInfo`: queue datas sorted by broker name; each writable one whose
     /// broker has a master contributes queues `0..writeQueueNums`.
     pub fn from_route(
@@ -126,7 +126,7 @@ impl PublishInfo {
                 topic: topic.to_owned(),
             });
         }
-        Ok(PublishInfo {
+        Ok(TopicPublishInfo {
             queues,
             queue_datas,
         })
@@ -194,7 +194,7 @@ impl PublishInfo {
     /// Java — else `pickOneAtLeast` and a new queue on that broker, else a plain step.
     pub fn select_4x(
         &self,
-        ft: &mut FaultTolerance,
+        ft: &mut MQFaultStrategy,
         now: i64,
         last_broker: Option<&str>,
         counter: &mut i32,
@@ -238,7 +238,7 @@ impl PublishInfo {
     /// latency fault is enabled and the caller asked for a reset.
     pub fn select_5x(
         &self,
-        ft: &FaultTolerance,
+        ft: &MQFaultStrategy,
         now: i64,
         last_broker: Option<&str>,
         reset_to: Option<i32>,

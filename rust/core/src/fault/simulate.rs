@@ -11,8 +11,8 @@
 //!
 //! ```
 //! use mqbalance_core::fault::*;
-//! let tp = PublishInfo::from_route("t", &[QueueData::new("a", 6, 4), QueueData::new("b", 6, 4)], |_| true).unwrap();
-//! let mut ft = FaultTolerance::new(Semantics::V4_9, LatencyTable::v4(), true);
+//! let tp = TopicPublishInfo::from_route("t", &[QueueData::new("a", 6, 4), QueueData::new("b", 6, 4)], |_| true).unwrap();
+//! let mut ft = MQFaultStrategy::new(Semantics::V4, LatencyTable::v4(), true);
 //! let models = [BrokerModel { latency_ms: 5, jitter_ms: 0, failure_rate: 0.0 }, BrokerModel { latency_ms: 5, jitter_ms: 0, failure_rate: 1.0 }];
 //! let cfg = SimConfig { sends: 100, ..SimConfig::default() };
 //! let r = simulate(&tp, &mut ft, &models, &cfg).unwrap();
@@ -22,11 +22,11 @@
 use rustc_hash::FxHashMap;
 
 use super::error::FaultError;
-use super::select::{PublishInfo, Selected};
-use super::tolerance::FaultTolerance;
+use super::select::{Selected, TopicPublishInfo};
+use super::strategy::MQFaultStrategy;
 use super::Semantics;
 
-/// SplitMix64: a tiny, well-known, seedable generator (Steele, Lea & Flood 2014).
+/// `SplitMix64`: a tiny, well-known, seedable generator (Steele, Lea & Flood 2014).
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
@@ -46,6 +46,10 @@ impl SplitMix64 {
     }
 
     /// Uniform in `[0, 1)` (53 bits).
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "both operands are below 2^53, exact in an f64"
+    )]
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
@@ -113,7 +117,7 @@ pub struct SimResult {
     pub broker: Vec<u32>,
     /// Queue id of the last attempt.
     pub queue_id: Vec<i32>,
-    /// Attempts made (1..=1+retry_times).
+    /// Attempts made (`1..=1+retry_times`).
     pub attempts: Vec<u8>,
     /// Whether the send succeeded.
     pub ok: Vec<bool>,
@@ -125,7 +129,7 @@ pub struct SimResult {
     pub which_item_worst: i32,
 }
 
-fn check(models: &[BrokerModel], tp: &PublishInfo, cfg: &SimConfig) -> Result<(), FaultError> {
+fn check(models: &[BrokerModel], tp: &TopicPublishInfo, cfg: &SimConfig) -> Result<(), FaultError> {
     let brokers = tp.queues().broker_dict().len();
     if models.len() != brokers {
         return Err(FaultError::InvalidSimulation {
@@ -167,8 +171,8 @@ fn check(models: &[BrokerModel], tp: &PublishInfo, cfg: &SimConfig) -> Result<()
 
 /// Run `cfg.sends` sends through `ft` (which is updated as the producer would update it).
 pub fn simulate(
-    tp: &PublishInfo,
-    ft: &mut FaultTolerance,
+    tp: &TopicPublishInfo,
+    ft: &mut MQFaultStrategy,
     models: &[BrokerModel],
     cfg: &SimConfig,
 ) -> Result<SimResult, FaultError> {
@@ -181,13 +185,13 @@ pub fn simulate(
         .collect();
     let mut rng = SplitMix64::new(cfg.seed);
     let (mut counter, mut worst) = (cfg.send_which_queue, cfg.which_item_worst);
-    let n = cfg.sends;
+    let sends = cfg.sends;
     let mut r = SimResult {
-        broker: Vec::with_capacity(n),
-        queue_id: Vec::with_capacity(n),
-        attempts: Vec::with_capacity(n),
-        ok: Vec::with_capacity(n),
-        elapsed_ms: Vec::with_capacity(n),
+        broker: Vec::with_capacity(sends),
+        queue_id: Vec::with_capacity(sends),
+        attempts: Vec::with_capacity(sends),
+        ok: Vec::with_capacity(sends),
+        elapsed_ms: Vec::with_capacity(sends),
         ..SimResult::default()
     };
     let mut free_at = i64::MIN;
@@ -204,8 +208,7 @@ pub fn simulate(
         for attempt in 0..=cfg.retry_times {
             let last_name = last.map(|c| dict[c as usize].as_str());
             (b, q) = match ft.semantics() {
-                Semantics::V4_9 => match tp.select_4x(ft, now, last_name, &mut counter, &mut worst)
-                {
+                Semantics::V4 => match tp.select_4x(ft, now, last_name, &mut counter, &mut worst) {
                     Selected::Position(p) => (tp.queues().broker_code(p), tp.queues().queue_id(p)),
                     Selected::New {
                         broker, queue_id, ..
@@ -236,10 +239,10 @@ pub fn simulate(
             attempts += 1;
             let name = dict[b as usize].as_str();
             if failed {
-                ft.update(name, latency, true, cfg.failure_reachable, now)?;
+                ft.update_fault_item(name, latency, true, cfg.failure_reachable, now)?;
                 last = Some(b);
             } else {
-                ft.update(name, latency, false, true, now)?;
+                ft.update_fault_item(name, latency, false, true, now)?;
                 ok = true;
                 break;
             }

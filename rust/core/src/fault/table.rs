@@ -3,8 +3,9 @@
 //! ```
 //! use mqbalance_core::fault::LatencyTable;
 //! let t = LatencyTable::v4();
-//! assert_eq!((t.duration(49), t.duration(550), t.duration(30_000)), (0, 30_000, 600_000));
-//! assert_eq!(LatencyTable::v5().duration(30_000), 30_000);
+//! let d = |latency| t.compute_not_available_duration(latency);
+//! assert_eq!((d(49), d(550), d(30_000)), (0, 30_000, 600_000));
+//! assert_eq!(LatencyTable::v5().compute_not_available_duration(30_000), 30_000);
 //! ```
 
 use super::error::FaultError;
@@ -21,7 +22,7 @@ impl LatencyTable {
     pub fn v4() -> Self {
         LatencyTable {
             latency_max: vec![50, 100, 550, 1000, 2000, 3000, 15000],
-            not_available: vec![0, 0, 30000, 60000, 120000, 180000, 600000],
+            not_available: vec![0, 0, 30_000, 60_000, 120_000, 180_000, 600_000],
         }
     }
 
@@ -75,7 +76,7 @@ impl LatencyTable {
 
     /// Scan from the last threshold down; the first `latency >= latencyMax[k]` gives
     /// `notAvailableDuration[k]`; none gives 0.
-    pub fn duration(&self, latency: i64) -> i64 {
+    pub fn compute_not_available_duration(&self, latency: i64) -> i64 {
         (0..self.latency_max.len())
             .rev()
             .find(|&k| latency >= self.latency_max[k])

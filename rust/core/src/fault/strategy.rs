@@ -1,10 +1,12 @@
-//! The fault table (`LatencyFaultToleranceImpl` + `MQFaultStrategy.updateFaultItem`).
+//! `MQFaultStrategy`'s state: its settings (`sendLatencyFaultEnable`, the `latencyMax` /
+//! `notAvailableDuration` tables) and its `LatencyFaultToleranceImpl` (the `FaultItem` table, the
+//! 5.x detector), with `updateFaultItem`, `isAvailable`, `isReachable`, `pickOneAtLeast`.
 //!
 //! ```
-//! use mqbalance_core::fault::{FaultTolerance, LatencyTable, Semantics};
-//! let mut ft = FaultTolerance::new(Semantics::V5, LatencyTable::v5(), true);
-//! ft.update("broker-a", 3_000, false, true, 1_000).unwrap(); // 6 s away
-//! ft.update("broker-a", 10, false, true, 2_000).unwrap();    // 5.x: a fast send does not shorten it
+//! use mqbalance_core::fault::{MQFaultStrategy, LatencyTable, Semantics};
+//! let mut ft = MQFaultStrategy::new(Semantics::V5, LatencyTable::v5(), true);
+//! ft.update_fault_item("broker-a", 3_000, false, true, 1_000).unwrap(); // 6 s away
+//! ft.update_fault_item("broker-a", 10, false, true, 2_000).unwrap();    // 5.x: a fast send does not shorten it
 //! assert!(!ft.is_available("broker-a", 6_999) && ft.is_available("broker-a", 7_000));
 //! ```
 
@@ -29,9 +31,13 @@ pub struct FaultItem {
     pub check_stamp: i64,
 }
 
-/// The fault table of one producer, with its settings.
+/// One producer's `MQFaultStrategy`: its settings and its `LatencyFaultTolerance` items.
+/// Selection (`selectOneMessageQueue`) is [`TopicPublishInfo::select_4x`] / [`TopicPublishInfo::select_5x`].
+///
+/// [`TopicPublishInfo::select_4x`]: super::TopicPublishInfo::select_4x
+/// [`TopicPublishInfo::select_5x`]: super::TopicPublishInfo::select_5x
 #[derive(Debug, Clone)]
-pub struct FaultTolerance {
+pub struct MQFaultStrategy {
     semantics: Semantics,
     table: LatencyTable,
     enabled: bool,
@@ -45,15 +51,15 @@ pub struct FaultTolerance {
 /// Pseudo-latency a failed send is recorded with, per generation (`isolation = true`).
 fn isolation_latency(semantics: Semantics) -> i64 {
     match semantics {
-        Semantics::V4_9 => 30_000,
+        Semantics::V4 => 30_000,
         Semantics::V5 => 10_000,
     }
 }
 
-impl FaultTolerance {
+impl MQFaultStrategy {
     /// A table with `sendLatencyFaultEnable = enabled`; 5.x detector off, interval 2000 ms.
     pub fn new(semantics: Semantics, table: LatencyTable, enabled: bool) -> Self {
-        FaultTolerance {
+        MQFaultStrategy {
             semantics,
             table,
             enabled,
@@ -64,6 +70,7 @@ impl FaultTolerance {
     }
 
     /// 5.x detector settings (`startDetectorEnable`, `detectInterval`).
+    #[must_use]
     pub fn with_detector(mut self, start_detector_enable: bool, detect_interval: i64) -> Self {
         self.start_detector_enable = start_detector_enable;
         self.detect_interval = detect_interval;
@@ -91,8 +98,8 @@ impl FaultTolerance {
     }
 
     /// `computeNotAvailableDuration(latency)`.
-    pub fn duration(&self, latency: i64) -> i64 {
-        self.table.duration(latency)
+    pub fn compute_not_available_duration(&self, latency: i64) -> i64 {
+        self.table.compute_not_available_duration(latency)
     }
 
     /// The whole table, sorted by broker name.
@@ -102,7 +109,7 @@ impl FaultTolerance {
 
     /// `MQFaultStrategy.updateFaultItem` (no-op unless enabled). 4.x overwrites the window
     /// (`now + duration`, may shorten it); 5.x only ever extends it and records `reachable`.
-    pub fn update(
+    pub fn update_fault_item(
         &mut self,
         broker: &str,
         latency: i64,
@@ -116,7 +123,7 @@ impl FaultTolerance {
         if !self.enabled {
             return Ok(());
         }
-        let d = self.duration(if isolation {
+        let d = self.compute_not_available_duration(if isolation {
             isolation_latency(self.semantics)
         } else {
             latency
@@ -135,7 +142,7 @@ impl FaultTolerance {
         };
         item.current_latency = latency;
         match self.semantics {
-            Semantics::V4_9 => item.start_timestamp = now.saturating_add(d),
+            Semantics::V4 => item.start_timestamp = now.saturating_add(d),
             Semantics::V5 => {
                 let until = now.saturating_add(d);
                 if d > 0 && until > item.start_timestamp {
@@ -165,7 +172,7 @@ impl FaultTolerance {
     }
 
     /// 4.x `FaultItem.compareTo`: available first, then lower latency, then earlier window end.
-    fn cmp_4x(&self, a: &FaultItem, b: &FaultItem, now: i64) -> Ordering {
+    fn cmp_4x(a: &FaultItem, b: &FaultItem, now: i64) -> Ordering {
         let (aa, ba) = (now >= a.start_timestamp, now >= b.start_timestamp);
         ba.cmp(&aa)
             .then(a.current_latency.cmp(&b.current_latency))
@@ -176,7 +183,7 @@ impl FaultTolerance {
     /// `whichItemWorst` counter (`raw` is advanced); a single item is returned as is.
     pub fn pick_one_at_least_4x(&self, now: i64, which_item_worst: &mut i32) -> Option<&str> {
         let mut list: Vec<(&String, &FaultItem)> = self.items.iter().collect();
-        list.sort_by(|a, b| self.cmp_4x(a.1, b.1, now));
+        list.sort_by(|a, b| Self::cmp_4x(a.1, b.1, now));
         let half = list.len() / 2;
         match list.len() {
             0 => None,

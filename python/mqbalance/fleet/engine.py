@@ -1,0 +1,249 @@
+"""The fleet assignment engine: who consumes every readable queue of every (group, topic), computed
+with the Rust core exactly as the clients compute it. No Spark here: the in-process ``mqbalance
+assign`` runs it directly and the Spark executors run it on their batches.
+
+The steps:
+
+1. :func:`subscription_pairs` — one row per subscribed (group, topic) with the topic's readable
+   route (READ-permission queue data sorted by broker): the only thing that travels.
+2. :func:`expand_pairs` — a batch of pairs into one row per queue (``0..readQueueNums-1`` per
+   broker), contiguous per pair, and the pair boundaries.
+3. :func:`assign_batch` — owners of all those queues: clustering pairs whose clients share one
+   strategy in one core call (:func:`mqbalance.bulk.owners_by_pair`), the rest pair by pair. Each
+   connection uses its *own* strategy (a misconfigured group is reproduced as it behaves);
+   broadcasting groups consume every queue on every connection.
+4. :func:`pair_counts` — per pair: queues, unowned, double-owned, and per (pair, consumer) the
+   queue count: what :mod:`mqbalance.fleet.findings` turns into findings.
+
+The output of 3 is one row per (queue, consuming process) — ``group, topic, broker_name,
+queue_id, consumer`` — and a queue nobody consumes has one row with a null consumer.
+
+>>> from mqbalance.fleet.snapshot import snapshot_from_dict
+>>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
+...     {"brokerName": "b", "readQueueNums": 3, "writeQueueNums": 3, "perm": 6}]}},
+...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "c2"}, {"clientId": "c1"}]}}})
+>>> assign_snapshot(snap).column("consumer").to_pylist()  # AVG after the Java sort: c1 gets 2
+['c1', 'c1', 'c2']
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mqbalance import bulk
+from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
+from mqbalance.registry import StrategySpec
+
+__all__ = [
+    "ASSIGNMENT_SCHEMA",
+    "PAIR_SCHEMA",
+    "assign_batch",
+    "assign_pair",
+    "assign_snapshot",
+    "expand_pairs",
+    "pair_counts",
+    "subscription_pairs",
+]
+
+ROUTE_TYPE = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
+PAIR_SCHEMA = pa.schema([("group", pa.string()), ("topic", pa.string()), ("route", ROUTE_TYPE)])
+ASSIGNMENT_SCHEMA = pa.schema(
+    [
+        ("group", pa.string()),
+        ("topic", pa.string()),
+        ("broker_name", pa.string()),
+        ("queue_id", pa.int32()),
+        ("consumer", pa.string()),
+    ]
+)
+
+
+def subscription_pairs(snapshot: Snapshot) -> pa.Table:
+    """``(group, topic, route)`` for every subscribed topic that has a readable queue."""
+    routes = snapshot.readable_routes()
+    group, topic, route = [], [], []
+    for g, t in snapshot.subscription_pairs():
+        if t in routes:
+            group.append(g)
+            topic.append(t)
+            route.append([{"broker_name": b, "read_queue_nums": n} for b, n in routes[t]])
+    return pa.table(
+        [pa.array(group, pa.string()), pa.array(topic, pa.string()), pa.array(route, ROUTE_TYPE)], schema=PAIR_SCHEMA
+    )
+
+
+def expand_pairs(pairs: pa.Table) -> tuple[pa.Table, np.ndarray]:
+    """Pair rows → one row per readable queue ``(group, topic, broker_name, queue_id)``,
+    contiguous per pair (vectorised), and the pair boundaries (pair ``p`` = rows
+    ``bounds[p]:bounds[p+1]``)."""
+    route = pairs.column("route").combine_chunks()
+    flat = route.flatten()
+    nums = flat.field("read_queue_nums").to_numpy(zero_copy_only=False).astype(np.int64)
+    parent = pc.list_parent_indices(route).to_numpy()
+    total = int(nums.sum())
+    entry = np.repeat(np.arange(len(nums)), nums)
+    starts = np.cumsum(nums) - nums
+    queue_id = (np.arange(total) - starts[entry]).astype(np.int32)
+    pair = pa.array(parent[entry])
+    per_pair = np.bincount(parent, weights=nums, minlength=pairs.num_rows).astype(np.int64)
+    bounds = np.concatenate(([0], np.cumsum(per_pair)))
+    table = pa.table(
+        {
+            "group": pairs.column("group").take(pair),
+            "topic": pairs.column("topic").take(pair),
+            "broker_name": flat.field("broker_name").take(pa.array(entry)),
+            "queue_id": pa.array(queue_id),
+        }
+    )
+    return table, bounds
+
+
+def assign_pair(
+    group: ConsumerGroup | None, topics: object, brokers: object, queue_ids: np.ndarray
+) -> tuple[np.ndarray, list[str]]:
+    """One (group, topic): ``(row indices, consumer ids)``, one entry per (queue, consuming
+    process) — a row appears once per process consuming it."""
+    n = len(queue_ids)
+    if group is None or not group.connections:
+        return np.zeros(0, dtype=np.int64), []
+    ids = group.client_ids
+    if group.message_model is MessageModel.BROADCASTING:
+        return np.tile(np.arange(n, dtype=np.int64), len(ids)), [cid for cid in ids for _ in range(n)]
+    first: dict[str, int] = {}
+    for j, cid in enumerate(ids):
+        first.setdefault(cid, j)
+    by_strategy: dict[StrategySpec, list[int]] = defaultdict(list)
+    for j, conn in enumerate(group.connections):
+        by_strategy[conn.strategy].append(j)
+    row_parts, who = [], []
+    for spec, members in by_strategy.items():
+        owners = bulk.owners(spec.build(), topics, brokers, queue_ids, ids)
+        for j in members:
+            rows = np.flatnonzero(owners == first[ids[j]])
+            row_parts.append(rows)
+            who.extend([ids[j]] * len(rows))
+    return (np.concatenate(row_parts) if row_parts else np.zeros(0, dtype=np.int64)), who
+
+
+def _batchable(group: ConsumerGroup | None) -> bool:
+    """Clustering, every client on one strategy that many pairs can share a core call with."""
+    if group is None or group.message_model is not MessageModel.CLUSTERING:
+        return False
+    strategies = group.strategies
+    return len(strategies) == 1 and strategies[0].info.batchable
+
+
+def assign_batch(table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: np.ndarray) -> pa.Table:
+    """Every (group, topic) of a table of queue rows ``(group, topic, broker_name, queue_id)``
+    contiguous per pair (:func:`expand_pairs` gives both) → the assignment rows
+    (:data:`ASSIGNMENT_SCHEMA`)."""
+    if table.num_rows == 0:
+        return ASSIGNMENT_SCHEMA.empty_table()
+    pair_groups = table.column("group").take(pa.array(bounds[:-1])).to_pylist()
+    brokers = pc.dictionary_encode(table.column("broker_name").combine_chunks())
+    topics = pc.dictionary_encode(table.column("topic").combine_chunks())
+    qids = table.column("queue_id").to_numpy().astype(np.int64)
+    parts: list[pa.Table] = []
+    owned_mask = np.zeros(table.num_rows, dtype=bool)
+    base = table.select(["group", "topic", "broker_name", "queue_id"])
+
+    def emit(rows: np.ndarray, consumer: pa.Array) -> None:
+        parts.append(base.take(pa.array(rows)).append_column("consumer", consumer))
+        owned_mask[rows] = True
+
+    batched: list[np.ndarray] = []
+    batched_bounds, batched_strategies, batched_ids = [0], [], []
+    for p, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        group = groups.get(pair_groups[p])
+        if _batchable(group):
+            assert group is not None
+            batched.append(np.arange(a, b))
+            batched_bounds.append(batched_bounds[-1] + (b - a))
+            batched_strategies.append(group.strategies[0].build())
+            batched_ids.append(group.client_ids)
+            continue
+        rows, who = assign_pair(group, topics.slice(a, b - a), brokers.slice(a, b - a), qids[a:b])
+        if len(rows):
+            emit(rows + a, pa.array(who, type=pa.string()))
+    if batched:
+        sub = np.concatenate(batched)
+        everything = len(sub) == table.num_rows  # no pair fell back: rows stay in place
+        idx = None if everything else pa.array(sub)
+        t_col = topics if everything else topics.take(idx)
+        b_col = brokers if everything else brokers.take(idx)
+        owners = bulk.owners_by_pair(
+            t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids
+        )
+        offsets = np.cumsum([0] + [len(ids) for ids in batched_ids])
+        flat_ids = pa.array([cid for ids in batched_ids for cid in ids], type=pa.string())
+        seg_of_row = np.repeat(np.arange(len(batched_ids)), np.diff(batched_bounds))
+        owned = owners >= 0
+        # One consumer per batched row, aligned with the rows (null where nobody consumes).
+        positions = np.where(owned, offsets[seg_of_row] + np.maximum(owners, 0), 0)
+        consumer = flat_ids.take(pa.array(positions, mask=~owned))
+        parts.insert(0, (base if everything else base.take(idx)).append_column("consumer", consumer))
+        owned_mask[sub] = True  # their unowned rows are already in, with a null consumer
+        # A duplicated id: every further process with it consumes the same queues.
+        for s, ids in enumerate(batched_ids):
+            if len(set(ids)) == len(ids):
+                continue
+            first: dict[str, int] = {}
+            lo, hi = batched_bounds[s], batched_bounds[s + 1]
+            for j, cid in enumerate(ids):
+                if first.setdefault(cid, j) != j:
+                    rows = sub[lo:hi][owners[lo:hi] == first[cid]]
+                    if len(rows):
+                        emit(rows, pa.array([cid] * len(rows), type=pa.string()))
+    unowned = np.flatnonzero(~owned_mask)
+    if len(unowned):
+        parts.append(base.take(pa.array(unowned)).append_column("consumer", pa.nulls(len(unowned), type=pa.string())))
+    return pa.concat_tables(parts).cast(ASSIGNMENT_SCHEMA) if parts else ASSIGNMENT_SCHEMA.empty_table()
+
+
+def assign_batches(
+    pairs: pa.Table, groups: Mapping[str, ConsumerGroup], *, batch_pairs: int = 10_000
+) -> Iterator[pa.Table]:
+    """:func:`assign_batch` over ``pairs`` in slices of ``batch_pairs`` pairs."""
+    for start in range(0, pairs.num_rows, batch_pairs):
+        table, bounds = expand_pairs(pairs.slice(start, batch_pairs))
+        yield assign_batch(table, groups, bounds)
+
+
+def assign_snapshot(snapshot: Snapshot) -> pa.Table:
+    """Every (group, topic) of a snapshot, in-process: the assignment rows."""
+    parts = list(assign_batches(subscription_pairs(snapshot), snapshot.consumer_groups()))
+    return pa.concat_tables(parts) if parts else ASSIGNMENT_SCHEMA.empty_table()
+
+
+def pair_counts(assignments: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """``(per pair, per consumer)`` counts of an assignment table: ``group, topic, queues,
+    unowned, double_owned`` and ``group, topic, consumer, count`` (owned queues per id)."""
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    per_queue = assignments.group_by(keys).aggregate([("consumer", "count")])
+    n = per_queue.column("consumer_count")
+    per_queue = per_queue.append_column("unowned", pc.cast(pc.equal(n, 0), pa.int64())).append_column(
+        "double_owned", pc.cast(pc.greater(n, 1), pa.int64())
+    )
+    per_pair = per_queue.group_by(["group", "topic"]).aggregate(
+        [("queue_id", "count"), ("unowned", "sum"), ("double_owned", "sum")]
+    )
+    per_pair = pa.table(
+        {
+            "group": per_pair.column("group"),
+            "topic": per_pair.column("topic"),
+            "queues": per_pair.column("queue_id_count"),
+            "unowned": per_pair.column("unowned_sum"),
+            "double_owned": per_pair.column("double_owned_sum"),
+        }
+    )
+    owned = assignments.filter(pc.is_valid(assignments.column("consumer")))
+    per_id = owned.group_by(["group", "topic", "consumer"]).aggregate([("queue_id", "count")])
+    per_id = pa.table(
+        {k: per_id.column(k) for k in ("group", "topic", "consumer")} | {"count": per_id.column("queue_id_count")}
+    )
+    return per_pair, per_id

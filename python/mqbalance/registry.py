@@ -1,0 +1,334 @@
+"""The strategy registry: every RocketMQ allocation strategy, what it needs, and how it is configured.
+
+A :class:`StrategySpec` is a strategy's name plus its parameters, as plain hashable data. It is
+what snapshots, Spark executors, bulk calls, scenarios and the test vectors pass around; one
+:meth:`StrategySpec.parse` turns any Java-style configuration into one, and :meth:`~StrategySpec.build`
+turns it into the strategy object (built once per distinct spec). What each strategy needs or allows
+is in :data:`REGISTRY`.
+
+>>> spec = StrategySpec.parse({"name": "MACHINE_ROOM_NEARBY", "inner": "CONSISTENT_HASH", "virtualNodeCnt": 5})
+>>> spec.display_name, spec.inner
+('MACHINE_ROOM_NEARBY-CONSISTENT_HASH', StrategySpec('CONSISTENT_HASH', virtual_node_cnt=5))
+>>> StrategySpec.parse("avg").build().name  # names are case-insensitive
+'AVG'
+>>> REGISTRY[StrategyName.CONFIG].has_owners  # every consumer gets the same fixed list
+False
+
+Adding a strategy: its core file under ``rust/core/src/allocate/``, its arm in
+``Strategy`` there and in the binding (``rust/py/src/lib.rs``), its class in
+:mod:`mqbalance.strategies` and its :class:`StrategyInfo` entry here.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .exceptions import InvalidInputError, UnknownStrategyError, UnsupportedStrategyError
+from .models import MessageQueue
+from .strategies import (
+    AllocateStrategy,
+    Avg,
+    AvgByCircle,
+    Config,
+    ConsistentHash,
+    MachineRoom,
+    MachineRoomNearby,
+)
+
+__all__ = ["REGISTRY", "StrategyConfigError", "StrategyInfo", "StrategyName", "StrategySpec", "lookup", "strategy"]
+
+NEARBY_PREFIX = "MACHINE_ROOM_NEARBY-"
+
+
+class StrategyName(enum.StrEnum):
+    """The names RocketMQ users know (``getName()``)."""
+
+    AVG = "AVG"
+    AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
+    CONSISTENT_HASH = "CONSISTENT_HASH"
+    MACHINE_ROOM = "MACHINE_ROOM"
+    MACHINE_ROOM_NEARBY = "MACHINE_ROOM_NEARBY"
+    CONFIG = "CONFIG"
+
+
+class StrategyConfigError(InvalidInputError):
+    """A strategy configuration that names no strategy or carries bad parameters; the message
+    says where (``where``) and the value."""
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyInfo:
+    """What one strategy needs and allows.
+
+    ``cls``: the strategy class; a spec's non-``None`` fields are its keyword arguments.
+    ``params``: the Java-style configuration keys it takes, mapped to :class:`StrategySpec` fields.
+    ``has_owners``: every queue has at most one owner (bulk owners, fleet audits); ``needs_rooms``:
+    machine rooms of queues and consumers are inputs; ``batchable``: many (group, topic) pairs can
+    go through one core call; ``per_client_config``: needs configuration a group-level description
+    (a scenario) does not carry.
+    """
+
+    name: StrategyName
+    cls: Callable[..., AllocateStrategy]
+    params: Mapping[str, str] = field(default_factory=dict)
+    has_owners: bool = True
+    needs_rooms: bool = False
+    batchable: bool = True
+    per_client_config: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StrategySpec:
+    """A strategy and its parameters as plain, hashable data (``None`` = Java's default / unset).
+
+    >>> StrategySpec.parse({"name": "MACHINE_ROOM", "consumeridcs": ["sh", "hz"]}).consumer_idcs
+    ('hz', 'sh')
+    """
+
+    name: StrategyName
+    virtual_node_cnt: int | None = None
+    charset: str | None = None
+    consumer_idcs: tuple[str, ...] | None = None
+    inner: StrategySpec | None = None
+    message_queues: tuple[MessageQueue, ...] | None = None
+
+    def __repr__(self) -> str:
+        shown = [repr(self.name.value)]
+        for key in ("virtual_node_cnt", "charset", "consumer_idcs", "inner", "message_queues"):
+            value = getattr(self, key)
+            if value is not None:
+                shown.append(f"{key}={value!r}")
+        return f"StrategySpec({', '.join(shown)})"
+
+    @property
+    def info(self) -> StrategyInfo:
+        return REGISTRY[self.name]
+
+    @property
+    def display_name(self) -> str:
+        """Java's ``getName()``: ``MACHINE_ROOM_NEARBY-<inner>`` for the nearby strategy."""
+        if self.inner is not None:
+            return f"{NEARBY_PREFIX}{self.inner.display_name}"
+        return self.name.value
+
+    def build(self) -> AllocateStrategy:
+        """The strategy object (one per distinct spec, shared: strategies are immutable)."""
+        built = _BUILT.get(self)
+        if built is None:
+            kwargs: dict[str, Any] = {}
+            for key in ("virtual_node_cnt", "charset", "consumer_idcs", "message_queues"):
+                if getattr(self, key) is not None:
+                    kwargs[key] = getattr(self, key)
+            if self.inner is not None:
+                kwargs["inner"] = self.inner.build()
+            built = _BUILT.setdefault(self, self.info.cls(**kwargs))
+        return built
+
+    def to_config(self) -> dict[str, Any]:
+        """The Java-style configuration :meth:`parse` reads back (JSON-ready)."""
+        out: dict[str, Any] = {"name": self.name.value}
+        if self.virtual_node_cnt is not None:
+            out["virtualNodeCnt"] = self.virtual_node_cnt
+        if self.charset is not None:
+            out["charset"] = self.charset
+        if self.consumer_idcs is not None:
+            out["consumeridcs"] = list(self.consumer_idcs)
+        if self.inner is not None:
+            out["inner"] = self.inner.to_config()
+        if self.message_queues is not None:
+            out["messageQueueList"] = [
+                {"topic": q.topic, "brokerName": q.broker_name, "queueId": q.queue_id} for q in self.message_queues
+            ]
+        return out
+
+    @classmethod
+    def parse(cls, config: Any, *, where: str = "strategy") -> StrategySpec:
+        """A spec from a name (``"AVG"``, ``"MACHINE_ROOM_NEARBY-AVG"``, any case) or an object
+        with Java's field names: ``{"name": ..., "virtualNodeCnt": n, "charset": ..., "consumeridcs":
+        [...], "inner": <config>, "messageQueueList": [...]}``. Python keyword spellings
+        (``virtual_node_cnt``, ``consumer_idcs``, ``message_queues``) and ``"strategy"`` for
+        ``"name"`` / ``"fallback"`` for ``"inner"`` (the vector files' spelling) are read too.
+        Parameters given next to ``inner`` configure the inner strategy when it takes them.
+
+        >>> StrategySpec.parse("machine_room_nearby-avg_by_circle").display_name
+        'MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE'
+        """
+        if isinstance(config, StrategySpec):
+            return config
+        if isinstance(config, str):
+            return _from_name(config, {}, where)
+        if isinstance(config, Mapping):
+            params = dict(config)
+            name = params.pop("name", None)
+            if name is None:
+                name = params.pop("strategy", None)
+            if name is None:
+                raise StrategyConfigError(f"{where}: missing field 'name'", dict(config))
+            if not isinstance(name, str):
+                raise StrategyConfigError(f"{where}.name: expected str, got {name!r}", name)
+            return _from_name(name, params, where)
+        raise StrategyConfigError(f"{where}: expected a strategy name or object, got {config!r}", config)
+
+
+_ALIASES = {
+    "virtualNodeCnt": "virtual_node_cnt",
+    "consumeridcs": "consumer_idcs",
+    "messageQueueList": "message_queues",
+    "fallback": "inner",
+}
+
+
+def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
+    """The strategy a name means (any case) and, for ``MACHINE_ROOM_NEARBY-<inner>``, the inner name."""
+    inner = None
+    if text.upper().startswith(NEARBY_PREFIX):
+        text, inner = StrategyName.MACHINE_ROOM_NEARBY.value, text[len(NEARBY_PREFIX) :]
+    try:
+        return StrategyName(text.upper()), inner
+    except ValueError:
+        known = ", ".join(s.value for s in StrategyName)
+        prefix = f"{where}: " if where else ""
+        raise UnknownStrategyError(f"{prefix}unknown strategy {text!r}; known: {known}", text) from None
+
+
+def _from_name(text: str, raw: dict[str, Any], where: str) -> StrategySpec:
+    params = {_ALIASES.get(k, k): v for k, v in raw.items()}
+    name, inner_name = lookup(text, where)
+    if inner_name is not None:
+        params.setdefault("inner", inner_name)
+    info = REGISTRY[name]
+    if name is StrategyName.MACHINE_ROOM_NEARBY:
+        inner_config = params.pop("inner", None)
+        if inner_config is None:
+            raise StrategyConfigError(
+                f"{where}: MACHINE_ROOM_NEARBY needs an inner strategy (Java: NullPointerException)", None
+            )
+        if isinstance(inner_config, str):
+            inner_config = {"name": inner_config}
+        if not isinstance(inner_config, Mapping):
+            raise StrategyConfigError(f"{where}.inner: expected a strategy name or object, got {inner_config!r}")
+        # Parameters written next to "inner" belong to the inner strategy (the snapshot layout).
+        inner_params = {k: v for k, v in params.items() if k not in info.params.values()}
+        inner = StrategySpec.parse({**inner_params, **inner_config}, where=f"{where}.inner")
+        if inner.name in (StrategyName.CONFIG, StrategyName.MACHINE_ROOM_NEARBY):
+            raise UnsupportedStrategyError(
+                f"{where}: {inner.name.value} cannot be the inner strategy of MACHINE_ROOM_NEARBY", inner.name.value
+            )
+        return StrategySpec(name, inner=inner)
+    unknown = sorted(set(params) - set(info.params.values()))
+    if unknown:
+        accepted = ", ".join(sorted(info.params)) or "none"
+        raise StrategyConfigError(
+            f"{where}: {name.value} takes no parameter {', '.join(map(repr, unknown))} (accepted: {accepted})",
+            unknown,
+        )
+    fields: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is not None:
+            fields[key] = _PARAM_READERS[key](value, f"{where}.{key}")
+    return StrategySpec(name, **fields)
+
+
+def _int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise StrategyConfigError(f"{where}: expected int, got {value!r}", value)
+    return value
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise StrategyConfigError(f"{where}: expected str, got {value!r}", value)
+    return value
+
+
+def _idcs(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise StrategyConfigError(f"{where}: expected a list of idc names, got {value!r}", value)
+    items = list(value)
+    for k, item in enumerate(items):
+        if not isinstance(item, str):
+            raise StrategyConfigError(f"{where}[{k}]: expected str, got {item!r}", item)
+    return tuple(sorted(set(items)))
+
+
+def _queues(value: Any, where: str) -> tuple[MessageQueue, ...]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise StrategyConfigError(f"{where}: expected a list of message queues, got {value!r}", value)
+    out = []
+    for k, q in enumerate(value):
+        if isinstance(q, MessageQueue):
+            out.append(q)
+        elif isinstance(q, Mapping) and {"topic", "brokerName", "queueId"} <= set(q):
+            out.append(MessageQueue(q["topic"], q["brokerName"], q["queueId"]))
+        else:
+            raise StrategyConfigError(f"{where}[{k}]: expected a MessageQueue or {{topic, brokerName, queueId}}", q)
+    return tuple(out)
+
+
+_PARAM_READERS: dict[str, Callable[[Any, str], Any]] = {
+    "virtual_node_cnt": _int,
+    "charset": _text,
+    "consumer_idcs": _idcs,
+    "message_queues": _queues,
+}
+
+
+REGISTRY: Mapping[StrategyName, StrategyInfo] = {
+    info.name: info
+    for info in (
+        StrategyInfo(StrategyName.AVG, Avg),
+        StrategyInfo(StrategyName.AVG_BY_CIRCLE, AvgByCircle),
+        StrategyInfo(
+            StrategyName.CONSISTENT_HASH,
+            ConsistentHash,
+            params={"virtualNodeCnt": "virtual_node_cnt", "charset": "charset"},
+        ),
+        StrategyInfo(
+            StrategyName.MACHINE_ROOM,
+            MachineRoom,
+            params={"consumeridcs": "consumer_idcs"},
+            per_client_config=True,
+        ),
+        StrategyInfo(
+            StrategyName.MACHINE_ROOM_NEARBY,
+            MachineRoomNearby,
+            params={"inner": "inner"},
+            needs_rooms=True,
+            batchable=False,
+            per_client_config=True,
+        ),
+        StrategyInfo(
+            StrategyName.CONFIG,
+            Config,
+            params={"messageQueueList": "message_queues"},
+            has_owners=False,
+            batchable=False,
+            per_client_config=True,
+        ),
+    )
+}
+
+_BUILT: dict[StrategySpec, AllocateStrategy] = {}
+
+
+def strategy(name: str | StrategyName, **params: Any) -> AllocateStrategy:
+    """Build a strategy by its RocketMQ name (any case).
+
+    ``AVG``, ``AVG_BY_CIRCLE``; ``CONSISTENT_HASH`` (``virtual_node_cnt=10``, ``charset="UTF-8"``);
+    ``MACHINE_ROOM`` (``consumer_idcs=None``); ``MACHINE_ROOM_NEARBY`` (``inner=``, ``resolver=``
+    defaulting to :class:`~mqbalance.rooms.PrefixRoomResolver`); ``CONFIG`` (``message_queues=None``).
+    ``MACHINE_ROOM_NEARBY-<inner>`` names (what ``getName()`` prints) are accepted too.
+
+    >>> strategy("CONSISTENT_HASH", virtual_node_cnt=4)
+    ConsistentHash(virtual_node_cnt=4, charset='UTF-8')
+    """
+    kind, inner = lookup(str(name))
+    if inner is not None and "inner" not in params:
+        params["inner"] = strategy(inner)
+    try:
+        return REGISTRY[kind].cls(**params)
+    except TypeError as e:
+        raise InvalidInputError(f"bad parameters for {kind.value}: {e}", params) from None

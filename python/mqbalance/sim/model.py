@@ -1,0 +1,189 @@
+"""What a scenario is made of: the cluster and group settings, the consumers, and a timeline of
+typed events — one frozen, slotted dataclass per kind, each able to describe itself.
+:mod:`.scenario` reads them from YAML/JSON; :class:`~mqbalance.sim.engine.Simulation` runs them.
+
+>>> events = [Join(60_000, "10.0.0.9@9", 200.0), Crash(120_000, "10.0.0.2@1002", close_connection=True),
+...           NotificationSwitch(180_000, enabled=False)]
+>>> [e.describe() for e in events]
+['join 10.0.0.9@9', 'crash 10.0.0.2@1002 (connection closed)', 'broker notification off']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeAlias
+
+__all__ = [
+    "TopicSpec",
+    "ConsumerSpec",
+    "ClientSettings",
+    "BrokerSettings",
+    "NetworkSettings",
+    "Join",
+    "Leave",
+    "Crash",
+    "QueueCountChange",
+    "NetworkChange",
+    "NotificationSwitch",
+    "ScenarioEvent",
+    "Scenario",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    queues_per_broker: int
+    rate: float = 0.0  # produced messages per second, round-robin over the write queues
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    client_id: str
+    throughput: float  # messages per second it can consume
+    start_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """The push consumer's timers (RocketMQ ``RebalanceService``, ``MQClientInstance``)."""
+
+    rebalance_interval_ms: int = 20_000
+    min_interval_ms: int | None = 1_000
+    heartbeat_interval_ms: int = 30_000
+    persist_interval_ms: int = 5_000
+    poll_name_server_interval_ms: int = 30_000
+    pull_delay_ms: int | None = None  # None: 500 ms under 5.x, 0 under 4.x
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSettings:
+    """The broker side (``ConsumerManager``, ``ClientHousekeepingService``)."""
+
+    notify: bool = True
+    channel_expired_timeout_ms: int = 120_000
+    scan_interval_ms: int = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSettings:
+    """Delay and loss of oneway messages: notifications, heartbeats, offset commits, member queries."""
+
+    delay_ms: int = 0
+    loss: float = 0.0
+
+
+# ---- the timeline ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Event:
+    """What every event has: when it happens (ms from the start) and a one-line description."""
+
+    at_ms: int
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True)
+class Join(_Event):
+    """A consumer starts with ``client_id`` (which may duplicate a running one's)."""
+
+    client_id: str
+    throughput: float  # messages per second it can consume
+
+    def describe(self) -> str:
+        return f"join {self.client_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Leave(_Event):
+    """The newest running consumer with ``client_id`` shuts down gracefully: it persists its
+    offsets and unregisters."""
+
+    client_id: str
+
+    def describe(self) -> str:
+        return f"leave {self.client_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Crash(_Event):
+    """The newest running consumer with ``client_id`` dies. Silent (a host failure): the broker
+    expires its channel after ``channel_expired_timeout``; ``close_connection``: the broker sees the
+    socket close and drops it at once."""
+
+    client_id: str
+    close_connection: bool = False
+
+    def describe(self) -> str:
+        return f"crash {self.client_id}" + (" (connection closed)" if self.close_connection else " (silent)")
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCountChange(_Event):
+    """The topic's route now has ``queues_per_broker`` queues on every broker."""
+
+    topic: str
+    queues_per_broker: int
+
+    def describe(self) -> str:
+        return f"{self.topic}: {self.queues_per_broker} queues per broker"
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkChange(_Event):
+    """From now on the network delays and drops oneway messages as ``network`` says."""
+
+    network: NetworkSettings
+
+    def describe(self) -> str:
+        return f"network delay {self.network.delay_ms} ms, loss {self.network.loss:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationSwitch(_Event):
+    """The broker's ``notifyConsumerIdsChangedEnable`` is switched on or off."""
+
+    enabled: bool
+
+    def describe(self) -> str:
+        return f"broker notification {'on' if self.enabled else 'off'}"
+
+
+ScenarioEvent: TypeAlias = Join | Leave | Crash | QueueCountChange | NetworkChange | NotificationSwitch
+"""Every kind of timeline event (the engine matches on it exhaustively)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    source: str
+    topics: tuple[TopicSpec, ...]
+    consumers: tuple[ConsumerSpec, ...]
+    events: tuple[ScenarioEvent, ...] = ()
+    description: str = ""
+    seed: int = 1
+    duration_ms: int = 3_600_000
+    sample_interval_ms: int = 1_000
+    semantics: str = "5.x"
+    brokers: tuple[str, ...] = ("broker-a", "broker-b")
+    group: str = "cg"
+    strategy: str = "AVG"
+    strategy_params: tuple[tuple[str, Any], ...] = ()
+    consume_from_where: str = "LAST_OFFSET"
+    client: ClientSettings = field(default_factory=ClientSettings)
+    broker: BrokerSettings = field(default_factory=BrokerSettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    compare: tuple[str, ...] = ()
+
+    def queue_count(self) -> dict[str, int]:
+        """Queues per topic at the start."""
+        return {t.name: t.queues_per_broker * len(self.brokers) for t in self.topics}
+
+    def with_strategy(self, name: str) -> Scenario:
+        """The same scenario under another strategy (its parameters kept only if the name is the same)."""
+        return replace(
+            self, strategy=name, strategy_params=self.strategy_params if name == self.strategy else (), compare=()
+        )

@@ -1,0 +1,241 @@
+"""The fleet package without Spark: the engine equals the per-group API for every strategy, the
+example's hazards are found, a clean fleet has none, snapshots round-trip through Parquet, bad
+snapshots give clear errors naming file and field, reports are written."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+
+import pytest
+
+from mqbalance import MessageQueue, strategy
+from mqbalance.fleet import (
+    HAZARD_GROUPS,
+    FindingKind,
+    SnapshotError,
+    assign_snapshot,
+    audit_snapshot,
+    example_fleet,
+    load_snapshot,
+    snapshot_from_dict,
+    write_outputs,
+    write_parquet,
+)
+
+
+def consumers_by_queue(table) -> dict[tuple[str, str, str, int], list[str]]:
+    """Sorted consumers of every queue of an assignment (an Arrow table or a Spark DataFrame)."""
+    rows = table.to_pylist() if hasattr(table, "to_pylist") else [r.asDict() for r in table.collect()]
+    out: dict[tuple[str, str, str, int], list[str]] = defaultdict(list)
+    for r in rows:
+        key = (r["group"], r["topic"], r["broker_name"], r["queue_id"])
+        out.setdefault(key, [])
+        if r["consumer"] is not None:
+            out[key].append(r["consumer"])
+    return {k: sorted(v) for k, v in out.items()}
+
+
+STRATEGIES = [
+    ("AVG", "AVG", {}),
+    ("AVG_BY_CIRCLE", "AVG_BY_CIRCLE", {}),
+    ({"name": "CONSISTENT_HASH", "virtualNodeCnt": 7}, "CONSISTENT_HASH", {"virtual_node_cnt": 7}),
+    ({"name": "MACHINE_ROOM", "consumeridcs": ["hz", "sh"]}, "MACHINE_ROOM", {"consumer_idcs": ["hz", "sh"]}),
+    ({"name": "MACHINE_ROOM_NEARBY", "inner": "AVG"}, "MACHINE_ROOM_NEARBY", {"inner": strategy("AVG")}),
+    (
+        {"name": "MACHINE_ROOM_NEARBY", "inner": "CONSISTENT_HASH", "virtualNodeCnt": 5},
+        "MACHINE_ROOM_NEARBY",
+        {"inner": strategy("CONSISTENT_HASH", virtual_node_cnt=5)},
+    ),
+]
+
+
+def test_engine_equals_strategy_assign_for_every_strategy():
+    brokers = ["hz@broker-a", "sh@broker-b", "gz@broker-c", "broker-d"]
+    topics = {
+        "TopicA": {
+            "queueDatas": [{"brokerName": b, "readQueueNums": 6, "writeQueueNums": 6, "perm": 6} for b in brokers]
+        },
+        "TopicB": {
+            "queueDatas": [
+                {"brokerName": b, "readQueueNums": 3, "writeQueueNums": 5, "perm": 6 if i else 4}
+                for i, b in enumerate(brokers)
+            ]
+        },
+    }
+    clients = ["hz@10.0.0.1@1", "sh@10.0.0.2@1", "hz@10.0.0.3@1", "bj@10.0.0.4@1", "10.0.0.5@DEFAULT"]
+    groups = {
+        f"cg-{i}": {
+            "messageModel": "CLUSTERING",
+            "subscriptions": ["TopicA", "TopicB"],
+            "strategy": spec,
+            "connections": [{"clientId": c} for c in clients],
+        }
+        for i, (spec, _, _) in enumerate(STRATEGIES)
+    }
+    snap = snapshot_from_dict({"topics": topics, "groups": groups}, "every-strategy")
+    got = consumers_by_queue(assign_snapshot(snap))
+    for i, (_, name, params) in enumerate(STRATEGIES):
+        s = strategy(name, **params)
+        for t, route in topics.items():
+            queues = [
+                MessageQueue(t, q["brokerName"], k)
+                for q in route["queueDatas"]
+                if q["perm"] & 4
+                for k in range(q["readQueueNums"])
+            ]
+            expected = {q: [] for q in queues}
+            for cid, owned in s.assign(queues, clients, java_sort=True).items():
+                for q in owned:
+                    expected[q].append(cid)
+            for q, cids in expected.items():
+                assert got[(f"cg-{i}", t, q.broker_name, q.queue_id)] == sorted(cids), (name, q)
+
+
+def test_broadcasting_consumes_everything_and_mixed_strategies_behave_per_client():
+    topics = {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}}
+    groups = {
+        "bc": {
+            "messageModel": "BROADCASTING",
+            "subscriptions": ["T"],
+            "connections": [{"clientId": "x"}, {"clientId": "y"}],
+        },
+        "mixed": {
+            "messageModel": "CLUSTERING",
+            "subscriptions": ["T"],
+            "strategy": "AVG",
+            "connections": [{"clientId": "a"}, {"clientId": "b", "strategy": "AVG_BY_CIRCLE"}],
+        },
+    }
+    got = consumers_by_queue(assign_snapshot(snapshot_from_dict({"topics": topics, "groups": groups}, "t")))
+    assert all(got[("bc", "T", "b", q)] == ["x", "y"] for q in range(4))
+    # a (AVG) takes 0,1; b (AVG_BY_CIRCLE as slot 1) takes 1,3: queue 1 twice, queue 2 by nobody.
+    assert [got[("mixed", "T", "b", q)] for q in range(4)] == [["a"], ["a", "b"], [], ["b"]]
+
+
+def test_example_hazards_are_found_and_a_clean_fleet_has_none(tmp_path):
+    snap = snapshot_from_dict(example_fleet(7), "current")
+    result = audit_snapshot(snap)
+    by_kind = defaultdict(set)
+    for f in result.findings:
+        by_kind[f.kind].add(f.group)
+    assert by_kind[FindingKind.DUPLICATE_CLIENT_ID] == {"cg-payments-dup"}
+    dup = next(f for f in result.findings if f.kind is FindingKind.DUPLICATE_CLIENT_ID)
+    stranded = next(f for f in result.findings if f.kind is FindingKind.UNOWNED and f.group == "cg-payments-dup")
+    assert dup.detail.endswith(f"the group has {stranded.count} queues consumed by nobody")
+    assert by_kind[FindingKind.UNOWNED] == by_kind[FindingKind.DOUBLE_OWNED] == {"cg-payments-dup", "cg-orders-mixed"}
+    assert by_kind[FindingKind.IDLE_CONSUMER] == {"cg-audit-idle"}
+    assert by_kind[FindingKind.STRATEGY_MISMATCH] == {"cg-orders-mixed"}
+    assert by_kind[FindingKind.MISSING_ROUTE] == {"cg-ghost"}
+    assert set().union(*by_kind.values()) == set(HAZARD_GROUPS)
+    assert all(f.kind.urgent for f in result.worst(5)) and result.worst(1)[0].count == 8
+    paths = write_outputs(result, tmp_path, assignments=assign_snapshot(snap), source="example <fleet>")
+    report = paths["report_md"].read_text()
+    assert "cg-payments-dup" in report and "worst_groups.png" in report
+    assert (tmp_path / "queues_per_consumer.png").stat().st_size > 1000
+    assert "example &lt;fleet&gt;" in paths["report_html"].read_text()
+    assert json.loads(paths["findings_json"].read_text())["totals"]["duplicated_client_ids"] == 1
+    assert any(p.suffix == ".parquet" for p in paths["assignments"].iterdir())
+
+    clean = snapshot_from_dict(example_fleet(11, hazards=False), "clean")
+    assert audit_snapshot(clean).findings == []
+
+
+def test_parquet_snapshot_gives_the_same_assignment(tmp_path):
+    snap = snapshot_from_dict(example_fleet(3, groups=15), "json")
+    again = load_snapshot(write_parquet(snap, tmp_path / "snap"))
+    assert consumers_by_queue(assign_snapshot(again)) == consumers_by_queue(assign_snapshot(snap))
+    assert again.consumer_groups() == snap.consumer_groups()
+
+
+def test_machine_room_idcs_survive_parquet_even_with_commas(tmp_path):
+    topics = {"T": {"queueDatas": [{"brokerName": "a,b@x", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}]}}
+    spec = {"name": "MACHINE_ROOM", "consumeridcs": ["a,b"]}
+    groups = {"g": {"subscriptions": ["T"], "strategy": spec, "connections": [{"clientId": "c"}]}}
+    snap = snapshot_from_dict({"topics": topics, "groups": groups}, "commas")
+    again = load_snapshot(write_parquet(snap, tmp_path / "snap"))
+    assert again.consumer_groups()["g"].strategies[0].consumer_idcs == ("a,b",)
+    assert consumers_by_queue(assign_snapshot(again))[("g", "T", "a,b@x", 0)] == ["c"]
+
+
+BAD = [
+    ({"groups": {}}, "missing field 'topics'"),
+    (
+        {
+            "topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": -1, "writeQueueNums": 1, "perm": 6}]}},
+            "groups": {},
+        },
+        "readQueueNums: must be >= 0",
+    ),
+    (
+        {
+            "topics": {
+                "T": {"queueDatas": [{"brokerName": "b", "readQueueNums": "8", "writeQueueNums": 1, "perm": 6}]}
+            },
+            "groups": {},
+        },
+        "readQueueNums: expected int",
+    ),
+    (
+        {
+            "topics": {
+                "T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}] * 2}
+            },
+            "groups": {},
+        },
+        "appears twice",
+    ),
+    (
+        {
+            "topics": {},
+            "groups": {"g": {"subscriptions": [], "strategy": "RANDOM", "connections": [{"clientId": "c"}]}},
+        },
+        "unknown strategy 'RANDOM'",
+    ),
+    (
+        {
+            "topics": {},
+            "groups": {"g": {"subscriptions": [], "strategy": "CONFIG", "connections": [{"clientId": "c"}]}},
+        },
+        "CONFIG cannot be audited",
+    ),
+    ({"topics": {}, "groups": {"g": {"subscriptions": ["T", "T"], "connections": []}}}, "listed twice"),
+    (
+        {"topics": {}, "groups": {"g": {"subscriptions": [], "messageModel": "P2P", "connections": []}}},
+        "CLUSTERING or BROADCASTING",
+    ),
+    (
+        {"topics": {}, "groups": {"g": {"subscriptions": [], "connections": [{"clientAddr": "x"}]}}},
+        "missing field 'clientId'",
+    ),
+]
+
+
+@pytest.mark.parametrize("data,message", BAD, ids=[m for _, m in BAD])
+def test_bad_snapshots_name_file_and_field(tmp_path, data, message):
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SnapshotError, match=message) as info:
+        load_snapshot(path)
+    assert str(path) in str(info.value)
+
+
+def test_duplicate_topics_and_bad_parquet(tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text('{"topics": {"T": {"queueDatas": []}, "T": {"queueDatas": []}}, "groups": {}}')
+    with pytest.raises(SnapshotError, match="duplicate key 'T'"):
+        load_snapshot(path)
+    snap = snapshot_from_dict(example_fleet(3, groups=5), "x")
+    d = write_parquet(snap, tmp_path / "p")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.table({"topic": ["T"], "broker_name": ["b"], "read_queue_nums": [-3], "write_queue_nums": [1], "perm": [6]}),
+        d / "queue_data.parquet",
+    )
+    with pytest.raises(SnapshotError, match="queue_data.parquet row 0: queue counts must be >= 0"):
+        load_snapshot(d)
+    pq.write_table(pa.table({"topic": ["T"], "broker_name": ["b"]}), d / "queue_data.parquet")
+    with pytest.raises(SnapshotError, match="missing column 'read_queue_nums'"):
+        load_snapshot(d)
