@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,10 @@ from kazoo.exceptions import NoNodeError
 
 import mqbalance
 from mqbalance.coordination import GroupPaths, ZooKeeperServer, group_status
+from mqbalance.coordination.assignment import group_assignment, resolve_strategy
+from mqbalance.coordination.layout import MemberInfo
 from mqbalance.coordination.records import check_records, load_records
+from mqbalance.kafka import TopicPartition
 
 SESSION_S = 2.0
 QUEUES = 32
@@ -66,21 +70,44 @@ class Group:
         return [c for c, p in self.procs.items() if p.poll() is None]
 
     def owned_by_live(self, admin: KazooClient) -> bool:
+        """Every queue owned by a live, registered member, exactly as the strategy prescribes for the
+        live members (sticky: balanced) — not merely owned while a rebalance is still under way."""
         p = GroupPaths(self.name)
         try:
             ids = set(admin.get_children(p.ids))
-            owners = admin.get_children(f"{p.owners}/{self.topic}")
-            if len(owners) < QUEUES:
-                return False
             alive = {c for c in self.live() if c != self.stopped}
-            for part in owners:
+            if ids != alive:
+                return False
+            owner: dict[TopicPartition, str] = {}
+            for part in admin.get_children(f"{p.owners}/{self.topic}"):
                 who = admin.get(f"{p.owners}/{self.topic}/{part}")[0].decode()
-                cid = who if self.strategy != "range" else who.rsplit("-", 1)[0]
-                if cid not in ids or cid not in alive:
-                    return False
-            return len(ids & alive) == len(alive)
+                owner[TopicPartition(self.topic, int(part))] = (
+                    who if self.strategy != "range" else who.rsplit("-", 1)[0]
+                )
         except NoNodeError:
             return False
+        if len(owner) != QUEUES or not set(owner.values()) <= alive:
+            return False
+        if self.strategy == "sticky":
+            counts = Counter(owner.values())
+            return max(counts.get(c, 0) for c in alive) - min(counts.get(c, 0) for c in alive) <= 1
+        infos = {c: MemberInfo(c, {self.topic: 1}) for c in alive}
+        expected = group_assignment(
+            resolve_strategy(self.strategy), infos, {self.topic: dict.fromkeys(range(QUEUES), 0)}
+        )
+        return owner == {tp: m for tp, (m, _) in expected.items()}
+
+    def owning(self, admin: KazooClient) -> list[str]:
+        """Live members that own at least one queue (candidates for the zombie)."""
+        p = GroupPaths(self.name)
+        who = set()
+        for q in admin.get_children(f"{p.owners}/{self.topic}"):
+            try:
+                w = admin.get(f"{p.owners}/{self.topic}/{q}")[0].decode()
+            except NoNodeError:  # released meanwhile
+                continue
+            who.add(w if self.strategy != "range" else w.rsplit("-", 1)[0])
+        return sorted(who & set(self.live()))
 
 
 def wait_owned(groups: list[Group], admin: KazooClient, since: float, times: dict[str, list[float]]) -> None:
@@ -143,7 +170,7 @@ def test_soak(tmp_path: Path, configs: list[tuple[str, str]]) -> None:
             # the zombie: SIGSTOP past the session timeout, then SIGCONT
             zombies = {}
             for g in groups:
-                zombies[g.name] = g.stopped = rng.choice(g.live())
+                zombies[g.name] = g.stopped = rng.choice(g.owning(admin))
                 g.procs[g.stopped].send_signal(signal.SIGSTOP)
             time.sleep(SESSION_S + 1.5)
             t = time.monotonic()
