@@ -96,6 +96,8 @@ log = logging.getLogger("mqbalance.coordination")
 
 #: Work is allowed until ``send time of the last answered request + LEASE_FRACTION × session timeout``:
 #: ZooKeeper cannot expire the session (and give its partitions away) before ``send time + timeout``.
+#: This assumes the server granted the requested timeout (it clamps it to [2, 20] × tickTime, and kazoo
+#: does not expose the negotiated value): request a timeout inside that range.
 LEASE_FRACTION = 0.75
 CLAIM_BATCH = 128
 
