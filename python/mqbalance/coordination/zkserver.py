@@ -182,7 +182,11 @@ class ZooKeeperServer:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> ZooKeeperServer:
-        return self.start()
+        try:
+            return self.start()
+        except BaseException:
+            self.close()  # no temporary directory left behind
+            raise
 
     def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
