@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup dev example test test-rust test-python lint fmt bench clean
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper bench-coordination
 
 # The venv with every dependency group; the package itself is installed editable, so only a Rust
 # change (or a dependency change) rebuilds the extension.
@@ -48,10 +48,26 @@ fmt: $(VENV)/.deps
 test-rust:
 	cargo test --locked -p mqbalance-core
 
-test-python: setup
+# The real ZooKeeper server of the coordination tests: the Debian package, installed when absent
+# (as root with apt-get; elsewhere install a ZooKeeper 3.5+ server and set MQBALANCE_ZOOKEEPER_CLASSPATH).
+ZK_JAR := /usr/share/java/zookeeper.jar
+zookeeper:
+	@test -n "$$MQBALANCE_ZOOKEEPER_CLASSPATH" || test -f $(ZK_JAR) || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends zookeeper; \
+	  else \
+	    echo "ZooKeeper server missing: sudo apt-get install -y --no-install-recommends zookeeper (Debian/Ubuntu)," \
+	         "or set MQBALANCE_ZOOKEEPER_CLASSPATH to a ZooKeeper server's jars" >&2; exit 1; \
+	  fi; }
+
+test-python: setup zookeeper
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint test-rust test-python
+
+# Coordination on ZooKeeper, every-member vs leader mode (several minutes; writes out/coordination/).
+bench-coordination: setup zookeeper
+	$(PY) benches/coordination_bench.py --sizes 4,16,32 --queues 1024 --out out/coordination
 
 bench: setup
 	$(PY) -m pytest benches -q --benchmark-only --benchmark-columns=min,median,max --benchmark-sort=name

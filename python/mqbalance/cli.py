@@ -300,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument(
         "--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event"
     )
+    from mqbalance.coordination.cli import add_subcommands as _coordination_subcommands
+
+    coordination_commands = _coordination_subcommands(sub)  # member, group status
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["fault-seed"]:  # the former name of fault-latency-demo, kept as a hidden alias
         argv[0] = "fault-latency-demo"
@@ -308,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         from .examples import fault_latency_demo
 
         return fault_latency_demo.main(["--rounds", str(args.rounds)])
-    commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate}
+    commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate, **coordination_commands}
     try:
         return commands[args.command](args)
     except MQBalanceError as e:

@@ -1,0 +1,65 @@
+"""Consumer groups that balance for real, across processes, through a real ZooKeeper.
+
+``GroupMember(hosts, group, topics, *, strategy=..., mode="every-member"|"leader", on_assigned=...,
+on_revoked=..., session_timeout=..., rebalance_max_retries=4, rebalance_backoff_ms=2000, auth=None)``
+— see :mod:`mqbalance.coordination.member` for both protocols. ``set_partitions`` creates or changes
+a topic's partition node; ``group_status`` reads a group (members, owners, offsets, lag);
+``ZooKeeperServer`` starts a throwaway standalone server from the Debian jars.
+
+Typical worker (the member process of ``mqbalance member`` is a full one)::
+
+    with GroupMember("127.0.0.1:2181", "cg", ["orders"], strategy="CONSISTENT_HASH", mode="leader",
+                     on_assigned=start_work, on_revoked=stop_work_and_commit) as member:
+        member.wait_acquired(timeout=30)
+        while running:
+            for tp in member.assignment:
+                if member.may_work(tp):
+                    process(tp); member.commit(tp, next_offset)
+"""
+
+from .assignment import StrategySpec, group_assignment, resolve_strategy
+from .errors import (
+    CommitFailedError,
+    CoordinationAuthError,
+    CoordinationError,
+    DuplicateConsumerIdError,
+    FencedCommitError,
+    InvalidCoordinationConfigError,
+    NoPartitionsError,
+    RebalanceFailedError,
+    ZooKeeperNotFoundError,
+    ZooKeeperUnreachableError,
+)
+from .layout import GroupPaths, MemberInfo, PublishedAssignment, set_partitions
+from .member import LEASE_FRACTION, GroupMember, MemberState, MemberStats, Mode, RevokeReason
+from .status import GroupStatus, group_status
+from .zkserver import ZooKeeperServer
+
+__all__ = [
+    "GroupMember",
+    "Mode",
+    "MemberState",
+    "RevokeReason",
+    "MemberStats",
+    "LEASE_FRACTION",
+    "set_partitions",
+    "group_status",
+    "GroupStatus",
+    "GroupPaths",
+    "MemberInfo",
+    "PublishedAssignment",
+    "StrategySpec",
+    "resolve_strategy",
+    "group_assignment",
+    "ZooKeeperServer",
+    "CoordinationError",
+    "InvalidCoordinationConfigError",
+    "ZooKeeperUnreachableError",
+    "ZooKeeperNotFoundError",
+    "DuplicateConsumerIdError",
+    "NoPartitionsError",
+    "CoordinationAuthError",
+    "CommitFailedError",
+    "FencedCommitError",
+    "RebalanceFailedError",
+]

@@ -1,0 +1,355 @@
+"""GroupMember against a real ZooKeeper server (no mocks): both modes, every kind of strategy,
+fenced commits, session loss, ACLs, bad input. Soak tests with member processes are in
+``test_coordination_soak.py``."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+from kazoo.exceptions import NoAuthError
+
+from mqbalance import MessageQueue, UnknownStrategyError, strategy
+from mqbalance.coordination import (
+    CoordinationAuthError,
+    DuplicateConsumerIdError,
+    FencedCommitError,
+    GroupMember,
+    GroupPaths,
+    InvalidCoordinationConfigError,
+    MemberState,
+    NoPartitionsError,
+    RevokeReason,
+    ZooKeeperServer,
+    ZooKeeperUnreachableError,
+    group_status,
+    set_partitions,
+)
+from mqbalance.exceptions import InvalidInputError, MQBalanceError
+from mqbalance.kafka import TopicPartition, zk_assign
+from zk_fixture import expire_session, wait_until
+
+pytest_plugins = ["zk_plugin"]  # the real ZooKeeper server fixtures
+
+FAST = {"session_timeout": 2.0, "rebalance_backoff_ms": 100, "rebalance_max_retries": 10}
+
+
+def owners(members: list[GroupMember]) -> dict[TopicPartition, str]:
+    seen: dict[TopicPartition, str] = {}
+    for m in members:
+        for tp in m.assignment:
+            assert tp not in seen, f"{tp} owned by {seen[tp]} and {m.consumer_id}"
+            seen[tp] = m.consumer_id
+    return seen
+
+
+def settled(members: list[GroupMember], total: int) -> bool:
+    return all(m.state is MemberState.ACQUIRED for m in members) and len(owners(members)) == total
+
+
+@pytest.fixture
+def stack() -> Iterator[ExitStack]:
+    with ExitStack() as s:
+        yield s
+
+
+def start(stack: ExitStack, hosts: str, group: str, cid: str, topics: Any = ("t",), **kw: Any) -> GroupMember:
+    return stack.enter_context(GroupMember(hosts, group, topics, consumer_id=cid, **{**FAST, **kw}))
+
+
+@pytest.mark.parametrize("mode", ["every-member", "leader"])
+@pytest.mark.parametrize("name", ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])
+def test_rocketmq_strategy_gives_what_every_java_client_computes(zk_server, zk, group, stack, mode, name):
+    set_partitions(zk, f"{group}-t", 20)
+    ids = ["10.0.0.9@a", "10.0.0.10@a", "10.0.0.1@b"]
+    members = [start(stack, zk_server.hosts, group, cid, [f"{group}-t"], strategy=name, mode=mode) for cid in ids]
+    queues = [MessageQueue(f"{group}-t", "broker-0", p) for p in range(20)]
+    expected = {
+        c: sorted(q.queue_id for q in qs) for c, qs in strategy(name).assign(queues, ids, java_sort=True).items()
+    }
+    wait_until(
+        lambda: (
+            settled(members, 20)
+            and {m.consumer_id: sorted(tp.partition for tp in m.assignment) for m in members} == expected
+        )
+    )
+    st = group_status(zk_server.hosts, group)
+    assert st.unowned == 0 and len(st.members) == 3
+    if mode == "leader":
+        assert sum(m.is_leader for m in members) == 1 and st.generation is not None
+
+
+@pytest.mark.parametrize("mode", ["every-member", "leader"])
+def test_kafka_range_over_consumer_threads(zk_server, zk, group, stack, mode):
+    set_partitions(zk, f"{group}-a", 7)
+    set_partitions(zk, f"{group}-b", 3)
+    subs = {"C1": {f"{group}-a": 2, f"{group}-b": 1}, "C2": {f"{group}-a": 1, f"{group}-b": 1}}
+    members = [start(stack, zk_server.hosts, group, c, s, strategy="range", mode=mode) for c, s in subs.items()]
+    wait_until(lambda: settled(members, 10) and all(len(m.assignment) >= 3 for m in members))
+    expected = zk_assign(name="range", consumers=subs, partitions_per_topic={f"{group}-a": 7, f"{group}-b": 3})
+    for thread, tps in expected.items():
+        for tp in tps:  # the owner node names the consumer thread, as Kafka's does
+            assert zk.get(GroupPaths(group).owner(*tp))[0].decode() == thread
+
+
+def test_every_member_rebalance_on_join_leave_and_partition_change(zk_server, zk, group, stack):
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 12)
+    revoked: list[tuple[str, frozenset[TopicPartition], str]] = []
+    kw = {"on_revoked": lambda m, tps, why: revoked.append((m.consumer_id, tps, why))}
+    a = start(stack, zk_server.hosts, group, "a", [topic], **kw)
+    wait_until(lambda: settled([a], 12))
+    b = start(stack, zk_server.hosts, group, "b", [topic], **kw)
+    wait_until(lambda: settled([a, b], 12) and len(b.assignment) == 6)
+    assert ("a", frozenset(TopicPartition(topic, p) for p in range(12)), RevokeReason.REBALANCE) in revoked
+    set_partitions(zk, topic, 16)  # the partition-change listener
+    wait_until(lambda: settled([a, b], 16))
+    b.close()
+    wait_until(lambda: settled([a], 16))
+    assert ("b", frozenset(TopicPartition(topic, p) for p in range(8, 16)), RevokeReason.CLOSE) in revoked
+    assert a.stats.notifications >= 3 and a.stats.rebalances >= 4
+
+
+def test_leader_mode_sticky_moves_only_what_it_must_and_fails_over(zk_server, zk, group, stack):
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 30)
+    members = [start(stack, zk_server.hosts, group, f"m{i}", [topic], strategy="sticky", mode="leader") for i in "012"]
+    wait_until(lambda: settled(members, 30))
+    before = owners(members)
+    assert sorted(Counter(before.values()).values()) == [10, 10, 10]
+    d = start(stack, zk_server.hosts, group, "m3", [topic], strategy="sticky", mode="leader")
+    members.append(d)
+    wait_until(lambda: settled(members, 30) and len(d.assignment) >= 7)
+    after = owners(members)
+    moved = sum(1 for tp, m in after.items() if before[tp] != m)
+    assert moved == len(d.assignment) == 7  # only the newcomer's share moved (AVG would move more)
+    leader = next(m for m in members if m.is_leader)
+    gen = leader.generation
+    leader.close()
+    rest = [m for m in members if m is not leader]
+    wait_until(lambda: settled(rest, 30) and sum(m.is_leader for m in rest) == 1)
+    assert all(m.generation > gen for m in rest)
+    survivors_kept = sum(1 for tp, m in owners(rest).items() if after[tp] == m)
+    assert survivors_kept == 30 - len([tp for tp, m in after.items() if m == leader.consumer_id])
+
+
+def test_leader_mode_members_do_not_wake_on_membership_changes(zk_server, zk, group, stack):
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 64)
+    members = [
+        start(stack, zk_server.hosts, group, f"m{i}", [topic], strategy="CONSISTENT_HASH", mode="leader")
+        for i in range(5)
+    ]
+    wait_until(lambda: settled(members, 64))
+    time.sleep(0.3)
+    base = {m.consumer_id: m.stats for m in members}
+    extra = start(stack, zk_server.hosts, group, "m9", [topic], strategy="CONSISTENT_HASH", mode="leader")
+    wait_until(lambda: settled([*members, extra], 64) and extra.assignment)
+    time.sleep(0.3)
+    for m in members:
+        if not m.is_leader:  # one notification: the assignment node; never the member list
+            assert m.stats.notifications - base[m.consumer_id].notifications == 1
+
+
+def test_fenced_commit_refuses_a_member_that_lost_its_partition(zk_server, zk, group, stack):
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 2)
+    a = start(stack, zk_server.hosts, group, "a", [topic])
+    wait_until(lambda: settled([a], 2))
+    p = GroupPaths(group)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    v = a.commit(tp0, 10)
+    assert zk.get(p.offset(*tp0))[0] == b"10" and a.commit(tp0, 12) == v + 1
+    # someone else takes partition 0 over (what a successor's claim does: owner node + offset version bump)
+    zk.delete(p.owner(*tp0))
+    zk.create(p.owner(*tp0), b"intruder", ephemeral=True)
+    zk.set(p.offset(*tp0), b"12")
+    with pytest.raises(FencedCommitError) as e:
+        a.commit(tp0, 20)
+    assert e.value.value == tp0 and zk.get(p.offset(*tp0))[0] == b"12"
+    # an owner node that vanished without a successor: fenced too
+    zk.delete(p.owner(*tp1))
+    with pytest.raises(FencedCommitError):
+        a.commit(tp1, 5)
+    assert zk.get(p.offset(*tp1))[0] == b"0"
+    with pytest.raises(FencedCommitError):
+        a.commit(TopicPartition(topic, 7), 1)
+    with pytest.raises(InvalidInputError):
+        a.commit(tp0, -1)
+    zk.delete(p.owner(*tp0))  # let the member's own cleanup succeed
+
+
+def test_session_loss_stops_work_first_then_rejoins(zk_server, zk, group, stack):
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 4)
+    events: list[Any] = []
+    work_seen: list[bool] = []
+
+    def revoked(m: GroupMember, tps: frozenset[TopicPartition], why: str) -> None:
+        work_seen.append(m.may_work())  # by the time on_revoked runs, work is already refused
+        events.append(("revoked", why, len(tps)))
+
+    for mode in ("every-member", "leader"):
+        events.clear()
+        a = start(stack, zk_server.hosts, f"{group}-{mode}", "a", [topic], mode=mode, on_revoked=revoked)
+        wait_until(lambda a=a: settled([a], 4) and a.may_work())
+        old = a._client.client_id
+        expire_session(zk_server.hosts, a._client)
+        wait_until(lambda: ("revoked", RevokeReason.SESSION_LOST, 4) in events)
+        wait_until(lambda a=a, old=old: settled([a], 4) and a._client.client_id != old and a.may_work())
+        assert work_seen[-1] is False
+        a.close()
+
+
+def test_digest_acl_keeps_others_out(zk_server, zk, group, stack):
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 3)
+    a = start(stack, zk_server.hosts, group, "a", [topic], auth=("team", "s3cret"))
+    wait_until(lambda: settled([a], 3))
+    p = GroupPaths(group)
+    assert zk.get_children(p.ids) == ["a"]  # readable by anyone
+    before = {c: zk.get(f"{p.owners}/{topic}/{c}")[0] for c in zk.get_children(f"{p.owners}/{topic}")}
+    with pytest.raises(NoAuthError):
+        zk.create(f"{p.owners}/{topic}/9", b"x")
+    with pytest.raises(NoAuthError):
+        zk.delete(p.offset(topic, 0))
+    with pytest.raises(NoAuthError):
+        zk.set(p.offset(topic, 0), b"999")
+    with pytest.raises(CoordinationAuthError, match="digest ACL"):
+        GroupMember(zk_server.hosts, group, [topic], consumer_id="b", **FAST).start()
+    with pytest.raises(CoordinationAuthError):
+        GroupMember(zk_server.hosts, group, [topic], consumer_id="b", auth=("team", "wrong"), **FAST).start()
+    assert {c: zk.get(f"{p.owners}/{topic}/{c}")[0] for c in zk.get_children(f"{p.owners}/{topic}")} == before
+    assert zk.get_children(p.ids) == ["a"] and zk.get(p.offset(topic, 0))[0] == b"0"
+
+
+def test_duplicated_consumer_id_is_refused(zk_server, zk, group, stack):
+    set_partitions(zk, f"{group}-t", 2)
+    start(stack, zk_server.hosts, group, "same", [f"{group}-t"])
+    with pytest.raises(DuplicateConsumerIdError, match="already registered") as e:
+        GroupMember(zk_server.hosts, group, [f"{group}-t"], consumer_id="same", **FAST).start()
+    assert e.value.value == "same" and isinstance(e.value, ValueError)
+
+
+def test_malformed_member_data_is_ignored_with_a_warning(zk_server, zk, group, stack, caplog):
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 4)
+    p = GroupPaths(group)
+    zk.ensure_path(p.ids)
+    zk.create(p.member("garbage"), b"\xff not json", ephemeral=True)
+    caplog.set_level(logging.WARNING, logger="mqbalance.coordination")
+    for mode in ("every-member", "leader"):
+        a = start(stack, zk_server.hosts, group, f"a-{mode}", [topic], mode=mode)
+        wait_until(lambda a=a: settled([a], 4))
+        a.close()
+    assert any(p.member("garbage") in r.getMessage() for r in caplog.records)
+    zk.set(p.assignment, b"{not json")
+    b = start(stack, zk_server.hosts, group, "b", [topic], mode="leader")
+    wait_until(lambda: settled([b], 4))  # the leader replaces a malformed assignment
+    assert any(p.assignment in r.getMessage() for r in caplog.records)
+
+
+def test_unreachable_zookeeper_fails_within_the_connect_timeout():
+    with ZooKeeperServer() as dead:  # a port nobody listens on once the server is gone
+        hosts = dead.hosts
+    t0 = time.monotonic()
+    with pytest.raises(ZooKeeperUnreachableError, match="within 1.5 s") as e:
+        GroupMember(hosts, "g", ["t"], connect_timeout=1.5).start()
+    assert time.monotonic() - t0 < 1.5 + 2.0 and e.value.value == hosts
+    threads = [t.name for t in threading.enumerate() if "kazoo" in t.name.lower() or "mqbalance" in t.name]
+    assert not threads, threads
+
+
+def test_topic_without_partition_node(zk_server, group):
+    with pytest.raises(NoPartitionsError, match="no partition node /brokers/topics/") as e:
+        GroupMember(zk_server.hosts, group, [f"{group}-missing"], **FAST).start()
+    assert isinstance(e.value, LookupError)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"session_timeout": 0},
+        {"session_timeout": -1.0},
+        {"connect_timeout": 0},
+        {"rebalance_max_retries": 0},
+        {"rebalance_max_retries": -2},
+        {"rebalance_backoff_ms": -1},
+        {"topics": {"t": 0}},
+        {"topics": {"t": -1}},
+        {"topics": []},
+        {"topics": "t"},
+        {"mode": "anarchy"},
+        {"strategy": "sticky"},
+        {"consumer_id": "a/b"},
+        {"auth": ("user",)},
+        {"group": ""},
+    ],
+)
+def test_bad_parameters(kw):
+    args = {"hosts": "127.0.0.1:1", "group": "g", "topics": ["t"], **kw}
+    with pytest.raises(InvalidCoordinationConfigError) as e:
+        GroupMember(args.pop("hosts"), args.pop("group"), args.pop("topics"), **args)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, MQBalanceError)
+
+
+def test_unknown_strategy_and_bad_partition_counts(zk):
+    with pytest.raises(UnknownStrategyError, match="known: AVG.*range, roundrobin, sticky"):
+        GroupMember("127.0.0.1:1", "g", ["t"], strategy="FASTEST")
+    for n in (0, -3):
+        with pytest.raises(InvalidCoordinationConfigError):
+            set_partitions(zk, "t", n)
+    with pytest.raises(NoPartitionsError):
+        set_partitions(zk, "never-created", 3, create=False)
+
+
+def test_server_that_cannot_start_fails_clearly(monkeypatch):
+    monkeypatch.setenv("MQBALANCE_ZOOKEEPER_CLASSPATH", "/nonexistent.jar")
+    with pytest.raises(ZooKeeperUnreachableError, match="exited during start-up"), ZooKeeperServer():
+        pass
+
+
+def test_record_checker_catches_loss_overlap_and_backwards_commits():
+    from mqbalance.coordination.records import check_records
+
+    good = {
+        "m1": [{"e": "p", "q": "t/0", "a": 0, "b": 5, "t0": 1.0, "t1": 1.1}, {"e": "c", "q": "t/0", "o": 5, "v": 1}],
+        "m2": [{"e": "p", "q": "t/0", "a": 3, "b": 9, "t0": 2.0, "t1": 2.1}, {"e": "c", "q": "t/0", "o": 9, "v": 3}],
+    }
+    res = check_records(good, {"t/0": 9})
+    assert res.ok and res.duplicates == 2 and res.processed == 11
+    bad = {
+        "m1": [{"e": "p", "q": "t/0", "a": 0, "b": 5, "t0": 1.0, "t1": 2.5}, {"e": "c", "q": "t/0", "o": 5, "v": 4}],
+        "m2": [{"e": "p", "q": "t/0", "a": 6, "b": 9, "t0": 2.0, "t1": 2.1}, {"e": "c", "q": "t/0", "o": 9, "v": 3}],
+    }
+    res = check_records(bad, {"t/0": 9})
+    assert res.lost == {"t/0": [(5, 6)]} and len(res.overlaps) == 1 and len(res.backwards) == 1 and not res.ok
+
+
+def test_cli_group_status_and_unreachable(zk_server, zk, group, stack, capsys):
+    import json
+
+    from mqbalance.cli import main
+
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 3, source_rate=10.0)
+    a = start(stack, zk_server.hosts, group, "a", [topic], mode="leader")
+    wait_until(lambda: settled([a], 3))
+    a.commit(TopicPartition(topic, 1), 4)
+    assert main(["group", "status", "--zk", zk_server.hosts, "--group", group, "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)
+    assert [m["id"] for m in st["members"]] == ["a"] and st["leader"] == "a" and st["unowned"] == 0
+    row = next(r for r in st["partitions"] if r["partition"] == 1)
+    assert row["owner"] == "a" and row["offset"] == 4 and row["lag"] == row["end"] - 4
+    assert main(["group", "status", "--zk", zk_server.hosts, "--group", group]) == 0
+    assert "a" in capsys.readouterr().out
+    with ZooKeeperServer() as dead:
+        hosts = dead.hosts
+    assert main(["group", "status", "--zk", hosts, "--group", group, "--timeout", "1"]) == 2
+    assert "no ZooKeeper server answered" in capsys.readouterr().err
