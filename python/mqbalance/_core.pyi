@@ -127,7 +127,10 @@ class MQFaultStrategy:
         failure_reachable: bool,
     ) -> dict[str, Any]: ...
 
-def kafka_assign(name: str, topics: list[tuple[str, int]], members: list[Any]) -> list[list[tuple[int, int]]]: ...
+def kafka_assign(name: str, topics: list[tuple[str, int]], members: list[Any], cls: Any) -> list[list[Any]]: ...
+def kafka_assign_grouped(
+    name: str, topics: list[tuple[str, int]], members: list[Any]
+) -> list[list[tuple[str, tuple[int, ...]]]]: ...
 def kafka_assign_columns(
     name: str,
     topics: list[tuple[str, int]],
@@ -139,8 +142,12 @@ def kafka_assign_columns(
     generation: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...
 def zk_assign(
-    name: str, topics: list[tuple[str, int]], consumers: list[tuple[str, list[tuple[int, int]]]]
-) -> list[list[str | None]]: ...
+    name: str,
+    topics: list[tuple[str, int]],
+    consumers: list[tuple[str, list[tuple[int, int]]]],
+    threads: list[str],
+    cls: Any,
+) -> list[list[Any]]: ...
 def owners_by_pair(
     topics: _StrColumn,
     brokers: _StrColumn,

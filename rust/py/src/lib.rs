@@ -331,6 +331,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(ring_hash, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka::kafka_assign_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_columns, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::zk_assign, m)?)?;
     m.add("MAX_RING_ENTRIES", mqbalance_core::ring::MAX_RING_ENTRIES)?;
