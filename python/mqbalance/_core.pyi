@@ -37,6 +37,33 @@ def allocate_positions(
     consumer_rooms: _StrColumn | None = None,
     room_sep: str | None = None,
 ) -> npt.NDArray[np.uint32]: ...
+
+@final
+class QueueTable:
+    def __new__(cls, topics: _StrColumn, brokers: _StrColumn, queue_ids: npt.NDArray[np.int64]) -> QueueTable: ...
+    def __len__(self) -> int: ...
+
+def allocate_prepared(
+    strategy: Strategy,
+    current_id: str | None,
+    table: QueueTable,
+    items: tuple[Any, ...],
+    consumers: list[Any],
+    *,
+    queue_rooms: _StrColumn | None = None,
+    consumer_rooms: _StrColumn | None = None,
+    room_sep: str | None = None,
+) -> list[Any]: ...
+def assign_prepared(
+    strategy: Strategy,
+    table: QueueTable,
+    items: tuple[Any, ...],
+    consumers: list[Any],
+    *,
+    queue_rooms: _StrColumn | None = None,
+    consumer_rooms: _StrColumn | None = None,
+    room_sep: str | None = None,
+) -> list[list[Any]]: ...
 def assign_positions(
     strategy: Strategy,
     topics: _StrColumn,
