@@ -3,11 +3,12 @@ pairs for Arrow columns, and int64 numpy arrays for queue ids. Private."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, overload
 
 import numpy as np
 
+from . import _core
 from .exceptions import InvalidClientIdError, InvalidQueueError, LengthMismatchError
 from .models import JAVA_INT_MAX, JAVA_INT_MIN, MessageQueue
 
@@ -129,3 +130,39 @@ def check_lengths(**columns: int) -> None:
     if len(lengths) > 1:
         described = ", ".join(f"{k}={v}" for k, v in columns.items())
         raise LengthMismatchError(f"columns must have equal lengths, got {described}", columns)
+
+
+class QueueTable(Sequence[MessageQueue]):
+    """An immutable list of queues prepared once for many ``allocate`` / ``assign`` calls: the
+    queues' columns are extracted and checked here, so a call over it only reads the consumer ids
+    (a 1M-queue table saves about a second of extraction per call). What a client reuses between
+    rebalances while the topic's route is unchanged. Results hold these very objects.
+
+    >>> from mqbalance import strategy
+    >>> table = QueueTable(MessageQueue("T", "b", i) for i in range(5))
+    >>> [q.queue_id for q in strategy("AVG").allocate("cg", "c2", table, ["c1", "c2"])]
+    [3, 4]
+    """
+
+    __slots__ = ("_items", "_handle")
+
+    def __init__(self, queues: Iterable[MessageQueue]) -> None:
+        items = tuple(queues)
+        self._items = items
+        self._handle = _core.QueueTable(*queue_columns(items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> MessageQueue: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[MessageQueue, ...]: ...
+    def __getitem__(self, index: int | slice) -> MessageQueue | tuple[MessageQueue, ...]:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[MessageQueue]:
+        return iter(self._items)
+
+    def __repr__(self) -> str:
+        return f"QueueTable(<{len(self._items)} queues>)"

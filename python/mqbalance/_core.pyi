@@ -37,6 +37,33 @@ def allocate_positions(
     consumer_rooms: _StrColumn | None = None,
     room_sep: str | None = None,
 ) -> npt.NDArray[np.uint32]: ...
+
+@final
+class QueueTable:
+    def __new__(cls, topics: _StrColumn, brokers: _StrColumn, queue_ids: npt.NDArray[np.int64]) -> QueueTable: ...
+    def __len__(self) -> int: ...
+
+def allocate_prepared(
+    strategy: Strategy,
+    current_id: str | None,
+    table: QueueTable,
+    items: tuple[Any, ...],
+    consumers: list[Any],
+    *,
+    queue_rooms: _StrColumn | None = None,
+    consumer_rooms: _StrColumn | None = None,
+    room_sep: str | None = None,
+) -> list[Any]: ...
+def assign_prepared(
+    strategy: Strategy,
+    table: QueueTable,
+    items: tuple[Any, ...],
+    consumers: list[Any],
+    *,
+    queue_rooms: _StrColumn | None = None,
+    consumer_rooms: _StrColumn | None = None,
+    room_sep: str | None = None,
+) -> list[list[Any]]: ...
 def assign_positions(
     strategy: Strategy,
     topics: _StrColumn,
@@ -127,7 +154,10 @@ class MQFaultStrategy:
         failure_reachable: bool,
     ) -> dict[str, Any]: ...
 
-def kafka_assign(name: str, topics: list[tuple[str, int]], members: list[Any]) -> list[list[tuple[int, int]]]: ...
+def kafka_assign(name: str, topics: list[tuple[str, int]], members: list[Any], cls: Any) -> list[list[Any]]: ...
+def kafka_assign_grouped(
+    name: str, topics: list[tuple[str, int]], members: list[Any]
+) -> list[list[tuple[str, tuple[int, ...]]]]: ...
 def kafka_assign_columns(
     name: str,
     topics: list[tuple[str, int]],
@@ -139,8 +169,12 @@ def kafka_assign_columns(
     generation: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint32], npt.NDArray[np.uint32]]: ...
 def zk_assign(
-    name: str, topics: list[tuple[str, int]], consumers: list[tuple[str, list[tuple[int, int]]]]
-) -> list[list[str | None]]: ...
+    name: str,
+    topics: list[tuple[str, int]],
+    consumers: list[tuple[str, list[tuple[int, int]]]],
+    threads: list[str],
+    cls: Any,
+) -> list[list[Any]]: ...
 def owners_by_pair(
     topics: _StrColumn,
     brokers: _StrColumn,

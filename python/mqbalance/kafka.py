@@ -127,9 +127,16 @@ class Assignor:
                 raise InvalidInputError(f"member ids must be str, got {mid!r}", mid)
             s = _as_subscription(subscriptions[mid])
             members.append((mid, s.group_instance_id, list(s.topics), list(s.owned_partitions), s.generation))
-        lists = _core.kafka_assign(self.name, pairs, members)
-        names = [t for t, _ in pairs]
-        return {mid: [TopicPartition(names[t], p) for t, p in lst] for mid, lst in zip(ids, lists)}
+        lists = _core.kafka_assign(self.name, pairs, members, TopicPartition)
+        return dict(zip(ids, lists))
+
+    def _assign_grouped(
+        self, pairs: list[tuple[str, int]], members: list[Any]
+    ) -> list[list[tuple[str, tuple[int, ...]]]]:
+        """Per member (aligned with ``members``: ``(member_id, group_instance_id, topics: list[str],
+        owned: list[(topic, partition)] | None, generation)``), what kafka-python's
+        ``ConsumerProtocolAssignment`` carries: ``[(topic, (partition, ...)), ...]`` sorted."""
+        return _core.kafka_assign_grouped(self.name, pairs, members)
 
 
 def assignor(name: str) -> Assignor:
@@ -172,7 +179,7 @@ def zk_assign(
     pairs, index = _topics(partitions_per_topic)
     extra: dict[str, int] = {}
     rows = []
-    threads: dict[str, list[TopicPartition]] = {}
+    threads: dict[str, None] = {}
     for cid, sub in consumers.items():
         subs = []
         for topic, streams in sub.items():
@@ -184,15 +191,11 @@ def zk_assign(
                 extra[topic] = len(pairs) + len(extra)  # no metadata: owns nothing
             subs.append((index.get(topic, extra.get(topic, 0)), streams))
             for k in range(streams):
-                threads.setdefault(f"{cid}-{k}", [])
+                threads.setdefault(f"{cid}-{k}")
         rows.append((cid, subs))
     all_pairs = pairs + [(t, 0) for t in extra]
-    owners = _core.zk_assign(name, all_pairs, rows)
-    for (topic, _), per_topic in zip(all_pairs, owners):
-        for p, thread in enumerate(per_topic):
-            if thread is not None:
-                threads[thread].append(TopicPartition(topic, p))
-    return threads
+    ids = list(threads)
+    return dict(zip(ids, _core.zk_assign(name, all_pairs, rows, ids, TopicPartition)))
 
 
 @dataclass(frozen=True)

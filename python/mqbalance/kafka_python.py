@@ -17,46 +17,60 @@ Usage::
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from . import sticky_user_data
-from .kafka import Subscription, TopicPartition, assignor
+from .kafka import Assignor, Subscription, TopicPartition, assignor
 
 __all__ = ["RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"]
 
 
-def _partitions_per_topic(cluster: Any, members: list[Any]) -> dict[str, int]:
-    topics = {t for m in members for t in m.metadata.topics}
-    out = {}
+def _partitions_per_topic(cluster: Any, topics: Iterable[str]) -> list[tuple[str, int]]:
+    out = []
     for t in topics:
         parts = cluster.partitions_for_topic(t)
         if parts:
-            out[t] = len(parts)
+            out.append((t, len(parts)))
     return out
 
 
-def _grouped(tps: list[TopicPartition]) -> list[tuple[str, list[int]]]:
+def _grouped(tps: Iterable[tuple[str, int]]) -> list[tuple[str, list[int]]]:
     by_topic: dict[str, list[int]] = defaultdict(list)
-    for tp in tps:
-        by_topic[tp.topic].append(tp.partition)
+    for t, p in tps:
+        by_topic[t].append(p)
     return sorted((t, sorted(ps)) for t, ps in by_topic.items())
 
 
 class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python is untyped
     name = ""
     version = 0
+    _assignor: Assignor
 
     def _subscription(self, member: Any) -> Subscription:
         return Subscription(list(member.metadata.topics), group_instance_id=getattr(member, "group_instance_id", None))
 
+    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | None, int | None]:
+        """The member's previous partitions and their generation (sticky family)."""
+        return None, None
+
     def assign(self, cluster: Any, members: Any) -> dict[str, Any]:
-        members = list(members)
-        subs = {m.member_id: self._subscription(m) for m in members}
-        result = assignor(self.name).assign(_partitions_per_topic(cluster, members), subs)
-        return {mid: ConsumerProtocolAssignment(self.version, _grouped(tps), b"") for mid, tps in result.items()}
+        """``{member_id: ConsumerProtocolAssignment}``, what kafka-python's ``ConsumerCoordinator``
+        expects; the grouped ``(topic, [partition, ...])`` lists are built in Rust."""
+        by_id = {m.member_id: m for m in members}  # one entry per member id, like a dict of subscriptions
+        rows = []
+        topics: set[str] = set()
+        for mid, m in by_id.items():
+            md = m.metadata
+            names = md.topics if type(md.topics) is list else list(md.topics)
+            topics.update(names)
+            rows.append((mid, getattr(m, "group_instance_id", None), names, *self._owned(m)))
+        grouped = self._assignor._assign_grouped(_partitions_per_topic(cluster, sorted(topics)), rows)
+        version = self.version
+        return {mid: ConsumerProtocolAssignment(version, g, b"") for mid, g in zip(by_id, grouped)}
 
     def metadata(self, topics: Any) -> Any:
         return ConsumerProtocolSubscription(self.version, sorted(topics), b"")
@@ -69,12 +83,14 @@ class RangeAssignor(_MqbalanceAssignor):
     """Kafka's ``RangeAssignor`` (static members first, Java string order)."""
 
     name = "range"
+    _assignor = assignor("range")
 
 
 class RoundRobinAssignor(_MqbalanceAssignor):
     """Kafka's ``RoundRobinAssignor`` (also correct for unequal subscriptions)."""
 
     name = "roundrobin"
+    _assignor = assignor("roundrobin")
 
 
 class _StickyState(_MqbalanceAssignor):
@@ -91,11 +107,16 @@ class StickyAssignor(_StickyState):
     """Eager ``sticky``; previous assignment and generation travel in Java's userData layout."""
 
     name = "sticky"
+    _assignor = assignor("sticky")
 
     def metadata(self, topics: Any) -> Any:
         return ConsumerProtocolSubscription(
             self.version, sorted(topics), sticky_user_data.encode(self.member_assignment, self.generation)
         )
+
+    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | None, int | None]:
+        decoded = sticky_user_data.decode(member.metadata.user_data)
+        return decoded if decoded is not None else (None, None)
 
     def _subscription(self, member: Any) -> Subscription:
         decoded = sticky_user_data.decode(member.metadata.user_data)
@@ -113,6 +134,7 @@ class CooperativeStickyAssignor(_StickyState):
     round; owned partitions and generation travel in the subscription's v2 fields."""
 
     name = "cooperative-sticky"
+    _assignor = assignor("cooperative-sticky")
     version = 2
 
     def supported_protocols(self) -> list[Any]:
@@ -130,6 +152,12 @@ class CooperativeStickyAssignor(_StickyState):
             owned_partitions=owned,
             generation_id=-1 if self.generation is None else self.generation,
         )
+
+    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | None, int | None]:
+        md = member.metadata
+        owned = [(tp.topic, p) for tp in (getattr(md, "owned_partitions", None) or ()) for p in tp.partitions]
+        gen = getattr(md, "generation_id", -1)
+        return owned, None if gen is None or gen < 0 else gen
 
     def _subscription(self, member: Any) -> Subscription:
         md = member.metadata

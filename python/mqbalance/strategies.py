@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from . import _core
-from ._columns import check_current_id, id_list, queue_columns
+from ._columns import QueueTable, check_current_id, id_list, queue_columns
 from .exceptions import InvalidInputError, MachineRoomError, UnsupportedStrategyError
 from .models import MessageQueue
 from .ordering import sort_client_ids, sort_queues
@@ -35,8 +35,18 @@ __all__ = [
     "MachineRoom",
     "MachineRoomNearby",
     "Config",
+    "QueueTable",
     "strategy",
 ]
+
+
+def _first_per_id(ids: list[Any], lists: list[list[MessageQueue]]) -> dict[str, list[MessageQueue]]:
+    """``{id: list}`` keeping each id's first slot (a repeated id's later slots are empty)."""
+    out: dict[str, list[MessageQueue]] = {}
+    for cid, lst in zip(ids, lists):
+        if cid not in out:
+            out[cid] = lst
+    return out
 
 
 class AllocateStrategy:
@@ -67,11 +77,15 @@ class AllocateStrategy:
         Returns the queues ``current_id`` consumes (the same objects as in ``queues``), in Java's
         order; ``[]`` when ``current_id`` is not in ``consumers``. Raises the
         :class:`~mqbalance.exceptions.IllegalArgumentError` subclasses where Java throws.
-        ``consumer_group`` only appears in Java's log lines.
+        ``consumer_group`` only appears in Java's log lines. Pass a :class:`QueueTable` to allocate
+        over the same queues many times without extracting them again.
         """
         check_current_id(current_id)
-        qs = list(queues) if queues is not None else []
         ids = id_list(consumers)
+        if isinstance(queues, QueueTable):
+            rooms = self._rooms(queues, ids)
+            return _core.allocate_prepared(self._handle, current_id, queues._handle, queues._items, ids, **rooms)
+        qs = list(queues) if queues is not None else []
         positions = _core.allocate_positions(self._handle, current_id, *queue_columns(qs), ids, **self._rooms(qs, ids))
         return [qs[i] for i in positions]
 
@@ -88,8 +102,12 @@ class AllocateStrategy:
         first sorted the way ``RebalanceImpl`` does (what real clients compute); otherwise they are
         used as given, like :meth:`allocate`.
         """
-        qs = list(queues) if queues is not None else []
         ids = id_list(consumers)
+        if isinstance(queues, QueueTable) and not java_sort:
+            rooms = self._rooms(queues, ids)
+            lists = _core.assign_prepared(self._handle, queues._handle, queues._items, ids, **rooms)
+            return _first_per_id(ids, lists)
+        qs = list(queues) if queues is not None else []
         if java_sort:
             qs, ids = sort_queues(qs), sort_client_ids(ids)
         lists = _core.assign_positions(self._handle, *queue_columns(qs), ids, **self._rooms(qs, ids))

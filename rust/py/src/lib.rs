@@ -16,6 +16,7 @@ use mqbalance_core::ring::hash_str;
 use mqbalance_core::{order, Charset, ConsumerList, QueueTable, Strategy};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
 
 use errors::{IntoPyResult, UnknownCharsetError, UnknownStrategyError, UnsupportedStrategyError};
 
@@ -161,6 +162,118 @@ fn allocate_positions<'py>(
         })
         .py_err()?;
     Ok(picked.into_pyarray(py))
+}
+
+/// A queue list extracted once (topic and broker names interned, ids checked), for many
+/// `allocate` / `assign` calls over the same queues.
+#[pyclass(frozen, name = "QueueTable", module = "mqbalance._core")]
+struct PyQueueTable {
+    table: QueueTable,
+}
+
+#[pymethods]
+impl PyQueueTable {
+    #[new]
+    fn new(
+        topics: &Bound<'_, PyAny>,
+        brokers: &Bound<'_, PyAny>,
+        queue_ids: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<Self> {
+        Ok(PyQueueTable {
+            table: columns::queue_table(topics, brokers, queue_ids, true)?,
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.table.len()
+    }
+}
+
+/// `items[k]` for each position: the caller's own objects, no copy.
+fn pick<'py>(items: &Bound<'py, PyTuple>, positions: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(items.py());
+    for &k in positions {
+        out.append(items.get_item(k as usize)?)?;
+    }
+    Ok(out)
+}
+
+fn check_items(table: &PyQueueTable, items: &Bound<'_, PyTuple>) -> PyResult<()> {
+    if items.len() == table.table.len() {
+        Ok(())
+    } else {
+        Err(errors::LengthMismatchError::new_err((
+            format!(
+                "{} items for a table of {} queues",
+                items.len(),
+                table.table.len()
+            ),
+            items.len(),
+        )))
+    }
+}
+
+/// Java's per-client `allocate` over a prepared [`PyQueueTable`] whose rows are `items`: only the
+/// consumer list is extracted; returns the list of `items` the client consumes, in Java's order.
+#[pyfunction]
+#[pyo3(signature = (strategy, current_id, table, items, consumers, *, queue_rooms = None, consumer_rooms = None, room_sep = None))]
+#[allow(clippy::too_many_arguments)]
+fn allocate_prepared<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    current_id: Option<String>,
+    table: &PyQueueTable,
+    items: &Bound<'py, PyTuple>,
+    consumers: &Bound<'py, PyAny>,
+    queue_rooms: Option<&Bound<'py, PyAny>>,
+    consumer_rooms: Option<&Bound<'py, PyAny>>,
+    room_sep: Option<&str>,
+) -> PyResult<Bound<'py, PyList>> {
+    check_items(table, items)?;
+    let s = &strategy.inner;
+    let group = columns::consumer_list(consumers)?;
+    let rooms = columns::rooms(&table.table, &group, queue_rooms, consumer_rooms, room_sep)?;
+    let picked = py
+        .detach(|| {
+            allocate::allocate(
+                s,
+                current_id.as_deref(),
+                &table.table.all(),
+                &group,
+                rooms.as_ref(),
+            )
+        })
+        .py_err()?;
+    pick(items, &picked)
+}
+
+/// Every member's list over a prepared [`PyQueueTable`] whose rows are `items`, as lists of
+/// `items` (entry `j` is empty for a repeated id).
+#[pyfunction]
+#[pyo3(signature = (strategy, table, items, consumers, *, queue_rooms = None, consumer_rooms = None, room_sep = None))]
+#[allow(clippy::too_many_arguments)]
+fn assign_prepared<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    table: &PyQueueTable,
+    items: &Bound<'py, PyTuple>,
+    consumers: &Bound<'py, PyAny>,
+    queue_rooms: Option<&Bound<'py, PyAny>>,
+    consumer_rooms: Option<&Bound<'py, PyAny>>,
+    room_sep: Option<&str>,
+) -> PyResult<Bound<'py, PyList>> {
+    check_items(table, items)?;
+    let s = &strategy.inner;
+    let group = columns::consumer_list(consumers)?;
+    let rooms = columns::rooms(&table.table, &group, queue_rooms, consumer_rooms, room_sep)?;
+    let lists = py
+        .detach(|| allocate::assign(s, &table.table.all(), &group, rooms.as_ref()))
+        .py_err()?;
+    let out = PyList::empty(py);
+    for positions in &lists {
+        out.append(pick(items, positions)?)?;
+    }
+    Ok(out)
 }
 
 /// Every member's list in one pass (lists as given); entry `j` is empty for a repeated id.
@@ -325,12 +438,16 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fault::PyTopicPublishInfo>()?;
     m.add_function(wrap_pyfunction!(allocate_positions, m)?)?;
     m.add_function(wrap_pyfunction!(assign_positions, m)?)?;
+    m.add_class::<PyQueueTable>()?;
+    m.add_function(wrap_pyfunction!(allocate_prepared, m)?)?;
+    m.add_function(wrap_pyfunction!(assign_prepared, m)?)?;
     m.add_function(wrap_pyfunction!(owners, m)?)?;
     m.add_function(wrap_pyfunction!(owners_by_pair, m)?)?;
     m.add_function(wrap_pyfunction!(sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(ring_hash, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka::kafka_assign_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_columns, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::zk_assign, m)?)?;
     m.add("MAX_RING_ENTRIES", mqbalance_core::ring::MAX_RING_ENTRIES)?;
