@@ -132,7 +132,7 @@ def test_example_hazards_are_found_and_a_clean_fleet_has_none(tmp_path):
     paths = write_outputs(result, tmp_path, assignments=assign_snapshot(snap), source="example <fleet>")
     report = paths["report_md"].read_text()
     assert "cg-payments-dup" in report and "worst_groups.png" in report
-    assert (tmp_path / "queues_per_consumer.png").stat().st_size > 1000
+    assert (tmp_path / "load_vs_fair_share.png").stat().st_size > 1000
     assert "example &lt;fleet&gt;" in paths["report_html"].read_text()
     assert json.loads(paths["findings_json"].read_text())["totals"]["duplicated_client_ids"] == 1
     assert any(p.suffix == ".parquet" for p in paths["assignments"].iterdir())
@@ -239,3 +239,41 @@ def test_duplicate_topics_and_bad_parquet(tmp_path):
     pq.write_table(pa.table({"topic": ["T"], "broker_name": ["b"]}), d / "queue_data.parquet")
     with pytest.raises(SnapshotError, match="missing column 'read_queue_nums'"):
         load_snapshot(d)
+
+
+def test_engine_blocks_are_bounded_and_facts_concatenate_to_the_whole_audit():
+    import pyarrow as pa
+
+    from mqbalance.fleet import engine, summarise
+
+    snap = snapshot_from_dict(example_fleet(7), "example")
+    pairs = engine.subscription_pairs(snap)
+    counts = engine.pair_queue_counts(pairs)
+    for limit in (1, 40, 10**6):
+        slices = list(engine.pair_slices(pairs, limit))
+        assert sum(s.num_rows for s in slices) == pairs.num_rows
+        for part in slices:  # within the limit, or a single pair that alone exceeds it
+            assert part.num_rows == 1 or engine.pair_queue_counts(part).sum() <= limit
+    assert int(counts.sum()) == sum(r.queues for r in audit_snapshot(snap).rows)
+    groups = snap.consumer_groups()
+    batches = pairs.to_batches(max_chunksize=7)  # what Spark hands a task
+    blocks = list(engine.assignment_blocks(batches, groups))
+    assert max(b.num_rows for b in blocks) <= engine.MAX_ROWS_PER_BLOCK
+    assert consumers_by_queue(pa.Table.from_batches(blocks)) == consumers_by_queue(assign_snapshot(snap))
+    facts = pa.Table.from_batches(list(engine.fact_blocks(batches, groups)), schema=engine.FACT_SCHEMA)
+    whole = audit_snapshot(snap)
+    from_facts = summarise(snap, *engine.split_facts(facts))
+    assert from_facts.findings == whole.findings and from_facts.rows == whole.rows
+    assert sorted(from_facts.fair_share) == sorted(whole.fair_share) and max(whole.fair_share) > 1
+
+
+def test_cli_assign_prints_fleet_totals_and_the_worst_pairs_first(capsys):
+    from mqbalance.cli import main
+
+    assert main(["assign", "--top", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("fleet: ") and "unowned 11" in lines[1] and "consumed twice 11" in lines[1]
+    shown = [line.split()[0] for line in lines[4:7]]
+    assert shown == ["cg-payments-dup", "cg-orders-mixed", "cg-audit-idle"]
+    assert lines[7].startswith("... ") and "more group/topic pairs" in lines[7]
+    assert main(["assign", "--top", "-1"]) == 2

@@ -85,3 +85,18 @@ def test_cli_audit_end_to_end(tmp_path, capsys):
 def test_cli_leaves_a_running_session_alone(spark, tmp_path):
     assert main(["audit", "--out", str(tmp_path / "a")]) == 0
     assert spark.range(3).count() == 3  # the fixture's session still works
+
+
+def test_one_pass_audit_equals_the_in_process_audit(spark):
+    from mqbalance.fleet.spark import audit_fleet
+
+    snap = snapshot_from_dict(example_fleet(9), "example")
+    for partitions in (None, 3):
+        result = audit_fleet(spark, snap, partitions=partitions)
+        local = audit_snapshot(snap)
+        assert result.findings == local.findings and result.rows == local.rows and result.totals == local.totals
+
+
+def test_cli_audit_refuses_bad_settings_before_starting(tmp_path, capsys):
+    assert main(["audit", "--out", str(tmp_path), "--conf", "spark.sql.shuffle.partitions"]) == 2
+    assert "--conf: expected KEY=VALUE" in capsys.readouterr().err

@@ -23,22 +23,15 @@ a group that never again had every queue pulled exactly once after some event).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import time
 from pathlib import Path
 
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
+from mqbalance.progress import Progress
 
 __all__ = ["SnapshotError", "main"]
-
-
-class _Progress:
-    def __init__(self) -> None:
-        self.start = time.perf_counter()
-
-    def __call__(self, message: str) -> None:
-        print(f"[{time.perf_counter() - self.start:6.1f}s] {message}", flush=True)
 
 
 def _example(seed: int) -> tuple[Snapshot, Snapshot]:
@@ -53,32 +46,57 @@ def _example(seed: int) -> tuple[Snapshot, Snapshot]:
 def _cmd_assign(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FindingKind, audit_snapshot
 
+    if args.top is not None and args.top < 0:
+        raise SnapshotError(f"--top: must be >= 0, got {args.top}", args.top)
     snap = load_snapshot(args.snapshot) if args.snapshot else _example(args.seed)[0]
     result = audit_snapshot(snap)
     rows = {(r.group, r.topic): r for r in result.rows}
     groups = snap.consumer_groups()
-    print(f"{snap.source}: {len(snap.groups)} groups")
-    header = f"{'group':<20} {'topic':<22} {'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7}  notes"
-    print(header)
-    print("-" * len(header))
-    for g, t in sorted(snap.subscription_pairs()):
+    lines = []  # (queues at risk, idle, missing route, group, topic, line)
+    for g, t in snap.subscription_pairs():
         group = groups.get(g)
         procs = len(group.connections) if group else 0
         row = rows.get((g, t))
         if row is None:
-            print(f"{g:<20} {t:<22} {0:>6} {procs:>5} {'':>4} {'':>4} {'':>7}  no readable queue (missing route)")
+            note = "no readable queue (missing route)"
+            lines.append((0, 0, 1, g, t, f"{g:<20} {t:<22} {0:>6} {procs:>5} {'':>4} {'':>4} {'':>7} {'':>7}  {note}"))
             continue
         notes = []
         if group and group.duplicated_ids:
             notes.append(f"duplicated id {', '.join(group.duplicated_ids)}")
         if row.unowned:
             notes.append(f"{row.unowned} queues consumed by nobody")
-        if row.idle_processes:
+        if row.double_owned and row.message_model == "CLUSTERING":
+            notes.append(f"{row.double_owned} consumed twice")
+        if row.idle_processes and row.message_model == "CLUSTERING":
             notes.append(f"{row.idle_processes} idle")
-        print(
+        risk = row.unowned + (row.double_owned if row.message_model == "CLUSTERING" else 0)
+        idle = row.idle_processes if row.message_model == "CLUSTERING" else 0
+        line = (
             f"{g:<20} {t:<22} {row.queues:>6} {procs:>5} {row.min_per_process:>4} {row.max_per_process:>4} "
-            f"{row.unowned:>7}  {'; '.join(notes)}"
+            f"{row.unowned:>7} {row.double_owned:>7}  {'; '.join(notes)}"
         )
+        lines.append((risk, idle, 0, g, t, line))
+    print(f"{snap.source}: {len(snap.groups)} groups")
+    totals = result.totals
+    print(
+        f"fleet: {totals['queues_assigned']:,} queues in {totals['group_topics']:,} group/topic pairs, "
+        f"{totals['processes']:,} processes; unowned {totals['unowned_queues']:,}, consumed twice "
+        f"{totals['double_owned_queues']:,}, idle processes {totals['idle_processes']:,}, duplicated ids "
+        f"{totals['duplicated_client_ids']:,}, missing routes {totals['missing_routes']:,}"
+    )
+    columns = f"{'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7} {'twice':>7}"
+    header = f"{'group':<20} {'topic':<22} {columns}  notes"
+    print(header)
+    print("-" * len(header))
+    if args.top is None:
+        shown = sorted(lines, key=lambda x: (x[3], x[4]))
+    else:  # the worst first: queues at risk, then idle processes, then missing routes
+        shown = sorted(lines, key=lambda x: (-x[0], -x[1], -x[2], x[3], x[4]))[: args.top]
+    for *_, line in shown:
+        print(line)
+    if len(shown) < len(lines):
+        print(f"... {len(lines) - len(shown):,} more group/topic pairs (--top)")
     return 3 if args.fail_on_unowned and result.count(FindingKind.UNOWNED) else 0
 
 
@@ -105,7 +123,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
     if unknown:
         raise SnapshotError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
-    say = _Progress()
+    say = Progress(quiet=args.quiet)
     if args.snapshot:
         snap = load_snapshot(args.snapshot)
         prev = load_snapshot(args.previous) if args.previous else None
@@ -131,13 +149,15 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         previous = None
         if prev is not None:
             previous = (assign_fleet(spark, snap, partitions=args.partitions), assign_fleet(spark, prev))
-        result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous)
+        with say.spark_stages(spark, "audit"):
+            result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous)
         say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
         paths = write_outputs(result, args.out, source=snap.source)
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
         if not args.no_assignments:
             target = Path(args.out) / "assignments"
-            assign_fleet(spark, snap, partitions=args.partitions).write.mode("overwrite").parquet(str(target))
+            with say.spark_stages(spark, "assignments"):
+                assign_fleet(spark, snap, partitions=args.partitions).write.mode("overwrite").parquet(str(target))
             say(f"wrote {target}/ (one row per queue and consuming process, Parquet)")
     print()
     print("Summary")
@@ -172,7 +192,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if args.seed is not None:
         scenario = dataclasses.replace(scenario, seed=args.seed)
     names = [n for n in (args.strategy or "").split(",") if n] or None
-    say = _Progress()
+    say = Progress()
     out = Path(args.out) / scenario.name
     say(f"{scenario.name}: {scenario.duration_ms / 60_000:g} simulated min per strategy")
     results = compare(
@@ -274,11 +294,13 @@ def main(argv: list[str] | None = None) -> int:
         "--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned"
     )
     au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
+    au.add_argument("--quiet", action="store_true", help="no progress lines")
     a = sub.add_parser("assign", help="who consumes which queue, per group and topic, in-process")
     a.add_argument(
         "snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)"
     )
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
+    a.add_argument("--top", type=int, help="print only the N worst group/topic pairs (default: all, by name)")
     a.add_argument("--seed", type=int, default=7)
     f = sub.add_parser(
         "fault-latency-demo",
@@ -317,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     except MQBalanceError as e:
         print(f"mqbalance: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (e.g. `| head`) went away: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -48,11 +48,25 @@ class FindingKind(enum.StrEnum):
     CHURN = "churn"
 
     @property
+    def meaning(self) -> str:
+        """One line for people (the report's legend)."""
+        return _MEANINGS[self]
+
+    @property
     def urgent(self) -> bool:
         """Queues are consumed twice or by nobody right now."""
         return self in (FindingKind.UNOWNED, FindingKind.DOUBLE_OWNED, FindingKind.DUPLICATE_CLIENT_ID)
 
 
+_MEANINGS = {
+    FindingKind.UNOWNED: "readable queues no process consumes",
+    FindingKind.DOUBLE_OWNED: "queues consumed by more than one process",
+    FindingKind.DUPLICATE_CLIENT_ID: "one client id on several connections",
+    FindingKind.IDLE_CONSUMER: "processes consuming nothing of a subscribed topic",
+    FindingKind.STRATEGY_MISMATCH: "clients of one group on different strategies",
+    FindingKind.MISSING_ROUTE: "subscribed topics without a readable queue",
+    FindingKind.CHURN: "queues that changed consumers since the previous snapshot",
+}
 FINDING_KINDS = tuple(k.value for k in FindingKind)
 
 
@@ -109,6 +123,8 @@ class AuditResult:
     findings: list[Finding]
     totals: dict[str, int]
     per_process: list[int] = field(default_factory=list)
+    #: per clustering process and subscribed topic: its queues over its fair share (queues / processes)
+    fair_share: list[float] = field(default_factory=list)
 
     def count(self, kind: FindingKind | str) -> int:
         """How many findings of ``kind``."""
@@ -143,6 +159,7 @@ def summarise(
     findings: list[Finding] = []
     rows: list[PairRow] = []
     per_process: list[int] = []
+    fair_share: list[float] = []
 
     for g, group in sorted(groups.items()):
         for cid, k in sorted(Counter(group.client_ids).items()):
@@ -171,6 +188,9 @@ def summarise(
         owned = owned_by_id.get((g, t), {})
         loads = [owned.get(c.client_id, 0) // id_counts[c.client_id] for c in conns]
         per_process.extend(loads)
+        if model is MessageModel.CLUSTERING and loads and int(r["queues"]):
+            fair = int(r["queues"]) / len(loads)
+            fair_share.extend(x / fair for x in loads)
         idle = sum(1 for x in loads if x == 0)
         mean = (sum(loads) / len(loads)) if loads else 0.0
         queues, unowned, double_owned = int(r["queues"]), int(r["unowned"]), int(r["double_owned"])
@@ -234,4 +254,4 @@ def summarise(
     }
     if churn is not None:
         totals["churned_queues"] = total(FindingKind.CHURN)
-    return AuditResult(rows, findings, totals, per_process)
+    return AuditResult(rows, findings, totals, per_process, fair_share)

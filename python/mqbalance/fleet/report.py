@@ -18,7 +18,9 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from mqbalance.fleet.findings import AuditResult, Finding, PairRow
+import numpy as np
+
+from mqbalance.fleet.findings import AuditResult, Finding, FindingKind
 
 __all__ = ["write_outputs"]
 
@@ -34,34 +36,49 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
     except ImportError:  # pragma: no cover - matplotlib is in the spark extra
         return []
     made = []
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    data = result.per_process or [0]
-    ax.hist(data, bins=min(40, max(data) + 1), color="#3b7dd8")
-    ax.set_xlabel("queues per consumer process (per subscribed topic)")
-    ax.set_ylabel("processes")
-    ax.set_title("Load distribution")
-    fig.tight_layout()
-    fig.savefig(out / "queues_per_consumer.png", dpi=100)
-    plt.close(fig)
-    made.append("queues_per_consumer.png")
-
-    def trouble(r: PairRow) -> int:
-        return r.unowned + r.double_owned + r.idle_processes
+    if result.fair_share:
+        share = np.sort(np.asarray(result.fair_share))
+        frac = (np.arange(len(share)) + 0.5) / len(share)
+        fig, ax = plt.subplots(figsize=(7, 3.8))
+        floor = 1 / 64  # idle processes (share 0) drawn on the bottom edge of the log scale
+        ax.plot(frac, np.maximum(share, floor), color="#3b7dd8", drawstyle="steps-mid")
+        ax.axhline(1.0, color="#555555", linestyle="--", linewidth=1, label="fair share")
+        ax.set_yscale("log", base=2)
+        ax.set_ylim(floor / 1.2, max(4.0, float(share[-1]) * 1.2))
+        ax.set_xlabel("fraction of consumer processes (per subscribed topic), least loaded first")
+        ax.set_ylabel("queues / fair share")
+        idle = float(np.mean(share == 0))
+        ax.set_title(f"Load against fair share ({len(share):,} processes; {idle:.1%} idle, drawn at 1/64)")
+        ax.legend(loc="upper left")
+        fig.tight_layout()
+        fig.savefig(out / "load_vs_fair_share.png", dpi=100)
+        plt.close(fig)
+        made.append("load_vs_fair_share.png")
 
     # Broadcasting groups: everyone consumes everything, by design.
     clustering = [r for r in result.rows if r.message_model == "CLUSTERING"]
-    worst = [r for r in sorted(clustering, key=lambda r: -trouble(r))[:15] if trouble(r)]
-    if worst:
-        fig, ax = plt.subplots(figsize=(8, 0.4 * len(worst) + 1.5))
-        labels = [f"{r.group} / {r.topic}" for r in worst]
-        left = [0] * len(worst)
-        for key, color in (("unowned", "#d62728"), ("double_owned", "#ff7f0e"), ("idle_processes", "#7f7f7f")):
-            vals = [getattr(r, key) for r in worst]
-            ax.barh(labels, vals, left=left, color=color, label=key.replace("_", " "))
-            left = [a + b for a, b in zip(left, vals)]
-        ax.invert_yaxis()
-        ax.legend()
-        ax.set_title("Worst group/topic pairs")
+    at_risk = sorted((r for r in clustering if r.unowned + r.double_owned), key=lambda r: -(r.unowned + r.double_owned))
+    idle_rows = sorted((r for r in clustering if r.idle_processes), key=lambda r: -r.idle_processes)
+    if at_risk or idle_rows:
+        worst, idle_top = at_risk[:15], idle_rows[:15]
+        height = 0.4 * max(len(worst), len(idle_top), 1) + 1.5
+        fig, (left, right) = plt.subplots(1, 2, figsize=(13, height))
+        if worst:
+            labels = [f"{r.group} / {r.topic}" for r in worst]
+            unowned = [r.unowned for r in worst]
+            left.barh(labels, unowned, color="#d62728", label="consumed by nobody")
+            left.barh(labels, [r.double_owned for r in worst], left=unowned, color="#ff7f0e", label="consumed twice")
+            left.invert_yaxis()
+            left.legend()
+        left.set_xlabel("queues at risk")
+        left.set_title(f"Worst group/topic pairs by queues at risk ({len(at_risk):,} in all)")
+        if idle_top:
+            right.barh(
+                [f"{r.group} / {r.topic}" for r in idle_top], [r.idle_processes for r in idle_top], color="#7f7f7f"
+            )
+            right.invert_yaxis()
+        right.set_xlabel("idle processes")
+        right.set_title(f"Idle consumers (group/topic pairs with any: {len(idle_rows):,})")
         fig.tight_layout()
         fig.savefig(out / "worst_groups.png", dpi=100)
         plt.close(fig)
@@ -80,13 +97,32 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
     return made
 
 
+TOP_PER_KIND = 10
+
+
+def _by_kind(result: AuditResult) -> list[tuple[FindingKind, list[Finding]]]:
+    """Findings grouped by kind in order of urgency, each kind's largest first."""
+    out = []
+    for kind in FindingKind:
+        found = sorted((f for f in result.findings if f.kind is kind), key=lambda f: (-f.count, f.group, f.topic or ""))
+        if found:
+            out.append((kind, found))
+    return out
+
+
 def _markdown(result: AuditResult, source: str, images: list[str]) -> str:
     lines = [f"# mqbalance audit — {source}", "", "| total | value |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in result.totals.items()]
-    lines += ["", "## Findings", "", "| kind | group | topic | count | detail |", "|---|---|---|---|---|"]
-    lines += [
-        f"| {f.kind.value} | {f.group} | {f.topic or ''} | {f.count} | {f.detail} |" for f in result.findings
-    ] or ["| none | | | | |"]
+    lines += [f"| {k} | {v:,} |" for k, v in result.totals.items()]
+    lines += ["", "## Findings by kind", "", "| kind | findings | count | meaning |", "|---|---|---|---|"]
+    grouped = _by_kind(result)
+    lines += [f"| {k.value} | {len(fs):,} | {sum(f.count for f in fs):,} | {k.meaning} |" for k, fs in grouped] or [
+        "| none | | | |"
+    ]
+    for kind, found in grouped:
+        lines += ["", f"### {kind.value}", "", "| group | topic | count | detail |", "|---|---|---|---|"]
+        lines += [f"| {f.group} | {f.topic or ''} | {f.count:,} | {f.detail} |" for f in found[:TOP_PER_KIND]]
+        if len(found) > TOP_PER_KIND:
+            lines.append(f"| … {len(found) - TOP_PER_KIND:,} more in findings.csv | | | |")
     lines += [""] + [f"![{img}]({img})" for img in images]
     return "\n".join(lines) + "\n"
 
@@ -99,10 +135,28 @@ def _html_finding(f: Finding) -> str:
 
 def _html(result: AuditResult, source: str, images: list[str]) -> str:
     template = Template(resources.files("mqbalance.fleet").joinpath("templates/report.html").read_text("utf-8"))
+    grouped = _by_kind(result)
+    summary = "\n".join(
+        f'<tr><td>{k.value}</td><td class="n">{len(fs):,}</td><td class="n">{sum(f.count for f in fs):,}</td>'
+        f"<td>{html.escape(k.meaning)}</td></tr>"
+        for k, fs in grouped
+    )
+    sections = []
+    for kind, found in grouped:
+        rows = "\n".join(_html_finding(f) for f in found[:TOP_PER_KIND])
+        more = len(found) - TOP_PER_KIND
+        tail = f'<p class="more">… {more:,} more in findings.csv</p>' if more > 0 else ""
+        sections.append(
+            f"<h3>{kind.value}</h3>\n<table>\n<tr><th>kind</th><th>group</th><th>topic</th><th>count</th>"
+            f"<th>detail</th></tr>\n{rows}\n</table>{tail}"
+        )
     return template.substitute(
         source=html.escape(source),
-        totals="\n".join(f'<tr><th>{html.escape(k)}</th><td class="n">{v}</td></tr>' for k, v in result.totals.items()),
-        findings="\n".join(_html_finding(f) for f in result.findings),
+        totals="\n".join(
+            f'<tr><th>{html.escape(k)}</th><td class="n">{v:,}</td></tr>' for k, v in result.totals.items()
+        ),
+        summary=summary,
+        findings="\n".join(sections) or "<p>none</p>",
         images="\n".join(f'<p><img src="{html.escape(i)}" alt="{html.escape(i)}"></p>' for i in images),
     )
 
@@ -133,7 +187,7 @@ def write_outputs(
 
             paths["assignments"].mkdir(exist_ok=True)
             pq.write_table(assignments, paths["assignments"] / "part-0.parquet")
-    findings = [f.to_dict() for f in result.findings]
+    findings = [f.to_dict() for _, found in _by_kind(result) for f in found]  # most urgent first
     paths["findings_json"] = out / "findings.json"
     paths["findings_json"].write_text(
         json.dumps({"source": source, "totals": result.totals, "findings": findings}, indent=2, ensure_ascii=False),

@@ -1,0 +1,86 @@
+"""Progress of long phases: timestamped lines, and for Spark jobs the tasks done per stage, polled
+from the job's status tracker (Spark's own console progress is switched off).
+
+On a terminal the stage line is rewritten in place; otherwise a line is printed when the count
+changes, at most every ``interval`` seconds. ``quiet`` silences both.
+
+>>> say = Progress(quiet=True)
+>>> say("nothing is printed")
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+__all__ = ["Progress"]
+
+
+class Progress:
+    """``say(message)`` prints ``[  12.3s] message``; :meth:`spark_stages` reports running stages."""
+
+    def __init__(self, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+        self.start = time.perf_counter()
+        self.quiet = quiet
+        self.stream = stream or sys.stdout
+        self._lock = threading.Lock()
+        self._open_line = False
+
+    def __call__(self, message: str) -> None:
+        if self.quiet:
+            return
+        with self._lock:
+            if self._open_line:
+                self.stream.write("\n")
+                self._open_line = False
+            self.stream.write(f"[{time.perf_counter() - self.start:6.1f}s] {message}\n")
+            self.stream.flush()
+
+    def _stage_line(self, text: str, tty: bool) -> None:
+        with self._lock:
+            stamp = f"[{time.perf_counter() - self.start:6.1f}s] {text}"
+            if tty:
+                self.stream.write("\r" + stamp.ljust(78))
+                self._open_line = True
+            else:
+                self.stream.write(stamp + "\n")
+            self.stream.flush()
+
+    @contextmanager
+    def spark_stages(self, spark: Any, what: str, *, interval: float = 2.0) -> Iterator[None]:
+        """While the block runs, report ``what: stage S tasks done/total`` of the running stages."""
+        if self.quiet:
+            yield
+            return
+        tracker = spark.sparkContext.statusTracker()
+        tty = self.stream.isatty()
+        stop = threading.Event()
+
+        def poll() -> None:
+            last = ""
+            while not stop.wait(0.5 if tty else interval):
+                parts = []
+                for stage in sorted(tracker.getActiveStageIds()):
+                    info = tracker.getStageInfo(stage)
+                    if info is not None:
+                        parts.append(f"stage {stage} {info.numCompletedTasks}/{info.numTasks} tasks")
+                text = f"{what}: {', '.join(parts)}" if parts else ""
+                if text and text != last:
+                    self._stage_line(text, tty)
+                    last = text
+
+        thread = threading.Thread(target=poll, name="mqbalance-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            with self._lock:
+                if self._open_line:
+                    self.stream.write("\n")
+                    self._open_line = False
