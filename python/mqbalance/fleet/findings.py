@@ -162,13 +162,12 @@ def summarise(
     fair_share: list[float] = []
 
     for g, group in sorted(groups.items()):
-        for cid, k in sorted(Counter(group.client_ids).items()):
-            if k > 1:
-                findings.append(
-                    Finding(FindingKind.DUPLICATE_CLIENT_ID, g, None, k, f"client id {cid} is used by {k} connections")
-                )
-        variants = Counter(c.strategy for c in group.connections)
-        if len(variants) > 1:
+        for cid in group.duplicated_ids:
+            k = group.id_counts[cid]
+            detail = f"client id {cid} is used by {k} connections"
+            findings.append(Finding(FindingKind.DUPLICATE_CLIENT_ID, g, None, k, detail))
+        if len(group.strategies) > 1:
+            variants = Counter(c.strategy for c in group.connections)
             names = ", ".join(f"{spec.display_name}×{n}" for spec, n in variants.most_common())
             findings.append(
                 Finding(
@@ -184,7 +183,7 @@ def summarise(
         found = groups.get(g)
         conns = found.connections if found else ()
         model = found.message_model if found else MessageModel.CLUSTERING
-        id_counts = Counter(c.client_id for c in conns)
+        id_counts = found.id_counts if found else {}
         owned = owned_by_id.get((g, t), {})
         loads = [owned.get(c.client_id, 0) // id_counts[c.client_id] for c in conns]
         per_process.extend(loads)
@@ -200,7 +199,7 @@ def summarise(
                 group=g,
                 topic=t,
                 message_model=model.value,
-                strategies=",".join(sorted({c.strategy.display_name for c in conns})),
+                strategies=",".join(sorted({spec.display_name for spec in found.strategies} if found else ())),
                 queues=queues,
                 processes=len(conns),
                 client_ids=len(id_counts),

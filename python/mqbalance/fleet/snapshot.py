@@ -144,26 +144,31 @@ class Connection:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerGroup:
-    """A consumer group: message model and connections in snapshot order."""
+    """A consumer group: message model and connections in snapshot order (build it with
+    :meth:`of`, which derives the rest once)."""
 
     name: str
     message_model: MessageModel
     connections: tuple[Connection, ...]
+    #: one id per connection (a duplicated id appears once per process using it)
+    client_ids: list[str] = field(default_factory=list, compare=False)
+    #: ids used by more than one connection, sorted
+    duplicated_ids: list[str] = field(default_factory=list, compare=False)
+    #: the distinct strategies of the group's clients, in first-seen order
+    strategies: list[StrategySpec] = field(default_factory=list, compare=False)
+    #: connections per id
+    id_counts: dict[str, int] = field(default_factory=dict, compare=False)
 
-    @property
-    def client_ids(self) -> list[str]:
-        """One id per connection (a duplicated id appears once per process using it)."""
-        return [c.client_id for c in self.connections]
-
-    @property
-    def duplicated_ids(self) -> list[str]:
-        """Ids used by more than one connection, sorted."""
-        return sorted(cid for cid, n in Counter(self.client_ids).items() if n > 1)
-
-    @property
-    def strategies(self) -> list[StrategySpec]:
-        """The distinct strategies of the group's clients, in first-seen order."""
-        return list(dict.fromkeys(c.strategy for c in self.connections))
+    @classmethod
+    def of(cls, name: str, message_model: MessageModel, connections: tuple[Connection, ...]) -> ConsumerGroup:
+        ids = [c.client_id for c in connections]
+        counts = dict(Counter(ids))
+        duplicated = sorted(cid for cid, n in counts.items() if n > 1)
+        strategies: dict[int, StrategySpec] = {}
+        for c in connections:  # specs are shared objects: compare identities first
+            strategies.setdefault(id(c.strategy), c.strategy)
+        distinct = list(dict.fromkeys(strategies.values()))
+        return cls(name, message_model, connections, ids, duplicated, distinct, counts)
 
 
 @dataclass(frozen=True)
@@ -195,7 +200,7 @@ class Snapshot:
                     c["client_id"][i], self._strategies[i], c["client_addr"][i], c["language"][i], c["version"][i]
                 )
             )
-        return {g: ConsumerGroup(g, models[g], tuple(conns)) for g, conns in rows.items()}
+        return {g: ConsumerGroup.of(g, models[g], tuple(conns)) for g, conns in rows.items()}
 
     def consumer_groups(self) -> dict[str, ConsumerGroup]:
         """Every group with connections, by name."""
@@ -422,23 +427,34 @@ def _validate_tables(
             raise _err(where, f"duplicate queue data for topic {topic!r} broker {broker!r}", (topic, broker))
         seen.add((topic, broker))
     specs = []
+    known: dict[tuple[Any, ...], tuple[StrategySpec, tuple[Any, ...]]] = {}
     for i in range(len(cn["group"])):
-        where = f"{source}/connections.parquet row {i}"
         for name in ("group", "client_id"):
             if not isinstance(cn[name][i], str) or not cn[name][i]:
+                where = f"{source}/connections.parquet row {i}"
                 raise _err(f"{where}.{name}", f"expected a non-empty str, got {cn[name][i]!r}", cn[name][i])
         model = cn["message_model"][i] or "CLUSTERING"
         if model not in MessageModel.__members__:
+            where = f"{source}/connections.parquet row {i}"
             raise _err(f"{where}.message_model", f"expected CLUSTERING or BROADCASTING, got {model!r}", model)
         cn["message_model"][i] = model
-        spec = _spec_from_columns(
-            cn["strategy"][i], cn["virtual_node_cnt"][i], cn["consumer_idcs"][i], cn["charset"][i], f"{where}.strategy"
+        idcs = cn["consumer_idcs"][i]
+        key = (
+            cn["strategy"][i],
+            cn["virtual_node_cnt"][i],
+            tuple(idcs) if isinstance(idcs, list) else idcs,
+            cn["charset"][i],
         )
-        cn["strategy"][i], cn["virtual_node_cnt"][i], cn["consumer_idcs"][i], cn["charset"][i] = _strategy_columns(spec)
+        if key not in known:  # one parse per distinct configuration
+            where = f"{source}/connections.parquet row {i}"
+            spec = _spec_from_columns(cn["strategy"][i], key[1], idcs, key[3], f"{where}.strategy")
+            known[key] = (spec, _strategy_columns(spec))
+        spec, columns = known[key]
+        cn["strategy"][i], cn["virtual_node_cnt"][i], cn["consumer_idcs"][i], cn["charset"][i] = columns
         specs.append(spec)
     pairs = list(zip(sb["group"], sb["topic"]))
     if len(set(pairs)) != len(pairs):
-        dup = next(p for p in pairs if pairs.count(p) > 1)
+        dup = next(p for p, n in Counter(pairs).items() if n > 1)
         raise _err(f"{source}/subscriptions.parquet", f"group {dup[0]!r} subscribes to {dup[1]!r} twice", dup)
     return specs
 

@@ -1,0 +1,157 @@
+"""The main job at fleet scale: ``mqbalance audit`` (Spark, local mode, default settings) against the
+in-process ``mqbalance assign`` of the same fleet, wall time and peak memory of all processes, at
+growing fleet sizes. Writes ``out/fleet_scale/results.json`` and ``fleet_scale.png``.
+
+    python benches/fleet_scale.py --sizes 1e5,1e6,1e7 [--out out/fleet_scale]
+
+Fleets are Parquet snapshots of groups of 1-1,000 consumers (log-uniform), one topic each with 8-1,024
+queues over 8 brokers, strategies AVG / AVG_BY_CIRCLE / CONSISTENT_HASH, 1 % of groups with a
+duplicated client id. Peak memory is sampled from /proc every 0.2 s over the command's process tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def make_fleet(queues: int, directory: Path, seed: int = 1) -> int:
+    rng = np.random.default_rng(seed)
+    sizes = np.array([8, 16, 32, 64, 128, 256, 512, 1024])
+    per_topic: list[int] = []
+    while sum(per_topic) < queues:
+        per_topic.append(int(rng.choice(sizes, p=[0.1, 0.15, 0.2, 0.2, 0.15, 0.1, 0.06, 0.04])))
+    n = len(per_topic)
+    topics = [f"Topic{i:07d}" for i in range(n)]
+    brokers = [f"broker-{b:02d}" for b in range(8)]
+    qd = {
+        "topic": [t for t in topics for _ in brokers],
+        "broker_name": brokers * n,
+        "read_queue_nums": [q // 8 for q in per_topic for _ in brokers],
+        "write_queue_nums": [q // 8 for q in per_topic for _ in brokers],
+        "perm": [6] * (8 * n),
+    }
+    consumers = np.minimum(np.exp(rng.uniform(0, np.log(1000), n)).astype(int) + 1, 1000)
+    strategies = np.array(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])[rng.integers(0, 3, n)]
+    group, client, strategy = [], [], []
+    for i in range(n):
+        ids = [f"10.{i % 250}.{j // 250}.{j % 250}@{i}" for j in range(int(consumers[i]))]
+        if i % 100 == 7 and len(ids) > 1:
+            ids[1] = ids[0]  # a duplicated client id
+        group += [f"cg-{i:07d}"] * len(ids)
+        client += ids
+        strategy += [str(strategies[i])] * len(ids)
+    directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(qd), directory / "queue_data.parquet")
+    pq.write_table(
+        pa.table({"group": group, "client_id": client, "strategy": strategy}), directory / "connections.parquet"
+    )
+    pq.write_table(
+        pa.table({"group": [f"cg-{i:07d}" for i in range(n)], "topic": topics}), directory / "subscriptions.parquet"
+    )
+    return sum(per_topic)
+
+
+def _tree_rss(root: int) -> int:
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            rss[int(proc.name)] = int((proc / "statm").read_text().split()[1]) * 4096
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(proc.name))
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+def run(cmd: list[str]) -> tuple[float, int, int]:
+    """Wall seconds, peak RSS of the whole process tree (bytes), exit code."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.2):
+            peak = max(peak, _tree_rss(proc.pid))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    _, err = proc.communicate()
+    done.set()
+    thread.join()
+    if proc.returncode not in (0, 3):
+        print(err[-3000:], file=sys.stderr)
+    return time.perf_counter() - start, peak, proc.returncode
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1e5,1e6,1e7")
+    parser.add_argument("--out", default="out/fleet_scale")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for size in (int(float(s)) for s in args.sizes.split(",")):
+        with tempfile.TemporaryDirectory() as tmp:
+            snap = Path(tmp) / "fleet"
+            queues = make_fleet(size, snap)
+            mq = [sys.executable, "-m", "mqbalance.cli"]
+            assign_s, assign_mem, _ = run([*mq, "assign", str(snap), "--top", "10"])
+            audit_s, audit_mem, code = run([*mq, "audit", str(snap), "--quiet", "--out", str(Path(tmp) / "audit")])
+            row = {
+                "queues": queues,
+                "assign_s": round(assign_s, 1),
+                "assign_peak_gib": round(assign_mem / 2**30, 2),
+                "audit_s": round(audit_s, 1),
+                "audit_peak_gib": round(audit_mem / 2**30, 2),
+                "audit_exit": code,
+            }
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    q = [r["queues"] for r in results]
+    left.plot(q, [r["audit_s"] for r in results], "o-", label="mqbalance audit (Spark local)")
+    left.plot(q, [r["assign_s"] for r in results], "s-", label="mqbalance assign (in-process)")
+    right.plot(q, [r["audit_peak_gib"] for r in results], "o-", label="audit, all processes")
+    right.plot(q, [r["assign_peak_gib"] for r in results], "s-", label="assign")
+    for ax, label in ((left, "wall time (s)"), (right, "peak memory (GiB)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("readable queues")
+        ax.set_ylabel(label)
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.suptitle("The main job at fleet scale (2 cores)")
+    fig.tight_layout()
+    fig.savefig(out / "fleet_scale.png", dpi=100)
+
+
+if __name__ == "__main__":
+    main()
