@@ -31,7 +31,7 @@ connections as ``mqadmin consumerConnection`` shows them)::
 
 Parquet layout (a directory): ``queue_data.parquet`` (topic, broker_name, read_queue_nums,
 write_queue_nums, perm), ``connections.parquet`` (group, client_id, client_addr, language, version,
-message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset), ``subscriptions.parquet``
+message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon), ``subscriptions.parquet``
 (group, topic); optional ``brokers.parquet`` (topic, cluster, broker_name, broker_id, address).
 
 Strategies are read by :meth:`mqbalance.registry.StrategySpec.parse` (``AVG``, ``AVG_BY_CIRCLE``,
@@ -110,6 +110,7 @@ SCHEMAS = {
             ("virtual_node_cnt", pa.int64()),
             ("consumer_idcs", pa.list_(pa.string())),
             ("charset", pa.string()),
+            ("epsilon", pa.float64()),
         ]
     ),
     "subscriptions": pa.schema([("group", pa.string()), ("topic", pa.string())]),
@@ -265,6 +266,13 @@ def auditable_strategy(config: Any, where: str) -> StrategySpec:
                 "CONFIG cannot be audited: a snapshot does not carry the client's configured queue list",
                 "CONFIG",
             )
+        if REGISTRY[spec.name].needs_previous:
+            raise _err(
+                where,
+                f"{spec.name.value} cannot be audited: it is computed by one party from the group's previous "
+                "assignment, which a snapshot does not carry (clients run per-client strategies)",
+                spec.name.value,
+            )
         spec.build()
     except SnapshotError:
         raise
@@ -274,20 +282,22 @@ def auditable_strategy(config: Any, where: str) -> StrategySpec:
     return spec
 
 
-def _strategy_columns(spec: StrategySpec) -> tuple[str, int | None, list[str] | None, str | None]:
-    """``(strategy, virtual_node_cnt, consumer_idcs, charset)`` of the Parquet layout."""
+def _strategy_columns(spec: StrategySpec) -> tuple[str, int | None, list[str] | None, str | None, float | None]:
+    """``(strategy, virtual_node_cnt, consumer_idcs, charset, epsilon)`` of the Parquet layout."""
     params = spec.inner or spec
     idcs = None if params.consumer_idcs is None else list(params.consumer_idcs)
-    return spec.display_name, params.virtual_node_cnt, idcs, params.charset
+    return spec.display_name, params.virtual_node_cnt, idcs, params.charset, params.epsilon
 
 
-def _spec_from_columns(name: Any, vnodes: Any, idcs: Any, charset: Any, where: str) -> StrategySpec:
+def _spec_from_columns(
+    name: Any, vnodes: Any, idcs: Any, charset: Any, where: str, epsilon: Any = None
+) -> StrategySpec:
     if not isinstance(name, str) or not name:
         raise _err(where, f"expected a non-empty str, got {name!r}", name)
     if isinstance(idcs, str):  # files written before the list column: comma-joined
         idcs = [s for s in idcs.split(",") if s]
     config: dict[str, Any] = {"name": name}
-    for key, value in (("virtualNodeCnt", vnodes), ("consumeridcs", idcs), ("charset", charset)):
+    for key, value in (("virtualNodeCnt", vnodes), ("consumeridcs", idcs), ("charset", charset), ("epsilon", epsilon)):
         if value is not None:
             config[key] = value
     # A column set for another strategy of the fleet is not a parameter of this one.
@@ -432,9 +442,20 @@ def _validate_tables(
             raise _err(f"{where}.message_model", f"expected CLUSTERING or BROADCASTING, got {model!r}", model)
         cn["message_model"][i] = model
         spec = _spec_from_columns(
-            cn["strategy"][i], cn["virtual_node_cnt"][i], cn["consumer_idcs"][i], cn["charset"][i], f"{where}.strategy"
+            cn["strategy"][i],
+            cn["virtual_node_cnt"][i],
+            cn["consumer_idcs"][i],
+            cn["charset"][i],
+            f"{where}.strategy",
+            cn["epsilon"][i],
         )
-        cn["strategy"][i], cn["virtual_node_cnt"][i], cn["consumer_idcs"][i], cn["charset"][i] = _strategy_columns(spec)
+        (
+            cn["strategy"][i],
+            cn["virtual_node_cnt"][i],
+            cn["consumer_idcs"][i],
+            cn["charset"][i],
+            cn["epsilon"][i],
+        ) = _strategy_columns(spec)
         specs.append(spec)
     pairs = list(zip(sb["group"], sb["topic"]))
     if len(set(pairs)) != len(pairs):
