@@ -228,7 +228,8 @@ def consistent_hash_bounded(
     current, mq_all, cid_all, vnodes: int = 10, charset: str = "UTF-8", epsilon: float = 0.25
 ) -> list[int]:
     """CONSISTENT_HASH_BOUNDED literally as its docstring says: the same ring, queues in (hash,
-    position) order, each walking clockwise to the first node whose client has room."""
+    position) order, home (the CONSISTENT_HASH owner) first while it has room, then the overflow
+    walking clockwise to the first node whose client has room."""
     if not check(current, mq_all, cid_all):
         return []
     ring: dict[int, str] = {}
@@ -243,15 +244,19 @@ def consistent_hash_bounded(
     cap = min(n, math.ceil((1.0 + epsilon) * n / k))
     hashes = [md5_hash(to_string(q), charset) for q in mq_all]
     load: dict[str, int] = {}
-    out = []
+    owner_of: dict[int, str] = {}
+    overflow = []
     for pos in sorted(range(n), key=lambda p: (hashes[p], p)):
+        home = ring[keys[bisect.bisect_left(keys, hashes[pos]) % len(keys)]]
+        if load.get(home, 0) < cap:
+            owner_of[pos] = home
+            load[home] = load.get(home, 0) + 1
+        else:
+            overflow.append(pos)
+    for pos in overflow:
         i = bisect.bisect_left(keys, hashes[pos])
-        while True:
-            owner = ring[keys[i % len(keys)]]
-            if load.get(owner, 0) < cap:
-                break
+        while load.get(ring[keys[i % len(keys)]], 0) >= cap:
             i += 1
-        load[owner] = load.get(owner, 0) + 1
-        if owner == current:
-            out.append(pos)
-    return sorted(out)
+        owner_of[pos] = ring[keys[i % len(keys)]]
+        load[owner_of[pos]] = load.get(owner_of[pos], 0) + 1
+    return sorted(p for p, o in owner_of.items() if o == current)

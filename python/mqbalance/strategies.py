@@ -166,7 +166,8 @@ class ConsistentHash(AllocateStrategy):
 class ConsistentHashBounded(AllocateStrategy):
     """``CONSISTENT_HASH_BOUNDED``: ``CONSISTENT_HASH``'s ring, with nobody above
     ``cap = ceil((1 + epsilon) * queues / consumers)``; a queue whose ring owner is full walks on
-    clockwise to the next consumer with room (Mirrokni, Thorup, Zadimoghaddam, SODA 2018).
+    clockwise to the next consumer with room (Mirrokni, Thorup, Zadimoghaddam, SODA 2018). A queue
+    stays on its CONSISTENT_HASH owner unless that owner has more than ``cap`` of them.
 
     Stateless like the Java strategies: the result depends only on the two lists (as given; clients
     sort them first) and the parameters, so every client's ``allocate`` is its slice of the
@@ -182,9 +183,10 @@ class ConsistentHashBounded(AllocateStrategy):
        repeated ids exactly as Java);
     2. ``cap = (int) Math.min(n, Math.ceil((1.0 + epsilon) * n / k))`` in IEEE double;
     3. take the queues in ascending unsigned MD5 key of ``MessageQueue.toString()``, equal keys in
-       ``mqAll`` order;
-    4. each goes to the first ring node at or after its key (wrapping: ``CONSISTENT_HASH``'s
-       owner), walking clockwise past nodes whose client already holds ``cap`` queues;
+       ``mqAll`` order; each goes to its ``CONSISTENT_HASH`` owner (first ring node at or after its
+       key, wrapping) while that owner holds fewer than ``cap``, else is set aside (in order);
+    4. each set-aside queue, in order, walks clockwise from that node to the first node whose
+       client holds fewer than ``cap`` queues, and goes there;
     5. a client's ``allocate`` returns its queues in ``mqAll`` order.
 
     Worked example (64 queues, 8 consumers, ε = 0.25: cap 10; plain CONSISTENT_HASH gives one of

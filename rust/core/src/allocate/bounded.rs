@@ -22,20 +22,26 @@
 //!    unsigned `h(q)`; equal hashes in their `mqAll` order (the Java `MessageQueue` order once
 //!    sorted). The order does not depend on `cidAll`, nor on how `mqAll` was listed (up to those
 //!    MD5 ties).
-//! 4. **Walk.** For each queue in that order, start at the first ring node whose key is ≥ `h(q)`
-//!    (wrapping to the smallest key, exactly `CONSISTENT_HASH`'s `routeNode`) and walk clockwise
-//!    (ascending keys, wrapping) to the first node whose client holds fewer than `cap` queues; that
-//!    client gets the queue, and its count goes up by one.
-//! 5. `allocate(currentCID)` returns the queues its id got, in `mqAll` order (after `check()`, as
+//! 4. **Home first.** Take the queues in that order; a queue whose `CONSISTENT_HASH` owner (the
+//!    client of the first ring node whose key is ≥ `h(q)`, wrapping to the smallest key — Java's
+//!    `routeNode`) holds fewer than `cap` queues goes to it, and that count goes up by one;
+//!    otherwise the queue is set aside, in order.
+//! 5. **Overflow walks.** Then take the set-aside queues in their order; each starts at the same
+//!    ring node and walks clockwise (ascending keys, wrapping) to the first node whose client holds
+//!    fewer than `cap` queues; that client gets it, and its count goes up by one.
+//! 6. `allocate(currentCID)` returns the queues its id got, in `mqAll` order (after `check()`, as
 //!    every strategy: a non-member gets an empty list).
 //!
-//! Properties: nobody holds more than `cap` (≤ ⌈(1+ε)·n/k⌉); with ε large enough that `cap = n`
-//! (e.g. ε ≥ k − 1) nobody is ever full and the result is exactly `CONSISTENT_HASH`'s. A join or
-//! leave moves the queues of the member that came or went plus a cascade of forwarded queues whose
-//! expected size the paper bounds by O(1/ε²) per moved queue.
+//! Properties: nobody holds more than `cap` (≤ ⌈(1+ε)·n/k⌉); a queue stays on its
+//! `CONSISTENT_HASH` owner unless that owner has more than `cap` of them; with ε large enough that
+//! `cap = n` (e.g. ε ≥ k − 1) nobody is ever full and the result is exactly `CONSISTENT_HASH`'s.
+//! A join or leave moves the queues of the member that came or went, plus overflow queues that find
+//! room elsewhere (when the cap changes with the member count, or an owner's overflow shrinks).
+//! Home-first (rather than the paper's one pass in which overflow can take another client's room
+//! and push *its* queues on) moved 5–25 % fewer queues per join or leave in our measurements.
 //!
-//! Implementation: the MD5 work and the ring look-ups run on all cores; the walk is sequential and
-//! skips full clients in amortised near-constant time (a "next live node" union-find over ring
+//! Implementation: the MD5 work and the ring look-ups run on all cores; the passes are sequential;
+//! the walk skips full clients in amortised near-constant time (a "next live node" union-find over ring
 //! positions: when a client fills up, its nodes are linked to their successors).
 //!
 //! ```
@@ -165,13 +171,8 @@ pub(crate) fn walk(
     let mut next: Vec<u32> = (0..=r as u32).collect(); // next[r] = r: the "none" sentinel
     let mut load = vec![0usize; slots];
     let mut out = vec![-1i64; n];
-    for &(_, q) in &order {
-        let mut p = find(&mut next, starts[q as usize] as usize);
-        if p == r {
-            p = find(&mut next, 0);
-        }
-        // `cap · k ≥ n` leaves a live node for every queue; `p < r` always holds here.
-        let o = ring.node_owner(p) as usize;
+    let mut overflow = Vec::new();
+    let mut take = |o: usize, q: u32, next: &mut [u32], out: &mut [i64]| {
         out[q as usize] = o as i64;
         load[o] += 1;
         if load[o] == cap {
@@ -179,6 +180,25 @@ pub(crate) fn walk(
                 next[i as usize] = i + 1;
             }
         }
+    };
+    // Home first: the CONSISTENT_HASH owner, while it has room.
+    for &(_, q) in &order {
+        let o = ring.node_owner(starts[q as usize] as usize) as usize;
+        // A node is live (its own successor) exactly while its client has room.
+        if next[starts[q as usize] as usize] as usize == starts[q as usize] as usize {
+            take(o, q, &mut next, &mut out);
+        } else {
+            overflow.push(q);
+        }
+    }
+    // Overflow walks clockwise to the first client with room.
+    for q in overflow {
+        let mut p = find(&mut next, starts[q as usize] as usize);
+        if p == r {
+            p = find(&mut next, 0);
+        }
+        // `cap · k ≥ n` leaves a live node for every queue; `p < r` always holds here.
+        take(ring.node_owner(p) as usize, q, &mut next, &mut out);
     }
     out
 }
