@@ -9,8 +9,8 @@ Queues are ``(topic, broker, queue_id)`` tuples; results are positions in ``mq_a
 from __future__ import annotations
 
 import bisect
-import math
 import hashlib
+import math
 from typing import Any
 
 

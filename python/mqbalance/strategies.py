@@ -212,9 +212,7 @@ class ConsistentHashBounded(AllocateStrategy):
             eps = float(epsilon)
         except OverflowError:  # an int too large for a double: as good as infinite
             eps = math.inf
-        self._handle = _core.Strategy(
-            "CONSISTENT_HASH_BOUNDED", virtual_node_cnt=clamped, charset=charset, epsilon=eps
-        )
+        self._handle = _core.Strategy("CONSISTENT_HASH_BOUNDED", virtual_node_cnt=clamped, charset=charset, epsilon=eps)
         self.epsilon = eps
 
     def __repr__(self) -> str:

@@ -44,7 +44,8 @@ fn strategies() -> Vec<Strategy> {
         Strategy::nearby(Strategy::consistent_hash(3, Charset::Utf8).unwrap()).unwrap(),
         Strategy::consistent_hash_bounded(4, Charset::Utf8, 0.25).unwrap(),
         Strategy::consistent_hash_bounded(3, Charset::Utf8, 0.0).unwrap(),
-        Strategy::nearby(Strategy::consistent_hash_bounded(5, Charset::Utf8, 0.1).unwrap()).unwrap(),
+        Strategy::nearby(Strategy::consistent_hash_bounded(5, Charset::Utf8, 0.1).unwrap())
+            .unwrap(),
     ]
 }
 
@@ -127,11 +128,21 @@ proptest! {
 }
 
 fn group_of(c: usize) -> ConsumerList {
-    ConsumerList::new((0..c).map(|j| format!("10.0.{}.{}@{j}", j / 250, j % 250)).collect())
+    ConsumerList::new(
+        (0..c)
+            .map(|j| format!("10.0.{}.{}@{j}", j / 250, j % 250))
+            .collect(),
+    )
 }
 
 fn queues_of(n: usize) -> QueueTable {
-    QueueTable::from_rows((0..n).map(|q| ("TopicTest", if q % 2 == 0 { "broker-a" } else { "broker-b" }, (q / 2) as i32)))
+    QueueTable::from_rows((0..n).map(|q| {
+        (
+            "TopicTest",
+            if q % 2 == 0 { "broker-a" } else { "broker-b" },
+            (q / 2) as i32,
+        )
+    }))
 }
 
 fn counts(owners: &[i64], c: usize) -> Vec<usize> {
@@ -148,7 +159,8 @@ fn counts(owners: &[i64], c: usize) -> Vec<usize> {
 fn max_kept(n: usize, held: &[usize]) -> usize {
     let m = held.len();
     let (q, extra) = (n / m, n % m);
-    held.iter().map(|&h| h.min(q)).sum::<usize>() + held.iter().filter(|&&h| h > q).count().min(extra)
+    held.iter().map(|&h| h.min(q)).sum::<usize>()
+        + held.iter().filter(|&&h| h > q).count().min(extra)
 }
 
 proptest! {
@@ -221,10 +233,26 @@ proptest! {
 #[test]
 fn sticky_first_run_is_avg_and_sticky_needs_a_previous_assignment() {
     let (table, group) = (queues_of(37), group_of(5));
-    let first = allocate::owners_with_previous(&Strategy::Sticky, &table.all(), &group, None, Some(&[-1; 37])).unwrap();
-    assert_eq!(first, allocate::owners(&Strategy::Avg, &table.all(), &group, None).unwrap());
+    let first = allocate::owners_with_previous(
+        &Strategy::Sticky,
+        &table.all(),
+        &group,
+        None,
+        Some(&[-1; 37]),
+    )
+    .unwrap();
+    assert_eq!(
+        first,
+        allocate::owners(&Strategy::Avg, &table.all(), &group, None).unwrap()
+    );
     assert!(matches!(
-        allocate::allocate(&Strategy::Sticky, Some("10.0.0.0@0"), &table.all(), &group, None),
+        allocate::allocate(
+            &Strategy::Sticky,
+            Some("10.0.0.0@0"),
+            &table.all(),
+            &group,
+            None
+        ),
         Err(mqbalance_core::AllocateError::PreviousRequired { .. })
     ));
     assert!(matches!(

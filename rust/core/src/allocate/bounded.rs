@@ -222,7 +222,10 @@ mod tests {
             Epsilon::new(-0.01),
             Err(AllocateError::EpsilonTooSmall { .. })
         ));
-        assert_eq!(Epsilon::new(-0.0).unwrap().get().to_bits(), 0.0f64.to_bits());
+        assert_eq!(
+            Epsilon::new(-0.0).unwrap().get().to_bits(),
+            0.0f64.to_bits()
+        );
     }
 
     #[test]
@@ -236,7 +239,8 @@ mod tests {
 
     #[test]
     fn huge_epsilon_is_consistent_hash() {
-        let q = QueueTable::from_rows((0..200).map(|i| ("T", if i % 2 == 0 { "a" } else { "b" }, i)));
+        let q =
+            QueueTable::from_rows((0..200).map(|i| ("T", if i % 2 == 0 { "a" } else { "b" }, i)));
         let g = ConsumerList::new((0..7).map(|i| format!("c{i}")).collect());
         let ch = crate::allocate::consistent_hash::owners(10, Charset::Utf8, &q.all(), &g).unwrap();
         let b = owners(10, Charset::Utf8, Epsilon(1e9), &q.all(), &g).unwrap();

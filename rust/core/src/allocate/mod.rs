@@ -136,7 +136,10 @@ impl Strategy {
 
     /// Whether the strategy reads topics / broker names (AVG and `AVG_BY_CIRCLE` only count queues).
     pub fn reads_queue_names(&self) -> bool {
-        !matches!(self, Strategy::Avg | Strategy::AvgByCircle | Strategy::Sticky)
+        !matches!(
+            self,
+            Strategy::Avg | Strategy::AvgByCircle | Strategy::Sticky
+        )
     }
 }
 

@@ -30,11 +30,7 @@ use crate::queues::ConsumerList;
 /// Whole-group owners (slot of the owning id's first occurrence). `previous[k]` is the slot (a
 /// position in `group`) of queue `k`'s previous owner, or negative for nobody; a repeated id's
 /// later slots count as its first.
-pub fn owners(
-    n: usize,
-    group: &ConsumerList,
-    previous: &[i64],
-) -> Result<Vec<i64>, AllocateError> {
+pub fn owners(n: usize, group: &ConsumerList, previous: &[i64]) -> Result<Vec<i64>, AllocateError> {
     if previous.len() != n {
         return Err(AllocateError::LengthMismatch {
             what: "previous owners",
@@ -67,7 +63,13 @@ pub fn owners(
     let holder = constrained(n, &owner, &order, &order);
     Ok(holder
         .into_iter()
-        .map(|h| if h < 0 { -1 } else { members[h as usize] as i64 })
+        .map(|h| {
+            if h < 0 {
+                -1
+            } else {
+                members[h as usize] as i64
+            }
+        })
         .collect())
 }
 
