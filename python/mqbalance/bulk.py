@@ -128,11 +128,11 @@ def _previous_column(previous: Any, ids: list[Any], n: int) -> np.ndarray:
             continue
         if not isinstance(cid, str):
             raise InvalidPreviousAssignmentError(f"previous[{k}]: expected a client id (str) or None, got {cid!r}", cid)
-        j = slot.get(cid)
-        if j is None:
+        at = slot.get(cid)
+        if at is None:
             unknown[cid] = None
         else:
-            out[k] = j
+            out[k] = at
     if unknown:
         names = ", ".join(map(repr, list(unknown)[:5]))
         warnings.warn(

@@ -253,8 +253,8 @@ def previous_owners(previous: Previous, queues: Sequence[MessageQueue], ids: Seq
             raise InvalidPreviousAssignmentError(
                 f"previous[{cid!r}] must be a collection of MessageQueue, got {owned!r}", owned
             )
-        j = slot.get(cid)
-        if j is None:
+        at = slot.get(cid)
+        if at is None:
             unknown_ids.append(cid)
         for q in owned:
             if not isinstance(q, MessageQueue):
@@ -268,8 +268,8 @@ def previous_owners(previous: Previous, queues: Sequence[MessageQueue], ids: Seq
             k = where.get(q)
             if k is None:
                 unknown_queues.append(q)
-            elif j is not None:
-                out[k] = j
+            elif at is not None:
+                out[k] = at
     if named and len(unknown_queues) == named:
         raise InvalidPreviousAssignmentError(
             "the previous assignment shares no queue with the current list (another group's or topic's?): "

@@ -5,6 +5,7 @@
 //! Python) and empty lists (errors, tested in Python and in the doc examples).
 
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::cast_precision_loss)] // small test sizes: exact in f64
 
 use std::collections::BTreeSet;
 

@@ -11,7 +11,6 @@ mod kafka;
 
 use std::collections::BTreeSet;
 
-use mqbalance_core::allocate::bounded::DEFAULT_EPSILON;
 use mqbalance_core::allocate::{self, RoomMap};
 use mqbalance_core::ring::hash_str;
 use mqbalance_core::{order, Charset, ConsumerList, QueueTable, Strategy};
@@ -38,7 +37,8 @@ fn charset(name: &str) -> PyResult<Charset> {
 #[pymethods]
 impl PyStrategy {
     #[new]
-    #[pyo3(signature = (kind, *, virtual_node_cnt = 10, charset = "UTF-8", consumer_idcs = None, inner = None, epsilon = DEFAULT_EPSILON))]
+    #[pyo3(signature = (kind, *, virtual_node_cnt = 10, charset = "UTF-8", consumer_idcs = None, inner = None, epsilon = 0.25))]
+    /// `epsilon` defaults to `mqbalance_core::allocate::bounded::DEFAULT_EPSILON` (0.25).
     fn new(
         kind: &str,
         virtual_node_cnt: i64,

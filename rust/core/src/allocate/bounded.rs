@@ -93,6 +93,8 @@ impl Epsilon {
 }
 
 /// The cap: `min(n, ceil(((1 + ε) · n) / k))` in IEEE double arithmetic (k ≥ 1).
+// Java converts the int counts to double the same way; counts below 2^53 convert exactly.
+#[allow(clippy::cast_precision_loss)]
 pub fn capacity(n: usize, k: usize, epsilon: Epsilon) -> usize {
     let c = ((1.0 + epsilon.0) * n as f64 / k.max(1) as f64).ceil();
     if c >= n as f64 {
