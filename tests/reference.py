@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
 from typing import Any
 
 
@@ -221,3 +222,41 @@ def java_sorted_group(mq_all: list[tuple[str, str, int]], cid_all: list[str]) ->
     qperm = sorted(range(len(mq_all)), key=lambda k: queue_key(mq_all[k]))
     cperm = sorted(range(len(cid_all)), key=lambda j: utf16(cid_all[j]))
     return qperm, cperm
+
+
+def consistent_hash_bounded(
+    current, mq_all, cid_all, vnodes: int = 10, charset: str = "UTF-8", epsilon: float = 0.25
+) -> list[int]:
+    """CONSISTENT_HASH_BOUNDED literally as its docstring says: the same ring, queues in (hash,
+    position) order, home (the CONSISTENT_HASH owner) first while it has room, then the overflow
+    walking clockwise to the first node whose client has room."""
+    if not check(current, mq_all, cid_all):
+        return []
+    ring: dict[int, str] = {}
+    for cid in cid_all:
+        existing = sum(1 for owner in ring.values() if owner == cid)
+        for r in range(existing, existing + vnodes):
+            ring[md5_hash(f"{cid}-{r}", charset)] = cid
+    if not ring:
+        return []
+    keys = sorted(ring)
+    n, k = len(mq_all), len(set(ring.values()))
+    cap = min(n, math.ceil((1.0 + epsilon) * n / k))
+    hashes = [md5_hash(to_string(q), charset) for q in mq_all]
+    load: dict[str, int] = {}
+    owner_of: dict[int, str] = {}
+    overflow = []
+    for pos in sorted(range(n), key=lambda p: (hashes[p], p)):
+        home = ring[keys[bisect.bisect_left(keys, hashes[pos]) % len(keys)]]
+        if load.get(home, 0) < cap:
+            owner_of[pos] = home
+            load[home] = load.get(home, 0) + 1
+        else:
+            overflow.append(pos)
+    for pos in overflow:
+        i = bisect.bisect_left(keys, hashes[pos])
+        while load.get(ring[keys[i % len(keys)]], 0) >= cap:
+            i += 1
+        owner_of[pos] = ring[keys[i % len(keys)]]
+        load[owner_of[pos]] = load.get(owner_of[pos], 0) + 1
+    return sorted(p for p, o in owner_of.items() if o == current)

@@ -21,8 +21,10 @@ from .strategies import (
     AvgByCircle,
     Config,
     ConsistentHash,
+    ConsistentHashBounded,
     MachineRoom,
     MachineRoomNearby,
+    Sticky,
 )
 
 __version__ = "0.1.0"
@@ -40,6 +42,8 @@ __all__ = [
     "Avg",
     "AvgByCircle",
     "ConsistentHash",
+    "ConsistentHashBounded",
+    "Sticky",
     "MachineRoom",
     "MachineRoomNearby",
     "Config",

@@ -19,6 +19,7 @@ class Strategy:
         charset: str = "UTF-8",
         consumer_idcs: set[str] | None = None,
         inner: Strategy | None = None,
+        epsilon: float = 0.25,
     ) -> Strategy: ...
     @property
     def name(self) -> str: ...
@@ -74,6 +75,7 @@ def assign_positions(
     queue_rooms: _StrColumn | None = None,
     consumer_rooms: _StrColumn | None = None,
     room_sep: str | None = None,
+    previous: npt.NDArray[np.int64] | None = None,
 ) -> list[list[int]]: ...
 def owners(
     strategy: Strategy,
@@ -86,6 +88,7 @@ def owners(
     queue_rooms: _StrColumn | None = None,
     consumer_rooms: _StrColumn | None = None,
     room_sep: str | None = None,
+    previous: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.int64]: ...
 def sort_strings_order(items: list[Any]) -> npt.NDArray[np.uint32]: ...
 def sort_queues_order(

@@ -22,7 +22,12 @@ import numpy as np
 from mqbalance import _core
 from mqbalance._columns import check_lengths, id_list, str_column
 from mqbalance._columns import queue_ids as queue_id_column
-from mqbalance.exceptions import UnsupportedStrategyError
+from mqbalance.exceptions import (
+    InvalidInputError,
+    InvalidPreviousAssignmentError,
+    PreviousAssignmentWarning,
+    UnsupportedStrategyError,
+)
 from mqbalance.models import MessageQueue
 from mqbalance.registry import REGISTRY, lookup
 from mqbalance.registry import strategy as make_strategy
@@ -52,6 +57,7 @@ def owners(
     consumers: Iterable[str],
     *,
     presorted: bool = False,
+    previous: Any = None,
 ) -> np.ndarray:
     """Owner of every queue row as an ``int64`` array aligned with the input rows.
 
@@ -62,11 +68,29 @@ def owners(
 
     CONFIG has no owners (every consumer gets the same fixed list):
     :class:`~mqbalance.exceptions.UnsupportedStrategyError`.
+
+    ``previous`` (STICKY only, which needs it): the previous owner of every row — a column of
+    client ids aligned with the rows, ``None`` (or ``""``) where nobody owned the row; all ``None``
+    for a first run. Ids not in ``consumers`` are ignored with a
+    :class:`~mqbalance.exceptions.PreviousAssignmentWarning`.
+
+    >>> first = owners("STICKY", ["T"] * 4, ["b"] * 4, [0, 1, 2, 3], ["c1", "c2"], previous=[None] * 4)
+    >>> first.tolist()
+    [0, 0, 1, 1]
+    >>> ids = ["c1", "c2", "c3"]
+    >>> owners("STICKY", ["T"] * 4, ["b"] * 4, [0, 1, 2, 3], ids, previous=["c1", "c1", "c2", "c2"]).tolist()
+    [0, 0, 1, 2]
     """
     s = _strategy(strategy)
     ids = id_list(consumers)
     qids = queue_id_column(queue_ids)
     check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
+    info = REGISTRY[lookup(s.name)[0]]
+    prev: np.ndarray | None = None
+    if previous is not None:
+        if not info.needs_previous:
+            raise InvalidInputError(f"{s.name} takes no previous assignment (only STICKY does)", s.name)
+        prev = _previous_column(previous, ids, len(qids))
     needs_names = s._handle.reads_queue_names or not presorted
     tcol = str_column(topics, "topics") if needs_names else []
     bcol = str_column(brokers, "brokers") if needs_names else []
@@ -83,7 +107,40 @@ def owners(
                 ],
                 "consumer_rooms": [_room(s.resolver.consumer_room(c), f"consumer id {c!r}") for c in ids],
             }
-    return _core.owners(s._handle, tcol, bcol, qids, ids, presorted=presorted, **rooms)
+    return _core.owners(s._handle, tcol, bcol, qids, ids, presorted=presorted, previous=prev, **rooms)
+
+
+def _previous_column(previous: Any, ids: list[Any], n: int) -> np.ndarray:
+    """Client ids per row → positions in ``ids`` (first occurrence), ``-1`` for nobody / unknown."""
+    if isinstance(previous, str) or not hasattr(previous, "__len__"):
+        raise InvalidPreviousAssignmentError(
+            f"previous must be a column of client ids aligned with the rows, got {type(previous).__name__}", previous
+        )
+    values = previous.to_pylist() if hasattr(previous, "to_pylist") else list(previous)
+    check_lengths(queue_ids=n, previous=len(values))
+    slot: dict[Any, int] = {}
+    for j, cid in enumerate(ids):
+        slot.setdefault(cid, j)
+    out = np.full(n, -1, dtype=np.int64)
+    unknown: dict[str, None] = {}
+    for k, cid in enumerate(values):
+        if cid is None or cid == "":
+            continue
+        if not isinstance(cid, str):
+            raise InvalidPreviousAssignmentError(f"previous[{k}]: expected a client id (str) or None, got {cid!r}", cid)
+        at = slot.get(cid)
+        if at is None:
+            unknown[cid] = None
+        else:
+            out[k] = at
+    if unknown:
+        names = ", ".join(map(repr, list(unknown)[:5]))
+        warnings.warn(
+            f"previous assignment: ignored consumers not in the group: {names}{' …' if len(unknown) > 5 else ''}",
+            PreviousAssignmentWarning,
+            stacklevel=3,
+        )
+    return out
 
 
 def owners_by_pair(

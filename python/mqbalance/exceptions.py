@@ -42,6 +42,11 @@ __all__ = [
     "EmptyRouteError",
     "UnknownBrokerError",
     "InvalidSimulationError",
+    "InvalidEpsilonError",
+    "EpsilonTooSmallError",
+    "PreviousAssignmentRequiredError",
+    "InvalidPreviousAssignmentError",
+    "PreviousAssignmentWarning",
 ]
 
 
@@ -148,3 +153,32 @@ class UnknownBrokerError(MQBalanceError, LookupError):
 
 class InvalidSimulationError(InvalidInputError):
     """A batch-simulation parameter out of range."""
+
+
+class InvalidEpsilonError(InvalidInputError):
+    """CONSISTENT_HASH_BOUNDED's ``epsilon`` is not a finite number (NaN, ±inf, or not a number)."""
+
+
+class EpsilonTooSmallError(InvalidEpsilonError):
+    """CONSISTENT_HASH_BOUNDED's ``epsilon`` is negative: for some group sizes the cap
+    ``ceil((1 + epsilon) * queues / consumers)`` would be below the average load and some queue
+    could not be placed. ``.minimum`` is the smallest accepted value (0: cap = ceil(average))."""
+
+    minimum = 0.0
+
+
+class PreviousAssignmentRequiredError(UnsupportedStrategyError):
+    """STICKY was asked without the group's previous assignment — a per-client ``allocate``, a
+    fleet snapshot, a scenario, or ``assign`` / ``bulk.owners`` without ``previous=``. The message
+    names the alternatives: the whole group with ``previous=`` (``previous={}`` for a first run),
+    or CONSISTENT_HASH_BOUNDED, which every client computes for itself."""
+
+
+class InvalidPreviousAssignmentError(InvalidInputError):
+    """A previous assignment that cannot be used: a queue owned twice, not a mapping of client
+    id to queues, or one sharing no queue with the current list (another group's or topic's)."""
+
+
+class PreviousAssignmentWarning(UserWarning):
+    """A previous assignment names consumers or queues that are not in the current lists; they
+    are ignored (a consumer that left, a queue that went away) and named in the message."""

@@ -14,6 +14,11 @@ is in :data:`REGISTRY`.
 >>> REGISTRY[StrategyName.CONFIG].has_owners  # every consumer gets the same fixed list
 False
 
+>>> StrategySpec.parse({"name": "consistent_hash_bounded", "epsilon": 0.5})
+StrategySpec('CONSISTENT_HASH_BOUNDED', epsilon=0.5)
+>>> REGISTRY[StrategyName.STICKY].needs_previous  # one party computes it from the previous assignment
+True
+
 Adding a strategy: its core file under ``rust/core/src/allocate/``, its arm in
 ``Strategy`` there and in the binding (``rust/py/src/lib.rs``), its class in
 :mod:`mqbalance.strategies` and its :class:`StrategyInfo` entry here.
@@ -22,6 +27,7 @@ Adding a strategy: its core file under ``rust/core/src/allocate/``, its arm in
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,8 +40,10 @@ from .strategies import (
     AvgByCircle,
     Config,
     ConsistentHash,
+    ConsistentHashBounded,
     MachineRoom,
     MachineRoomNearby,
+    Sticky,
 )
 
 __all__ = ["REGISTRY", "StrategyConfigError", "StrategyInfo", "StrategyName", "StrategySpec", "lookup", "strategy"]
@@ -49,6 +57,8 @@ class StrategyName(enum.StrEnum):
     AVG = "AVG"
     AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
     CONSISTENT_HASH = "CONSISTENT_HASH"
+    CONSISTENT_HASH_BOUNDED = "CONSISTENT_HASH_BOUNDED"
+    STICKY = "STICKY"
     MACHINE_ROOM = "MACHINE_ROOM"
     MACHINE_ROOM_NEARBY = "MACHINE_ROOM_NEARBY"
     CONFIG = "CONFIG"
@@ -68,7 +78,9 @@ class StrategyInfo:
     ``has_owners``: every queue has at most one owner (bulk owners, fleet audits); ``needs_rooms``:
     machine rooms of queues and consumers are inputs; ``batchable``: many (group, topic) pairs can
     go through one core call; ``per_client_config``: needs configuration a group-level description
-    (a scenario) does not carry.
+    (a scenario) does not carry; ``needs_previous``: computed by one party for the whole group from
+    the previous assignment (``assign(..., previous=)``, ``bulk.owners(..., previous=)``) — a
+    per-client ``allocate``, a fleet snapshot or a scenario cannot run it.
     """
 
     name: StrategyName
@@ -78,6 +90,7 @@ class StrategyInfo:
     needs_rooms: bool = False
     batchable: bool = True
     per_client_config: bool = False
+    needs_previous: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +107,11 @@ class StrategySpec:
     consumer_idcs: tuple[str, ...] | None = None
     inner: StrategySpec | None = None
     message_queues: tuple[MessageQueue, ...] | None = None
+    epsilon: float | None = None
 
     def __repr__(self) -> str:
         shown = [repr(self.name.value)]
-        for key in ("virtual_node_cnt", "charset", "consumer_idcs", "inner", "message_queues"):
+        for key in ("virtual_node_cnt", "charset", "epsilon", "consumer_idcs", "inner", "message_queues"):
             value = getattr(self, key)
             if value is not None:
                 shown.append(f"{key}={value!r}")
@@ -119,7 +133,7 @@ class StrategySpec:
         built = _BUILT.get(self)
         if built is None:
             kwargs: dict[str, Any] = {}
-            for key in ("virtual_node_cnt", "charset", "consumer_idcs", "message_queues"):
+            for key in ("virtual_node_cnt", "charset", "epsilon", "consumer_idcs", "message_queues"):
                 if getattr(self, key) is not None:
                     kwargs[key] = getattr(self, key)
             if self.inner is not None:
@@ -134,6 +148,8 @@ class StrategySpec:
             out["virtualNodeCnt"] = self.virtual_node_cnt
         if self.charset is not None:
             out["charset"] = self.charset
+        if self.epsilon is not None:
+            out["epsilon"] = self.epsilon
         if self.consumer_idcs is not None:
             out["consumeridcs"] = list(self.consumer_idcs)
         if self.inner is not None:
@@ -147,7 +163,7 @@ class StrategySpec:
     @classmethod
     def parse(cls, config: Any, *, where: str = "strategy") -> StrategySpec:
         """A spec from a name (``"AVG"``, ``"MACHINE_ROOM_NEARBY-AVG"``, any case) or an object
-        with Java's field names: ``{"name": ..., "virtualNodeCnt": n, "charset": ..., "consumeridcs":
+        with Java's field names: ``{"name": ..., "virtualNodeCnt": n, "charset": ..., "epsilon": x, "consumeridcs":
         [...], "inner": <config>, "messageQueueList": [...]}``. Python keyword spellings
         (``virtual_node_cnt``, ``consumer_idcs``, ``message_queues``) and ``"strategy"`` for
         ``"name"`` / ``"fallback"`` for ``"inner"`` (the vector files' spelling) are read too.
@@ -213,7 +229,7 @@ def _from_name(text: str, raw: dict[str, Any], where: str) -> StrategySpec:
         # Parameters written next to "inner" belong to the inner strategy (the snapshot layout).
         inner_params = {k: v for k, v in params.items() if k not in info.params.values()}
         inner = StrategySpec.parse({**inner_params, **inner_config}, where=f"{where}.inner")
-        if inner.name in (StrategyName.CONFIG, StrategyName.MACHINE_ROOM_NEARBY):
+        if inner.name in (StrategyName.CONFIG, StrategyName.MACHINE_ROOM_NEARBY) or inner.info.needs_previous:
             raise UnsupportedStrategyError(
                 f"{where}: {inner.name.value} cannot be the inner strategy of MACHINE_ROOM_NEARBY", inner.name.value
             )
@@ -244,6 +260,15 @@ def _text(value: Any, where: str) -> str:
     return value
 
 
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise StrategyConfigError(f"{where}: expected a number, got {value!r}", value)
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
 def _idcs(value: Any, where: str) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise StrategyConfigError(f"{where}: expected a list of idc names, got {value!r}", value)
@@ -271,6 +296,7 @@ def _queues(value: Any, where: str) -> tuple[MessageQueue, ...]:
 _PARAM_READERS: dict[str, Callable[[Any, str], Any]] = {
     "virtual_node_cnt": _int,
     "charset": _text,
+    "epsilon": _number,
     "consumer_idcs": _idcs,
     "message_queues": _queues,
 }
@@ -286,6 +312,12 @@ REGISTRY: Mapping[StrategyName, StrategyInfo] = {
             ConsistentHash,
             params={"virtualNodeCnt": "virtual_node_cnt", "charset": "charset"},
         ),
+        StrategyInfo(
+            StrategyName.CONSISTENT_HASH_BOUNDED,
+            ConsistentHashBounded,
+            params={"virtualNodeCnt": "virtual_node_cnt", "charset": "charset", "epsilon": "epsilon"},
+        ),
+        StrategyInfo(StrategyName.STICKY, Sticky, batchable=False, needs_previous=True),
         StrategyInfo(
             StrategyName.MACHINE_ROOM,
             MachineRoom,
@@ -318,6 +350,8 @@ def strategy(name: str | StrategyName, **params: Any) -> AllocateStrategy:
     """Build a strategy by its RocketMQ name (any case).
 
     ``AVG``, ``AVG_BY_CIRCLE``; ``CONSISTENT_HASH`` (``virtual_node_cnt=10``, ``charset="UTF-8"``);
+    ``CONSISTENT_HASH_BOUNDED`` (the same plus ``epsilon=0.25``); ``STICKY`` (whole group only, with
+    ``previous=``);
     ``MACHINE_ROOM`` (``consumer_idcs=None``); ``MACHINE_ROOM_NEARBY`` (``inner=``, ``resolver=``
     defaulting to :class:`~mqbalance.rooms.PrefixRoomResolver`); ``CONFIG`` (``message_queues=None``).
     ``MACHINE_ROOM_NEARBY-<inner>`` names (what ``getName()`` prints) are accepted too.

@@ -17,12 +17,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from . import _core
 from ._columns import QueueTable, check_current_id, id_list, queue_columns
-from .exceptions import InvalidInputError, MachineRoomError, UnsupportedStrategyError
+from .exceptions import (
+    InvalidEpsilonError,
+    InvalidInputError,
+    InvalidPreviousAssignmentError,
+    MachineRoomError,
+    PreviousAssignmentRequiredError,
+    PreviousAssignmentWarning,
+    UnsupportedStrategyError,
+)
 from .models import MessageQueue
 from .ordering import sort_client_ids, sort_queues
 from .rooms import PrefixRoomResolver, RoomResolver
@@ -32,6 +45,8 @@ __all__ = [
     "Avg",
     "AvgByCircle",
     "ConsistentHash",
+    "ConsistentHashBounded",
+    "Sticky",
     "MachineRoom",
     "MachineRoomNearby",
     "Config",
@@ -166,6 +181,200 @@ class ConsistentHash(AllocateStrategy):
         return f"ConsistentHash(virtual_node_cnt={self.virtual_node_cnt}, charset={self.charset!r})"
 
 
+class ConsistentHashBounded(AllocateStrategy):
+    """``CONSISTENT_HASH_BOUNDED``: ``CONSISTENT_HASH``'s ring, with nobody above
+    ``cap = ceil((1 + epsilon) * queues / consumers)``; a queue whose ring owner is full walks on
+    clockwise to the next consumer with room (Mirrokni, Thorup, Zadimoghaddam, SODA 2018). A queue
+    stays on its CONSISTENT_HASH owner unless that owner has more than ``cap`` of them.
+
+    Stateless like the Java strategies: the result depends only on the two lists (as given; clients
+    sort them first) and the parameters, so every client's ``allocate`` is its slice of the
+    whole-group result. With ``epsilon`` so large that the cap is the queue count, it is exactly
+    ``CONSISTENT_HASH``. ``epsilon`` must be finite and ≥ 0
+    (:class:`~mqbalance.exceptions.InvalidEpsilonError`, :class:`~mqbalance.exceptions.EpsilonTooSmallError`).
+
+    The canonical algorithm, to port to Java (``k`` = distinct ids owning a ring node, ``n`` =
+    queues):
+
+    1. the ring of ``CONSISTENT_HASH`` (``ConsistentHashRouter``: ``virtual_node_cnt`` nodes
+       ``<clientId>-<i>``, MD5, first four digest bytes as a big-endian unsigned int; collisions and
+       repeated ids exactly as Java);
+    2. ``cap = (int) Math.min(n, Math.ceil((1.0 + epsilon) * n / k))`` in IEEE double;
+    3. take the queues in ascending unsigned MD5 key of ``MessageQueue.toString()``, equal keys in
+       ``mqAll`` order; each goes to its ``CONSISTENT_HASH`` owner (first ring node at or after its
+       key, wrapping) while that owner holds fewer than ``cap``, else is set aside (in order);
+    4. each set-aside queue, in order, walks clockwise from that node to the first node whose
+       client holds fewer than ``cap`` queues, and goes there;
+    5. a client's ``allocate`` returns its queues in ``mqAll`` order.
+
+    Worked example (64 queues, 8 consumers, ε = 0.25: cap 10; plain CONSISTENT_HASH gives one of
+    them 13 here):
+
+    >>> qs = [MessageQueue("TopicTest", f"broker-{b}", i) for b in "ab" for i in range(32)]
+    >>> ids = [f"10.0.0.{i}@DEFAULT" for i in range(8)]
+    >>> sorted(len(v) for v in ConsistentHashBounded().assign(qs, ids).values())
+    [7, 7, 7, 7, 8, 8, 10, 10]
+    >>> sorted(len(v) for v in ConsistentHash().assign(qs, ids).values())
+    [6, 6, 7, 7, 8, 8, 9, 13]
+    """
+
+    def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8", epsilon: float = 0.25) -> None:
+        if not isinstance(virtual_node_cnt, int) or isinstance(virtual_node_cnt, bool):
+            raise InvalidInputError(f"virtual_node_cnt must be an int, got {virtual_node_cnt!r}", virtual_node_cnt)
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
+            raise InvalidEpsilonError(f"epsilon must be a finite number >= 0, got {epsilon!r}", epsilon)
+        self.virtual_node_cnt = virtual_node_cnt
+        self.charset = charset
+        clamped = max(min(virtual_node_cnt, 2**63 - 1), -(2**63))
+        try:
+            eps = float(epsilon)
+        except OverflowError:  # an int too large for a double: as good as infinite
+            eps = math.inf
+        self._handle = _core.Strategy("CONSISTENT_HASH_BOUNDED", virtual_node_cnt=clamped, charset=charset, epsilon=eps)
+        self.epsilon = eps
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsistentHashBounded(virtual_node_cnt={self.virtual_node_cnt}, charset={self.charset!r}, "
+            f"epsilon={self.epsilon!r})"
+        )
+
+
+Previous = Mapping[str, Iterable[MessageQueue]]
+
+
+def previous_owners(previous: Previous, queues: Sequence[MessageQueue], ids: Sequence[str]) -> npt.NDArray[np.int64]:
+    """A previous assignment (client id → its queues, what :meth:`AllocateStrategy.assign`
+    returns) as the owner column the core takes: per queue of ``queues``, the position of its
+    previous owner in ``ids`` (first occurrence), ``-1`` for nobody.
+
+    Consumers and queues not in the current lists are ignored and named in a
+    :class:`~mqbalance.exceptions.PreviousAssignmentWarning`; a queue owned twice, or an
+    assignment sharing no queue with ``queues`` (another group's or topic's) raises
+    :class:`~mqbalance.exceptions.InvalidPreviousAssignmentError`.
+    """
+    if not isinstance(previous, Mapping):
+        raise InvalidPreviousAssignmentError(
+            f"previous must map client ids to their queues, got {type(previous).__name__}", previous
+        )
+    where = {q: k for k, q in reversed(list(enumerate(queues)))}
+    slot: dict[str, int] = {}
+    for j, cid in enumerate(ids):
+        slot.setdefault(cid, j)
+    out = np.full(len(queues), -1, dtype=np.int64)
+    holder: dict[MessageQueue, str] = {}
+    unknown_ids: list[str] = []
+    unknown_queues: list[MessageQueue] = []
+    named = 0
+    for cid, owned in previous.items():
+        if isinstance(owned, (str, MessageQueue)) or not isinstance(owned, Iterable):
+            raise InvalidPreviousAssignmentError(
+                f"previous[{cid!r}] must be a collection of MessageQueue, got {owned!r}", owned
+            )
+        at = slot.get(cid)
+        if at is None:
+            unknown_ids.append(cid)
+        for q in owned:
+            if not isinstance(q, MessageQueue):
+                raise InvalidPreviousAssignmentError(f"previous[{cid!r}] holds {q!r}, not a MessageQueue", q)
+            named += 1
+            if q in holder and holder[q] != cid:
+                raise InvalidPreviousAssignmentError(
+                    f"{q} is owned twice in the previous assignment: by {holder[q]!r} and {cid!r}", q
+                )
+            holder[q] = cid
+            k = where.get(q)
+            if k is None:
+                unknown_queues.append(q)
+            elif at is not None:
+                out[k] = at
+    if named and len(unknown_queues) == named:
+        raise InvalidPreviousAssignmentError(
+            "the previous assignment shares no queue with the current list (another group's or topic's?): "
+            f"{len(unknown_queues)} queues, e.g. {unknown_queues[0]}",
+            unknown_queues[0],
+        )
+    if unknown_ids or unknown_queues:
+        parts = []
+        if unknown_ids:
+            parts.append(f"consumers not in the group: {', '.join(map(repr, unknown_ids[:5]))}")
+        if unknown_queues:
+            parts.append(f"queues not in the list: {', '.join(map(str, unknown_queues[:5]))}")
+        more = len(unknown_ids) + len(unknown_queues) > 10
+        warnings.warn(
+            f"previous assignment: ignored {'; '.join(parts)}{' …' if more else ''}",
+            PreviousAssignmentWarning,
+            stacklevel=3,
+        )
+    return out
+
+
+class Sticky(AllocateStrategy):
+    """``STICKY``: balanced (every consumer gets ``floor`` or ``ceil`` of queues / consumers) and
+    moving the fewest queues possible from the previous assignment; the first run (``previous={}``)
+    equals ``AVG``. Kafka's sticky assignor with identical subscriptions.
+
+    For whoever computes the whole group and holds the previous assignment — a leader, a
+    broker-side or what-if tool: :meth:`assign` and :func:`mqbalance.bulk.owners` take
+    ``previous=``. A client computing only its own share cannot use it: :meth:`allocate` raises
+    :class:`~mqbalance.exceptions.PreviousAssignmentRequiredError` (use CONSISTENT_HASH_BOUNDED).
+
+    Rules (repeated client ids count once): the ``len(queues) % members`` larger quotas go to the
+    members that held the most before (ties: list order); each member keeps its first previous
+    queues (list order) up to its quota; the rest are dealt out in list order to the members below
+    quota, in list order.
+
+    >>> qs = [MessageQueue("T", "b", i) for i in range(6)]
+    >>> first = Sticky().assign(qs, ["c1", "c2"], previous={})
+    >>> {c: [q.queue_id for q in l] for c, l in first.items()}
+    {'c1': [0, 1, 2], 'c2': [3, 4, 5]}
+    >>> after = Sticky().assign(qs, ["c1", "c2", "c3"], previous=first)  # c3 joins: two queues move
+    >>> {c: [q.queue_id for q in l] for c, l in after.items()}
+    {'c1': [0, 1], 'c2': [3, 4], 'c3': [2, 5]}
+    """
+
+    def __init__(self) -> None:
+        self._handle = _core.Strategy("STICKY")
+
+    def allocate(
+        self,
+        consumer_group: str | None,
+        current_id: str | None,
+        queues: Sequence[MessageQueue] | None,
+        consumers: Iterable[str] | None,
+    ) -> list[MessageQueue] | None:
+        """Refused: a client alone does not hold the group's previous assignment."""
+        raise PreviousAssignmentRequiredError(
+            "STICKY needs the group's previous assignment, which a per-client allocate does not have: compute "
+            "the whole group with strategy('STICKY').assign(queues, consumers, previous=...) or "
+            "bulk.owners(..., previous=...), or use CONSISTENT_HASH_BOUNDED, which every client computes for itself",
+            "STICKY",
+        )
+
+    def assign(
+        self,
+        queues: Sequence[MessageQueue] | None,
+        consumers: Iterable[str] | None,
+        *,
+        java_sort: bool = False,
+        previous: Previous | None = None,
+    ) -> dict[str, list[MessageQueue]]:
+        """Every member's share given ``previous`` (client id → queues, e.g. the last result of this
+        method; ``{}`` for a first run). ``previous=None`` raises
+        :class:`~mqbalance.exceptions.PreviousAssignmentRequiredError`."""
+        qs = list(queues) if queues is not None else []
+        ids = id_list(consumers)
+        if java_sort:
+            qs, ids = sort_queues(qs), sort_client_ids(ids)
+        prev = None if previous is None else previous_owners(previous, qs, ids)
+        lists = _core.assign_positions(self._handle, *queue_columns(qs), ids, previous=prev)
+        out: dict[str, list[MessageQueue]] = {}
+        for cid, positions in zip(ids, lists):
+            if cid not in out:
+                out[cid] = [qs[i] for i in positions]
+        return out
+
+
 class MachineRoom(AllocateStrategy):
     """``MACHINE_ROOM``: only queues of brokers named ``<idc>@<name>`` with ``idc`` in
     ``consumer_idcs`` are allocated (blocks, then a round-robin tail).
@@ -217,7 +426,7 @@ class MachineRoomNearby(AllocateStrategy):
             raise InvalidInputError("MACHINE_ROOM_NEARBY needs an inner strategy (Java: NullPointerException)", None)
         if not isinstance(inner, AllocateStrategy):
             raise InvalidInputError(f"inner must be a strategy, got {inner!r}", inner)
-        if isinstance(inner, (Config, MachineRoomNearby)):
+        if isinstance(inner, (Config, MachineRoomNearby, Sticky)):
             raise UnsupportedStrategyError(
                 f"{inner.name} cannot be the inner strategy of MACHINE_ROOM_NEARBY", inner.name
             )

@@ -31,7 +31,7 @@ connections as ``mqadmin consumerConnection`` shows them)::
 
 Parquet layout (a directory): ``queue_data.parquet`` (topic, broker_name, read_queue_nums,
 write_queue_nums, perm), ``connections.parquet`` (group, client_id, client_addr, language, version,
-message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset), ``subscriptions.parquet``
+message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon), ``subscriptions.parquet``
 (group, topic); optional ``brokers.parquet`` (topic, cluster, broker_name, broker_id, address).
 
 Strategies are read by :meth:`mqbalance.registry.StrategySpec.parse` (``AVG``, ``AVG_BY_CIRCLE``,
@@ -110,6 +110,7 @@ SCHEMAS = {
             ("virtual_node_cnt", pa.int64()),
             ("consumer_idcs", pa.list_(pa.string())),
             ("charset", pa.string()),
+            ("epsilon", pa.float64()),
         ]
     ),
     "subscriptions": pa.schema([("group", pa.string()), ("topic", pa.string())]),
@@ -270,6 +271,13 @@ def auditable_strategy(config: Any, where: str) -> StrategySpec:
                 "CONFIG cannot be audited: a snapshot does not carry the client's configured queue list",
                 "CONFIG",
             )
+        if REGISTRY[spec.name].needs_previous:
+            raise _err(
+                where,
+                f"{spec.name.value} cannot be audited: it is computed by one party from the group's previous "
+                "assignment, which a snapshot does not carry (clients run per-client strategies)",
+                spec.name.value,
+            )
         spec.build()
     except SnapshotError:
         raise
@@ -279,20 +287,22 @@ def auditable_strategy(config: Any, where: str) -> StrategySpec:
     return spec
 
 
-def _strategy_columns(spec: StrategySpec) -> tuple[str, int | None, list[str] | None, str | None]:
-    """``(strategy, virtual_node_cnt, consumer_idcs, charset)`` of the Parquet layout."""
+def _strategy_columns(spec: StrategySpec) -> tuple[str, int | None, list[str] | None, str | None, float | None]:
+    """``(strategy, virtual_node_cnt, consumer_idcs, charset, epsilon)`` of the Parquet layout."""
     params = spec.inner or spec
     idcs = None if params.consumer_idcs is None else list(params.consumer_idcs)
-    return spec.display_name, params.virtual_node_cnt, idcs, params.charset
+    return spec.display_name, params.virtual_node_cnt, idcs, params.charset, params.epsilon
 
 
-def _spec_from_columns(name: Any, vnodes: Any, idcs: Any, charset: Any, where: str) -> StrategySpec:
+def _spec_from_columns(
+    name: Any, vnodes: Any, idcs: Any, charset: Any, where: str, epsilon: Any = None
+) -> StrategySpec:
     if not isinstance(name, str) or not name:
         raise _err(where, f"expected a non-empty str, got {name!r}", name)
     if isinstance(idcs, str):  # files written before the list column: comma-joined
         idcs = [s for s in idcs.split(",") if s]
     config: dict[str, Any] = {"name": name}
-    for key, value in (("virtualNodeCnt", vnodes), ("consumeridcs", idcs), ("charset", charset)):
+    for key, value in (("virtualNodeCnt", vnodes), ("consumeridcs", idcs), ("charset", charset), ("epsilon", epsilon)):
         if value is not None:
             config[key] = value
     # A column set for another strategy of the fleet is not a parameter of this one.
@@ -444,13 +454,20 @@ def _validate_tables(
             cn["virtual_node_cnt"][i],
             tuple(idcs) if isinstance(idcs, list) else idcs,
             cn["charset"][i],
+            cn["epsilon"][i],
         )
         if key not in known:  # one parse per distinct configuration
             where = f"{source}/connections.parquet row {i}"
-            spec = _spec_from_columns(cn["strategy"][i], key[1], idcs, key[3], f"{where}.strategy")
+            spec = _spec_from_columns(cn["strategy"][i], key[1], idcs, key[3], f"{where}.strategy", key[4])
             known[key] = (spec, _strategy_columns(spec))
         spec, columns = known[key]
-        cn["strategy"][i], cn["virtual_node_cnt"][i], cn["consumer_idcs"][i], cn["charset"][i] = columns
+        (
+            cn["strategy"][i],
+            cn["virtual_node_cnt"][i],
+            cn["consumer_idcs"][i],
+            cn["charset"][i],
+            cn["epsilon"][i],
+        ) = columns
         specs.append(spec)
     pairs = list(zip(sb["group"], sb["topic"]))
     if len(set(pairs)) != len(pairs):

@@ -118,6 +118,13 @@ def _check_strategy(name: str, params: dict[str, Any], where: str) -> str:
 
     try:
         spec = StrategySpec.parse({"name": name, **params})
+        if spec.info.needs_previous:
+            fail(
+                where,
+                f"strategy {name!r} is computed by one party from the group's previous assignment; a scenario's "
+                "clients each allocate for themselves: use CONSISTENT_HASH_BOUNDED for a balanced, stable one",
+                name,
+            )
         if spec.info.per_client_config:
             fail(
                 where,
@@ -139,11 +146,12 @@ StrategyChoice = tuple[str, tuple[tuple[str, Any], ...]]  # name, sorted paramet
 
 
 def _strategy(value: Any, where: str) -> StrategyChoice:
-    """``AVG`` or ``{name: CONSISTENT_HASH, virtual_node_cnt: 10, charset: UTF-8}``."""
+    """``AVG`` or ``{name: CONSISTENT_HASH, virtual_node_cnt: 10, charset: UTF-8}`` (``epsilon`` too for
+    CONSISTENT_HASH_BOUNDED)."""
     if isinstance(value, str):
         name, params = value, {}
     else:
-        data = mapping(value, where, ("name", "virtual_node_cnt", "charset"))
+        data = mapping(value, where, ("name", "virtual_node_cnt", "charset", "epsilon"))
         if data.get("name") is None:
             fail(f"{where}.name", "missing")
         name = text()(data["name"], f"{where}.name")

@@ -56,6 +56,26 @@ pub enum AllocateError {
         /// Why.
         reason: String,
     },
+    /// `CONSISTENT_HASH_BOUNDED` with an ε that is NaN or infinite (the bits of the `f64`).
+    #[error("epsilon must be a finite number >= 0, got {}", f64::from_bits(*bits))]
+    InvalidEpsilon {
+        /// `f64::to_bits` of the value.
+        bits: u64,
+    },
+    /// `CONSISTENT_HASH_BOUNDED` with a negative ε: for some group sizes the cap
+    /// ⌈(1+ε)·queues/consumers⌉ would be below the average load, so some queue could not be placed.
+    #[error("epsilon {} is too small: the cap ceil((1+epsilon)*queues/consumers) would fall below the average load; the minimum is 0 (cap = ceil(average))", f64::from_bits(*bits))]
+    EpsilonTooSmall {
+        /// `f64::to_bits` of the value.
+        bits: u64,
+    },
+    /// A strategy that needs the group's previous assignment (`STICKY`) was called without one:
+    /// the per-client `allocate`, or a whole-group call that was given none.
+    #[error("{name} needs the group's previous assignment, which this call does not have: compute the whole group with it (Python: assign(..., previous=...) or bulk.owners(..., previous=...)); a client computing only its own share can use CONSISTENT_HASH_BOUNDED instead")]
+    PreviousRequired {
+        /// Strategy name.
+        name: String,
+    },
     /// A dictionary code that does not index its dictionary.
     #[error("invalid {what} code {code} at row {row}: the dictionary has {dict_len} entries")]
     InvalidCode {

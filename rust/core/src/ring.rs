@@ -212,14 +212,31 @@ impl ConsistentHashRing {
         self.keys.is_empty()
     }
 
+    /// Position on the ring of a key hash: the first node at or after it, wrapping around to 0.
+    /// The ring must not be empty.
+    #[inline]
+    pub fn position(&self, hash: u32) -> usize {
+        let i = self.keys.partition_point(|&k| k < hash);
+        if i == self.keys.len() {
+            0
+        } else {
+            i
+        }
+    }
+
+    /// Owner slot of the node at ring position `i`.
+    #[inline]
+    pub fn node_owner(&self, i: usize) -> u32 {
+        self.owners[i]
+    }
+
     /// Owner slot of a key hash: the first node at or after it, wrapping around.
     #[inline]
     pub fn route(&self, hash: u32) -> Option<u32> {
         if self.keys.is_empty() {
             return None;
         }
-        let i = self.keys.partition_point(|&k| k < hash);
-        Some(self.owners[if i == self.keys.len() { 0 } else { i }])
+        Some(self.owners[self.position(hash)])
     }
 
     /// Owner slot of every queue of the view (`-1` when the ring is empty), hashing on all cores.
@@ -227,25 +244,32 @@ impl ConsistentHashRing {
         if self.is_empty() {
             return vec![-1; queues.len()];
         }
-        let table = queues.table();
-        (0..queues.len())
+        queue_hashes(queues, charset)
             .into_par_iter()
-            .map_init(
-                || (String::new(), Vec::new()),
-                |(s, b), k| {
-                    table.write_key(queues.row(k), s);
-                    let h = if charset == Charset::Utf8 {
-                        md5_hash(s.as_bytes())
-                    } else {
-                        b.clear();
-                        charset.encode_into(s, b);
-                        md5_hash(b)
-                    };
-                    self.route(h).map_or(-1, i64::from)
-                },
-            )
+            .map(|h| self.route(h).map_or(-1, i64::from))
             .collect()
     }
+}
+
+/// The ring hash of every queue of the view (MD5 of `MessageQueue.toString()`), on all cores.
+pub fn queue_hashes(queues: &QueueView<'_>, charset: Charset) -> Vec<u32> {
+    let table = queues.table();
+    (0..queues.len())
+        .into_par_iter()
+        .map_init(
+            || (String::new(), Vec::new()),
+            |(s, b), k| {
+                table.write_key(queues.row(k), s);
+                if charset == Charset::Utf8 {
+                    md5_hash(s.as_bytes())
+                } else {
+                    b.clear();
+                    charset.encode_into(s, b);
+                    md5_hash(b)
+                }
+            },
+        )
+        .collect()
 }
 
 /// Format `<clientId>-<replica>` (the virtual node key), for tests and tooling.

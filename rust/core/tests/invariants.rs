@@ -5,6 +5,7 @@
 //! Python) and empty lists (errors, tested in Python and in the doc examples).
 
 #![allow(clippy::unwrap_used)]
+#![allow(clippy::cast_precision_loss)] // small test sizes: exact in f64
 
 use std::collections::BTreeSet;
 
@@ -42,6 +43,10 @@ fn strategies() -> Vec<Strategy> {
         },
         Strategy::nearby(Strategy::Avg).unwrap(),
         Strategy::nearby(Strategy::consistent_hash(3, Charset::Utf8).unwrap()).unwrap(),
+        Strategy::consistent_hash_bounded(4, Charset::Utf8, 0.25).unwrap(),
+        Strategy::consistent_hash_bounded(3, Charset::Utf8, 0.0).unwrap(),
+        Strategy::nearby(Strategy::consistent_hash_bounded(5, Charset::Utf8, 0.1).unwrap())
+            .unwrap(),
     ]
 }
 
@@ -50,7 +55,7 @@ fn inputs(
     (
         prop::collection::vec((0..TOPICS.len(), 0..BROKERS.len(), 0..30i32), 1..60),
         prop::collection::vec(0..IDS.len(), 1..8),
-        0..6usize,
+        0..9usize,
     )
 }
 
@@ -121,4 +126,138 @@ proptest! {
             prop_assert!(hi - lo <= 1);
         }
     }
+}
+
+fn group_of(c: usize) -> ConsumerList {
+    ConsumerList::new(
+        (0..c)
+            .map(|j| format!("10.0.{}.{}@{j}", j / 250, j % 250))
+            .collect(),
+    )
+}
+
+fn queues_of(n: usize) -> QueueTable {
+    QueueTable::from_rows((0..n).map(|q| {
+        (
+            "TopicTest",
+            if q % 2 == 0 { "broker-a" } else { "broker-b" },
+            (q / 2) as i32,
+        )
+    }))
+}
+
+fn counts(owners: &[i64], c: usize) -> Vec<usize> {
+    let mut out = vec![0usize; c];
+    for &o in owners {
+        out[o as usize] += 1;
+    }
+    out
+}
+
+/// The most queues a balanced assignment can leave where they were, from the previous holdings
+/// `held` of the current members (an upper bound by counting: each member keeps at most its quota,
+/// and only `n mod m` quotas are the larger one).
+fn max_kept(n: usize, held: &[usize]) -> usize {
+    let m = held.len();
+    let (q, extra) = (n / m, n % m);
+    held.iter().map(|&h| h.min(q)).sum::<usize>()
+        + held.iter().filter(|&&h| h > q).count().min(extra)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn bounded_cap_holds_and_every_queue_is_owned(
+        n in 1usize..4000, c in 1usize..300, v in 1u32..16, e in prop::sample::select(vec![0.0, 0.05, 0.25, 1.0, 3.0]),
+    ) {
+        let (table, group) = (queues_of(n), group_of(c));
+        let s = Strategy::consistent_hash_bounded(i64::from(v), Charset::Utf8, e).unwrap();
+        let owners = allocate::owners(&s, &table.all(), &group, None).unwrap();
+        prop_assert!(owners.iter().all(|&o| o >= 0));
+        let cap = ((1.0 + e) * n as f64 / c as f64).ceil() as usize;
+        prop_assert!(counts(&owners, c).into_iter().all(|x| x <= cap));
+    }
+
+    #[test]
+    fn bounded_without_a_binding_cap_is_consistent_hash(n in 1usize..2000, c in 1usize..100, v in 0u32..12) {
+        let (table, group) = (queues_of(n), group_of(c));
+        let ch = Strategy::consistent_hash(i64::from(v), Charset::Utf8).unwrap();
+        let b = Strategy::consistent_hash_bounded(i64::from(v), Charset::Utf8, c as f64).unwrap();
+        prop_assert_eq!(
+            allocate::owners(&ch, &table.all(), &group, None).unwrap(),
+            allocate::owners(&b, &table.all(), &group, None).unwrap()
+        );
+    }
+
+    #[test]
+    fn sticky_is_balanced_and_keeps_the_most_possible(
+        n in 1usize..3000, c in 1usize..200, prev_c in 1usize..250, seed in any::<u64>(), holes in 0u64..4,
+    ) {
+        // A previous assignment over up to `prev_c` ids (some not in the group any more), some
+        // queues unowned.
+        let group = group_of(c);
+        let mut x = seed | 1;
+        let previous: Vec<i64> = (0..n).map(|_| {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            if x % 8 < holes { -1 } else { (x % prev_c as u64) as i64 }
+        }).collect();
+        let in_group: Vec<i64> = previous.iter().map(|&p| if (p as usize) < c && p >= 0 { p } else { -1 }).collect();
+        let s = Strategy::Sticky;
+        let table = queues_of(n);
+        let owners = allocate::owners_with_previous(&s, &table.all(), &group, None, Some(&in_group)).unwrap();
+        let sizes = counts(&owners, c);
+        prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+        let held = counts(&in_group.iter().copied().filter(|&p| p >= 0).collect::<Vec<_>>(), c);
+        let kept = owners.iter().zip(&in_group).filter(|(o, p)| o == p).count();
+        prop_assert_eq!(kept, max_kept(n, &held));
+    }
+
+    #[test]
+    fn sticky_moves_no_more_than_brute_force(n in 1usize..7, c in 1usize..4, prev in prop::collection::vec(-1i64..4, 7)) {
+        let group = group_of(c);
+        let previous: Vec<i64> = prev[..n].iter().map(|&p| if p < c as i64 { p } else { -1 }).collect();
+        let owners = allocate::owners_with_previous(&Strategy::Sticky, &queues_of(n).all(), &group, None, Some(&previous)).unwrap();
+        let moved = |o: &[i64]| o.iter().zip(&previous).filter(|(a, p)| **p >= 0 && a != p).count();
+        let mut best = usize::MAX;
+        for code in 0..c.pow(n as u32) {
+            let cand: Vec<i64> = (0..n).map(|k| ((code / c.pow(k as u32)) % c) as i64).collect();
+            let sz = counts(&cand, c);
+            if sz.iter().max().unwrap() - sz.iter().min().unwrap() <= 1 {
+                best = best.min(moved(&cand));
+            }
+        }
+        prop_assert_eq!(moved(&owners), best);
+    }
+}
+
+#[test]
+fn sticky_first_run_is_avg_and_sticky_needs_a_previous_assignment() {
+    let (table, group) = (queues_of(37), group_of(5));
+    let first = allocate::owners_with_previous(
+        &Strategy::Sticky,
+        &table.all(),
+        &group,
+        None,
+        Some(&[-1; 37]),
+    )
+    .unwrap();
+    assert_eq!(
+        first,
+        allocate::owners(&Strategy::Avg, &table.all(), &group, None).unwrap()
+    );
+    assert!(matches!(
+        allocate::allocate(
+            &Strategy::Sticky,
+            Some("10.0.0.0@0"),
+            &table.all(),
+            &group,
+            None
+        ),
+        Err(mqbalance_core::AllocateError::PreviousRequired { .. })
+    ));
+    assert!(matches!(
+        allocate::owners(&Strategy::Sticky, &table.all(), &group, None),
+        Err(mqbalance_core::AllocateError::PreviousRequired { .. })
+    ));
 }

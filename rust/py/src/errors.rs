@@ -18,6 +18,9 @@ pyo3::import_exception!(mqbalance.exceptions, LengthMismatchError);
 pyo3::import_exception!(mqbalance.exceptions, UnknownStrategyError);
 pyo3::import_exception!(mqbalance.exceptions, UnknownCharsetError);
 pyo3::import_exception!(mqbalance.exceptions, InvalidInputError);
+pyo3::import_exception!(mqbalance.exceptions, InvalidEpsilonError);
+pyo3::import_exception!(mqbalance.exceptions, EpsilonTooSmallError);
+pyo3::import_exception!(mqbalance.exceptions, PreviousAssignmentRequiredError);
 
 /// Map a core error to its Python class, with the offending value attached.
 pub fn to_py(e: AllocateError) -> PyErr {
@@ -39,6 +42,15 @@ pub fn to_py(e: AllocateError) -> PyErr {
         }
         AllocateError::UnsupportedStrategy { name, .. } => {
             UnsupportedStrategyError::new_err((msg, name))
+        }
+        AllocateError::InvalidEpsilon { bits } => {
+            InvalidEpsilonError::new_err((msg, f64::from_bits(bits)))
+        }
+        AllocateError::EpsilonTooSmall { bits } => {
+            EpsilonTooSmallError::new_err((msg, f64::from_bits(bits)))
+        }
+        AllocateError::PreviousRequired { name } => {
+            PreviousAssignmentRequiredError::new_err((msg, name))
         }
         AllocateError::InvalidCode { code, .. } => InvalidQueueError::new_err((msg, code)),
         AllocateError::LengthMismatch { got, .. } => LengthMismatchError::new_err((msg, got)),

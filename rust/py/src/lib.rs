@@ -38,19 +38,25 @@ fn charset(name: &str) -> PyResult<Charset> {
 #[pymethods]
 impl PyStrategy {
     #[new]
-    #[pyo3(signature = (kind, *, virtual_node_cnt = 10, charset = "UTF-8", consumer_idcs = None, inner = None))]
+    #[pyo3(signature = (kind, *, virtual_node_cnt = 10, charset = "UTF-8", consumer_idcs = None, inner = None, epsilon = 0.25))]
+    /// `epsilon` defaults to `mqbalance_core::allocate::bounded::DEFAULT_EPSILON` (0.25).
     fn new(
         kind: &str,
         virtual_node_cnt: i64,
         charset: &str,
         consumer_idcs: Option<BTreeSet<String>>,
         inner: Option<&PyStrategy>,
+        epsilon: f64,
     ) -> PyResult<Self> {
         let cs = self::charset(charset)?;
         let strategy = match kind {
             "AVG" => Strategy::Avg,
             "AVG_BY_CIRCLE" => Strategy::AvgByCircle,
             "CONSISTENT_HASH" => Strategy::consistent_hash(virtual_node_cnt, cs).py_err()?,
+            "CONSISTENT_HASH_BOUNDED" => {
+                Strategy::consistent_hash_bounded(virtual_node_cnt, cs, epsilon).py_err()?
+            }
+            "STICKY" => Strategy::Sticky,
             "MACHINE_ROOM" => Strategy::MachineRoom { consumer_idcs },
             "MACHINE_ROOM_NEARBY" => {
                 let inner = inner.ok_or_else(|| {
@@ -278,7 +284,7 @@ fn assign_prepared<'py>(
 
 /// Every member's list in one pass (lists as given); entry `j` is empty for a repeated id.
 #[pyfunction]
-#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, queue_rooms = None, consumer_rooms = None, room_sep = None))]
+#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, queue_rooms = None, consumer_rooms = None, room_sep = None, previous = None))]
 #[allow(clippy::too_many_arguments)]
 fn assign_positions(
     py: Python<'_>,
@@ -290,6 +296,7 @@ fn assign_positions(
     queue_rooms: Option<&Bound<'_, PyAny>>,
     consumer_rooms: Option<&Bound<'_, PyAny>>,
     room_sep: Option<&str>,
+    previous: Option<PyReadonlyArray1<'_, i64>>,
 ) -> PyResult<Vec<Vec<u32>>> {
     let s = &strategy.inner;
     let x = inputs(
@@ -303,15 +310,24 @@ fn assign_positions(
         room_sep,
         false,
     )?;
-    py.detach(|| allocate::assign(s, &x.table.all(), &x.group, x.rooms.as_ref()))
-        .py_err()
+    let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
+    py.detach(|| {
+        allocate::assign_with_previous(
+            s,
+            &x.table.all(),
+            &x.group,
+            x.rooms.as_ref(),
+            previous.as_deref(),
+        )
+    })
+    .py_err()
 }
 
 /// Owner of every queue (position of the owning id's first occurrence in `consumers`, -1 for
 /// nobody), aligned with the input rows. Unless `presorted`, queues and ids are sorted the Java way
 /// first, as `RebalanceImpl` does.
 #[pyfunction]
-#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, presorted = false, queue_rooms = None, consumer_rooms = None, room_sep = None))]
+#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, presorted = false, queue_rooms = None, consumer_rooms = None, room_sep = None, previous = None))]
 #[allow(clippy::too_many_arguments)]
 fn owners<'py>(
     py: Python<'py>,
@@ -324,6 +340,7 @@ fn owners<'py>(
     queue_rooms: Option<&Bound<'py, PyAny>>,
     consumer_rooms: Option<&Bound<'py, PyAny>>,
     room_sep: Option<&str>,
+    previous: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let s = &strategy.inner;
     let x = inputs(
@@ -337,12 +354,20 @@ fn owners<'py>(
         room_sep,
         !presorted,
     )?;
+    let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
+    let prev = previous.as_deref();
     let out = py
         .detach(|| {
             if presorted {
-                allocate::owners(s, &x.table.all(), &x.group, x.rooms.as_ref())
+                allocate::owners_with_previous(s, &x.table.all(), &x.group, x.rooms.as_ref(), prev)
             } else {
-                allocate::rebalance_owners(s, &x.table, &x.group, x.rooms.as_ref())
+                allocate::rebalance_owners_with_previous(
+                    s,
+                    &x.table,
+                    &x.group,
+                    x.rooms.as_ref(),
+                    prev,
+                )
             }
         })
         .py_err()?;

@@ -20,11 +20,13 @@
 
 pub mod avg;
 pub mod batch;
+pub mod bounded;
 pub mod check;
 pub mod circle;
 pub mod consistent_hash;
 pub mod machine_room;
 pub mod nearby;
+pub mod sticky;
 
 use std::collections::BTreeSet;
 
@@ -32,6 +34,7 @@ use crate::error::AllocateError;
 use crate::queues::{ConsumerList, QueueView};
 use crate::ring::Charset;
 
+pub use bounded::Epsilon;
 pub use nearby::RoomMap;
 
 /// An allocation strategy and its settings. Names follow Java's `getName()`.
@@ -48,6 +51,19 @@ pub enum Strategy {
         /// How strings become bytes before MD5 (UTF-8 in 5.x).
         charset: Charset,
     },
+    /// `CONSISTENT_HASH_BOUNDED`: the `CONSISTENT_HASH` ring, nobody above
+    /// ⌈(1+ε)·queues/consumers⌉; a queue whose owner is full walks on (see [`bounded`]).
+    ConsistentHashBounded {
+        /// Virtual nodes per id, as in `CONSISTENT_HASH`.
+        virtual_node_cnt: u32,
+        /// How strings become bytes before MD5.
+        charset: Charset,
+        /// The load slack ε (≥ 0, finite).
+        epsilon: Epsilon,
+    },
+    /// `STICKY`: balanced, fewest moves from the previous assignment (whole group only; see
+    /// [`sticky`]).
+    Sticky,
     /// `MACHINE_ROOM`: queues of brokers named `<idc>@<name>` whose idc is in the set.
     MachineRoom {
         /// Java's `consumeridcs`; `None` = never set.
@@ -64,20 +80,24 @@ pub enum Strategy {
 impl Strategy {
     /// `CONSISTENT_HASH` from Java's `int virtualNodeCnt` (negative → Java's constructor error).
     pub fn consistent_hash(virtual_node_cnt: i64, charset: Charset) -> Result<Self, AllocateError> {
-        match u32::try_from(virtual_node_cnt) {
-            Ok(v) if virtual_node_cnt <= i64::from(i32::MAX) => Ok(Strategy::ConsistentHash {
-                virtual_node_cnt: v,
-                charset,
-            }),
-            _ if virtual_node_cnt < 0 => {
-                Err(AllocateError::IllegalVirtualNodeCnt(virtual_node_cnt))
-            }
-            _ => Err(AllocateError::RingTooLarge {
-                consumers: 1,
-                virtual_node_cnt: u32::MAX,
-                limit: crate::ring::MAX_RING_ENTRIES,
-            }),
-        }
+        Ok(Strategy::ConsistentHash {
+            virtual_node_cnt: vnodes(virtual_node_cnt)?,
+            charset,
+        })
+    }
+
+    /// `CONSISTENT_HASH_BOUNDED` from Java-style `int virtualNodeCnt` and `double epsilon`.
+    pub fn consistent_hash_bounded(
+        virtual_node_cnt: i64,
+        charset: Charset,
+        epsilon: f64,
+    ) -> Result<Self, AllocateError> {
+        let virtual_node_cnt = vnodes(virtual_node_cnt)?;
+        Ok(Strategy::ConsistentHashBounded {
+            virtual_node_cnt,
+            charset,
+            epsilon: Epsilon::new(epsilon)?,
+        })
     }
 
     /// `MACHINE_ROOM_NEARBY` around `inner`.
@@ -86,6 +106,12 @@ impl Strategy {
             return Err(AllocateError::UnsupportedStrategy {
                 name: inner.name(),
                 reason: "MACHINE_ROOM_NEARBY cannot nest another MACHINE_ROOM_NEARBY".into(),
+            });
+        }
+        if matches!(inner, Strategy::Sticky) {
+            return Err(AllocateError::UnsupportedStrategy {
+                name: inner.name(),
+                reason: "STICKY needs a previous assignment, which MACHINE_ROOM_NEARBY's per-room calls do not have".into(),
             });
         }
         Ok(Strategy::MachineRoomNearby {
@@ -99,6 +125,8 @@ impl Strategy {
             Strategy::Avg => "AVG".into(),
             Strategy::AvgByCircle => "AVG_BY_CIRCLE".into(),
             Strategy::ConsistentHash { .. } => "CONSISTENT_HASH".into(),
+            Strategy::ConsistentHashBounded { .. } => "CONSISTENT_HASH_BOUNDED".into(),
+            Strategy::Sticky => "STICKY".into(),
             Strategy::MachineRoom { .. } => "MACHINE_ROOM".into(),
             Strategy::MachineRoomNearby { inner } => {
                 format!("MACHINE_ROOM_NEARBY-{}", inner.name())
@@ -108,7 +136,23 @@ impl Strategy {
 
     /// Whether the strategy reads topics / broker names (AVG and `AVG_BY_CIRCLE` only count queues).
     pub fn reads_queue_names(&self) -> bool {
-        !matches!(self, Strategy::Avg | Strategy::AvgByCircle)
+        !matches!(
+            self,
+            Strategy::Avg | Strategy::AvgByCircle | Strategy::Sticky
+        )
+    }
+}
+
+/// Java's `int virtualNodeCnt`: negative → Java's constructor error; past `i32::MAX` → too large.
+fn vnodes(virtual_node_cnt: i64) -> Result<u32, AllocateError> {
+    match u32::try_from(virtual_node_cnt) {
+        Ok(v) if virtual_node_cnt <= i64::from(i32::MAX) => Ok(v),
+        _ if virtual_node_cnt < 0 => Err(AllocateError::IllegalVirtualNodeCnt(virtual_node_cnt)),
+        _ => Err(AllocateError::RingTooLarge {
+            consumers: 1,
+            virtual_node_cnt: u32::MAX,
+            limit: crate::ring::MAX_RING_ENTRIES,
+        }),
     }
 }
 
@@ -122,8 +166,24 @@ pub fn owners(
     group: &ConsumerList,
     rooms: Option<&RoomMap>,
 ) -> Result<Vec<i64>, AllocateError> {
+    owners_with_previous(strategy, queues, group, rooms, None)
+}
+
+/// [`owners`] with the previous assignment `STICKY` needs: `previous[k]` is the slot (position in
+/// `group`) that owned queue `k` of the view, negative for nobody; `None` = not known, which
+/// `STICKY` refuses ([`AllocateError::PreviousRequired`]). Other strategies ignore it.
+pub fn owners_with_previous(
+    strategy: &Strategy,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+    previous: Option<&[i64]>,
+) -> Result<Vec<i64>, AllocateError> {
     check::check_lists(queues.len(), group.len())?;
-    let mut out = owners_unchecked(strategy, queues, group, rooms)?;
+    let mut out = match (strategy, previous) {
+        (Strategy::Sticky, Some(previous)) => sticky::owners(queues.len(), group, previous)?,
+        _ => owners_unchecked(strategy, queues, group, rooms)?,
+    };
     if group.ids().iter().any(String::is_empty) {
         for o in out.iter_mut().filter(|o| **o >= 0) {
             if group.ids()[*o as usize].is_empty() {
@@ -148,6 +208,16 @@ pub(crate) fn owners_unchecked(
             virtual_node_cnt,
             charset,
         } => consistent_hash::owners(*virtual_node_cnt, *charset, queues, group)?,
+        Strategy::ConsistentHashBounded {
+            virtual_node_cnt,
+            charset,
+            epsilon,
+        } => bounded::owners(*virtual_node_cnt, *charset, *epsilon, queues, group)?,
+        Strategy::Sticky => {
+            return Err(AllocateError::PreviousRequired {
+                name: strategy.name(),
+            })
+        }
         Strategy::MachineRoom { consumer_idcs } => {
             machine_room::owners(consumer_idcs.as_ref(), queues, group)?
         }
@@ -207,11 +277,22 @@ pub fn assign(
     group: &ConsumerList,
     rooms: Option<&RoomMap>,
 ) -> Result<Vec<Vec<u32>>, AllocateError> {
+    assign_with_previous(strategy, queues, group, rooms, None)
+}
+
+/// [`assign`] with a previous assignment (see [`owners_with_previous`]).
+pub fn assign_with_previous(
+    strategy: &Strategy,
+    queues: &QueueView<'_>,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+    previous: Option<&[i64]>,
+) -> Result<Vec<Vec<u32>>, AllocateError> {
     check::check_lists(queues.len(), group.len())?;
     if group.ids().iter().any(String::is_empty) {
         return Err(AllocateError::EmptyCurrentId);
     }
-    let owned = owners_unchecked(strategy, queues, group, rooms)?;
+    let owned = owners_with_previous(strategy, queues, group, rooms, previous)?;
     let mut lists = vec![Vec::new(); group.len()];
     for (k, &o) in owned.iter().enumerate() {
         if o >= 0 {
@@ -233,6 +314,27 @@ pub fn rebalance_owners(
     group: &ConsumerList,
     rooms: Option<&RoomMap>,
 ) -> Result<Vec<i64>, AllocateError> {
+    rebalance_owners_with_previous(strategy, table, group, rooms, None)
+}
+
+/// [`rebalance_owners`] with a previous assignment aligned with the *input* rows, naming owners
+/// by their position in the *input* id list (negative: nobody).
+pub fn rebalance_owners_with_previous(
+    strategy: &Strategy,
+    table: &crate::QueueTable,
+    group: &ConsumerList,
+    rooms: Option<&RoomMap>,
+    previous: Option<&[i64]>,
+) -> Result<Vec<i64>, AllocateError> {
+    if let Some(p) = previous {
+        if p.len() != table.len() {
+            return Err(AllocateError::LengthMismatch {
+                what: "previous owners",
+                got: p.len(),
+                expected: table.len(),
+            });
+        }
+    }
     let qperm = table.java_sort_order();
     let cperm = crate::order::sort_order(group.ids());
     let sorted_group = ConsumerList::new(
@@ -242,11 +344,38 @@ pub fn rebalance_owners(
             .collect(),
     );
     let sorted_rooms = rooms.map(|r| r.permute_consumers(&cperm));
-    let sorted = owners(
+    let sorted_previous = match previous {
+        Some(p) => {
+            let mut inverse = vec![0i64; group.len()];
+            for (s, &j) in cperm.iter().enumerate() {
+                inverse[j as usize] = s as i64;
+            }
+            let mut out = Vec::with_capacity(qperm.len());
+            for &r in &qperm {
+                let o = p[r as usize];
+                out.push(if o < 0 {
+                    -1
+                } else if (o as u64) < group.len() as u64 {
+                    inverse[o as usize]
+                } else {
+                    return Err(AllocateError::InvalidCode {
+                        what: "previous owners",
+                        row: r as usize,
+                        code: u32::try_from(o).unwrap_or(u32::MAX),
+                        dict_len: group.len(),
+                    });
+                });
+            }
+            Some(out)
+        }
+        None => None,
+    };
+    let sorted = owners_with_previous(
         strategy,
         &table.view(&qperm),
         &sorted_group,
         sorted_rooms.as_ref(),
+        sorted_previous.as_deref(),
     )?;
     let mut out = vec![-1i64; table.len()];
     for (&row, &o) in qperm.iter().zip(&sorted) {

@@ -140,7 +140,7 @@ pub fn assign(
     };
     let identical = subscribed.windows(2).all(|w| w[0] == w[1]);
     let holder = if identical {
-        constrained(&u, &owner, &by_id, &rank)
+        constrained(u.parts.len(), &owner, &by_id, &rank)
     } else {
         general(cluster, &u, &owner, &rank, &subscribed)
     };
@@ -158,9 +158,15 @@ pub fn assign(
 }
 
 /// Identical subscriptions: quotas ⌊P/M⌋ / ⌈P/M⌉, larger quotas to the biggest valid owners.
-fn constrained(u: &Universe, owner: &[i32], by_id: &[u32], rank: &[u32]) -> Vec<i32> {
+///
+/// `owner[g]` is the valid previous owner of item `g` (a member index, or negative for nobody);
+/// members are visited in `by_id` order and tie-broken by `rank`. Each member keeps the first of
+/// its previous items up to its quota, so the number kept is the maximum any balanced assignment
+/// can keep; free items are dealt out in item order, members in `by_id` order (with no previous
+/// owner at all: contiguous blocks, the first `P mod M` members one larger — RocketMQ's AVG).
+/// Also the core of RocketMQ's `STICKY` ([`crate::allocate::sticky`]).
+pub(crate) fn constrained(p: usize, owner: &[i32], by_id: &[u32], rank: &[u32]) -> Vec<i32> {
     let m_count = by_id.len();
-    let p = u.parts.len();
     let (min_q, extra) = (p / m_count, p % m_count);
     let mut previous: Vec<Vec<usize>> = vec![Vec::new(); m_count];
     for (g, &o) in owner.iter().enumerate() {
