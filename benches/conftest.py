@@ -31,6 +31,15 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
+def median_of(fn: Callable[[], Any], rounds: int) -> tuple[float, Any]:
+    """Median wall time of ``rounds`` calls, and the last result."""
+    times, result = [], None
+    for _ in range(rounds):
+        t, result = _timed(fn)
+        times.append(t)
+    return sorted(times)[len(times) // 2], result
+
+
 @pytest.fixture
 def full_size(benchmark) -> bool:
     """True when timing is on: use the issue's sizes."""

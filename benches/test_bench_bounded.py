@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import best_of
+from conftest import median_of
 from mqbalance import PreviousAssignmentWarning, bulk, sort_client_ids, strategy
 
 OUT = Path(__file__).resolve().parent.parent / "out"
@@ -76,7 +76,7 @@ def quality(label: str, name: str, params: dict[str, Any], m: int, n: int, trial
     rng = random.Random(14)
     g = Group(name, m, params)
     ids = client_ids(n, rng)
-    elapsed, base = best_of(lambda: g.owners(ids), 3)
+    elapsed, base = median_of(lambda: g.owners(ids), 3)
     loads = np.array(list({**dict.fromkeys(ids, 0), **_count(base)}.values()))
     joins, leaves, forced_ok = [], [], True
     for t in range(trials):
