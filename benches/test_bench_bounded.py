@@ -113,11 +113,16 @@ def _count(owners: np.ndarray) -> dict[str, int]:
     return dict(zip(keys.tolist(), counts.tolist()))
 
 
-@pytest.mark.parametrize(("m", "n"), SIZES, ids=[f"{m}/{n}" for m, n in SIZES])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The table's sizes; with timing off (CI, ``--benchmark-disable``) only those up to 1,000 queues."""
+    if metafunc.function.__name__ == "test_quality":
+        timed = not metafunc.config.getoption("benchmark_disable")
+        sizes = [(m, n) for m, n in SIZES if timed or m <= 1_000]
+        metafunc.parametrize(("m", "n"), sizes, ids=[f"{m}/{n}" for m, n in sizes])
+
+
 def test_quality(benchmark, full_size: bool, m: int, n: int, request: pytest.FixtureRequest) -> None:
-    """The table. With timing off (CI) only the sizes up to 1,000 queues run."""
-    if not full_size and m > 1_000:
-        pytest.skip("runs with timing on (make bench)")
+    """The table (see :func:`pytest_generate_tests` for the sizes)."""
     trials = 40 if m <= 1_000 else 12 if m <= 10_000 else 2
     for label, name, params in STRATEGIES:
         row = quality(label, name, params, m, n, trials)
