@@ -89,6 +89,7 @@ from .layout import (
     parse_member,
     parse_partitions,
 )
+from .session import digest_auth
 
 __all__ = ["GroupMember", "Mode", "MemberState", "RevokeReason", "MemberStats", "LEASE_FRACTION"]
 
@@ -424,7 +425,7 @@ class GroupMember:
             hosts=self.hosts,
             timeout=self.session_timeout,
             connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 1.5, "max_delay": 0.5},
-            auth_data=[("digest", f"{self._auth[0]}:{self._auth[1]}")] if self._auth else None,
+            auth_data=digest_auth(self._auth),
         )
         self._client = client
         client.add_listener(self._on_connection)

@@ -9,12 +9,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError
 
-from .errors import ZooKeeperUnreachableError
 from .layout import GroupPaths, parse_assignment, parse_member, parse_partitions, parse_source_rate
+from .session import short_session
 
 __all__ = ["GroupStatus", "PartitionRow", "group_status", "source_end"]
 
@@ -82,16 +80,7 @@ class GroupStatus:
 def group_status(hosts: str, group: str, *, timeout: float = 5.0, auth: tuple[str, str] | None = None) -> GroupStatus:
     """Everything about ``group`` that ZooKeeper holds (one read-only session)."""
     paths = GroupPaths(group)
-    client = KazooClient(
-        hosts=hosts, timeout=max(timeout, 1.0), auth_data=[("digest", f"{auth[0]}:{auth[1]}")] if auth else None
-    )
-    try:
-        try:
-            client.start(timeout=timeout)
-        except KazooTimeoutError:
-            raise ZooKeeperUnreachableError(
-                f"no ZooKeeper server answered at {hosts} within {timeout:g} s", hosts
-            ) from None
+    with short_session(hosts, timeout=timeout, auth=auth) as client:
         st = GroupStatus(group)
         topics: set[str] = set()
         for cid in sorted(_children(client, paths.ids)):
@@ -154,9 +143,6 @@ def group_status(hosts: str, group: str, *, timeout: float = 5.0, auth: tuple[st
                 lag = None if end is None else end - (offset or 0)
                 st.partitions.append(PartitionRow(t, p, owner, offset, end, lag))
         return st
-    finally:
-        client.stop()
-        client.close()
 
 
 def _children(client: Any, path: str) -> list[str]:

@@ -64,20 +64,11 @@ class MemberConfig:
 
 def ensure_topics(hosts: str, topics: Mapping[str, int | None], rate: float, *, timeout: float = 10.0) -> None:
     """Create the partition nodes that are absent (never changes an existing one)."""
-    from kazoo.client import KazooClient
     from kazoo.exceptions import NodeExistsError
-    from kazoo.handlers.threading import KazooTimeoutError
 
-    from .errors import ZooKeeperUnreachableError
+    from .session import short_session
 
-    client = KazooClient(hosts=hosts, timeout=max(timeout, 2.0))
-    try:
-        try:
-            client.start(timeout=timeout)
-        except KazooTimeoutError:
-            raise ZooKeeperUnreachableError(
-                f"no ZooKeeper server answered at {hosts} within {timeout:g} s", hosts
-            ) from None
+    with short_session(hosts, timeout=timeout) as client:
         for t, n in topics.items():
             path = GroupPaths.topic(t)
             if client.exists(path) is not None:
@@ -86,9 +77,6 @@ def ensure_topics(hosts: str, topics: Mapping[str, int | None], rate: float, *, 
                 raise NoPartitionsError(f"topic {t!r} has no partition node {path}; give --topic {t}:N", t)
             with contextlib.suppress(NodeExistsError):
                 client.create(path, encode_partitions(n, source_rate=rate), makepath=True)
-    finally:
-        client.stop()
-        client.close()
 
 
 class _Records:
