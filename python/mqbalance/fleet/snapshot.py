@@ -51,13 +51,15 @@ from __future__ import annotations
 import enum
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.registry import REGISTRY, StrategySpec
@@ -207,6 +209,11 @@ class Snapshot:
         """Every group with connections, by name."""
         return self._groups
 
+    def group_index(self) -> GroupIndex:
+        """The groups as compact columns that build a :class:`ConsumerGroup` on demand: what
+        travels to Spark executors (a million connections pickle as a few Arrow buffers)."""
+        return GroupIndex.from_snapshot(self)
+
     def subscription_pairs(self) -> list[tuple[str, str]]:
         """Every subscribed (group, topic), in snapshot order."""
         s = self.subscriptions
@@ -232,6 +239,79 @@ class Snapshot:
     def to_arrow(self) -> dict[str, pa.Table]:
         """The four tables by name (the Parquet layout)."""
         return {name: getattr(self, name) for name in SCHEMAS}
+
+
+class GroupIndex(Mapping[str, ConsumerGroup]):
+    """A read-only mapping group name → :class:`ConsumerGroup`, kept as columns (connections sorted
+    by group, snapshot order within a group) and the distinct strategies; a group is built the first
+    time it is looked up.
+
+    >>> snap = snapshot_from_dict({"topics": {}, "groups": {"g": {"subscriptions": [], "connections": [
+    ...     {"clientId": "b"}, {"clientId": "a", "strategy": "AVG_BY_CIRCLE"}]}}})
+    >>> index = snap.group_index()
+    >>> index["g"] == snap.consumer_groups()["g"], index.size("g"), len(index)
+    (True, 2, 1)
+    """
+
+    def __init__(
+        self,
+        bounds: dict[str, tuple[int, int, str]],
+        client_ids: pa.Array,
+        spec_codes: np.ndarray,
+        specs: list[StrategySpec],
+    ) -> None:
+        self._bounds, self._ids, self._codes, self._specs = bounds, client_ids, spec_codes, specs
+        self._built: dict[str, ConsumerGroup] = {}
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot) -> GroupIndex:
+        c = snapshot.connections
+        order = pc.sort_indices(c, sort_keys=[("group", "ascending")]).to_numpy()  # stable
+        groups = c.column("group").take(order).to_pylist()
+        models = c.column("message_model").take(order).to_pylist()
+        code_of: dict[int, int] = {}
+        specs: list[StrategySpec] = []
+        codes = np.empty(len(order), dtype=np.int32)
+        per_row = snapshot._strategies
+        for k, i in enumerate(order.tolist()):
+            spec = per_row[i]
+            code = code_of.get(id(spec))
+            if code is None:
+                code = code_of[id(spec)] = len(specs)
+                specs.append(spec)
+            codes[k] = code
+        bounds: dict[str, tuple[int, int, str]] = {}
+        for k, g in enumerate(groups):
+            start = bounds[g][0] if g in bounds else k
+            bounds[g] = (start, k + 1, models[k])
+        return cls(bounds, c.column("client_id").take(order).combine_chunks(), codes, specs)
+
+    def __getitem__(self, name: str) -> ConsumerGroup:
+        group = self._built.get(name)
+        if group is None:
+            start, stop, model = self._bounds[name]
+            ids = self._ids.slice(start, stop - start).to_pylist()
+            specs = [self._specs[k] for k in self._codes[start:stop].tolist()]
+            conns = tuple(Connection(cid, spec) for cid, spec in zip(ids, specs))
+            group = self._built[name] = ConsumerGroup.of(name, MessageModel(model), conns)
+        return group
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._bounds)
+
+    def __len__(self) -> int:
+        return len(self._bounds)
+
+    def size(self, name: str) -> int:
+        """Connections of ``name`` (without building it)."""
+        start, stop, _ = self._bounds[name]
+        return stop - start
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"bounds": self._bounds, "ids": self._ids, "codes": self._codes, "specs": self._specs}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["bounds"], state["ids"], state["codes"], state["specs"])  # type: ignore[misc]
 
 
 def _err(where: str, message: str, value: Any = None) -> SnapshotError:

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
-from mqbalance.fleet.snapshot import Snapshot
+from mqbalance.fleet.snapshot import GroupIndex, Snapshot
 
 __all__ = ["assign_fleet", "audit", "audit_fleet", "local_session", "session", "stop_session"]
 
@@ -122,12 +122,12 @@ def session(master: str | None = None, **options: Any) -> Iterator[Any]:
             stop_session(spark)
 
 
-def _work_partitions(pairs_table: pa.Table, groups: dict[str, Any], n: int) -> pa.Table:
+def _work_partitions(pairs_table: pa.Table, groups: GroupIndex, n: int) -> pa.Table:
     """``pairs_table`` with a ``part`` column spreading the estimated work (queues × consumers of
     each pair) evenly over ``n`` partitions: heaviest first, snake order."""
     queues = engine.pair_queue_counts(pairs_table)
-    sizes = {name: max(1, len(g.connections)) for name, g in groups.items()}
-    consumers = np.array([sizes.get(g, 1) for g in pairs_table.column("group").to_pylist()], dtype=np.int64)
+    names = pairs_table.column("group").to_pylist()
+    consumers = np.array([max(1, groups.size(g)) if g in groups else 1 for g in names], dtype=np.int64)
     order = np.argsort(-(queues * consumers), kind="stable")
     lap = np.arange(len(order)) % (2 * n)
     part = np.empty(len(order), dtype=np.int32)
@@ -135,14 +135,14 @@ def _work_partitions(pairs_table: pa.Table, groups: dict[str, Any], n: int) -> p
     return pairs_table.append_column("part", pa.array(part))
 
 
-def _pairs_frame(spark: Any, snapshot: Snapshot, partitions: int | None) -> Any:
+def _pairs_frame(spark: Any, snapshot: Snapshot, groups: GroupIndex, partitions: int | None) -> Any:
     """The (group, topic, route) pairs as a DataFrame spread by work, or ``None`` when there are none."""
     pairs_table = engine.subscription_pairs(snapshot)
     if pairs_table.num_rows == 0:
         return None
     # One partition per core by default: each Python task's start-up costs more than a bigger batch.
     n = partitions or spark.sparkContext.defaultParallelism
-    table = _work_partitions(pairs_table, snapshot.consumer_groups(), n)
+    table = _work_partitions(pairs_table, groups, n)
     return spark.createDataFrame(table).repartitionByRange(n, "part").drop("part")
 
 
@@ -151,10 +151,11 @@ def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = Non
     consuming process), ``consumer`` null for a queue nobody consumes. The consumer groups travel
     once per executor (a broadcast); every task hands back blocks of bounded size."""
     schema = "group string, topic string, broker_name string, queue_id int, consumer string"
-    pairs = _pairs_frame(spark, snapshot, partitions)
+    index = snapshot.group_index()
+    pairs = _pairs_frame(spark, snapshot, index, partitions)
     if pairs is None:
         return spark.createDataFrame([], schema)
-    groups = spark.sparkContext.broadcast(snapshot.consumer_groups())
+    groups = spark.sparkContext.broadcast(index)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from engine.assignment_blocks(batches, groups.value)
@@ -168,11 +169,12 @@ def audit_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None
     ``previous`` (the assignment DataFrames of this and an earlier snapshot, ``(current,
     before)``) adds churn."""
     schema = "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long"
-    pairs = _pairs_frame(spark, snapshot, partitions)
+    index = snapshot.group_index()
+    pairs = _pairs_frame(spark, snapshot, index, partitions)
     churn = None if previous is None else _churn(*previous)
     if pairs is None:
         return summarise(snapshot, [], [], churn)
-    groups = spark.sparkContext.broadcast(snapshot.consumer_groups())
+    groups = spark.sparkContext.broadcast(index)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield from engine.fact_blocks(batches, groups.value)
