@@ -1,7 +1,7 @@
 """``GroupMember``: one consumer of a group that balances its partitions with the others through
 ZooKeeper, in one of two modes.
 
-``"every-member"`` — seed 004's protocol (Kafka 0.8's ``ZookeeperConsumerConnector``), faithfully:
+``"every-member"`` — the protocol of Kafka 0.8's ``ZookeeperConsumerConnector``, faithfully:
 register an ephemeral ``ids/<consumer_id>`` node with the subscription; three listeners (new
 session, partition count change, member change) funnel into one rebalance that stops work
 (``on_revoked`` with everything held — Kafka's ``beforeReleasingPartitions``), deletes its owner
@@ -104,7 +104,7 @@ CLAIM_BATCH = 128
 
 
 class Mode(enum.StrEnum):
-    """How the group decides: every member for itself (seed 004), or one elected leader."""
+    """How the group decides: every member for itself (Kafka 0.8's ZooKeeper consumer), or one elected leader."""
 
     EVERY_MEMBER = "every-member"
     LEADER = "leader"
@@ -836,7 +836,7 @@ class GroupMember:
         else:
             tx.set_data(self.paths.offset(*tp), raw or b"0", version)
 
-    # ------------------------------------------------------------------ every-member mode (seed 004)
+    # ---------------------------------------------- every-member mode (Kafka 0.8's ZooKeeper consumer)
     def _synced_rebalance(self) -> None:
         for attempt in range(self.rebalance_max_retries):
             if attempt:

@@ -1,5 +1,5 @@
 """Broker-side consumer-group membership: ``ConsumerManager`` and ``ConsumerGroupInfo``, as
-RocketMQ's broker keeps them (spec §5), with no I/O and no clock of their own: time arrives as
+RocketMQ's broker keeps them, with no I/O and no clock of their own: time arrives as
 ``now_ms``, and notifications go through an injected ``notify(channel, group)`` callable.
 
 What fires a rebalance on the clients: ``CHANGE`` events, which (when

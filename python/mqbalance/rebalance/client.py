@@ -1,4 +1,4 @@
-"""Client-side rebalance (spec §3): ``RebalanceImpl`` for one consumer (client id + group), with
+"""Client-side rebalance: RocketMQ's ``RebalanceImpl`` for one consumer (client id + group), with
 no I/O and no clock of its own — the broker side is an injected :class:`Broker` (here usually a
 :class:`mqbalance.rebalance.broker.ConsumerManager` plus an :class:`OffsetStore` behind an
 in-memory transport), time arrives as ``now_ms``.
@@ -73,7 +73,7 @@ class Broker(Protocol):
 
 class OffsetStore:
     """The brokers' consumer offsets. Each broker keeps its own ``ConsumerOffsetManager`` table
-    ``"<topic>@<group>" → {queue_id: offset}`` (spec §5.5), so here: broker name → that table.
+    ``"<topic>@<group>" → {queue_id: offset}``, so here: broker name → that table.
     Unknown → -1.
 
     >>> s = OffsetStore()

@@ -1,5 +1,5 @@
 """A push consumer's life as one state machine: ``RebalanceImpl`` (what a rebalance does),
-``RebalanceService`` (when), and the client instance's scheduled tasks (spec §5.4) — heartbeat
+``RebalanceService`` (when), and the client instance's scheduled tasks (`startScheduledTask`) — heartbeat
 every 30 s (first after 1 s), offset persistence every 5 s (first after 10 s), name-server route
 polling every 30 s (first after 10 ms). No thread and no clock: ``due_ms()`` says when it next has
 work, ``tick(now_ms)`` does everything due by then. The broker side is reached through

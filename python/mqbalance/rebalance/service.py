@@ -1,4 +1,4 @@
-"""``RebalanceService``: *when* a client rebalances (spec §3.1), as a state machine over injected
+"""``RebalanceService``: *when* a client rebalances (RocketMQ `RebalanceService`), as a state machine over injected
 time — the thread's loop with the waits made explicit.
 
 4.x: wait ``wait_interval_ms`` (20 s) or until woken, then rebalance; forever. 5.2+
