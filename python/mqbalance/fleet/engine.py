@@ -77,14 +77,19 @@ def subscription_pairs(snapshot: Snapshot) -> pa.Table:
     )
 
 
+def _route_entries(pairs: pa.Table) -> tuple[pa.StructArray, np.ndarray, np.ndarray]:
+    """The route entries of all pairs flattened, their queue counts and the pair of each entry."""
+    route = pairs.column("route").combine_chunks()
+    flat = route.flatten()
+    nums = flat.field("read_queue_nums").to_numpy(zero_copy_only=False).astype(np.int64)
+    return flat, nums, pc.list_parent_indices(route).to_numpy()
+
+
 def expand_pairs(pairs: pa.Table) -> tuple[pa.Table, np.ndarray]:
     """Pair rows → one row per readable queue ``(group, topic, broker_name, queue_id)``,
     contiguous per pair (vectorised), and the pair boundaries (pair ``p`` = rows
     ``bounds[p]:bounds[p+1]``)."""
-    route = pairs.column("route").combine_chunks()
-    flat = route.flatten()
-    nums = flat.field("read_queue_nums").to_numpy(zero_copy_only=False).astype(np.int64)
-    parent = pc.list_parent_indices(route).to_numpy()
+    flat, nums, parent = _route_entries(pairs)
     total = int(nums.sum())
     entry = np.repeat(np.arange(len(nums)), nums)
     starts = np.cumsum(nums) - nums
@@ -213,9 +218,7 @@ MAX_ROWS_PER_BLOCK = 10_000
 
 def pair_queue_counts(pairs: pa.Table) -> np.ndarray:
     """Readable queues of every pair row."""
-    route = pairs.column("route").combine_chunks()
-    nums = route.flatten().field("read_queue_nums").to_numpy(zero_copy_only=False).astype(np.int64)
-    parent = pc.list_parent_indices(route).to_numpy()
+    _, nums, parent = _route_entries(pairs)
     return np.bincount(parent, weights=nums, minlength=pairs.num_rows).astype(np.int64)
 
 

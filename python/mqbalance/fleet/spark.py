@@ -17,7 +17,7 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -135,15 +135,29 @@ def _work_partitions(pairs_table: pa.Table, groups: GroupIndex, n: int) -> pa.Ta
     return pairs_table.append_column("part", pa.array(part))
 
 
-def _pairs_frame(spark: Any, snapshot: Snapshot, groups: GroupIndex, partitions: int | None) -> Any:
-    """The (group, topic, route) pairs as a DataFrame spread by work, or ``None`` when there are none."""
+def _map_pairs(
+    spark: Any,
+    snapshot: Snapshot,
+    partitions: int | None,
+    blocks: Callable[[Iterable[pa.RecordBatch], GroupIndex], Iterator[pa.RecordBatch]],
+    schema: str,
+) -> Any:
+    """The (group, topic, route) pairs spread over the partitions by work, mapped by ``blocks`` in
+    the executors with the consumer groups broadcast once; ``None`` when there are no pairs."""
     pairs_table = engine.subscription_pairs(snapshot)
     if pairs_table.num_rows == 0:
         return None
+    index = snapshot.group_index()
     # One partition per core by default: each Python task's start-up costs more than a bigger batch.
     n = partitions or spark.sparkContext.defaultParallelism
-    table = _work_partitions(pairs_table, groups, n)
-    return spark.createDataFrame(table).repartitionByRange(n, "part").drop("part")
+    table = _work_partitions(pairs_table, index, n)
+    pairs = spark.createDataFrame(table).repartitionByRange(n, "part").drop("part")
+    groups = spark.sparkContext.broadcast(index)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from blocks(batches, groups.value)
+
+    return pairs.mapInArrow(run, schema)
 
 
 def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None) -> Any:
@@ -151,16 +165,8 @@ def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = Non
     consuming process), ``consumer`` null for a queue nobody consumes. The consumer groups travel
     once per executor (a broadcast); every task hands back blocks of bounded size."""
     schema = "group string, topic string, broker_name string, queue_id int, consumer string"
-    index = snapshot.group_index()
-    pairs = _pairs_frame(spark, snapshot, index, partitions)
-    if pairs is None:
-        return spark.createDataFrame([], schema)
-    groups = spark.sparkContext.broadcast(index)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from engine.assignment_blocks(batches, groups.value)
-
-    return pairs.mapInArrow(run, schema)
+    assigned = _map_pairs(spark, snapshot, partitions, engine.assignment_blocks, schema)
+    return spark.createDataFrame([], schema) if assigned is None else assigned
 
 
 def audit_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None, previous: Any = None) -> AuditResult:
@@ -169,18 +175,12 @@ def audit_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None
     ``previous`` (the assignment DataFrames of this and an earlier snapshot, ``(current,
     before)``) adds churn."""
     schema = "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long"
-    index = snapshot.group_index()
-    pairs = _pairs_frame(spark, snapshot, index, partitions)
     churn = None if previous is None else _churn(*previous)
-    if pairs is None:
+    facts = _map_pairs(spark, snapshot, partitions, engine.fact_blocks, schema)
+    if facts is None:
         return summarise(snapshot, [], [], churn)
-    groups = spark.sparkContext.broadcast(index)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from engine.fact_blocks(batches, groups.value)
-
-    facts = pa.Table.from_batches(pairs.mapInArrow(run, schema)._collect_as_arrow(), schema=engine.FACT_SCHEMA)
-    return summarise(snapshot, *engine.split_facts(facts), churn)
+    table = pa.Table.from_batches(facts._collect_as_arrow(), schema=engine.FACT_SCHEMA)
+    return summarise(snapshot, *engine.split_facts(table), churn)
 
 
 def _churn(assignments: Any, previous: Any) -> dict[tuple[str, str], int]:

@@ -170,6 +170,27 @@ impl<'py> TopicPartitions<'py> {
     }
 }
 
+/// Per member, its `cls(topic, partition)` list, sharing one str per topic and one int per id.
+fn topic_partition_lists<'py>(
+    py: Python<'py>,
+    cluster: &Cluster,
+    cls: Bound<'py, PyAny>,
+    lists: &[Vec<TopicPartition>],
+) -> PyResult<Bound<'py, PyList>> {
+    let mut atoms = Atoms::new(py, cluster);
+    let make = TopicPartitions::new(py, cls)?;
+    let out = PyList::empty(py);
+    for lst in lists {
+        let row = PyList::empty(py);
+        for &(t, p) in lst {
+            let int = atoms.int(py, p)?;
+            row.append(make.make(py, &atoms.topics[t as usize], int)?)?;
+        }
+        out.append(row)?;
+    }
+    Ok(out)
+}
+
 /// Modern assignor (`assignor(name).assign`). `members` as in [`members_from`]; `cls` is
 /// `mqbalance.kafka.TopicPartition`. Returns, aligned with `members`, each member's list of
 /// `cls(topic, partition)` in the core's order (topic name, then partition).
@@ -182,18 +203,7 @@ pub fn kafka_assign<'py>(
     cls: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let (cluster, lists) = run(py, name, topics, members)?;
-    let mut atoms = Atoms::new(py, &cluster);
-    let make = TopicPartitions::new(py, cls)?;
-    let out = PyList::empty(py);
-    for lst in &lists {
-        let row = PyList::empty(py);
-        for &(t, p) in lst {
-            let int = atoms.int(py, p)?;
-            row.append(make.make(py, &atoms.topics[t as usize], int)?)?;
-        }
-        out.append(row)?;
-    }
-    Ok(out)
+    topic_partition_lists(py, &cluster, cls, &lists)
 }
 
 /// What kafka-python's `ConsumerProtocolAssignment` carries, per member: `[(topic, (partition,
@@ -402,16 +412,5 @@ pub fn zk_assign<'py>(
             }
         }
     }
-    let mut atoms = Atoms::new(py, &cluster);
-    let make = TopicPartitions::new(py, cls)?;
-    let out = PyList::empty(py);
-    for lst in &rows {
-        let row = PyList::empty(py);
-        for &(t, p) in lst {
-            let int = atoms.int(py, p)?;
-            row.append(make.make(py, &atoms.topics[t as usize], int)?)?;
-        }
-        out.append(row)?;
-    }
-    Ok(out)
+    topic_partition_lists(py, &cluster, cls, &rows)
 }

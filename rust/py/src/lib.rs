@@ -204,19 +204,29 @@ fn pick<'py>(items: &Bound<'py, PyTuple>, positions: &[u32]) -> PyResult<Bound<'
     Ok(out)
 }
 
-fn check_items(table: &PyQueueTable, items: &Bound<'_, PyTuple>) -> PyResult<()> {
-    if items.len() == table.table.len() {
-        Ok(())
-    } else {
-        Err(errors::LengthMismatchError::new_err((
+/// The consumer list and rooms of a call over a prepared table whose rows are `items` (checked to
+/// be as many as the table's queues).
+fn prepared_inputs(
+    table: &PyQueueTable,
+    items: &Bound<'_, PyTuple>,
+    consumers: &Bound<'_, PyAny>,
+    queue_rooms: Option<&Bound<'_, PyAny>>,
+    consumer_rooms: Option<&Bound<'_, PyAny>>,
+    room_sep: Option<&str>,
+) -> PyResult<(ConsumerList, Option<RoomMap>)> {
+    if items.len() != table.table.len() {
+        return Err(errors::LengthMismatchError::new_err((
             format!(
                 "{} items for a table of {} queues",
                 items.len(),
                 table.table.len()
             ),
             items.len(),
-        )))
+        )));
     }
+    let group = columns::consumer_list(consumers)?;
+    let rooms = columns::rooms(&table.table, &group, queue_rooms, consumer_rooms, room_sep)?;
+    Ok((group, rooms))
 }
 
 /// Java's per-client `allocate` over a prepared [`PyQueueTable`] whose rows are `items`: only the
@@ -235,10 +245,15 @@ fn allocate_prepared<'py>(
     consumer_rooms: Option<&Bound<'py, PyAny>>,
     room_sep: Option<&str>,
 ) -> PyResult<Bound<'py, PyList>> {
-    check_items(table, items)?;
     let s = &strategy.inner;
-    let group = columns::consumer_list(consumers)?;
-    let rooms = columns::rooms(&table.table, &group, queue_rooms, consumer_rooms, room_sep)?;
+    let (group, rooms) = prepared_inputs(
+        table,
+        items,
+        consumers,
+        queue_rooms,
+        consumer_rooms,
+        room_sep,
+    )?;
     let picked = py
         .detach(|| {
             allocate::allocate(
@@ -268,10 +283,15 @@ fn assign_prepared<'py>(
     consumer_rooms: Option<&Bound<'py, PyAny>>,
     room_sep: Option<&str>,
 ) -> PyResult<Bound<'py, PyList>> {
-    check_items(table, items)?;
     let s = &strategy.inner;
-    let group = columns::consumer_list(consumers)?;
-    let rooms = columns::rooms(&table.table, &group, queue_rooms, consumer_rooms, room_sep)?;
+    let (group, rooms) = prepared_inputs(
+        table,
+        items,
+        consumers,
+        queue_rooms,
+        consumer_rooms,
+        room_sep,
+    )?;
     let lists = py
         .detach(|| allocate::assign(s, &table.table.all(), &group, rooms.as_ref()))
         .py_err()?;
