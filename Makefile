@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper bench-coordination
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq bench-coordination
 
 # The venv with every dependency group; the package itself is installed editable, so only a Rust
 # change (or a dependency change) rebuilds the extension.
@@ -60,7 +60,18 @@ zookeeper:
 	         "or set MQBALANCE_ZOOKEEPER_CLASSPATH to a ZooKeeper server's jars" >&2; exit 1; \
 	  fi; }
 
-test-python: setup zookeeper
+# The real RocketMQ name server and broker of the live tests: the Rust port (same remoting protocol),
+# built once into a cache outside the clone, keyed by version (~20 min on 2 cores the first time).
+ROCKETMQ_VERSION ?= 1.0.0
+ROCKETMQ_HOME    ?= $(HOME)/.cache/mqbalance/rocketmq-rust-$(ROCKETMQ_VERSION)
+rocketmq:
+	@test -x $(ROCKETMQ_HOME)/bin/rocketmq-namesrv-rust -a -x $(ROCKETMQ_HOME)/bin/rocketmq-broker-rust || { \
+	  set -e; tgt=$$(mktemp -d); \
+	  for crate in rocketmq-namesrv rocketmq-broker; do \
+	    CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(ROCKETMQ_VERSION) --root $(ROCKETMQ_HOME) $$crate; \
+	  done; rm -rf $$tgt; }
+
+test-python: setup zookeeper rocketmq
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint test-rust test-python
