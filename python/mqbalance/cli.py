@@ -30,6 +30,7 @@ from pathlib import Path
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
+from mqbalance.registry import StrategySpec
 
 __all__ = ["SnapshotError", "main"]
 
@@ -114,6 +115,25 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
+#: ``audit`` tries the default what-if candidates unasked up to this many readable queues.
+WHAT_IF_DEFAULT_MAX_QUEUES = 1_000_000
+
+
+def _what_if(option: str | None, snap: Snapshot, say: Progress) -> tuple[StrategySpec, ...]:
+    """The candidate strategies of ``--what-if`` (``none``: off; unset: the defaults on fleets of up
+    to :data:`WHAT_IF_DEFAULT_MAX_QUEUES` readable queues)."""
+    from mqbalance.fleet import DEFAULT_WHAT_IF, what_if_candidates
+
+    if option is None:
+        if snap.readable_queue_count() > WHAT_IF_DEFAULT_MAX_QUEUES:
+            say(f"what-if skipped above {WHAT_IF_DEFAULT_MAX_QUEUES:,} queues (--what-if {','.join(DEFAULT_WHAT_IF)})")
+            return ()
+        option = ",".join(DEFAULT_WHAT_IF)
+    if option.strip().lower() == "none":
+        return ()
+    return what_if_candidates(option)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
@@ -139,6 +159,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         say("local mode: the executors run this Python already; --ship-environment ignored")
     if ship:
         environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
+    what_if = _what_if(args.what_if, snap, say)
     conf = _spark_conf(args)
     driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 10_000_000}g"
     with (
@@ -150,7 +171,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if prev is not None:
             previous = (assign_fleet(spark, snap, partitions=args.partitions), assign_fleet(spark, prev))
         with say.spark_stages(spark, "audit"):
-            result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous)
+            result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous, what_if=what_if)
         say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
         paths = write_outputs(result, args.out, source=snap.source)
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
@@ -237,14 +258,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         ]
         (out / "compare.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
         print()
+        w = max(18, *(len(row["strategy"]) for row in table))
         print(
-            f"{'strategy':<18} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} "
+            f"{'strategy':<{w}} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} "
             f"{'max backlog':>11}"
         )
         for row in table:
             stable = "never" if row["max_time_to_stable_s"] is None else f"{row['max_time_to_stable_s']:.1f}"
             print(
-                f"{row['strategy']:<18} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} "
+                f"{row['strategy']:<{w}} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} "
                 f"{row['owned_twice_queue_s']:>10,.1f} {stable:>11} {row['max_backlog']:>11,}"
             )
         try:
@@ -292,6 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     au.add_argument(
         "--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned"
+    )
+    au.add_argument(
+        "--what-if",
+        metavar="STRATEGIES",
+        help="comma-separated strategies to try on every clustering group: queues that would move on a switch, "
+        "max load, idle processes (a report section). Default: AVG,CONSISTENT_HASH_BOUNDED,STICKY on fleets of up "
+        "to 10^6 readable queues; 'none' turns it off",
     )
     au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
     au.add_argument("--quiet", action="store_true", help="no progress lines")
