@@ -76,8 +76,10 @@ def test_cli_audit_end_to_end(tmp_path, capsys):
         "group_topics.csv",
         "worst_groups.png",
         "churn.png",
+        "what_if.csv",  # on by default for a fleet this small
     ):
         assert (out / name).exists(), name
+    assert '<section id="what-if">' in (out / "report.html").read_text()
     assert any(p.suffix == ".parquet" for p in (out / "assignments").iterdir())
     assert main(["audit", "--out", str(out), "--fail-on", "nonsense"]) == 2
 
@@ -91,10 +93,12 @@ def test_one_pass_audit_equals_the_in_process_audit(spark):
     from mqbalance.fleet.spark import audit_fleet
 
     snap = snapshot_from_dict(example_fleet(9), "example")
+    local = audit_snapshot(snap, what_if="AVG,CONSISTENT_HASH_BOUNDED,STICKY")
+    assert local.what_if
     for partitions in (None, 3):
-        result = audit_fleet(spark, snap, partitions=partitions)
-        local = audit_snapshot(snap)
+        result = audit_fleet(spark, snap, partitions=partitions, what_if="AVG,CONSISTENT_HASH_BOUNDED,STICKY")
         assert result.findings == local.findings and result.rows == local.rows and result.totals == local.totals
+        assert result.what_if == local.what_if  # computed in the executors, in the same pass
 
 
 def test_cli_audit_refuses_bad_settings_before_starting(tmp_path, capsys):

@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ import pyarrow as pa
 from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
 from mqbalance.fleet.snapshot import GroupIndex, Snapshot
+from mqbalance.registry import StrategySpec
 
 __all__ = ["assign_fleet", "audit", "audit_fleet", "local_session", "session", "stop_session"]
 
@@ -169,18 +171,30 @@ def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = Non
     return spark.createDataFrame([], schema) if assigned is None else assigned
 
 
-def audit_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None, previous: Any = None) -> AuditResult:
+def audit_fleet(
+    spark: Any,
+    snapshot: Snapshot,
+    *,
+    partitions: int | None = None,
+    previous: Any = None,
+    what_if: Iterable[StrategySpec | str] | str = (),
+) -> AuditResult:
     """The audit in one pass: each task assigns its pairs and hands back only their facts
     (:data:`mqbalance.fleet.engine.FACT_SCHEMA`), so no queue row is shuffled, cached or collected.
     ``previous`` (the assignment DataFrames of this and an earlier snapshot, ``(current,
-    before)``) adds churn."""
-    schema = "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long"
+    before)``) adds churn. ``what_if``: candidate strategies whose switch each task also computes
+    from the same assignment (:func:`mqbalance.fleet.engine.what_if`)."""
+    schema = (
+        "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long, "
+        "strategy string, moved long, max_load long, idle long"
+    )
+    candidates = engine.what_if_candidates(what_if)
     churn = None if previous is None else _churn(*previous)
-    facts = _map_pairs(spark, snapshot, partitions, engine.fact_blocks, schema)
+    facts = _map_pairs(spark, snapshot, partitions, partial(engine.fact_blocks, candidates=candidates), schema)
     if facts is None:
         return summarise(snapshot, [], [], churn)
     table = pa.Table.from_batches(facts._collect_as_arrow(), schema=engine.FACT_SCHEMA)
-    return summarise(snapshot, *engine.split_facts(table), churn)
+    return summarise(snapshot, *engine.split_facts(table), churn, what_if=engine.what_if_facts(table))
 
 
 def _churn(assignments: Any, previous: Any) -> dict[tuple[str, str], int]:
