@@ -273,7 +273,7 @@ def _markdown(result: AuditResult, source: str, images: list[str]) -> str:
 
 
 def _html_finding(f: Finding) -> str:
-    cells = [f.kind.value, f.group, f.topic or ""]
+    cells = [f.group, f.topic or ""]
     tds = "".join(f"<td>{html.escape(c)}</td>" for c in cells)
     return f'<tr>{tds}<td class="n">{f.count}</td><td>{html.escape(f.detail)}</td></tr>'
 
@@ -292,13 +292,14 @@ def _html(result: AuditResult, source: str, images: list[str]) -> str:
         more = len(found) - TOP_PER_KIND
         tail = f'<p class="more">… {more:,} more in findings.csv</p>' if more > 0 else ""
         sections.append(
-            f"<h3>{kind.value}</h3>\n<table>\n<tr><th>kind</th><th>group</th><th>topic</th><th>count</th>"
+            f"<h3>{kind.value}</h3>\n<table>\n<tr><th>group</th><th>topic</th><th>count</th>"
             f"<th>detail</th></tr>\n{rows}\n</table>{tail}"
         )
     return template.substitute(
         source=html.escape(source),
         totals="\n".join(
-            f'<tr><th>{html.escape(k)}</th><td class="n">{v:,}</td></tr>' for k, v in result.totals.items()
+            f'<tr><th>{html.escape(k.replace("_", " "))}</th><td class="n">{v:,}</td></tr>'
+            for k, v in result.totals.items()
         ),
         summary=summary,
         findings="\n".join(sections) or "<p>none</p>",
