@@ -123,7 +123,7 @@ class _Candidate:
     queues: int
     moved: int
     over: int  # pairs with a process above 1.25x its fair share
-    worst: float  # the largest max load / fair share
+    worst: int  # the most queues one process holds above a balanced share, ⌈queues / processes⌉
     idle: int
 
 
@@ -141,8 +141,8 @@ def _what_if_summary(result: AuditResult) -> list[_Candidate]:
     covered = {(w.group, w.topic) for w in result.what_if}
     now_rows = [r for r in result.rows if (r.group, r.topic) in covered]
 
-    def ratio(max_load: int, queues: int, processes: int) -> float:
-        return max_load * processes / queues if queues and processes else 0.0
+    def excess(max_load: int, queues: int, processes: int) -> int:
+        return max_load - -(-queues // processes) if processes else 0
 
     out = [
         _Candidate(
@@ -151,7 +151,7 @@ def _what_if_summary(result: AuditResult) -> list[_Candidate]:
             sum(r.queues for r in now_rows),
             0,
             sum(_over(r.max_per_process, r.queues, r.processes) for r in now_rows),
-            max((ratio(r.max_per_process, r.queues, r.processes) for r in now_rows), default=0.0),
+            max((excess(r.max_per_process, r.queues, r.processes) for r in now_rows), default=0),
             sum(r.idle_processes for r in now_rows),
         )
     ]
@@ -163,7 +163,7 @@ def _what_if_summary(result: AuditResult) -> list[_Candidate]:
                 sum(w.queues for w in ws),
                 sum(w.moved for w in ws),
                 sum(_over(w.max_load, w.queues, w.processes) for w in ws),
-                max((ratio(w.max_load, w.queues, w.processes) for w in ws), default=0.0),
+                max((excess(w.max_load, w.queues, w.processes) for w in ws), default=0),
                 sum(w.idle for w in ws),
             )
         )
@@ -194,8 +194,8 @@ def _what_if_groups(result: AuditResult, n: int) -> tuple[list[str], list[tuple[
 _WHAT_IF_INTRO = (
     "If every clustering group switched to a candidate strategy now: the queues whose consumer would change "
     "(each a pause and a burst of duplicates at the switch), group/topic pairs where a process would hold more "
-    "than ⌈1.25 × its fair share⌉ (queues / processes), the busiest process against its fair share, and idle "
-    "processes. STICKY starts from today's assignment (a leader taking over)."
+    "than ⌈1.25 × its fair share⌉ (queues / processes), the most queues one process would hold above a balanced "
+    "share ⌈queues / processes⌉, and idle processes. STICKY starts from today's assignment (a leader taking over)."
 )
 
 
@@ -205,12 +205,12 @@ def _what_if_markdown(result: AuditResult) -> list[str]:
         return []
     lines = ["", "## What if groups switched strategy", "", _WHAT_IF_INTRO, ""]
     lines += [
-        "| strategy | pairs | queues moved | pairs above 1.25× fair share | busiest / fair share | idle processes |"
+        "| strategy | pairs | queues moved | pairs above 1.25× fair share | most above balanced | idle processes |"
     ]
     lines += ["|---|---:|---:|---:|---:|---:|"]
     for c in summary:
         share = f" ({c.moved / c.queues:.1%})" if c.queues else ""
-        lines.append(f"| {c.name} | {c.pairs:,} | {c.moved:,}{share} | {c.over:,} | {c.worst:.2f} | {c.idle:,} |")
+        lines.append(f"| {c.name} | {c.pairs:,} | {c.moved:,}{share} | {c.over:,} | {c.worst:,} | {c.idle:,} |")
     names, groups = _what_if_groups(result, TOP_PER_KIND)
     lines += ["", "Groups whose busiest process is furthest above a balanced share today (moved / max load):", ""]
     lines += ["| group | queues | max load now | " + " | ".join(names) + " |", "|---|---:|---:|" + "---:|" * len(names)]
@@ -227,12 +227,12 @@ def _what_if_html(result: AuditResult) -> str:
         return ""
     head = (
         "<tr><th>strategy</th><th>pairs</th><th>queues moved</th><th>pairs above 1.25× fair share</th>"
-        "<th>busiest / fair share</th><th>idle processes</th></tr>"
+        "<th>most above balanced</th><th>idle processes</th></tr>"
     )
     body = "\n".join(
         f'<tr><td>{html.escape(c.name)}</td><td class="n">{c.pairs:,}</td>'
         f'<td class="n">{c.moved:,}{f" ({c.moved / c.queues:.1%})" if c.queues else ""}</td>'
-        f'<td class="n">{c.over:,}</td><td class="n">{c.worst:.2f}</td><td class="n">{c.idle:,}</td></tr>'
+        f'<td class="n">{c.over:,}</td><td class="n">{c.worst:,}</td><td class="n">{c.idle:,}</td></tr>'
         for c in summary
     )
     names, groups = _what_if_groups(result, TOP_PER_KIND)
