@@ -262,8 +262,10 @@ def test_movement_vs_epsilon(benchmark, full_size: bool, request: pytest.Fixture
     lines = [
         f"Movement of one join/leave near {m:,}/{n:,}, as a multiple of the lower bound ⌊m/k⌋/m:",
         "",
-        "| ε | when the cap ⌈(1+ε)·m/k⌉ changes | otherwise (mean of 3) | share of group sizes where it changes "
-        "| expected over group sizes |",
+        (
+            "| ε | when the cap ⌈(1+ε)·m/k⌉ changes | otherwise (mean of 3) | share of group sizes where it changes "
+            "| expected over group sizes |"
+        ),
         "|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
