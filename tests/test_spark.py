@@ -68,6 +68,7 @@ def test_cli_audit_end_to_end(tmp_path, capsys):
     text = capsys.readouterr()
     assert code == 3 and "failing on: unowned, duplicate-client-id" in text.err
     assert "unowned_queues" in text.out and "Report:" in text.out
+    assert "What if every group switched" in text.out and "  STICKY " in text.out
     for name in (
         "report.md",
         "report.html",

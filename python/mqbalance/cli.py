@@ -136,6 +136,7 @@ def _what_if(option: str | None, snap: Snapshot, say: Progress) -> tuple[Strateg
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
+    from mqbalance.fleet.report import what_if_summary
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
     from mqbalance.fleet.spark import assign_fleet, audit_fleet, session
 
@@ -184,6 +185,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print("Summary")
     for k, v in result.totals.items():
         print(f"  {k:<20} {v:,}")
+    switched = what_if_summary(result)
+    if switched:
+        print("What if every group switched (queues moved, pairs above 1.25x fair share, idle processes)")
+        for c in switched:
+            print(f"  {c.name:<24} {c.moved:>12,} {c.over:>8,} {c.idle:>8,}")
     worst = result.worst(8)
     if worst:
         print("Top findings")

@@ -26,7 +26,7 @@ import numpy as np
 
 from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, WhatIfRow
 
-__all__ = ["write_outputs"]
+__all__ = ["CandidateSummary", "what_if_summary", "write_outputs"]
 
 FINDING_COLUMNS = ("kind", "group", "topic", "count", "detail")
 
@@ -115,8 +115,10 @@ def _by_kind(result: AuditResult) -> list[tuple[FindingKind, list[Finding]]]:
 
 
 @dataclass(frozen=True, slots=True)
-class _Candidate:
-    """One candidate strategy over the whole fleet (or today's assignment, ``name="now"``)."""
+class CandidateSummary:
+    """One candidate strategy over the clustering pairs of the fleet (or today's assignment,
+    ``name="now"``): pairs, queues, queues moved by a switch, pairs with a process above
+    ⌈1.25 × fair share⌉, the most queues one process holds above ⌈queues / processes⌉, idle processes."""
 
     name: str
     pairs: int
@@ -131,7 +133,7 @@ def _over(max_load: int, queues: int, processes: int) -> bool:
     return processes > 0 and max_load > math.ceil(1.25 * queues / processes)
 
 
-def _what_if_summary(result: AuditResult) -> list[_Candidate]:
+def what_if_summary(result: AuditResult) -> list[CandidateSummary]:
     """Today's assignment, then every candidate, over the clustering pairs the what-if covered."""
     by_name: dict[str, list[WhatIfRow]] = defaultdict(list)
     for w in result.what_if:
@@ -145,7 +147,7 @@ def _what_if_summary(result: AuditResult) -> list[_Candidate]:
         return max_load - -(-queues // processes) if processes else 0
 
     out = [
-        _Candidate(
+        CandidateSummary(
             "now",
             len(now_rows),
             sum(r.queues for r in now_rows),
@@ -157,7 +159,7 @@ def _what_if_summary(result: AuditResult) -> list[_Candidate]:
     ]
     for name, ws in by_name.items():
         out.append(
-            _Candidate(
+            CandidateSummary(
                 name,
                 len(ws),
                 sum(w.queues for w in ws),
@@ -200,7 +202,7 @@ _WHAT_IF_INTRO = (
 
 
 def _what_if_markdown(result: AuditResult) -> list[str]:
-    summary = _what_if_summary(result)
+    summary = what_if_summary(result)
     if not summary:
         return []
     lines = ["", "## What if groups switched strategy", "", _WHAT_IF_INTRO, ""]
@@ -222,7 +224,7 @@ def _what_if_markdown(result: AuditResult) -> list[str]:
 
 
 def _what_if_html(result: AuditResult) -> str:
-    summary = _what_if_summary(result)
+    summary = what_if_summary(result)
     if not summary:
         return ""
     head = (
