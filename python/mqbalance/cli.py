@@ -1,9 +1,10 @@
 """Command line.
 
-``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]``
-— the main job: the owner of every readable queue of every (group, topic) computed on Spark as the
-clients compute it, and the audit of it (see :mod:`mqbalance.fleet`). Without ``SNAPSHOT`` it
-audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
+``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]
+[--what-if STRATEGIES]`` — the main job: the owner of every readable queue of every (group, topic)
+computed on Spark as the clients compute it, and the audit of it (see :mod:`mqbalance.fleet`), with
+what switching strategy would do (``--what-if``). Without ``SNAPSHOT`` it audits the bundled
+example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
 
