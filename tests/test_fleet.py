@@ -401,3 +401,16 @@ def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch
     monkeypatch.setattr(cli, "WHAT_IF_DEFAULT_MAX_QUEUES", snap.readable_queue_count() - 1)
     assert cli._what_if(None, snap, say) == ()
     assert [s.display_name for s in cli._what_if("sticky", snap, say)] == ["STICKY"]
+
+
+def test_what_if_sticky_keeps_a_balanced_group_without_the_core_and_equals_it():
+    """The shortcut (a balanced previous assignment is STICKY's answer) gives exactly what the core
+    computes, on fleets with balanced, skewed, mixed, duplicated-id and broadcasting groups."""
+    from mqbalance.fleet import engine
+
+    candidates = engine.what_if_candidates("STICKY")
+    for snap in (_what_if_fleet(), snapshot_from_dict(example_fleet(7), "example")):
+        a, groups = assign_snapshot(snap), snap.consumer_groups()
+        fast = engine.what_if(a, groups, candidates)
+        assert fast.equals(engine.what_if(a, groups, candidates, _shortcut=False))
+        assert 0 < sum(fast.column("moved").to_pylist()) < fast.num_rows * max(fast.column("queues").to_pylist())

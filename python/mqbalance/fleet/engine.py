@@ -30,7 +30,7 @@ queue_id, consumer`` — and a queue nobody consumes has one row with a null con
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -384,15 +384,35 @@ def _changes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return out
 
 
-def what_if(assignments: pa.Table, groups: Mapping[str, ConsumerGroup], candidates: Iterable[StrategySpec]) -> pa.Table:
+def _kept_if_balanced(now: list[str], ids: list[str]) -> list[int] | None:
+    """STICKY's answer without the core when the previous assignment (``now``: the one consumer of
+    every queue, all in ``ids``, no id repeated) is already balanced: its rules keep every queue (the
+    members holding ⌈q/k⌉ are exactly those that get the larger quotas), so the owners are the
+    current ones, as positions in ``ids``; ``None`` when it is not balanced."""
+    held = Counter(now)
+    low = min(held.values()) if len(held) == len(ids) else 0
+    if max(held.values(), default=0) - low > 1:
+        return None
+    slot = {cid: j for j, cid in enumerate(ids)}
+    return [slot[c] for c in now]
+
+
+def what_if(
+    assignments: pa.Table,
+    groups: Mapping[str, ConsumerGroup],
+    candidates: Iterable[StrategySpec],
+    *,
+    _shortcut: bool = True,
+) -> pa.Table:
     """What would happen if each clustering (group, topic) of an assignment table switched to each
     candidate strategy (:data:`WHAT_IF_SCHEMA`): ``queues``; ``moved``, the queues consumed now
     whose owner under the candidate is not one of their current consumers (each a pause and a
     burst of duplicates at the switch); ``max_load``, the most queues one process would consume;
     ``idle``, the processes that would consume nothing. The candidate runs over the group's client
     ids as the clients would compute it; a candidate that needs the previous assignment (``STICKY``)
-    starts from the current one (what a leader taking over would do). Every queue of a pair must be
-    in the table (as :func:`assign_batch` hands them over).
+    starts from the current one (what a leader taking over would do; a pair already balanced keeps
+    its assignment without a core call). Every queue of a pair must be in the table (as
+    :func:`assign_batch` hands them over).
 
     >>> from mqbalance.fleet.snapshot import snapshot_from_dict
     >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
@@ -445,6 +465,9 @@ def what_if(assignments: pa.Table, groups: Mapping[str, ConsumerGroup], candidat
     pair_of_queue = np.repeat(np.arange(len(ids)), np.diff(bounds))
     owned = pc.is_valid(current).to_numpy(zero_copy_only=False)
     n_queues = np.diff(bounds)
+    # Pairs where every queue has exactly one consumer now (a balanced one is what STICKY keeps).
+    rows_per_queue = np.diff(np.append(queue_rows, a.num_rows))
+    once = np.minimum.reduceat(((rows_per_queue == 1) & owned).astype(np.int8), pair_starts).astype(bool)
     parts = []
     for spec in specs:
         if spec.info.batchable:
@@ -454,6 +477,11 @@ def what_if(assignments: pa.Table, groups: Mapping[str, ConsumerGroup], candidat
             built = spec.build()
             for p, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
                 prev = current.slice(lo, hi - lo) if spec.info.needs_previous else None
+                if prev is not None and _shortcut and once[p] and not groups[pair_group[p]].duplicated_ids:
+                    unchanged = _kept_if_balanced(prev.to_pylist(), ids[p])
+                    if unchanged is not None:
+                        owners[lo:hi] = unchanged
+                        continue
                 owners[lo:hi] = bulk.owners(
                     built, topics.slice(lo, hi - lo), brokers.slice(lo, hi - lo), qids[lo:hi], ids[p], previous=prev
                 )
