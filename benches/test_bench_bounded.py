@@ -228,8 +228,9 @@ def _cap(m: int, k: int, eps: float) -> int:
 
 def movement_vs_epsilon(m: int, n: int, eps: float, steps: int = 3) -> dict[str, Any]:
     """One member more or less (k-1 ↔ k: the same queues move either way) near ``n`` members, as a
-    multiple of the lower bound ⌊m/k⌋/m: on the nearest step at which the cap ⌈(1+ε)·m/k⌉ changes,
-    and on the ``steps`` steps after it (where it does not). ``p``: the share of steps near ``n`` that
+    multiple of the lower bound ⌊m/k⌋/m: on the nearest step at which the cap ⌈(1+ε)·m/k⌉ changes
+    (and the part of it any rule keeping queues on their CONSISTENT_HASH owner up to the cap must
+    move), and on the ``steps`` steps after it (where it does not). ``p``: the share of steps near ``n`` that
     change the cap, ≈ (1+ε)·m/n² when that is below 1."""
     k0 = next(k for d in range(n) for k in (n + d, n - d) if k > 1 and _cap(m, k, eps) != _cap(m, k - 1, eps))
     pool = client_ids(k0 + steps + 1, random.Random(14))
@@ -242,9 +243,22 @@ def movement_vs_epsilon(m: int, n: int, eps: float, steps: int = 3) -> dict[str,
         return float((owners[k] != owners[k - 1]).sum()) / (m // k)
 
     quiet = [ratio(k) for k in range(k0 + 1, k0 + steps + 1) if _cap(m, k, eps) == _cap(m, k - 1, eps)] or [math.nan]
+    # Forced on that step, read as a leave k0 -> k0-1 (the cap rises): the leaver's queues, plus one
+    # queue per consumer whose CONSISTENT_HASH share reaches the new cap (it keeps one more of its own).
+    leaver = pool[k0 - 1]
+    home = Group("CONSISTENT_HASH", m, {}).owners(sort_client_ids(pool[: k0 - 1]))
+    shares = np.unique(home.astype(str), return_counts=True)[1]
+    forced = int((owners[k0] == leaver).sum()) + int((shares >= _cap(m, k0 - 1, eps)).sum())
     window = range(max(2, n - 50), n + 51)
     p = sum(_cap(m, k, eps) != _cap(m, k - 1, eps) for k in window) / len(window)
-    return {"eps": eps, "k0": k0, "cap_change": ratio(k0), "quiet": float(np.mean(quiet)), "p": p}
+    return {
+        "eps": eps,
+        "k0": k0,
+        "cap_change": ratio(k0),
+        "forced": forced / (m // k0),
+        "quiet": float(np.mean(quiet)),
+        "p": p,
+    }
 
 
 def test_movement_vs_epsilon(benchmark, full_size: bool, request: pytest.FixtureRequest) -> None:
@@ -263,15 +277,16 @@ def test_movement_vs_epsilon(benchmark, full_size: bool, request: pytest.Fixture
         f"Movement of one join/leave near {m:,}/{n:,}, as a multiple of the lower bound ⌊m/k⌋/m:",
         "",
         (
-            "| ε | when the cap ⌈(1+ε)·m/k⌉ changes | otherwise (mean of 3) | share of group sizes where it changes "
-            "| expected over group sizes |"
+            "| ε | when the cap ⌈(1+ε)·m/k⌉ changes (of which forced) | otherwise (mean of 3) "
+            "| share of group sizes where it changes | expected over group sizes |"
         ),
         "|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         expected = r["p"] * r["cap_change"] + (1 - r["p"]) * r["quiet"]
         lines.append(
-            f"| {r['eps']} | {r['cap_change']:.2f}× (k = {r['k0']:,}) | {r['quiet']:.2f}× | {100 * r['p']:.1f} % "
+            f"| {r['eps']} | {r['cap_change']:.2f}× ({r['forced']:.2f}×; k = {r['k0']:,}) | {r['quiet']:.2f}× "
+            f"| {100 * r['p']:.1f} % "
             f"| {expected:.2f}× |"
         )
     OUT.mkdir(exist_ok=True)
