@@ -243,12 +243,15 @@ def movement_vs_epsilon(m: int, n: int, eps: float, steps: int = 3) -> dict[str,
         return float((owners[k] != owners[k - 1]).sum()) / (m // k)
 
     quiet = [ratio(k) for k in range(k0 + 1, k0 + steps + 1) if _cap(m, k, eps) == _cap(m, k - 1, eps)] or [math.nan]
-    # Forced on that step, read as a leave k0 -> k0-1 (the cap rises): the leaver's queues, plus one
-    # queue per consumer whose CONSISTENT_HASH share reaches the new cap (it keeps one more of its own).
+    # Forced on that step, read as a leave k0 -> k0-1 (the cap rises): the leaver's queues move, and
+    # every consumer whose CONSISTENT_HASH share reaches the new cap must gain one of its own queues
+    # (it held the old cap): one more move each, unless it can take that queue from the leaver's.
     leaver = pool[k0 - 1]
     home = Group("CONSISTENT_HASH", m, {}).owners(sort_client_ids(pool[: k0 - 1]))
-    shares = np.unique(home.astype(str), return_counts=True)[1]
-    forced = int((owners[k0] == leaver).sum()) + int((shares >= _cap(m, k0 - 1, eps)).sum())
+    names, shares = np.unique(home.astype(str), return_counts=True)
+    reclaimers = set(names[shares >= _cap(m, k0 - 1, eps)].tolist())
+    from_leaver = set(home[owners[k0] == leaver].astype(str).tolist())
+    forced = int((owners[k0] == leaver).sum()) + len(reclaimers - from_leaver)
     window = range(max(2, n - 50), n + 51)
     p = sum(_cap(m, k, eps) != _cap(m, k - 1, eps) for k in window) / len(window)
     return {
