@@ -5,9 +5,12 @@ snapshots give clear errors naming file and field, reports are written."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.fleet import (
@@ -16,7 +19,9 @@ from mqbalance.fleet import (
     SnapshotError,
     assign_snapshot,
     audit_snapshot,
+    engine,
     example_fleet,
+    example_pair,
     load_snapshot,
     snapshot_from_dict,
     write_outputs,
@@ -414,3 +419,41 @@ def test_what_if_sticky_keeps_a_balanced_group_without_the_core_and_equals_it():
         fast = engine.what_if(a, groups, candidates)
         assert fast.equals(engine.what_if(a, groups, candidates, _shortcut=False))
         assert 0 < sum(fast.column("moved").to_pylist()) < fast.num_rows * max(fast.column("queues").to_pylist())
+
+
+_QUEUES = [(g, t, b, q) for g in ("g1", "g2") for t in ("T1", "T2") for b in ("b1", "b2") for q in range(3)]
+_OWNERS = st.lists(st.sampled_from(["c1", "c2", "c3"]), max_size=3)  # [] = nobody consumes the queue
+_ASSIGNMENT = st.dictionaries(st.sampled_from(_QUEUES), _OWNERS, min_size=1)
+
+
+def _assignment_table(assignment):
+    rows = [
+        {"group": g, "topic": t, "broker_name": b, "queue_id": q, "consumer": c}
+        for (g, t, b, q), owners in sorted(assignment.items())
+        for c in (owners or [None])
+    ]
+    return pa.Table.from_pylist(rows, schema=engine.ASSIGNMENT_SCHEMA)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ASSIGNMENT, _ASSIGNMENT)
+def test_churn_counts_the_queues_in_both_whose_consumers_differ(now, before):
+    expected: dict[tuple[str, str], int] = defaultdict(int)
+    for (g, t, b, q), owners in now.items():
+        expected[(g, t)] += (g, t, b, q) in before and Counter(owners) != Counter(before[(g, t, b, q)])
+    got = engine.churn(_assignment_table(now), _assignment_table(before))
+    assert {(r["group"], r["topic"]): r["moved"] for r in got.to_pylist()} == dict(expected)
+
+
+def test_in_process_audit_counts_churn_against_an_earlier_snapshot():
+    previous, current = example_pair(7)
+    snap, prev = snapshot_from_dict(current, "current"), snapshot_from_dict(previous, "previous")
+    now, before = consumers_by_queue(assign_snapshot(snap)), consumers_by_queue(assign_snapshot(prev))
+    expected: dict[tuple[str, str], int] = defaultdict(int)
+    for (g, t, b, q), owners in now.items():
+        expected[(g, t)] += (g, t, b, q) in before and owners != before[(g, t, b, q)]
+    result = audit_snapshot(snap, previous=prev)
+    assert {(r.group, r.topic): r.churn for r in result.rows} == {
+        (r.group, r.topic): expected[(r.group, r.topic)] for r in result.rows
+    }
+    assert result.totals["churned_queues"] == sum(expected.values()) > 0

@@ -105,3 +105,17 @@ def test_one_pass_audit_equals_the_in_process_audit(spark):
 def test_cli_audit_refuses_bad_settings_before_starting(tmp_path, capsys):
     assert main(["audit", "--out", str(tmp_path), "--conf", "spark.sql.shuffle.partitions"]) == 2
     assert "--conf: expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_one_pass_churn_equals_the_joined_churn_and_the_in_process_one(spark):
+    from mqbalance.fleet.spark import audit_fleet
+
+    previous, current = example_pair(7)
+    snap, prev = snapshot_from_dict(current, "current"), snapshot_from_dict(previous, "previous")
+    joined = audit_fleet(spark, snap, previous=(assign_fleet(spark, snap), assign_fleet(spark, prev)))
+    local = audit_snapshot(snap, previous=prev)
+    for partitions in (None, 3):
+        one_pass = audit_fleet(spark, snap, partitions=partitions, previous=prev)
+        assert one_pass.rows == joined.rows == local.rows  # PairRow.churn included
+        assert one_pass.findings == joined.findings == local.findings
+    assert local.totals["churned_queues"] > 0

@@ -169,11 +169,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         session(args.master, ship_environment=ship, driver_memory=driver_memory, conf=conf) as spark,
     ):
         say("assigning and auditing every (group, topic) in the executors")
-        previous = None
-        if prev is not None:
-            previous = (assign_fleet(spark, snap, partitions=args.partitions), assign_fleet(spark, prev))
         with say.spark_stages(spark, "audit"):
-            result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous, what_if=what_if)
+            result = audit_fleet(spark, snap, partitions=args.partitions, previous=prev, what_if=what_if)
         say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
         paths = write_outputs(result, args.out, source=snap.source)
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")

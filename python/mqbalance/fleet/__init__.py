@@ -15,7 +15,7 @@
 
 from collections.abc import Iterable
 
-from mqbalance.fleet.engine import DEFAULT_WHAT_IF, assign_snapshot, pair_counts, what_if_candidates
+from mqbalance.fleet.engine import DEFAULT_WHAT_IF, assign_snapshot, churn, pair_counts, what_if_candidates
 from mqbalance.fleet.engine import what_if as engine_what_if
 from mqbalance.fleet.example import HAZARD_GROUPS, example_fleet, example_pair, scaled_fleet
 from mqbalance.fleet.findings import FINDING_KINDS, AuditResult, Finding, FindingKind, PairRow, WhatIfRow, summarise
@@ -60,11 +60,19 @@ __all__ = [
 ]
 
 
-def audit_snapshot(snapshot: Snapshot, *, what_if: Iterable[StrategySpec | str] = ()) -> AuditResult:
+def audit_snapshot(
+    snapshot: Snapshot, *, what_if: Iterable[StrategySpec | str] = (), previous: Snapshot | None = None
+) -> AuditResult:
     """The audit of one snapshot, in-process (no Spark): :func:`assign_snapshot` then
     :func:`summarise`; ``what_if``: candidate strategies to try on every clustering group
-    (:func:`mqbalance.fleet.engine.what_if`)."""
+    (:func:`mqbalance.fleet.engine.what_if`); ``previous``: an earlier snapshot, for churn
+    (:func:`mqbalance.fleet.engine.churn`)."""
     candidates = what_if_candidates(what_if)
     assignments = assign_snapshot(snapshot)
     rows = engine_what_if(assignments, snapshot.consumer_groups(), candidates) if candidates else None
-    return summarise(snapshot, *pair_counts(assignments), what_if=rows)
+    moved = None
+    if previous is not None:
+        per_pair = churn(assignments, assign_snapshot(previous))
+        keys = zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist())
+        moved = dict(zip(keys, per_pair.column("moved").to_pylist()))
+    return summarise(snapshot, *pair_counts(assignments), moved, what_if=rows)

@@ -16,6 +16,8 @@ The steps:
    queue count: what :mod:`mqbalance.fleet.findings` turns into findings.
 5. :func:`what_if` (optional) — per pair and candidate strategy: the queues that would move if
    the group switched to it now, and the max load and idle processes it would give.
+6. :func:`churn` (optional) — per pair: the queues whose consumers differ from an earlier
+   snapshot's assignment of the same pair, computed in the same batch (no join across the fleet).
 
 The output of 3 is one row per (queue, consuming process) — ``group, topic, broker_name,
 queue_id, consumer`` — and a queue nobody consumes has one row with a null consumer.
@@ -52,10 +54,12 @@ __all__ = [
     "assign_batch",
     "assign_pair",
     "assign_snapshot",
+    "churn",
     "expand_pairs",
     "pair_counts",
     "subscription_pairs",
     "what_if",
+    "with_previous_routes",
     "what_if_candidates",
     "what_if_facts",
 ]
@@ -85,6 +89,29 @@ def subscription_pairs(snapshot: Snapshot) -> pa.Table:
     return pa.table(
         [pa.array(group, pa.string()), pa.array(topic, pa.string()), pa.array(route, ROUTE_TYPE)], schema=PAIR_SCHEMA
     )
+
+
+def with_previous_routes(pairs: pa.Table, previous: pa.Table) -> pa.Table:
+    """``pairs`` (:func:`subscription_pairs`) with a ``previous_route`` column: the route the same
+    (group, topic) had in ``previous`` (the pairs of an earlier snapshot), null where it had none.
+
+    >>> now = pa.table({"group": ["g", "g"], "topic": ["A", "B"], "route": [[], []]}, schema=PAIR_SCHEMA)
+    >>> before = pa.table({"group": ["g"], "topic": ["B"], "route": [[{"broker_name": "b", "read_queue_nums": 4}]]},
+    ...                   schema=PAIR_SCHEMA)
+    >>> with_previous_routes(now, before).column("previous_route").to_pylist()
+    [None, [{'broker_name': 'b', 'read_queue_nums': 4}]]
+    """
+    where = {
+        key: i for i, key in enumerate(zip(previous.column("group").to_pylist(), previous.column("topic").to_pylist()))
+    }
+    rows = [where.get(key) for key in zip(pairs.column("group").to_pylist(), pairs.column("topic").to_pylist())]
+    return pairs.append_column("previous_route", previous.column("route").take(pa.array(rows, pa.int64())))
+
+
+def _previous_pairs(pairs: pa.Table) -> pa.Table:
+    """The pairs of a :func:`with_previous_routes` table that had a route before, with that route."""
+    had = pairs.filter(pc.is_valid(pairs.column("previous_route")))
+    return pa.table([had.column("group"), had.column("topic"), had.column("previous_route")], schema=PAIR_SCHEMA)
 
 
 def _route_entries(pairs: pa.Table) -> tuple[pa.StructArray, np.ndarray, np.ndarray]:
@@ -251,8 +278,7 @@ def assign_batches(
 ) -> Iterator[pa.Table]:
     """:func:`assign_batch` over ``pairs`` in slices of at most ``max_queues`` queues."""
     for part in pair_slices(pairs, max_queues):
-        table, bounds = expand_pairs(part)
-        yield assign_batch(table, groups, bounds)
+        yield _assign_pairs(part, groups)
 
 
 def assignment_blocks(
@@ -269,14 +295,28 @@ def fact_blocks(
     pair_batches: Iterable[pa.RecordBatch],
     groups: Mapping[str, ConsumerGroup],
     candidates: Sequence[StrategySpec] = (),
+    previous_groups: Mapping[str, ConsumerGroup] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """What an executor does for :func:`mqbalance.fleet.spark.audit_fleet`: assign the pairs and
     hand back only their audit facts (:data:`FACT_SCHEMA`), with the :func:`what_if` rows of
-    ``candidates`` computed from the same assignment; the queue rows never leave the task."""
+    ``candidates`` computed from the same assignment; the queue rows never leave the task. With
+    ``previous_groups`` (an earlier snapshot's groups; the pairs then carry
+    :func:`with_previous_routes`), each pair is also assigned as it was then and its :func:`churn`
+    is the pair row's ``moved``."""
     for batch in pair_batches:
-        for table in assign_batches(pa.Table.from_batches([batch]), groups):
+        for part in pair_slices(pa.Table.from_batches([batch])):
+            table = _assign_pairs(part.select(PAIR_SCHEMA.names), groups)
             rows = what_if(table, groups, candidates) if candidates else None
-            yield from facts(table, rows).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+            moved = None
+            if previous_groups is not None:
+                before = _assign_pairs(_previous_pairs(part), previous_groups)
+                moved = churn(table, before)
+            yield from facts(table, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+
+
+def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Table:
+    table, bounds = expand_pairs(pairs)
+    return assign_batch(table, groups, bounds)
 
 
 def assign_snapshot(snapshot: Snapshot) -> pa.Table:
@@ -330,7 +370,8 @@ FACT_SCHEMA = pa.schema(
     ]
 )
 """Audit facts in one table: a pair row (``consumer`` and ``strategy`` null) with ``queues, unowned,
-double_owned``; a (pair, consumer) row with ``count``, the queues that id consumes; or a what-if
+double_owned`` (and ``moved``, its :func:`churn`, when an earlier snapshot was compared); a
+(pair, consumer) row with ``count``, the queues that id consumes; or a what-if
 row (``strategy`` set, :func:`what_if`) with ``queues, moved, max_load, idle``."""
 
 WHAT_IF_SCHEMA = pa.schema(
@@ -511,18 +552,75 @@ def what_if(
     return pa.concat_tables(parts)
 
 
-def facts(assignments: pa.Table, what_if_rows: pa.Table | None = None) -> pa.Table:
+def churn(current: pa.Table, previous: pa.Table) -> pa.Table:
+    """Per (group, topic) of ``current``: ``moved``, the queues whose set of consumers differs in
+    ``previous`` (two assignment tables, e.g. of the same pairs in this and an earlier snapshot). A
+    queue in only one of them was added or removed, not moved: it does not count. Exact: consumers
+    are compared as multisets (an id consuming a queue twice is not the same as once).
+
+    >>> now = pa.table({"group": ["g"] * 3, "topic": ["T"] * 3, "broker_name": ["b"] * 3,
+    ...                 "queue_id": [0, 1, 2], "consumer": ["c1", "c2", None]})
+    >>> before = pa.table({"group": ["g"] * 2, "topic": ["T"] * 2, "broker_name": ["b"] * 2,
+    ...                    "queue_id": [0, 1], "consumer": ["c1", "c1"]})
+    >>> churn(now, before).to_pylist()  # queue 1 moved; queue 2 is new
+    [{'group': 'g', 'topic': 'T', 'moved': 1}]
+    """
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    both = pa.concat_tables([current.select([*keys, "consumer"]), previous.select([*keys, "consumer"])])
+    if current.num_rows == 0:
+        return pa.table({"group": pa.array([], pa.string()), "topic": pa.array([], pa.string()), "moved": []})
+
+    def codes(column: pa.ChunkedArray) -> np.ndarray:
+        # One dictionary over both tables, so equal strings get equal codes on either side.
+        encoded = pc.dictionary_encode(pc.fill_null(column, "").combine_chunks())
+        return np.asarray(encoded.indices.to_numpy(zero_copy_only=False))
+
+    side = np.repeat(np.array([0, 1], dtype=np.int8), [current.num_rows, previous.num_rows])
+    columns = [codes(both.column(k)) for k in ("group", "topic", "broker_name")]
+    qid = both.column("queue_id").to_numpy()
+    consumer = codes(both.column("consumer"))
+    order = np.lexsort((consumer, side, qid, *reversed(columns)))  # by queue, then side, then consumer
+    queue_key = [c[order] for c in (*columns, qid)]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = np.logical_or.reduce([k[1:] != k[:-1] for k in queue_key])
+    queue = np.cumsum(new) - 1
+    side, consumer = side[order], consumer[order]
+    now = np.bincount(queue, weights=side == 0).astype(np.int64)  # rows per queue in each table
+    before = np.bincount(queue, weights=side == 1).astype(np.int64)
+    # Sorted by side then consumer, a queue's rows are its current consumers then its previous
+    # ones: with equal counts, row i differs from row i + count exactly when the multisets differ.
+    row = np.arange(len(order))
+    pairable = (side == 0) & (now[queue] == before[queue])
+    partner = np.where(pairable, row + now[queue], row)
+    differs = np.bincount(queue, weights=pairable & (consumer != consumer[partner])) > 0
+    moved = (now > 0) & (before > 0) & ((now != before) | differs)
+    first = np.flatnonzero(new)
+    in_current = now > 0
+    queues = both.take(pa.array(order[first[in_current]])).select(["group", "topic"])
+    per_pair = queues.append_column("moved", pa.array(moved[in_current].astype(np.int64))).group_by(
+        ["group", "topic"], use_threads=False
+    )
+    out = per_pair.aggregate([("moved", "sum")])
+    return pa.table({"group": out.column("group"), "topic": out.column("topic"), "moved": out.column("moved_sum")})
+
+
+def facts(assignments: pa.Table, what_if_rows: pa.Table | None = None, moved: pa.Table | None = None) -> pa.Table:
     """:func:`pair_counts` of an assignment table (and :func:`what_if` rows, if given) as
-    :data:`FACT_SCHEMA` rows. Every queue of a pair is in the same assignment table, so the facts
-    of separate tables simply concatenate."""
+    :data:`FACT_SCHEMA` rows; ``moved`` (:func:`churn`) fills the pair rows' ``moved``. Every queue
+    of a pair is in the same assignment table, so the facts of separate tables simply concatenate."""
     per_pair, per_id = pair_counts(assignments)
+    if moved is not None:
+        per_pair = per_pair.join(moved, ["group", "topic"], join_type="left outer", use_threads=False)
+        per_pair = per_pair.set_column(
+            per_pair.schema.get_field_index("moved"), "moved", pc.fill_null(per_pair.column("moved"), 0)
+        )
     n, m = per_pair.num_rows, per_id.num_rows
 
     def rows(n: int, **columns: Any) -> pa.Table:
         return pa.table({f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in FACT_SCHEMA}, schema=FACT_SCHEMA)
 
     parts = [
-        rows(n, **{k: per_pair.column(k) for k in ("group", "topic", "queues", "unowned", "double_owned")}),
+        rows(n, **{k: per_pair.column(k) for k in per_pair.column_names}),
         rows(m, **{k: per_id.column(k) for k in ("group", "topic", "consumer", "count")}),
     ]
     if what_if_rows is not None and what_if_rows.num_rows:
@@ -536,7 +634,7 @@ def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table]:
     is_what_if = pc.is_valid(table.column("strategy"))
     is_id = pc.is_valid(table.column("consumer"))
     is_pair = pc.invert(pc.or_(is_what_if, is_id))
-    per_pair = table.filter(is_pair).select(["group", "topic", "queues", "unowned", "double_owned"])
+    per_pair = table.filter(is_pair).select(["group", "topic", "queues", "unowned", "double_owned", "moved"])
     per_id = table.filter(is_id).select(["group", "topic", "consumer", "count"])
     return per_pair, per_id
 
