@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -27,14 +26,17 @@ import numpy.typing as npt
 
 from . import _core
 from ._columns import QueueTable, check_current_id, id_list, queue_columns
+from ._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer
+from ._validate import epsilon as check_epsilon
 from .exceptions import (
-    InvalidEpsilonError,
     InvalidInputError,
     InvalidPreviousAssignmentError,
     MachineRoomError,
     PreviousAssignmentRequiredError,
     PreviousAssignmentWarning,
+    RingTooLargeError,
     UnsupportedStrategyError,
+    VirtualNodeCountError,
 )
 from .models import MessageQueue
 from .ordering import sort_client_ids, sort_queues
@@ -157,6 +159,19 @@ class AvgByCircle(AllocateStrategy):
         self._handle = _core.Strategy("AVG_BY_CIRCLE")
 
 
+def _virtual_node_cnt(value: Any) -> int:
+    """An int-like ``virtualNodeCnt``; beyond Java's ``int`` it names the value passed: too many
+    (:class:`RingTooLargeError`) or negative (:class:`VirtualNodeCountError`, Java's message)."""
+    v = integer(value, "virtual_node_cnt")
+    if v > JAVA_INT_MAX:
+        raise RingTooLargeError(
+            f"virtual_node_cnt {v} is beyond Java's int range: the consistent-hash ring would be too large", v
+        )
+    if v < JAVA_INT_MIN:
+        raise VirtualNodeCountError(f"illegal virtualNodeCnt :{v}", v)
+    return v
+
+
 class ConsistentHash(AllocateStrategy):
     """``CONSISTENT_HASH``: an MD5 ring with ``virtual_node_cnt`` virtual nodes per client id.
 
@@ -170,12 +185,12 @@ class ConsistentHash(AllocateStrategy):
     """
 
     def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8") -> None:
-        if not isinstance(virtual_node_cnt, int) or isinstance(virtual_node_cnt, bool):
-            raise InvalidInputError(f"virtual_node_cnt must be an int, got {virtual_node_cnt!r}", virtual_node_cnt)
+        virtual_node_cnt = _virtual_node_cnt(virtual_node_cnt)
+        if not isinstance(charset, str):
+            raise InvalidInputError(f"charset must be a str, got {charset!r}", charset)
         self.virtual_node_cnt = virtual_node_cnt
         self.charset = charset
-        clamped = max(min(virtual_node_cnt, 2**63 - 1), -(2**63))
-        self._handle = _core.Strategy("CONSISTENT_HASH", virtual_node_cnt=clamped, charset=charset)
+        self._handle = _core.Strategy("CONSISTENT_HASH", virtual_node_cnt=virtual_node_cnt, charset=charset)
 
     def __repr__(self) -> str:
         return f"ConsistentHash(virtual_node_cnt={self.virtual_node_cnt}, charset={self.charset!r})"
@@ -219,18 +234,15 @@ class ConsistentHashBounded(AllocateStrategy):
     """
 
     def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8", epsilon: float = 0.25) -> None:
-        if not isinstance(virtual_node_cnt, int) or isinstance(virtual_node_cnt, bool):
-            raise InvalidInputError(f"virtual_node_cnt must be an int, got {virtual_node_cnt!r}", virtual_node_cnt)
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-            raise InvalidEpsilonError(f"epsilon must be a finite number >= 0, got {epsilon!r}", epsilon)
+        virtual_node_cnt = _virtual_node_cnt(virtual_node_cnt)
+        eps = check_epsilon(epsilon)
+        if not isinstance(charset, str):
+            raise InvalidInputError(f"charset must be a str, got {charset!r}", charset)
         self.virtual_node_cnt = virtual_node_cnt
         self.charset = charset
-        clamped = max(min(virtual_node_cnt, 2**63 - 1), -(2**63))
-        try:
-            eps = float(epsilon)
-        except OverflowError:  # an int too large for a double: as good as infinite
-            eps = math.inf
-        self._handle = _core.Strategy("CONSISTENT_HASH_BOUNDED", virtual_node_cnt=clamped, charset=charset, epsilon=eps)
+        self._handle = _core.Strategy(
+            "CONSISTENT_HASH_BOUNDED", virtual_node_cnt=virtual_node_cnt, charset=charset, epsilon=eps
+        )
         self.epsilon = eps
 
     def __repr__(self) -> str:
