@@ -332,6 +332,32 @@ def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, *, optio
     return value
 
 
+#: Memory per readable queue of a snapshot, through assignment and audit (rows, owners, strings).
+QUEUE_BYTES = 400
+
+
+def _java_int(value: Any, where: str, *, count: bool) -> Any:
+    """``value`` (already an int or None) within Java's ``int`` range, and ``>= 0`` for a count."""
+    if value is None:
+        return None
+    if count and value < 0:
+        raise _err(where, f"must be >= 0, got {value}", value)
+    if not -(2**31) <= value <= 2**31 - 1:
+        raise _err(where, f"must be within Java's int range (-2147483648..2147483647), got {value}", value)
+    return value
+
+
+def _check_queue_budget(source: str, read_queue_nums: list[Any], perms: list[Any]) -> None:
+    """Refuse, before anything is built, a snapshot whose readable queues would not fit in memory."""
+    from mqbalance._validate import check_memory
+
+    total = sum(n for n, p in zip(read_queue_nums, perms) if p & PERM_READ and n > 0)
+    try:
+        check_memory(f"{source}: readable queues (sum of readQueueNums)", total, total * QUEUE_BYTES)
+    except MQBalanceError as e:
+        raise SnapshotError(str(e), total) from None
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -416,9 +442,8 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
                 raise _err(w, f"broker {broker!r} appears twice in the topic's queue data", broker)
             seen_brokers.add(broker)
             nums = [_get(q, f, int, w) for f in ("readQueueNums", "writeQueueNums", "perm")]
-            for f, v in zip(("readQueueNums", "writeQueueNums"), nums):
-                if v < 0:
-                    raise _err(f"{w}.{f}", f"must be >= 0, got {v}", v)
+            for f, v in zip(("readQueueNums", "writeQueueNums", "perm"), nums):
+                _java_int(v, f"{w}.{f}", count=f != "perm")
             for c, v in zip(qd, (topic, broker, *nums)):
                 qd[c].append(v)
         for k, b in enumerate(_get(route, "brokerDatas", list, where, optional=True) or []):
@@ -426,8 +451,15 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
             name = _get(b, "brokerName", str, w)
             cluster = _get(b, "cluster", str, w, optional=True)
             for bid, addr in (_get(b, "brokerAddrs", dict, w, optional=True) or {}).items():
-                for c, v in zip(br, (topic, cluster, name, int(bid), addr)):
+                wb = f"{w}.brokerAddrs[{bid!r}]"
+                if not isinstance(bid, str) or not bid.strip().lstrip("-").isdigit():
+                    raise _err(wb, f'the key must be a broker id (an integer, like "0"), got {bid!r}', bid)
+                if not isinstance(addr, str):
+                    raise _err(wb, f"expected an address str, got {addr!r}", addr)
+                broker_id = _java_int(int(bid), wb, count=False)
+                for c, v in zip(br, (topic, cluster, name, broker_id, addr)):
                     br[c].append(v)
+    _check_queue_budget(source, qd["read_queue_nums"], qd["perm"])
     groups = _get(data, "groups", dict, source)
     for group, g in groups.items():
         where = f"{source}: groups[{group!r}]"
@@ -459,7 +491,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
                 client_id,
                 _get(conn, "clientAddr", str, w, optional=True),
                 _get(conn, "language", str, w, optional=True),
-                _get(conn, "version", int, w, optional=True),
+                _java_int(_get(conn, "version", int, w, optional=True), f"{w}.version", count=False),
                 model,
                 *_strategy_columns(spec),
             )
@@ -481,12 +513,20 @@ def _read_parquet(path: Path, name: str) -> dict[str, list[Any]]:
 
     if not path.exists():
         raise _err(str(path), "missing table", str(path))
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise _err(str(path), f"not a readable Parquet file: {_first_line(e)}", str(path)) from None
     names = set(table.column_names)
     for c in REQUIRED[name]:
         if c not in names:
             raise _err(str(path), f"missing column {c!r}", c)
     return {c: table.column(c).to_pylist() if c in names else [None] * table.num_rows for c in SCHEMAS[name].names}
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _check_types(where: str, checks: Iterable[tuple[str, Any, type]]) -> None:
@@ -511,11 +551,15 @@ def _validate_tables(
                 ("perm", p, int),
             ),
         )
-        if r < 0 or w < 0:
-            raise _err(where, f"queue counts must be >= 0, got read={r} write={w}", (r, w))
+        _java_int(r, f"{where}.read_queue_nums", count=True)
+        _java_int(w, f"{where}.write_queue_nums", count=True)
+        _java_int(p, f"{where}.perm", count=False)
         if (topic, broker) in seen:
             raise _err(where, f"duplicate queue data for topic {topic!r} broker {broker!r}", (topic, broker))
         seen.add((topic, broker))
+    _check_queue_budget(f"{source}/queue_data.parquet", qd["read_queue_nums"], qd["perm"])
+    for i, (group, topic) in enumerate(zip(sb["group"], sb["topic"])):
+        _check_types(f"{source}/subscriptions.parquet row {i}", (("group", group, str), ("topic", topic, str)))
     specs = []
     known: dict[tuple[Any, ...], tuple[StrategySpec, tuple[Any, ...]]] = {}
     for i in range(len(cn["group"])):
@@ -580,13 +624,17 @@ def load_snapshot(path: str | Path) -> Snapshot:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise _err(str(p), f"cannot read: {e.strerror}", str(p)) from e
+        raise _err(str(p), f"cannot read: {e.strerror or e}", str(p)) from None
+    except UnicodeDecodeError as e:
+        bad = e.object[e.start : e.start + 1]
+        message = f"not UTF-8 text (byte {e.start}: {bad!r}); a snapshot is a UTF-8 JSON file or a Parquet directory"
+        raise _err(str(p), message, str(p)) from None
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as e:
-        raise _err(str(p), f"not valid JSON: {e}", str(p)) from e
     except SnapshotError as e:
-        raise _err(str(p), str(e), e.value) from e
+        raise _err(str(p), str(e), e.value) from None
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, a 5000-digit number, deep nesting
+        raise _err(str(p), f"not valid JSON: {_first_line(e)}", str(p)) from None
     return snapshot_from_dict(data, str(p))
 
 
