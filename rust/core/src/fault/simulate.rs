@@ -178,8 +178,12 @@ fn check(models: &[BrokerModel], tp: &TopicPublishInfo, cfg: &SimConfig) -> Resu
         .unwrap_or(0);
     let sends = cfg.sends as i128;
     let end = i128::from(cfg.start_ms)
-        + sends * i128::from(cfg.interval_ms)
-        + sends * (i128::from(cfg.retry_times) + 1) * slowest;
+        .saturating_add(sends.saturating_mul(i128::from(cfg.interval_ms)))
+        .saturating_add(
+            sends
+                .saturating_mul(i128::from(cfg.retry_times) + 1)
+                .saturating_mul(slowest),
+        );
     if end > i128::from(i64::MAX) {
         return Err(FaultError::InvalidSimulation {
             name: "start_ms",
