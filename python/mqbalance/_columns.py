@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._validate import check_lengths as check_lengths
+from ._validate import not_a_collection
 from .exceptions import InvalidClientIdError, InvalidQueueError
 from .models import JAVA_INT_MAX, JAVA_INT_MIN, MessageQueue
 
@@ -155,6 +156,8 @@ class QueueTable(Sequence[MessageQueue]):
     __slots__ = ("_items", "_handle")
 
     def __init__(self, queues: Iterable[MessageQueue]) -> None:
+        if not_a_collection(queues):
+            raise InvalidQueueError(f"queues must be a sequence of MessageQueue, got {queues!r}", queues)
         items = tuple(queues)
         self._items = items
         self._handle = _core.QueueTable(*queue_columns(items))

@@ -156,7 +156,10 @@ def number(
     refused (a NaN passes every ``<= 0`` check, so it must be caught by name)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise error(f"{name} must be a number, got {value!r}", value)
-    f = float(value)
+    try:
+        f = float(value)
+    except OverflowError:  # an int beyond a double
+        raise error(f"{name} = {value!r} is beyond a finite number", value) from None
     if math.isnan(f) or math.isinf(f):
         raise error(f"{name} must be finite, got {value!r}", value)
     if f < minimum or (positive and f <= minimum):

@@ -306,6 +306,8 @@ def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = Fal
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise InvalidLatencyError(f"{name} must be finite, got {value!r}", value)
+        if value < 0 and not allow_negative:  # before truncation: -0.5 is negative, not 0
+            raise InvalidLatencyError(f"{name} must be >= 0 ms, got {value}", value)
         value = int(value)
     if value < 0 and not allow_negative:
         raise InvalidLatencyError(f"{name} must be >= 0 ms, got {value}", value)
@@ -453,6 +455,9 @@ class MQFaultStrategy:
         """One 5.x detector round (``detectByOneRound``): ``resolve(broker)`` → address or None
         (item removed); ``detect(address)`` → whether the broker answered. Java's scheduler runs
         one every 3 s when ``start_detector_enable``; call it yourself on your own schedule."""
+        for what, given in (("resolve", resolve), ("detect", detect)):
+            if not isinstance(given, Mapping) and not callable(given):
+                raise InvalidInputError(f"{what} must be a mapping or a callable, got {given!r}", given)
         names = list(self._core.items())
         answers = {n: (resolve.get(n) if isinstance(resolve, Mapping) else resolve(n)) for n in names}
         addresses = {a for a in answers.values() if a is not None}

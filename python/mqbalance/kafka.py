@@ -124,10 +124,8 @@ def _topics(partitions_per_topic: Mapping[str, int]) -> tuple[list[tuple[str, in
 def _as_subscription(value: Subscription | Iterable[str]) -> Subscription:
     if isinstance(value, Subscription):
         return value
-    if isinstance(value, str):
-        raise InvalidInputError(
-            f"a subscription must be a list of topics or a Subscription, not the str {value!r}", value
-        )
+    if check.not_a_collection(value):
+        raise InvalidInputError(f"a subscription must be a list of topics or a Subscription, got {value!r}", value)
     return Subscription(list(value))
 
 
@@ -190,6 +188,8 @@ def zk_assign(
     >>> zk_assign("range", {"t": 5}, {"C1": {"t": 2}, "C2": {"t": 2}})["C1-0"]
     [TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)]
     """
+    check.mapping(partitions_per_topic, "partitions_per_topic")
+    check.mapping(consumers, "consumers")
     if _looks_like_consumers(partitions_per_topic) or (
         not partitions_per_topic and consumers and not _looks_like_consumers(consumers)
     ):

@@ -26,6 +26,8 @@ def java_string_key(s: str) -> bytes:
     >>> sorted(["\\uff01", "\\U0001f600"], key=java_string_key) == ["\\U0001f600", "\\uff01"]
     True
     """
+    if not isinstance(s, str):
+        raise InvalidQueueError(f"java_string_key needs a str, got {s!r}", s)
     return s.encode("utf-16-be", "surrogatepass")
 
 

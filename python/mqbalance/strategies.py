@@ -26,11 +26,12 @@ import numpy.typing as npt
 
 from . import _core
 from ._columns import QueueTable, check_current_id, id_list, queue_columns
-from ._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer
+from ._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer, not_a_collection, str_sequence
 from ._validate import epsilon as check_epsilon
 from .exceptions import (
     InvalidInputError,
     InvalidPreviousAssignmentError,
+    InvalidQueueError,
     MachineRoomError,
     PreviousAssignmentRequiredError,
     PreviousAssignmentWarning,
@@ -102,7 +103,7 @@ class AllocateStrategy:
         if isinstance(queues, QueueTable):
             rooms = self._rooms(queues, ids)
             return _core.allocate_prepared(self._handle, current_id, queues._handle, queues._items, ids, **rooms)
-        qs = list(queues) if queues is not None else []
+        qs = _queue_list(queues, "queues")
         positions = _core.allocate_positions(self._handle, current_id, *queue_columns(qs), ids, **self._rooms(qs, ids))
         return [qs[i] for i in positions]
 
@@ -124,7 +125,7 @@ class AllocateStrategy:
             rooms = self._rooms(queues, ids)
             lists = _core.assign_prepared(self._handle, queues._handle, queues._items, ids, **rooms)
             return _first_per_id(ids, lists)
-        qs = list(queues) if queues is not None else []
+        qs = _queue_list(queues, "queues")
         if java_sort:
             qs, ids = sort_queues(qs), sort_client_ids(ids)
         lists = _core.assign_positions(self._handle, *queue_columns(qs), ids, **self._rooms(qs, ids))
@@ -157,6 +158,15 @@ class AvgByCircle(AllocateStrategy):
 
     def __init__(self) -> None:
         self._handle = _core.Strategy("AVG_BY_CIRCLE")
+
+
+def _queue_list(queues: Any, name: str) -> list[MessageQueue]:
+    """A list of queues (``None`` is empty); a lone str or a non-iterable is refused by name."""
+    if queues is None:
+        return []
+    if not_a_collection(queues):
+        raise InvalidQueueError(f"{name} must be a sequence of MessageQueue, got {queues!r}", queues)
+    return list(queues)
 
 
 def _virtual_node_cnt(value: Any) -> int:
@@ -400,8 +410,8 @@ class MachineRoom(AllocateStrategy):
     """
 
     def __init__(self, consumer_idcs: Iterable[str] | None = None) -> None:
-        if isinstance(consumer_idcs, str):
-            raise InvalidInputError("consumer_idcs must be a collection of idc names, not a single str", consumer_idcs)
+        if consumer_idcs is not None:
+            consumer_idcs = str_sequence(consumer_idcs, "consumer_idcs")
         self.consumer_idcs = None if consumer_idcs is None else frozenset(consumer_idcs)
         idcs = None if self.consumer_idcs is None else set(self.consumer_idcs)
         self._handle = _core.Strategy("MACHINE_ROOM", consumer_idcs=idcs)
@@ -481,7 +491,7 @@ class Config(AllocateStrategy):
         if message_queues is None:
             self.message_queues: list[MessageQueue] | None = None
         else:
-            self.message_queues = list(message_queues)
+            self.message_queues = _queue_list(message_queues, "message_queues")
             queue_columns(self.message_queues)  # validates the elements
 
     @property

@@ -56,4 +56,6 @@ __all__ = [
 def audit_snapshot(snapshot: Snapshot) -> AuditResult:
     """The audit of one snapshot, in-process (no Spark): :func:`assign_snapshot` then
     :func:`summarise`."""
+    if not isinstance(snapshot, Snapshot):
+        raise SnapshotError(f"audit_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
     return summarise(snapshot, *pair_counts(assign_snapshot(snapshot)))

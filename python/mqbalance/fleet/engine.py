@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance import bulk
-from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
+from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot, SnapshotError
 from mqbalance.registry import StrategySpec
 
 __all__ = [
@@ -267,6 +267,8 @@ def fact_blocks(
 
 def assign_snapshot(snapshot: Snapshot) -> pa.Table:
     """Every (group, topic) of a snapshot, in-process: the assignment rows."""
+    if not isinstance(snapshot, Snapshot):
+        raise SnapshotError(f"assign_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
     parts = list(assign_batches(subscription_pairs(snapshot), snapshot.consumer_groups()))
     return pa.concat_tables(parts) if parts else ASSIGNMENT_SCHEMA.empty_table()
 

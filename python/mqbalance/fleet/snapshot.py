@@ -426,6 +426,8 @@ def _table(name: str, columns: Mapping[str, list[Any]]) -> pa.Table:
 
 def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
     """Validate and normalise a JSON snapshot already parsed into Python objects."""
+    if not isinstance(source, str):
+        raise SnapshotError(f"source must be a str naming where the snapshot came from, got {source!r}", source)
     qd: dict[str, list[Any]] = {c: [] for c in SCHEMAS["queue_data"].names}
     br: dict[str, list[Any]] = {c: [] for c in SCHEMAS["brokers"].names}
     cn: dict[str, list[Any]] = {c: [] for c in SCHEMAS["connections"].names}
@@ -551,6 +553,8 @@ def _validate_tables(
                 ("perm", p, int),
             ),
         )
+        if r < 0 or w < 0:
+            raise _err(where, f"queue counts must be >= 0, got read={r} write={w}", (r, w))
         _java_int(r, f"{where}.read_queue_nums", count=True)
         _java_int(w, f"{where}.write_queue_nums", count=True)
         _java_int(p, f"{where}.perm", count=False)
@@ -602,6 +606,8 @@ def _validate_tables(
 
 def load_snapshot(path: str | Path) -> Snapshot:
     """Load a JSON snapshot file or a Parquet snapshot directory."""
+    if not isinstance(path, (str, Path)):
+        raise SnapshotError(f"a snapshot path must be a str or Path, got {path!r}", path)
     p = Path(path)
     if p.is_dir():
         qd = _read_parquet(p / "queue_data.parquet", "queue_data")

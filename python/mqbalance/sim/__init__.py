@@ -82,7 +82,8 @@ def simulate(
 ) -> SimulationResult:
     """Run a scenario (object, mapping, file or bundled name), optionally under another strategy."""
     s = _scenario(scenario)
-    return Simulation(_with_strategy(s, strategy, "strategy") if strategy else s, progress=progress).run()
+    chosen = _with_strategy(s, strategy, "strategy") if strategy is not None else s
+    return Simulation(chosen, progress=progress).run()
 
 
 def compare(

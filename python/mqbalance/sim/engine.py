@@ -108,6 +108,8 @@ class Simulation:
     runs; :meth:`result` builds the result from it and the cluster's :meth:`end_state`."""
 
     def __init__(self, scenario: Scenario, *, progress: Callable[[int, int], None] | None = None) -> None:
+        if not isinstance(scenario, Scenario):
+            raise ScenarioError(f"Simulation needs a Scenario (see load_scenario), got {scenario!r}", scenario)
         self.scenario = s = scenario
         self.progress = progress
         self.rng = random.Random(s.seed)
