@@ -268,6 +268,9 @@ def assign_columns(
             f"member_topics must be a sequence of topic lists, got {member_topics!r}", member_topics
         )
     member_topics = [check.str_sequence(ts, f"member_topics[{m}]") for m, ts in enumerate(member_topics)]
+    if len(set(ids)) != len(ids):
+        dup = next(m for m in ids if ids.count(m) > 1)
+        raise InvalidInputError(f"member_ids must be distinct; {dup!r} appears twice", dup)
     if len(member_topics) != len(ids):
         raise InvalidInputError(
             f"member_topics has {len(member_topics)} entries for {len(ids)} members", len(member_topics)
