@@ -129,6 +129,12 @@ KINDS: dict[str, st.SearchStrategy[tuple[Any, bool]]] = {
     | _tag(st.lists(st.none() | st.booleans() | st.text(max_size=2), min_size=1, max_size=3), REFUSE)
     | _tag(st.lists(_big, min_size=1, max_size=3), REFUSE)
     | _tag(st.just(np.zeros((2, 2), dtype=np.int64)), REFUSE),
+    # Kafka generations, one per member (two members in the table)
+    "generations": _tag(
+        st.lists(st.floats() | st.booleans() | st.text(max_size=2) | _big, min_size=2, max_size=2), REFUSE
+    )
+    | _tag(st.text(min_size=1, max_size=3) | st.integers() | st.lists(_small_ints, min_size=3, max_size=4), REFUSE)
+    | _tag(st.lists(st.none() | _small_ints, min_size=2, max_size=2), MAY),
     # a mapping
     "mapping": _tag(st.text(min_size=1, max_size=4) | st.integers() | st.lists(st.integers(), max_size=2), REFUSE)
     | _tag(st.dictionaries(_text, _junk | st.integers(), max_size=2), MAY),
@@ -357,7 +363,7 @@ TABLE: list[Entry] = [
         ppt=("partitions", {"t": 4}),
         ids=("strs", ["a", "b"]),
         topics=("queues", [["t"], ["t"]]),
-        generations=("queues", [1, None]),
+        generations=("generations", [1, None]),
     ),
     E(
         "kafka.assign_columns(owned)",
@@ -731,11 +737,24 @@ def _call(entry: Entry, override: dict[str, Any]) -> Any:
         return entry.call(**values)
 
 
+def _names_value(value: Any) -> bool:
+    """Scalars a message can quote (the message of a refused one must show it as passed)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    return isinstance(value, (int, float, str)) and len(repr(value)) <= 40
+
+
 def _verdict(entry: Entry, param: str, value: Any, must_refuse: bool) -> str | None:
     """None if the outcome is acceptable, else what went wrong."""
     try:
         _call(entry, {param: value})
-    except (MQBalanceError, PreviousAssignmentWarning):
+    except MQBalanceError as e:
+        if not str(e).strip():
+            return f"{entry.name}({param}={value!r}) raised {type(e).__name__} with an empty message"
+        if must_refuse and _names_value(value) and not any(v in str(e) for v in (repr(value), str(value))):
+            return f"{entry.name}({param}={value!r}): the message does not name the value: {e}"
+        return None
+    except PreviousAssignmentWarning:
         return None
     except Exception as e:  # anything else is a bare error escaping the library
         return f"{entry.name}({param}={value!r}) raised a bare {type(e).__name__}: {e}"

@@ -74,7 +74,7 @@ def queue_ids(col: Any) -> np.ndarray:
         except (OverflowError, ValueError) as e:
             raise InvalidQueueError(f"queue_ids could not be read as integers: {e}", None) from e
     if arr.ndim != 1:
-        raise InvalidQueueError(f"queue_ids must be one-dimensional, got shape {arr.shape}", arr.shape)
+        raise InvalidQueueError(f"queue_ids must be one-dimensional, got shape {arr.shape}: {col!r}", arr.shape)
     if arr.dtype.kind == "i":
         return np.ascontiguousarray(arr, dtype=np.int64)  # views like arr[::2] are copied
     if arr.dtype.kind == "u":

@@ -117,7 +117,7 @@ def _previous_column(previous: Any, ids: list[Any], n: int) -> np.ndarray:
     """Client ids per row → positions in ``ids`` (first occurrence), ``-1`` for nobody / unknown."""
     if isinstance(previous, str) or not hasattr(previous, "__len__"):
         raise InvalidPreviousAssignmentError(
-            f"previous must be a column of client ids aligned with the rows, got {type(previous).__name__}", previous
+            f"previous must be a column of client ids aligned with the rows, got {previous!r}", previous
         )
     values = previous.to_pylist() if hasattr(previous, "to_pylist") else list(previous)
     check_lengths(queue_ids=n, previous=len(values))

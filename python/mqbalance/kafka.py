@@ -76,7 +76,9 @@ class Subscription:
 
     def __post_init__(self) -> None:
         if isinstance(self.topics, str):
-            raise InvalidInputError("Subscription.topics must be a collection of topic names, not a str", self.topics)
+            raise InvalidInputError(
+                f"Subscription.topics must be a collection of topic names, not the str {self.topics!r}", self.topics
+            )
         object.__setattr__(self, "topics", tuple(check.str_sequence(self.topics, "Subscription.topics")))
         object.__setattr__(
             self, "owned_partitions", _partitions(self.owned_partitions, "Subscription.owned_partitions")

@@ -320,7 +320,8 @@ def _err(where: str, message: str, value: Any = None) -> SnapshotError:
 
 def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, *, optional: bool = False) -> Any:
     if not isinstance(obj, dict):
-        raise _err(where, f"expected an object, got {type(obj).__name__}", obj)
+        shown = repr(obj) if len(repr(obj)) <= 60 else repr(obj)[:57] + "..."
+        raise _err(where, f"expected an object, got {type(obj).__name__} {shown}", obj)
     if key not in obj or obj[key] is None:
         if optional:
             return None
@@ -606,8 +607,8 @@ def _validate_tables(
 
 def load_snapshot(path: str | Path) -> Snapshot:
     """Load a JSON snapshot file or a Parquet snapshot directory."""
-    if not isinstance(path, (str, Path)):
-        raise SnapshotError(f"a snapshot path must be a str or Path, got {path!r}", path)
+    if not isinstance(path, (str, Path)) or "\x00" in str(path):
+        raise SnapshotError(f"a snapshot path must be a str or Path (without NUL), got {path!r}", path)
     p = Path(path)
     if p.is_dir():
         qd = _read_parquet(p / "queue_data.parquet", "queue_data")

@@ -528,7 +528,7 @@ def bundled_scenarios() -> dict[str, str]:
 
 def load_scenario(path_or_name: str | Path) -> Scenario:
     """A scenario file (``.yaml``/``.yml``/``.json``) or the name of a bundled one."""
-    if not isinstance(path_or_name, (str, Path)):
+    if not isinstance(path_or_name, (str, Path)) or "\x00" in str(path_or_name):
         raise ScenarioError(f"a scenario must be a file path or a bundled name, got {path_or_name!r}", path_or_name)
     bundled = bundled_scenarios()
     path = Path(bundled.get(str(path_or_name), path_or_name))
