@@ -1067,3 +1067,61 @@ def test_cli_refuses_bad_input(argv: list[str], bad_files: dict[str, Path], tmp_
     assert len(errors) == 1 and "Traceback" not in err, err
     if errors[0].startswith("mqbalance: error:"):
         assert len(lines) == 1, err
+
+
+def test_a_long_simulation_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) ends a long run promptly: exit 130, one line, no traceback."""
+    import signal
+    import time
+
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text("topics: {T: {queues_per_broker: 8}}\ngroup: {consumers: 4}\nduration: 240h\n")
+    cli = Path(sys.executable).with_name("mqbalance")
+    proc = subprocess.Popen(
+        [str(cli), "simulate", str(scenario), "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4)
+    assert proc.poll() is None, "the 240 h scenario should still be running"
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "mqbalance: interrupted", err
+
+
+@pytest.mark.parametrize("epsilon", [0.25, 0, -0.5, math.nan, math.inf, "0.1", True])
+def test_same_verdict_for_epsilon_on_every_path(epsilon: Any, tmp_path: Path) -> None:
+    """CONSISTENT_HASH_BOUNDED's epsilon: API, JSON snapshot, Parquet snapshot, YAML scenario agree."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import yaml
+
+    def refused(f: Callable[[], Any]) -> bool:
+        try:
+            f()
+        except MQBalanceError:
+            return True
+        return False
+
+    api = refused(lambda: ConsistentHashBounded(epsilon=epsilon).assign(Q(), ["a"]))
+    data = json.loads(json.dumps(_SNAPSHOT))
+    data["groups"]["g"]["strategy"] = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
+    as_json = refused(lambda: snap_mod.snapshot_from_dict(json.loads(json.dumps(data))))
+    good = {**_SNAPSHOT, "groups": {"g": {**_SNAPSHOT["groups"]["g"], "strategy": "CONSISTENT_HASH_BOUNDED"}}}
+    snap_mod.write_parquet(snap_mod.snapshot_from_dict(good), tmp_path / "p")
+    conns = pq.read_table(tmp_path / "p" / "connections.parquet")
+    column = pa.array([epsilon] * conns.num_rows)
+    conns = conns.set_column(conns.column_names.index("epsilon"), "epsilon", column)
+    pq.write_table(conns, tmp_path / "p" / "connections.parquet")
+    as_parquet = refused(lambda: snap_mod.load_snapshot(tmp_path / "p"))
+    strategy = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**_SCENARIO, "group": {"consumers": 2, "strategy": strategy}}))
+    as_yaml = refused(lambda: sim_mod.load_scenario(tmp_path / "s.yaml"))
+    verdicts = {"api": api, "json": as_json, "parquet": as_parquet, "yaml": as_yaml}
+    assert len(set(verdicts.values())) == 1, verdicts
+    legal = not isinstance(epsilon, (bool, str)) and math.isfinite(epsilon) and epsilon >= 0
+    assert api == (not legal), verdicts
