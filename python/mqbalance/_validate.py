@@ -198,6 +198,18 @@ def epsilon(value: Any, name: str = "epsilon") -> float:
     return f
 
 
+def text(value: Any, name: str, *, error: type[MQBalanceError] = InvalidInputError) -> str:
+    """A ``str`` that encodes as UTF-8 (what Java, Kafka and Arrow see); a lone surrogate (which
+    JSON's ``"\\ud800"`` produces) is refused by name."""
+    if not isinstance(value, str):
+        raise error(f"{name} must be a str, got {value!r}", value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise error(f"{name} is not valid Unicode (a lone surrogate?): {value!r}", value) from None
+    return value
+
+
 def str_sequence(
     value: Any, name: str, *, allow_none: bool = False, error: type[MQBalanceError] = InvalidInputError
 ) -> list[str]:
@@ -216,8 +228,7 @@ def str_sequence(
     else:
         raise error(f"{name} must be a sequence of str, got {type(value).__name__} {value!r}", value)
     for i, item in enumerate(items):
-        if not isinstance(item, str):
-            raise error(f"{name}[{i}] must be a str, got {item!r}", item)
+        text(item, f"{name}[{i}]", error=error)
     return items
 
 

@@ -143,8 +143,7 @@ class QueueData:
     read_queue_nums: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.broker_name, str):
-            raise InvalidInputError(f"QueueData.broker_name must be a str, got {self.broker_name!r}", self.broker_name)
+        check.text(self.broker_name, "QueueData.broker_name")
         for field in ("perm", "write_queue_nums", "read_queue_nums"):
             v = getattr(self, field)
             if v is not None or field != "read_queue_nums":
@@ -245,8 +244,7 @@ class TopicPublishInfo:
     ) -> TopicPublishInfo:
         """``topicRouteData2TopicPublishInfo``: queue data sorted by broker name; every writable one
         whose broker has a master contributes queues ``0..write_queue_nums-1``."""
-        if not isinstance(topic, str):
-            raise InvalidInputError(f"topic must be a str, got {topic!r}", topic)
+        check.text(topic, "topic")
         qds = _queue_datas(queue_datas)
         masters = (
             None if brokers_with_master is None else set(check.str_sequence(brokers_with_master, "brokers_with_master"))
@@ -295,9 +293,7 @@ def _queue_datas(queue_datas: Any) -> list[QueueData]:
 
 
 def _broker(name: Any) -> str:
-    if not isinstance(name, str):
-        raise InvalidInputError(f"broker_name must be a str, got {name!r}", name)
-    return name
+    return check.text(name, "broker_name")
 
 
 def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = False) -> int:

@@ -85,11 +85,8 @@ class Subscription:
         )
         if self.generation is not None:
             object.__setattr__(self, "generation", check.java_int(self.generation, "Subscription.generation"))
-        if self.group_instance_id is not None and not isinstance(self.group_instance_id, str):
-            raise InvalidInputError(
-                f"Subscription.group_instance_id must be a str or None, got {self.group_instance_id!r}",
-                self.group_instance_id,
-            )
+        if self.group_instance_id is not None:
+            check.text(self.group_instance_id, "Subscription.group_instance_id")
 
 
 #: Memory per partition of an assignment: the core's entries and the Python objects returned.
@@ -105,8 +102,7 @@ def _partitions(value: Any, name: str) -> tuple[TopicPartition, ...]:
         if isinstance(tp, (str, bytes)) or not hasattr(tp, "__len__") or len(tp) != 2:
             raise InvalidInputError(f"{name}[{i}] must be a (topic, partition) pair, got {tp!r}", tp)
         topic, partition = tp
-        if not isinstance(topic, str):
-            raise InvalidInputError(f"{name}[{i}].topic must be a str, got {topic!r}", topic)
+        check.text(topic, f"{name}[{i}].topic")
         out.append(TopicPartition(topic, check.java_int(partition, f"{name}[{i}].partition")))
     return tuple(out)
 
@@ -115,8 +111,7 @@ def _topics(partitions_per_topic: Mapping[str, int]) -> tuple[list[tuple[str, in
     check.mapping(partitions_per_topic, "partitions_per_topic")
     pairs = []
     for t, n in partitions_per_topic.items():
-        if not isinstance(t, str):
-            raise InvalidInputError(f"topic names must be str, got {t!r}", t)
+        check.text(t, "topic name")
         pairs.append((t, check.count(n, f"partition count of topic {t!r}")))
     total = sum(n for _, n in pairs)
     check.check_memory("partitions_per_topic (total partitions)", total, total * _PARTITION_BYTES)

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from . import _core
 from ._columns import QueueTable, check_current_id, id_list, queue_columns
-from ._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer, not_a_collection, str_sequence
+from ._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer, not_a_collection, str_sequence, text
 from ._validate import epsilon as check_epsilon
 from .exceptions import (
     InvalidInputError,
@@ -196,8 +196,7 @@ class ConsistentHash(AllocateStrategy):
 
     def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8") -> None:
         virtual_node_cnt = _virtual_node_cnt(virtual_node_cnt)
-        if not isinstance(charset, str):
-            raise InvalidInputError(f"charset must be a str, got {charset!r}", charset)
+        text(charset, "charset")
         self.virtual_node_cnt = virtual_node_cnt
         self.charset = charset
         self._handle = _core.Strategy("CONSISTENT_HASH", virtual_node_cnt=virtual_node_cnt, charset=charset)
@@ -246,8 +245,7 @@ class ConsistentHashBounded(AllocateStrategy):
     def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8", epsilon: float = 0.25) -> None:
         virtual_node_cnt = _virtual_node_cnt(virtual_node_cnt)
         eps = check_epsilon(epsilon)
-        if not isinstance(charset, str):
-            raise InvalidInputError(f"charset must be a str, got {charset!r}", charset)
+        text(charset, "charset")
         self.virtual_node_cnt = virtual_node_cnt
         self.charset = charset
         self._handle = _core.Strategy(

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -330,7 +331,19 @@ def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, *, optio
     if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise _err(f"{where}.{key}", f"expected {names}, got {value!r}", value)
+    if isinstance(value, str):
+        _unicode(value, f"{where}.{key}")
     return value
+
+
+def _unicode(text: str, where: str) -> str:
+    """``text`` if it encodes as UTF-8 (what Arrow and every file format need); a lone surrogate
+    (which JSON's ``\\ud800`` escapes can produce) is refused by name."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _err(where, f"not valid Unicode (a lone surrogate?): {text!r}", text) from None
+    return text
 
 
 #: Memory per readable queue of a snapshot, through assignment and audit (rows, owners, strings).
@@ -437,6 +450,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
     topics = _get(data, "topics", dict, source)
     for topic, route in topics.items():
         where = f"{source}: topics[{topic!r}]"
+        _unicode(topic, where)
         seen_brokers = set()
         for k, q in enumerate(_get(route, "queueDatas", list, where)):
             w = f"{where}.queueDatas[{k}]"
@@ -459,6 +473,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
                     raise _err(wb, f'the key must be a broker id (an integer, like "0"), got {bid!r}', bid)
                 if not isinstance(addr, str):
                     raise _err(wb, f"expected an address str, got {addr!r}", addr)
+                _unicode(addr, wb)
                 broker_id = _java_int(int(bid), wb, count=False)
                 for c, v in zip(br, (topic, cluster, name, broker_id, addr)):
                     br[c].append(v)
@@ -466,6 +481,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
     groups = _get(data, "groups", dict, source)
     for group, g in groups.items():
         where = f"{source}: groups[{group!r}]"
+        _unicode(group, where)
         model = _get(g, "messageModel", str, where, optional=True) or "CLUSTERING"
         if model not in MessageModel.__members__:
             raise _err(f"{where}.messageModel", f"expected CLUSTERING or BROADCASTING, got {model!r}", model)
@@ -475,6 +491,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         for k, t in enumerate(subs):
             if not isinstance(t, str):
                 raise _err(f"{where}.subscriptions[{k}]", f"expected str, got {t!r}", t)
+            _unicode(t, f"{where}.subscriptions[{k}]")
             sb["group"].append(group)
             sb["topic"].append(t)
         default = g.get("strategy", "AVG")
@@ -610,6 +627,10 @@ def load_snapshot(path: str | Path) -> Snapshot:
     if not isinstance(path, (str, Path)) or "\x00" in str(path):
         raise SnapshotError(f"a snapshot path must be a str or Path (without NUL), got {path!r}", path)
     p = Path(path)
+    try:
+        os.fsencode(p)
+    except UnicodeEncodeError:
+        raise SnapshotError(f"a snapshot path that no file system can hold: {path!r}", path) from None
     if p.is_dir():
         qd = _read_parquet(p / "queue_data.parquet", "queue_data")
         cn = _read_parquet(p / "connections.parquet", "connections")

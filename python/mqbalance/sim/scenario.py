@@ -48,6 +48,7 @@ reader of :mod:`._schema`.
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -532,6 +533,10 @@ def load_scenario(path_or_name: str | Path) -> Scenario:
         raise ScenarioError(f"a scenario must be a file path or a bundled name, got {path_or_name!r}", path_or_name)
     bundled = bundled_scenarios()
     path = Path(bundled.get(str(path_or_name), path_or_name))
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ScenarioError(f"a scenario path that no file system can hold: {path_or_name!r}", path_or_name) from None
     if not path.is_file():
         raise ScenarioError(f"{path_or_name}: no such scenario file (bundled: {', '.join(bundled)})")
     try:
