@@ -951,6 +951,8 @@ def _bad_files(root: Path) -> dict[str, Path]:
         files[name] = d
     scenario = "topics: {T: {queues_per_broker: 2}}\ngroup: {consumers: 2}\n"
     put("latin1.yaml", b"topics: \xe9\n")
+    put("surrogate.yaml", 'topics: {"\\ud800": {queues_per_broker: 2}}\ngroup: {consumers: 2}\nduration: 1m\n')
+    put("surrogate.json", json.dumps(_SNAPSHOT).replace('"c1"', '"\\ud800"'))
     put("bad.yaml", "topics: [\n")
     put("samples.yaml", scenario + "duration: 240h\nsample_interval: 1ms\n")
     put("timers.yaml", scenario + "duration: 240h\nclient: {heartbeat_interval: 1ms}\n")
@@ -988,6 +990,7 @@ CLI: dict[str, list[list[str]]] = {
             "subs.json",
             "conns.json",
             "vnodes.json",
+            "surrogate.json",
             "textparquet",
             "nullsub",
             "nullqd",
@@ -1014,6 +1017,7 @@ CLI: dict[str, list[list[str]]] = {
             "ring.yaml",
             "negative.yaml",
             "nan.yaml",
+            "surrogate.yaml",
             "dir.yaml",
         )
     ]

@@ -469,7 +469,25 @@ def _check_work(doc: Any, data: Any, source: str, consumers: int) -> None:
         )
 
 
+def _check_unicode(value: Any, path: str) -> None:
+    """Every string of the document (keys too) must encode as UTF-8: a lone surrogate (YAML's and
+    JSON's ``"\\ud800"`` escapes make them) is refused here, with its path, not deep in a run."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            fail(path, f"not valid Unicode (a lone surrogate?): {value!r}", value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_unicode(k, f"{path}.{k!r}")
+            _check_unicode(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_unicode(v, f"{path}[{i}]")
+
+
 def _read(data: Any, source: str) -> Scenario:
+    _check_unicode(data, source)
     doc = _TOP.read(data, source)
     if doc.topics is None:
         fail(f"{source}.topics", _TOPICS_EXPECTED)
@@ -515,6 +533,8 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         return _read(data, source)
     except SchemaError as e:
         raise ScenarioError(e.message, e.value, path=e.path) from None
+    except RecursionError:  # a structure that contains itself, or nested thousands deep
+        raise ScenarioError(f"{source}: nested too deeply (or contains itself)", None) from None
 
 
 def bundled_scenarios() -> dict[str, str]:
