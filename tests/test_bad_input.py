@@ -142,6 +142,8 @@ KINDS: dict[str, st.SearchStrategy[tuple[Any, bool]]] = {
     | _tag(st.lists(st.floats() | st.booleans() | st.none() | st.text(max_size=2), min_size=1, max_size=3), REFUSE)
     | _tag(st.lists(st.integers(min_value=2**63) | st.integers(max_value=-(2**63) - 1), min_size=1, max_size=2), REFUSE)
     | _tag(st.lists(st.integers(-5, 10**6), max_size=3), MAY),
+    # a seed: any int
+    "seed": _tag(st.floats() | st.booleans() | st.text(max_size=3) | st.none(), REFUSE) | _tag(st.integers(), MAY),
     # a mapping
     "mapping": _tag(st.text(min_size=1, max_size=4) | st.integers() | st.lists(st.integers(), max_size=2), REFUSE)
     | _tag(st.dictionaries(_text, _junk | st.integers(), max_size=2), MAY),
@@ -532,6 +534,27 @@ TABLE: list[Entry] = [
         lambda snapshot: mqbalance.fleet.assign_snapshot(snapshot),
         snapshot=("object", snap_mod.snapshot_from_dict(_SNAPSHOT)),
     ),
+    E(
+        "fleet.example_fleet",
+        lambda seed, brokers, topics, groups: mqbalance.fleet.example_fleet(
+            seed, brokers=brokers, topics=topics, groups=groups
+        ),
+        seed=("seed", 7),
+        brokers=("count", 3),
+        topics=("count", 4),
+        groups=("count", 5),
+    ),
+    E("fleet.example_pair", lambda seed: mqbalance.fleet.example_pair(seed), seed=("seed", 7)),
+    E(
+        "fleet.scaled_fleet",
+        lambda groups, queues, brokers, clients: mqbalance.fleet.scaled_fleet(
+            groups, queues_per_topic=queues, brokers=brokers, clients_per_group=clients
+        ),
+        groups=("count", 3),
+        queues=("count", 8),
+        brokers=("count", 2),
+        clients=("count", 2),
+    ),
     # rebalance
     E(
         "rebalance.RebalanceService",
@@ -574,7 +597,6 @@ EXEMPT: dict[str, str] = {
     "mqbalance.fleet.engine.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
     "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",
     "mqbalance.fleet.findings.*": "result types built by the library",
-    "mqbalance.fleet.example.*": "generates example fleets from a seed (any int is a seed)",
     "mqbalance.audit.*": "re-exports of mqbalance.fleet",
     "mqbalance.snapshot.*": "re-exports of mqbalance.fleet.snapshot (walked)",
     "mqbalance.examples.fault_seed.*": "the demo behind `mqbalance fault-latency-demo` (CLI walker)",
@@ -611,6 +633,7 @@ EXEMPT: dict[str, str] = {
     "mqbalance.sim.scenario.*": "walked through mqbalance.sim (same objects)",
     "mqbalance.sim.engine.*": "walked through mqbalance.sim",
     "mqbalance.fleet.snapshot.*": "walked through mqbalance.fleet (same objects)",
+    "mqbalance.fleet.example.*": "walked through mqbalance.fleet (same objects)",
     "mqbalance.fleet.Connection": "snapshot row types built by the loader (walked)",
     "mqbalance.fleet.ConsumerGroup": "snapshot row types built by the loader (walked)",
     "mqbalance.fleet.MessageModel": "an enum, parsed by the loader (walked)",
@@ -622,9 +645,6 @@ EXEMPT: dict[str, str] = {
     "mqbalance.fleet.summarise": "builds an AuditResult from the engine's own tables",
     "mqbalance.fleet.write_outputs": "writes an AuditResult built by the library; --out: CLI walker",
     "mqbalance.fleet.write_parquet": "writes a Snapshot built by the loaders",
-    "mqbalance.fleet.example_fleet": "generates an example fleet from a seed",
-    "mqbalance.fleet.example_pair": "generates an example fleet from a seed",
-    "mqbalance.fleet.scaled_fleet": "generates a benchmark fleet",
     "mqbalance.rebalance.ClientChannelInfo": "broker-side state driven by the simulator",
     "mqbalance.rebalance.ConsumerGroupEvent": "an enum",
     "mqbalance.rebalance.ConsumerGroupInfo": "broker-side state driven by the simulator",
