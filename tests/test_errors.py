@@ -197,3 +197,55 @@ def test_million_element_inputs():
     big_ids = [f"c{j}" for j in range(10**6)]
     owners = bulk.owners("AVG_BY_CIRCLE", topics[:10], brokers[:10], ids[:10], big_ids)
     assert len(set(owners.tolist())) == 10
+
+
+def test_core_refuses_a_simulation_it_cannot_hold():
+    """The core's fallible reservation (FaultError::TooLarge) arrives as ResourceLimitError, with the value."""
+    from mqbalance import _core
+    from mqbalance.exceptions import ResourceLimitError
+    from mqbalance.fault import QueueData, TopicPublishInfo
+
+    tp = TopicPublishInfo.from_route("t", [QueueData("a", 6, 2)])
+    core = _core.MQFaultStrategy(
+        "5.x",
+        enabled=True,
+        latency_max=None,
+        not_available_duration=None,
+        start_detector_enable=False,
+        detect_interval=2000,
+    )
+    kwargs = {
+        "start_ms": 0,
+        "interval_ms": 0,
+        "retry_times": 0,
+        "seed": 0,
+        "send_which_queue": 0,
+        "which_item_worst": 0,
+    }
+    with pytest.raises(ResourceLimitError, match=r"^sends = 4611686018427387904 is too large") as info:
+        core.simulate(tp._core, [(0, 0, 0.0)], sends=2**62, failure_reachable=True, **kwargs)
+    assert info.value.value == 2**62
+
+
+def test_python_refuses_a_count_beyond_the_memory_budget(monkeypatch):
+    """Checked before allocating: the message names the parameter, its value and the memory."""
+    from mqbalance.exceptions import ResourceLimitError
+    from mqbalance.fault import BrokerModel, MQFaultStrategy, QueueData, TopicPublishInfo
+
+    monkeypatch.setenv("MQBALANCE_MEMORY_BUDGET", str(1 << 20))
+    tp = TopicPublishInfo.from_route("t", [QueueData("a", 6, 2)])
+    with pytest.raises(ResourceLimitError, match=r"^sends = 1000000 would need about 38\.1 MiB of memory") as info:
+        MQFaultStrategy().simulate(tp, {"a": BrokerModel(1)}, sends=10**6)
+    assert info.value.value == 10**6
+    with pytest.raises(ResourceLimitError, match="outside Java's int range"):
+        MQFaultStrategy().simulate(tp, {"a": BrokerModel(1)}, sends=2**31)
+
+
+def test_segment_bounds_say_what_is_wrong():
+    """InvalidBounds: bounds that do not partition the rows, with a message that does not contradict itself."""
+    with pytest.raises(InvalidInputError, match="^segment bounds must start at 0"):
+        bulk.owners_by_pair(["A"] * 3, ["b"] * 3, [0, 1, 2], [1, 3], ["AVG"], [["x"]])
+    with pytest.raises(InvalidInputError, match=r"^segment bounds must end at the number of rows 3, got 2"):
+        bulk.owners_by_pair(["A"] * 3, ["b"] * 3, [0, 1, 2], [0, 2], ["AVG"], [["x"]])
+    with pytest.raises(InvalidInputError, match=r"^segment bounds has 3 entries for 1 segments \(expected 2\)"):
+        bulk.owners_by_pair(["A"] * 3, ["b"] * 3, [0, 1, 2], [0, 1, 3], ["AVG"], [["x"]])

@@ -9,7 +9,9 @@ from typing import Any, overload
 import numpy as np
 
 from . import _core
-from .exceptions import InvalidClientIdError, InvalidQueueError, LengthMismatchError
+from ._validate import check_lengths as check_lengths
+from ._validate import not_a_collection
+from .exceptions import InvalidClientIdError, InvalidQueueError
 from .models import JAVA_INT_MAX, JAVA_INT_MIN, MessageQueue
 
 StrColumn = list[Any] | tuple[list[Any], np.ndarray]
@@ -42,10 +44,13 @@ def _pyarrow() -> Any:
 
 
 def str_column(col: Any, what: str) -> StrColumn:
-    """A string column for ``_core``: a list of str, or ``(dictionary, uint32 codes)``."""
+    """A string column for ``_core``: a list of str, or ``(dictionary, uint32 codes)``. A lone
+    ``str`` is refused (it would be read as a column of its characters)."""
     arrow = _arrow_column(col, what)
     if arrow is not None:
         return arrow
+    if isinstance(col, (str, bytes)) or not hasattr(col, "__iter__"):
+        raise InvalidQueueError(f"{what} must be a column of str, not a single {type(col).__name__} {col!r}", col)
     if isinstance(col, list):
         return col
     if isinstance(col, np.ndarray):
@@ -69,9 +74,9 @@ def queue_ids(col: Any) -> np.ndarray:
         except (OverflowError, ValueError) as e:
             raise InvalidQueueError(f"queue_ids could not be read as integers: {e}", None) from e
     if arr.ndim != 1:
-        raise InvalidQueueError(f"queue_ids must be one-dimensional, got shape {arr.shape}", arr.shape)
+        raise InvalidQueueError(f"queue_ids must be one-dimensional, got shape {arr.shape}: {col!r}", arr.shape)
     if arr.dtype.kind == "i":
-        return arr.astype(np.int64, copy=False)
+        return np.ascontiguousarray(arr, dtype=np.int64)  # views like arr[::2] are copied
     if arr.dtype.kind == "u":
         too_big = np.flatnonzero(arr > JAVA_INT_MAX)
         if too_big.size:
@@ -92,6 +97,13 @@ def queue_ids(col: Any) -> np.ndarray:
     return out
 
 
+def column_len(col: Any, what: str) -> int:
+    """Length of a column argument; a lone ``str`` or a non-sized value is refused by name."""
+    if isinstance(col, (str, bytes)) or not hasattr(col, "__len__"):
+        raise InvalidQueueError(f"{what} must be a column (list, numpy or Arrow array), got {col!r}", col)
+    return len(col)
+
+
 def queue_columns(queues: Sequence[MessageQueue]) -> tuple[list[str], list[str], np.ndarray]:
     """Columns of a list of :class:`MessageQueue` (fields are validated by the dataclass)."""
     for i, q in enumerate(queues):
@@ -107,8 +119,12 @@ def id_list(consumers: Iterable[str] | None) -> list[Any]:
     """Client ids as a list (element types are checked in Rust, which names the bad index)."""
     if consumers is None:
         return []
-    if isinstance(consumers, str):
-        raise InvalidClientIdError("consumers must be a list of client ids, not a single str", consumers)
+    if isinstance(consumers, (str, bytes)):
+        raise InvalidClientIdError(
+            f"consumers must be a list of client ids, not a single {type(consumers).__name__} {consumers!r}", consumers
+        )
+    if not hasattr(consumers, "__iter__"):
+        raise InvalidClientIdError(f"consumers must be a list of client ids, got {consumers!r}", consumers)
     return consumers if isinstance(consumers, list) else list(consumers)
 
 
@@ -123,13 +139,6 @@ def check_current_id(current_id: Any) -> None:
         raise InvalidClientIdError(
             f"current_id is not valid Unicode (lone surrogate?): {current_id!r}", current_id
         ) from e
-
-
-def check_lengths(**columns: int) -> None:
-    lengths = set(columns.values())
-    if len(lengths) > 1:
-        described = ", ".join(f"{k}={v}" for k, v in columns.items())
-        raise LengthMismatchError(f"columns must have equal lengths, got {described}", columns)
 
 
 class QueueTable(Sequence[MessageQueue]):
@@ -147,6 +156,8 @@ class QueueTable(Sequence[MessageQueue]):
     __slots__ = ("_items", "_handle")
 
     def __init__(self, queues: Iterable[MessageQueue]) -> None:
+        if not_a_collection(queues):
+            raise InvalidQueueError(f"queues must be a sequence of MessageQueue, got {queues!r}", queues)
         items = tuple(queues)
         self._items = items
         self._handle = _core.QueueTable(*queue_columns(items))

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from mqbalance import _core
-from mqbalance._columns import check_lengths, id_list, str_column
+from mqbalance import _validate as check
+from mqbalance._columns import check_lengths, column_len, id_list, str_column
 from mqbalance._columns import queue_ids as queue_id_column
 from mqbalance.exceptions import (
     InvalidInputError,
@@ -39,6 +40,8 @@ __all__ = ["assign", "assign_groups", "owners", "owners_by_pair"]
 
 def _strategy(strategy: AllocateStrategy | str, *, batch: bool = False) -> AllocateStrategy:
     s = make_strategy(strategy) if isinstance(strategy, str) else strategy
+    if not isinstance(s, AllocateStrategy):
+        raise InvalidInputError(f"strategy must be a strategy name or an AllocateStrategy, got {strategy!r}", strategy)
     info = REGISTRY[lookup(s.name)[0]]
     if not info.has_owners:
         raise UnsupportedStrategyError(
@@ -84,7 +87,7 @@ def owners(
     s = _strategy(strategy)
     ids = id_list(consumers)
     qids = queue_id_column(queue_ids)
-    check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
+    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
     info = REGISTRY[lookup(s.name)[0]]
     prev: np.ndarray | None = None
     if previous is not None:
@@ -114,7 +117,7 @@ def _previous_column(previous: Any, ids: list[Any], n: int) -> np.ndarray:
     """Client ids per row → positions in ``ids`` (first occurrence), ``-1`` for nobody / unknown."""
     if isinstance(previous, str) or not hasattr(previous, "__len__"):
         raise InvalidPreviousAssignmentError(
-            f"previous must be a column of client ids aligned with the rows, got {type(previous).__name__}", previous
+            f"previous must be a column of client ids aligned with the rows, got {previous!r}", previous
         )
     values = previous.to_pylist() if hasattr(previous, "to_pylist") else list(previous)
     check_lengths(queue_ids=n, previous=len(values))
@@ -163,6 +166,15 @@ def owners_by_pair(
     >>> owners_by_pair(["A", "A", "B"], ["b"] * 3, [1, 0, 0], [0, 2, 3], ["AVG", "AVG"], [["y", "x"], ["z"]]).tolist()
     [0, 1, 0]
     """
+    if isinstance(strategies, (str, bytes)) or not hasattr(strategies, "__iter__"):
+        raise InvalidInputError(
+            f"strategies must be a sequence of strategies, one per pair, got {strategies!r}", strategies
+        )
+    if isinstance(consumers, (str, bytes)) or not hasattr(consumers, "__iter__"):
+        raise InvalidInputError(
+            f"consumers must be a sequence of client-id lists, one per pair, got {consumers!r}", consumers
+        )
+    consumers = list(consumers)
     built = [_strategy(s, batch=True) for s in strategies]
     handles: dict[int, int] = {}
     distinct: list[Any] = []
@@ -174,8 +186,9 @@ def owners_by_pair(
             distinct.append(s._handle)
         which[k] = handles[key]
     qids = queue_id_column(queue_ids)
-    check_lengths(topics=len(topics), brokers=len(brokers), queue_ids=len(qids))
-    b = np.asarray(bounds, dtype=np.uint64)
+    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
+    b = check.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
+    check_lengths(strategies=len(built), consumers=len(consumers))
     return _core.owners_by_pair(
         str_column(topics, "topics"),
         str_column(brokers, "brokers"),

@@ -36,6 +36,20 @@ from mqbalance.registry import StrategySpec
 __all__ = ["SnapshotError", "main"]
 
 
+def _writable_dir(path: str, flag: str) -> Path:
+    """Create ``path`` (and parents) and prove a file can be written in it — before any work, so
+    an unusable output path fails in a second, not after the whole job."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".mqbalance-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise SnapshotError(f"{flag} {path}: cannot write there: {e.strerror or e}", path) from None
+    return out
+
+
 def _example(seed: int) -> tuple[Snapshot, Snapshot]:
     from mqbalance.fleet.example import example_pair
 
@@ -146,6 +160,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if unknown:
         raise SnapshotError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
     say = Progress(quiet=args.quiet)
+    _writable_dir(args.out, "--out")
     if args.snapshot:
         snap = load_snapshot(args.snapshot)
         prev = load_snapshot(args.previous) if args.previous else None
@@ -216,9 +231,13 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     if args.seed is not None:
         scenario = dataclasses.replace(scenario, seed=args.seed)
-    names = [n for n in (args.strategy or "").split(",") if n] or None
+    names = [n.strip() for n in (args.strategy or "").split(",") if n.strip()] or None
+    if names:  # the same check a scenario file's strategy gets, before anything runs
+        from .sim.scenario import checked_strategy
+
+        names = [checked_strategy(n, {}, f"--strategy {n}") for n in names]
     say = Progress()
-    out = Path(args.out) / scenario.name
+    out = _writable_dir(str(Path(args.out) / scenario.name), "--out")
     say(f"{scenario.name}: {scenario.duration_ms / 60_000:g} simulated min per strategy")
     results = compare(
         scenario,
@@ -284,6 +303,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print("never stable after: " + "; ".join(f"{e} [{s}]" for s, e in unstable), file=sys.stderr)
         return 3
     return 0
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split("\n")) if "\n" in message else message
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,16 +389,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "fault-latency-demo":
         from .examples import fault_latency_demo
 
+        if not 1 <= args.rounds <= 1_000_000:
+            print(f"mqbalance: error: --rounds: must be between 1 and 1000000, got {args.rounds}", file=sys.stderr)
+            return 2
+
         return fault_latency_demo.main(["--rounds", str(args.rounds)])
     commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate, **coordination_commands}
     try:
         return commands[args.command](args)
     except MQBalanceError as e:
-        print(f"mqbalance: error: {e}", file=sys.stderr)
+        print(f"mqbalance: error: {_one_line(str(e))}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # the reader (e.g. `| head`) went away: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    except OSError as e:  # a file or directory we could not read or write: one line, no traceback
+        if isinstance(e, BrokenPipeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"mqbalance: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mqbalance: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ __all__ = [
     "EmptyRouteError",
     "UnknownBrokerError",
     "InvalidSimulationError",
+    "ResourceLimitError",
     "InvalidEpsilonError",
     "EpsilonTooSmallError",
     "PreviousAssignmentRequiredError",
@@ -153,6 +154,13 @@ class UnknownBrokerError(MQBalanceError, LookupError):
 
 class InvalidSimulationError(InvalidInputError):
     """A batch-simulation parameter out of range."""
+
+
+class ResourceLimitError(InvalidInputError):
+    """A count too large to compute: beyond what the reference allows (Java's ``int``, Kafka's
+    limits), or whose result would need more memory than the budget (``MQBALANCE_MEMORY_BUDGET``
+    bytes; default half the machine's memory or ``ulimit -v``). Checked before allocating; the
+    message names the parameter, its value and the memory it would need."""
 
 
 class InvalidEpsilonError(InvalidInputError):

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
+from . import _validate as check
 from .exceptions import InvalidInputError, InvalidLatencyError, InvalidSimulationError, UnknownBrokerError
 from .models import MessageQueue
 from .versions import Semantics
@@ -61,13 +62,13 @@ class ManualClock:
     """A clock you move by hand: ``clock()`` is the time in ms, ``clock.advance(ms)`` moves it."""
 
     def __init__(self, now_ms: int = 0) -> None:
-        self.now_ms = now_ms
+        self.now_ms = check.java_long(now_ms, "now_ms")
 
     def __call__(self) -> int:
         return self.now_ms
 
     def advance(self, ms: int) -> int:
-        self.now_ms += ms
+        self.now_ms = check.java_long(self.now_ms + check.java_long(ms, "ms"), "now_ms + ms")
         return self.now_ms
 
 
@@ -129,7 +130,7 @@ class ThreadLocalIndex:
         if value is None:
             with self._lock:
                 value = self._rng.randrange(0, _MASK)
-        self.raw = value
+        self.raw = check.java_int(value, "value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,12 +143,11 @@ class QueueData:
     read_queue_nums: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.broker_name, str):
-            raise InvalidInputError(f"QueueData.broker_name must be a str, got {self.broker_name!r}", self.broker_name)
-        for field in ("perm", "write_queue_nums"):
+        check.text(self.broker_name, "QueueData.broker_name")
+        for field in ("perm", "write_queue_nums", "read_queue_nums"):
             v = getattr(self, field)
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise InvalidInputError(f"QueueData.{field} must be an int, got {v!r}", v)
+            if v is not None or field != "read_queue_nums":
+                object.__setattr__(self, field, check.java_int(v, f"QueueData.{field}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,8 +214,15 @@ class TopicPublishInfo:
         *,
         send_which_queue: ThreadLocalIndex | None = None,
     ) -> None:
+        if check.not_a_collection(message_queues):
+            raise InvalidInputError(
+                f"message_queues must be a sequence of MessageQueue, got {message_queues!r}", message_queues
+            )
         queues = list(message_queues)
-        qds = list(queue_datas)
+        for i, q in enumerate(queues):
+            if not isinstance(q, MessageQueue):
+                raise InvalidInputError(f"message_queues[{i}] must be a MessageQueue, got {q!r}", q)
+        qds = _queue_datas(queue_datas)
         topic = queues[0].topic if queues else ""
         self._core = _core.TopicPublishInfo(
             topic,
@@ -237,8 +244,13 @@ class TopicPublishInfo:
     ) -> TopicPublishInfo:
         """``topicRouteData2TopicPublishInfo``: queue data sorted by broker name; every writable one
         whose broker has a master contributes queues ``0..write_queue_nums-1``."""
-        qds = list(queue_datas)
-        masters = None if brokers_with_master is None else set(brokers_with_master)
+        check.text(topic, "topic")
+        qds = _queue_datas(queue_datas)
+        masters = (
+            None if brokers_with_master is None else set(check.str_sequence(brokers_with_master, "brokers_with_master"))
+        )
+        writable = sum(d.write_queue_nums for d in qds if d.perm & PERM_WRITE and d.write_queue_nums > 0)
+        check.check_memory("write_queue_nums (total)", writable, writable * _QUEUE_BYTES)
         core = _core.TopicPublishInfo.from_route(
             topic, [(d.broker_name, d.perm, d.write_queue_nums) for d in qds], masters
         )
@@ -258,8 +270,30 @@ class TopicPublishInfo:
     def select_one_message_queue(self, last_broker_name: str | None = None) -> MessageQueue:
         """``TopicPublishInfo.selectOneMessageQueue(lastBrokerName)``: round robin, skipping
         ``last_broker_name`` for up to one lap (each probe advances the counter)."""
+        if last_broker_name is not None:
+            _broker(last_broker_name)
         pos, self.send_which_queue.raw = self._core.select_avoiding(last_broker_name, self.send_which_queue.raw)
         return self.message_queues[pos]
+
+
+#: Memory per publish-info queue: the core's row and columns plus a Python ``MessageQueue``.
+_QUEUE_BYTES = 200
+#: Memory per simulated send: the core's five columns and the numpy arrays they become.
+_SEND_BYTES = 40
+
+
+def _queue_datas(queue_datas: Any) -> list[QueueData]:
+    if isinstance(queue_datas, (str, bytes)) or not hasattr(queue_datas, "__iter__"):
+        raise InvalidInputError(f"queue_datas must be a sequence of QueueData, got {queue_datas!r}", queue_datas)
+    qds = list(queue_datas)
+    for i, d in enumerate(qds):
+        if not isinstance(d, QueueData):
+            raise InvalidInputError(f"queue_datas[{i}] must be a QueueData, got {d!r}", d)
+    return qds
+
+
+def _broker(name: Any) -> str:
+    return check.text(name, "broker_name")
 
 
 def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = False) -> int:
@@ -268,10 +302,12 @@ def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = Fal
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise InvalidLatencyError(f"{name} must be finite, got {value!r}", value)
+        if value < 0 and not allow_negative:  # before truncation: -0.5 is negative, not 0
+            raise InvalidLatencyError(f"{name} must be >= 0 ms, got {value}", value)
         value = int(value)
     if value < 0 and not allow_negative:
         raise InvalidLatencyError(f"{name} must be >= 0 ms, got {value}", value)
-    return int(value)
+    return check.java_long(value, name, error=InvalidLatencyError)
 
 
 class MQFaultStrategy:
@@ -299,19 +335,32 @@ class MQFaultStrategy:
         which_item_worst: ThreadLocalIndex | None = None,
     ) -> None:
         self.semantics = Semantics.parse(semantics)
+        tables = {}
+        for tname, table in (("latency_max", latency_max), ("not_available_duration", not_available_duration)):
+            if table is not None:
+                if isinstance(table, (str, bytes)) or not hasattr(table, "__iter__"):
+                    raise InvalidInputError(f"{tname} must be a sequence of int, got {table!r}", table)
+                table = [check.java_long(v, f"{tname}[{i}]") for i, v in enumerate(table)]
+            tables[tname] = table
+        detect_interval = check.java_long(detect_interval, "detect_interval")
         self.send_latency_fault_enable = bool(send_latency_fault_enable)
         self.start_detector_enable = bool(start_detector_enable)
         self._core = _core.MQFaultStrategy(
             self.semantics.value,
             enabled=self.send_latency_fault_enable,
-            latency_max=None if latency_max is None else list(latency_max),
-            not_available_duration=None if not_available_duration is None else list(not_available_duration),
+            latency_max=tables["latency_max"],
+            not_available_duration=tables["not_available_duration"],
             start_detector_enable=self.start_detector_enable,
             detect_interval=detect_interval,
         )
         self.clock = clock or _wall_clock_ms
         self.rng = rng or random.Random()
         self.which_item_worst = which_item_worst or ThreadLocalIndex(rng=self.rng, semantics=Semantics.V4)
+
+    def _now(self) -> int:
+        """The clock's reading, checked: a clock returning something other than ms in Java's
+        ``long`` range is refused by name, not passed on."""
+        return check.java_long(self.clock(), "clock()", error=InvalidInputError)
 
     def __repr__(self) -> str:
         enabled = self.send_latency_fault_enable
@@ -335,16 +384,18 @@ class MQFaultStrategy:
     ) -> None:
         """Record a send's outcome (no-op unless ``send_latency_fault_enable``). ``isolation=True``
         for a failed send. 4.x overwrites the window; 5.x only extends it."""
-        self._core.update_fault_item(broker_name, _latency(latency_ms), bool(isolation), bool(reachable), self.clock())
+        self._core.update_fault_item(
+            _broker(broker_name), _latency(latency_ms), bool(isolation), bool(reachable), self._now()
+        )
 
     def is_available(self, broker_name: str) -> bool:
-        return bool(self._core.is_available(broker_name, self.clock()))
+        return bool(self._core.is_available(_broker(broker_name), self._now()))
 
     def is_reachable(self, broker_name: str) -> bool:
-        return bool(self._core.is_reachable(broker_name))
+        return bool(self._core.is_reachable(_broker(broker_name)))
 
     def remove(self, broker_name: str) -> None:
-        self._core.remove(broker_name)
+        self._core.remove(_broker(broker_name))
 
     def fault_items(self) -> dict[str, FaultItem]:
         """The whole table, sorted by broker name."""
@@ -355,7 +406,7 @@ class MQFaultStrategy:
         exact ties, which Java orders by hash-map iteration, are broken by name). 5.x: a random
         reachable broker (``rng``)."""
         if self.semantics is Semantics.V4:
-            broker, self.which_item_worst.raw = self._core.pick_one_at_least_4x(self.clock(), self.which_item_worst.raw)
+            broker, self.which_item_worst.raw = self._core.pick_one_at_least_4x(self._now(), self.which_item_worst.raw)
             return broker
         candidates = self._core.reachable_candidates()
         return self.rng.choice(candidates) if candidates else None
@@ -372,10 +423,16 @@ class MQFaultStrategy:
         as ``last_broker_name`` and (5.x) ``reset_index=True`` on every retry; ``reset_to``
         injects the value 5.x's random ``reset()`` picks."""
         tp = publish_info
+        if not isinstance(tp, TopicPublishInfo):
+            raise InvalidInputError(f"publish_info must be a TopicPublishInfo, got {tp!r}", tp)
+        if last_broker_name is not None:
+            _broker(last_broker_name)
+        if reset_to is not None:
+            reset_to = check.java_int(reset_to, "reset_to")
         counter = tp.send_which_queue
         if self.semantics is Semantics.V4:
             pos, new, counter.raw, self.which_item_worst.raw = self._core.select_4x(
-                tp._core, self.clock(), last_broker_name, counter.raw, self.which_item_worst.raw
+                tp._core, self._now(), last_broker_name, counter.raw, self.which_item_worst.raw
             )
             if new is None:
                 return tp.message_queues[pos]
@@ -383,7 +440,7 @@ class MQFaultStrategy:
         reset = None
         if reset_index and self.send_latency_fault_enable:
             reset = reset_to if reset_to is not None else self.rng.randrange(0, _MASK)
-        pos, counter.raw = self._core.select_5x(tp._core, self.clock(), last_broker_name, reset, counter.raw)
+        pos, counter.raw = self._core.select_5x(tp._core, self._now(), last_broker_name, reset, counter.raw)
         return tp.message_queues[pos]
 
     def detect_round(
@@ -394,11 +451,14 @@ class MQFaultStrategy:
         """One 5.x detector round (``detectByOneRound``): ``resolve(broker)`` → address or None
         (item removed); ``detect(address)`` → whether the broker answered. Java's scheduler runs
         one every 3 s when ``start_detector_enable``; call it yourself on your own schedule."""
+        for what, given in (("resolve", resolve), ("detect", detect)):
+            if not isinstance(given, Mapping) and not callable(given):
+                raise InvalidInputError(f"{what} must be a mapping or a callable, got {given!r}", given)
         names = list(self._core.items())
         answers = {n: (resolve.get(n) if isinstance(resolve, Mapping) else resolve(n)) for n in names}
         addresses = {a for a in answers.values() if a is not None}
         ok = {a: bool(detect.get(a, False) if isinstance(detect, Mapping) else detect(a)) for a in addresses}
-        self._core.detect_round(self.clock(), answers, ok)
+        self._core.detect_round(self._now(), answers, ok)
 
     def simulate(
         self,
@@ -421,6 +481,9 @@ class MQFaultStrategy:
         were. Deterministic for a given ``seed`` (and the counters' current values).
         """
         tp = publish_info
+        if not isinstance(tp, TopicPublishInfo):
+            raise InvalidSimulationError(f"publish_info must be a TopicPublishInfo, got {tp!r}", tp)
+        check.mapping(models, "models", error=InvalidSimulationError)
         names = tp._core.brokers()
         unknown = sorted(set(models) - set(names))
         if unknown:
@@ -428,23 +491,28 @@ class MQFaultStrategy:
         missing = [b for b in names if b not in models]
         if missing:
             raise InvalidSimulationError(f"no BrokerModel for broker(s) {missing}", missing[0])
-        for name, value in (
-            ("sends", sends),
-            ("interval_ms", interval_ms),
-            ("retry_times_when_send_failed", retry_times_when_send_failed),
-            ("seed", seed),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidSimulationError(f"{name} must be an int >= 0, got {value!r}", value)
+        sends = check.count(sends, "sends", bytes_each=_SEND_BYTES, error=InvalidSimulationError)
+        interval_ms = check.java_long(interval_ms, "interval_ms", minimum=0, error=InvalidSimulationError)
+        retry_times_when_send_failed = check.java_int(
+            retry_times_when_send_failed, "retry_times_when_send_failed", minimum=0, error=InvalidSimulationError
+        )
+        seed = check.integer(seed, "seed", error=InvalidSimulationError)
+        if seed < 0:
+            raise InvalidSimulationError(f"seed must be an int >= 0, got {seed!r}", seed)
+        if start_ms is not None:
+            start_ms = check.java_long(start_ms, "start_ms", error=InvalidSimulationError)
         rows = []
         for b in names:
             m = models[b]
-            rows.append((_latency(m.latency_ms), _latency(m.jitter_ms, "jitter_ms"), float(m.failure_rate)))
+            if not isinstance(m, BrokerModel):
+                raise InvalidSimulationError(f"models[{b!r}] must be a BrokerModel, got {m!r}", m)
+            rate = check.number(m.failure_rate, f"models[{b!r}].failure_rate", error=InvalidSimulationError)
+            rows.append((_latency(m.latency_ms), _latency(m.jitter_ms, "jitter_ms"), rate))
         out = self._core.simulate(
             tp._core,
             rows,
             sends=sends,
-            start_ms=self.clock() if start_ms is None else start_ms,
+            start_ms=self._now() if start_ms is None else start_ms,
             interval_ms=interval_ms,
             retry_times=retry_times_when_send_failed,
             seed=seed & 0xFFFFFFFFFFFFFFFF,

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core
+from . import _validate as check
 from .exceptions import InvalidInputError, UnknownStrategyError
 
 __all__ = [
@@ -75,34 +76,53 @@ class Subscription:
 
     def __post_init__(self) -> None:
         if isinstance(self.topics, str):
-            raise InvalidInputError("Subscription.topics must be a collection of topic names, not a str", self.topics)
-        object.__setattr__(self, "topics", tuple(self.topics))
-        object.__setattr__(self, "owned_partitions", tuple(TopicPartition(*tp) for tp in self.owned_partitions))
-        for t in self.topics:
-            if not isinstance(t, str):
-                raise InvalidInputError(f"topic names must be str, got {t!r}", t)
-        if self.generation is not None and (not isinstance(self.generation, int) or isinstance(self.generation, bool)):
-            raise InvalidInputError(f"generation must be an int or None, got {self.generation!r}", self.generation)
+            raise InvalidInputError(
+                f"Subscription.topics must be a collection of topic names, not the str {self.topics!r}", self.topics
+            )
+        object.__setattr__(self, "topics", tuple(check.str_sequence(self.topics, "Subscription.topics")))
+        object.__setattr__(
+            self, "owned_partitions", _partitions(self.owned_partitions, "Subscription.owned_partitions")
+        )
+        if self.generation is not None:
+            object.__setattr__(self, "generation", check.java_int(self.generation, "Subscription.generation"))
+        if self.group_instance_id is not None:
+            check.text(self.group_instance_id, "Subscription.group_instance_id")
+
+
+#: Memory per partition of an assignment: the core's entries and the Python objects returned.
+_PARTITION_BYTES = 200
+
+
+def _partitions(value: Any, name: str) -> tuple[TopicPartition, ...]:
+    """``(topic, partition)`` pairs as :class:`TopicPartition`, each field checked."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise InvalidInputError(f"{name} must be a sequence of (topic, partition), got {value!r}", value)
+    out = []
+    for i, tp in enumerate(value):
+        if isinstance(tp, (str, bytes)) or not hasattr(tp, "__len__") or len(tp) != 2:
+            raise InvalidInputError(f"{name}[{i}] must be a (topic, partition) pair, got {tp!r}", tp)
+        topic, partition = tp
+        check.text(topic, f"{name}[{i}].topic")
+        out.append(TopicPartition(topic, check.java_int(partition, f"{name}[{i}].partition")))
+    return tuple(out)
 
 
 def _topics(partitions_per_topic: Mapping[str, int]) -> tuple[list[tuple[str, int]], dict[str, int]]:
+    check.mapping(partitions_per_topic, "partitions_per_topic")
     pairs = []
     for t, n in partitions_per_topic.items():
-        if not isinstance(t, str):
-            raise InvalidInputError(f"topic names must be str, got {t!r}", t)
-        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < 2**31:
-            raise InvalidInputError(f"partition count of topic {t!r} must be an int >= 0, got {n!r}", n)
-        pairs.append((t, n))
+        check.text(t, "topic name")
+        pairs.append((t, check.count(n, f"partition count of topic {t!r}")))
+    total = sum(n for _, n in pairs)
+    check.check_memory("partitions_per_topic (total partitions)", total, total * _PARTITION_BYTES)
     return pairs, {t: i for i, (t, _) in enumerate(pairs)}
 
 
 def _as_subscription(value: Subscription | Iterable[str]) -> Subscription:
     if isinstance(value, Subscription):
         return value
-    if isinstance(value, str):
-        raise InvalidInputError(
-            f"a subscription must be a list of topics or a Subscription, not the str {value!r}", value
-        )
+    if check.not_a_collection(value):
+        raise InvalidInputError(f"a subscription must be a list of topics or a Subscription, got {value!r}", value)
     return Subscription(list(value))
 
 
@@ -120,7 +140,7 @@ class Assignor:
     ) -> dict[str, list[TopicPartition]]:
         """``{member_id: [TopicPartition, ...]}`` for every member (sorted by topic, partition)."""
         pairs, _ = _topics(partitions_per_topic)
-        ids = list(subscriptions)
+        ids = list(check.mapping(subscriptions, "subscriptions"))
         members = []
         for mid in ids:
             if not isinstance(mid, str):
@@ -165,6 +185,8 @@ def zk_assign(
     >>> zk_assign("range", {"t": 5}, {"C1": {"t": 2}, "C2": {"t": 2}})["C1-0"]
     [TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)]
     """
+    check.mapping(partitions_per_topic, "partitions_per_topic")
+    check.mapping(consumers, "consumers")
     if _looks_like_consumers(partitions_per_topic) or (
         not partitions_per_topic and consumers and not _looks_like_consumers(consumers)
     ):
@@ -177,6 +199,16 @@ def zk_assign(
         partitions_per_topic, consumers = consumers, partitions_per_topic  # type: ignore[assignment]
     name = _assignor_name(name, _ZK_ASSIGNORS, "ZooKeeper-era assignor")
     pairs, index = _topics(partitions_per_topic)
+    check.mapping(consumers, "consumers")
+    threads_total = 0
+    for cid, sub in consumers.items():
+        if not isinstance(cid, str):
+            raise InvalidInputError(f"consumer ids must be str, got {cid!r}", cid)
+        for topic, streams in check.mapping(sub, f"consumers[{cid!r}]").items():
+            if not isinstance(topic, str):
+                raise InvalidInputError(f"topic names must be str, got {topic!r}", topic)
+            threads_total += check.count(streams, f"stream count of {cid!r} for {topic!r}")
+    check.check_memory("consumers (total streams)", threads_total, threads_total * _PARTITION_BYTES)
     extra: dict[str, int] = {}
     rows = []
     threads: dict[str, None] = {}
@@ -227,7 +259,15 @@ def assign_columns(
     ``(member index, topic name or index, partition)``. Returns columns instead of objects."""
     name = _assignor_name(name, ASSIGNORS)
     pairs, index = _topics(partitions_per_topic)
-    ids = list(member_ids)
+    ids = check.str_sequence(member_ids, "member_ids")
+    if isinstance(member_topics, (str, bytes)) or not hasattr(member_topics, "__len__"):
+        raise InvalidInputError(
+            f"member_topics must be a sequence of topic lists, got {member_topics!r}", member_topics
+        )
+    member_topics = [check.str_sequence(ts, f"member_topics[{m}]") for m, ts in enumerate(member_topics)]
+    if len(set(ids)) != len(ids):
+        dup = next(m for m in ids if ids.count(m) > 1)
+        raise InvalidInputError(f"member_ids must be distinct; {dup!r} appears twice", dup)
     if len(member_topics) != len(ids):
         raise InvalidInputError(
             f"member_topics has {len(member_topics)} entries for {len(ids)} members", len(member_topics)
@@ -235,18 +275,35 @@ def assign_columns(
     if owned is None:
         om = ot = op = np.zeros(0, dtype=np.uint32)
     else:
-        om = np.asarray(owned[0], dtype=np.uint32)
-        topics_col = np.asarray(owned[1])
-        if topics_col.dtype.kind in "iu":
-            ot = topics_col.astype(np.uint32)
+        if isinstance(owned, (str, bytes)) or not hasattr(owned, "__len__") or len(owned) != 3:
+            raise InvalidInputError(
+                f"owned must be three aligned columns (member, topic, partition), got {owned!r}", owned
+            )
+        om = check.int_array(owned[0], "owned[0] (member index)", minimum=0, maximum=2**32 - 1).astype(np.uint32)
+        topics_col = np.asarray(owned[1]) if not isinstance(owned[1], (str, bytes)) else None
+        if topics_col is None or topics_col.ndim != 1:
+            raise InvalidInputError(f"owned[1] must be a column of topic names or indices, got {owned[1]!r}", owned[1])
+        if topics_col.dtype.kind in "iub" or (topics_col.size and topics_col.dtype.kind == "f"):
+            ot = check.int_array(topics_col, "owned[1] (topic index)", minimum=0, maximum=2**32 - 1).astype(np.uint32)
         else:
-            ot = np.array([index.get(t, len(pairs)) for t in topics_col.tolist()], dtype=np.uint32)
-        op = np.asarray(owned[2], dtype=np.uint32)
+            names = topics_col.tolist()
+            for k, t in enumerate(names):
+                if not isinstance(t, str):
+                    raise InvalidInputError(f"owned[1][{k}] must be a topic name or index, got {t!r}", t)
+            ot = np.array([index.get(t, len(pairs)) for t in names], dtype=np.uint32)
+        op = check.int_array(owned[2], "owned[2] (partition)", minimum=0).astype(np.uint32)
+        check.check_lengths(**{"owned[0]": len(om), "owned[1]": len(ot), "owned[2]": len(op)})
     gens = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
     if generations is not None:
+        if isinstance(generations, (str, bytes)) or not hasattr(generations, "__len__"):
+            raise InvalidInputError(f"generations must be a sequence of int or None, got {generations!r}", generations)
+        if len(generations) != len(ids):
+            raise InvalidInputError(
+                f"generations has {len(generations)} entries for {len(ids)} members", len(generations)
+            )
         for m, g in enumerate(generations):
             if g is not None:
-                gens[m] = g
+                gens[m] = check.java_int(g, f"generations[{m}]")
     member, topic, partition = _core.kafka_assign_columns(
         name, pairs, ids, [list(ts) for ts in member_topics], om, ot, op, gens
     )
@@ -285,8 +342,9 @@ def check_assignment(
     >>> check_assignment({"t": 2}, subs, {"a": [TopicPartition("t", 0), TopicPartition("t", 1)], "b": []}).balanced
     False
     """
-    subs = {m: _as_subscription(s) for m, s in subscriptions.items()}
-    topics = {t: n for t, n in partitions_per_topic.items() if n > 0}
+    pairs, _ = _topics(partitions_per_topic)
+    subs = {m: _as_subscription(s) for m, s in check.mapping(subscriptions, "subscriptions").items()}
+    topics = {t: n for t, n in pairs if n > 0}
     subscribers: dict[str, list[str]] = defaultdict(list)
     for m, s in subs.items():
         for t in set(s.topics):
@@ -295,8 +353,8 @@ def check_assignment(
     assignable = {TopicPartition(t, p) for t in subscribers for p in range(topics[t])}
     report = AssignmentReport()
     seen: dict[TopicPartition, str] = {}
-    for m, tps in assignment.items():
-        tps = [TopicPartition(*tp) for tp in tps]
+    for m, tps in check.mapping(assignment, "assignment").items():
+        tps = list(_partitions(tps, f"assignment[{m!r}]"))
         report.counts[m] = len(tps)
         for tp in tps:
             if tp in seen:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from .exceptions import InvalidQueueError
@@ -25,6 +26,8 @@ def java_string_key(s: str) -> bytes:
     >>> sorted(["\\uff01", "\\U0001f600"], key=java_string_key) == ["\\U0001f600", "\\uff01"]
     True
     """
+    if not isinstance(s, str):
+        raise InvalidQueueError(f"java_string_key needs a str, got {s!r}", s)
     return s.encode("utf-16-be", "surrogatepass")
 
 
@@ -47,9 +50,11 @@ class MessageQueue:
             if not isinstance(value, str):
                 raise InvalidQueueError(f"MessageQueue.{field} must be a str, got {value!r}", value)
         q = self.queue_id
-        if not isinstance(q, int) or isinstance(q, bool):
-            raise InvalidQueueError(f"MessageQueue.queue_id must be an int, got {q!r}", q)
-        if not JAVA_INT_MIN <= q <= JAVA_INT_MAX:
+        if type(q) is not int:  # numpy integers and other int-likes become a plain int
+            if isinstance(q, (bool, float)) or type(q).__name__ == "bool_" or not hasattr(q, "__index__"):
+                raise InvalidQueueError(f"MessageQueue.queue_id must be an int, got {q!r}", q)
+            object.__setattr__(self, "queue_id", operator.index(q))
+        if not JAVA_INT_MIN <= self.queue_id <= JAVA_INT_MAX:
             raise InvalidQueueError(f"MessageQueue.queue_id {q} is outside Java's int range", q)
 
     def __str__(self) -> str:

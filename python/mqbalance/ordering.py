@@ -14,18 +14,25 @@ from collections.abc import Iterable
 
 from . import _core
 from ._columns import id_list, queue_columns
+from ._validate import not_a_collection
+from .exceptions import InvalidQueueError
 from .models import MessageQueue
 
 __all__ = ["sort_client_ids", "sort_queues"]
 
 
-def sort_client_ids(ids: Iterable[str]) -> list[str]:
-    """Client ids in Java ``String.compareTo`` order (stable; duplicates kept)."""
+def sort_client_ids(ids: Iterable[str] | None) -> list[str]:
+    """Client ids in Java ``String.compareTo`` order (stable; duplicates kept); ``None`` is empty."""
     items = list(id_list(ids))
     return [items[i] for i in _core.sort_strings_order(items)]
 
 
-def sort_queues(queues: Iterable[MessageQueue]) -> list[MessageQueue]:
-    """Queues in Java ``MessageQueue.compareTo`` order (stable; duplicates kept)."""
+def sort_queues(queues: Iterable[MessageQueue] | None) -> list[MessageQueue]:
+    """Queues in Java ``MessageQueue.compareTo`` order (stable; duplicates kept); ``None`` is
+    empty, as for :func:`sort_client_ids`."""
+    if queues is None:
+        return []
+    if not_a_collection(queues):
+        raise InvalidQueueError(f"queues must be an iterable of MessageQueue, got {queues!r}", queues)
     items = list(queues)
     return [items[i] for i in _core.sort_queues_order(*queue_columns(items))]

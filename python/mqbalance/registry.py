@@ -200,6 +200,10 @@ _ALIASES = {
 def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
     """The strategy a name means (any case) and, for ``MACHINE_ROOM_NEARBY-<inner>``, the inner name."""
     inner = None
+    given: object = text  # callers may pass anything
+    if not isinstance(given, str):
+        prefix = f"{where}: " if where else ""
+        raise UnknownStrategyError(f"{prefix}a strategy name must be a str, got {given!r}", given)
     if text.upper().startswith(NEARBY_PREFIX):
         text, inner = StrategyName.MACHINE_ROOM_NEARBY.value, text[len(NEARBY_PREFIX) :]
     try:

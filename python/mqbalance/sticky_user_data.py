@@ -17,14 +17,36 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from . import _validate as check
+from .exceptions import InvalidInputError
+
 __all__ = ["encode", "decode"]
 
 
 def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> bytes:
     """v1 bytes for the given partitions (grouped by topic, partitions ascending)."""
+    if check.not_a_collection(partitions):
+        raise InvalidInputError(f"partitions must be a sequence of (topic, partition), got {partitions!r}", partitions)
     by_topic: dict[str, list[int]] = defaultdict(list)
-    for topic, partition in partitions:
-        by_topic[topic].append(partition)
+    for i, tp in enumerate(partitions):
+        if isinstance(tp, (str, bytes)) or not hasattr(tp, "__len__") or len(tp) != 2:
+            raise InvalidInputError(f"partitions[{i}] must be a (topic, partition) pair, got {tp!r}", tp)
+        topic, partition = tp
+        if not isinstance(topic, str):
+            raise InvalidInputError(f"partitions[{i}].topic must be a str, got {topic!r}", topic)
+        try:
+            size = len(topic.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                f"partitions[{i}].topic is not valid Unicode (lone surrogate?): {topic!r}", topic
+            ) from None
+        if size > 32767:
+            raise InvalidInputError(
+                f"partitions[{i}].topic is {size} UTF-8 bytes; Kafka's string limit is 32767", topic
+            )
+        by_topic[topic].append(check.java_int(partition, f"partitions[{i}].partition"))
+    if generation is not None:
+        generation = check.java_int(generation, "generation")
     out = [struct.pack(">i", len(by_topic))]
     for topic in sorted(by_topic):
         name = topic.encode("utf-8")
@@ -68,6 +90,8 @@ def _decode(data: bytes, with_generation: bool) -> tuple[list[tuple[str, int]], 
 
 def decode(data: bytes | None) -> tuple[list[tuple[str, int]], int | None] | None:
     """``(partitions, generation)`` from v1 or v0 data, or ``None`` if it is neither."""
+    if not isinstance(data, (bytes, bytearray, memoryview)) and data is not None:
+        raise InvalidInputError(f"data must be bytes or None, got {type(data).__name__} {data!r}", data)
     if not data:
         return None
     for with_generation in (True, False):

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -27,14 +26,18 @@ import numpy.typing as npt
 
 from . import _core
 from ._columns import QueueTable, check_current_id, id_list, queue_columns
+from ._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer, not_a_collection, str_sequence, text
+from ._validate import epsilon as check_epsilon
 from .exceptions import (
-    InvalidEpsilonError,
     InvalidInputError,
     InvalidPreviousAssignmentError,
+    InvalidQueueError,
     MachineRoomError,
     PreviousAssignmentRequiredError,
     PreviousAssignmentWarning,
+    RingTooLargeError,
     UnsupportedStrategyError,
+    VirtualNodeCountError,
 )
 from .models import MessageQueue
 from .ordering import sort_client_ids, sort_queues
@@ -100,7 +103,7 @@ class AllocateStrategy:
         if isinstance(queues, QueueTable):
             rooms = self._rooms(queues, ids)
             return _core.allocate_prepared(self._handle, current_id, queues._handle, queues._items, ids, **rooms)
-        qs = list(queues) if queues is not None else []
+        qs = _queue_list(queues, "queues")
         positions = _core.allocate_positions(self._handle, current_id, *queue_columns(qs), ids, **self._rooms(qs, ids))
         return [qs[i] for i in positions]
 
@@ -122,7 +125,7 @@ class AllocateStrategy:
             rooms = self._rooms(queues, ids)
             lists = _core.assign_prepared(self._handle, queues._handle, queues._items, ids, **rooms)
             return _first_per_id(ids, lists)
-        qs = list(queues) if queues is not None else []
+        qs = _queue_list(queues, "queues")
         if java_sort:
             qs, ids = sort_queues(qs), sort_client_ids(ids)
         lists = _core.assign_positions(self._handle, *queue_columns(qs), ids, **self._rooms(qs, ids))
@@ -157,6 +160,28 @@ class AvgByCircle(AllocateStrategy):
         self._handle = _core.Strategy("AVG_BY_CIRCLE")
 
 
+def _queue_list(queues: Any, name: str) -> list[MessageQueue]:
+    """A list of queues (``None`` is empty); a lone str or a non-iterable is refused by name."""
+    if queues is None:
+        return []
+    if not_a_collection(queues):
+        raise InvalidQueueError(f"{name} must be a sequence of MessageQueue, got {queues!r}", queues)
+    return list(queues)
+
+
+def _virtual_node_cnt(value: Any) -> int:
+    """An int-like ``virtualNodeCnt``; beyond Java's ``int`` it names the value passed: too many
+    (:class:`RingTooLargeError`) or negative (:class:`VirtualNodeCountError`, Java's message)."""
+    v = integer(value, "virtual_node_cnt")
+    if v > JAVA_INT_MAX:
+        raise RingTooLargeError(
+            f"virtual_node_cnt {v} is beyond Java's int range: the consistent-hash ring would be too large", v
+        )
+    if v < JAVA_INT_MIN:
+        raise VirtualNodeCountError(f"illegal virtualNodeCnt :{v}", v)
+    return v
+
+
 class ConsistentHash(AllocateStrategy):
     """``CONSISTENT_HASH``: an MD5 ring with ``virtual_node_cnt`` virtual nodes per client id.
 
@@ -170,12 +195,11 @@ class ConsistentHash(AllocateStrategy):
     """
 
     def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8") -> None:
-        if not isinstance(virtual_node_cnt, int) or isinstance(virtual_node_cnt, bool):
-            raise InvalidInputError(f"virtual_node_cnt must be an int, got {virtual_node_cnt!r}", virtual_node_cnt)
+        virtual_node_cnt = _virtual_node_cnt(virtual_node_cnt)
+        text(charset, "charset")
         self.virtual_node_cnt = virtual_node_cnt
         self.charset = charset
-        clamped = max(min(virtual_node_cnt, 2**63 - 1), -(2**63))
-        self._handle = _core.Strategy("CONSISTENT_HASH", virtual_node_cnt=clamped, charset=charset)
+        self._handle = _core.Strategy("CONSISTENT_HASH", virtual_node_cnt=virtual_node_cnt, charset=charset)
 
     def __repr__(self) -> str:
         return f"ConsistentHash(virtual_node_cnt={self.virtual_node_cnt}, charset={self.charset!r})"
@@ -219,18 +243,14 @@ class ConsistentHashBounded(AllocateStrategy):
     """
 
     def __init__(self, virtual_node_cnt: int = 10, *, charset: str = "UTF-8", epsilon: float = 0.25) -> None:
-        if not isinstance(virtual_node_cnt, int) or isinstance(virtual_node_cnt, bool):
-            raise InvalidInputError(f"virtual_node_cnt must be an int, got {virtual_node_cnt!r}", virtual_node_cnt)
-        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float)):
-            raise InvalidEpsilonError(f"epsilon must be a finite number >= 0, got {epsilon!r}", epsilon)
+        virtual_node_cnt = _virtual_node_cnt(virtual_node_cnt)
+        eps = check_epsilon(epsilon)
+        text(charset, "charset")
         self.virtual_node_cnt = virtual_node_cnt
         self.charset = charset
-        clamped = max(min(virtual_node_cnt, 2**63 - 1), -(2**63))
-        try:
-            eps = float(epsilon)
-        except OverflowError:  # an int too large for a double: as good as infinite
-            eps = math.inf
-        self._handle = _core.Strategy("CONSISTENT_HASH_BOUNDED", virtual_node_cnt=clamped, charset=charset, epsilon=eps)
+        self._handle = _core.Strategy(
+            "CONSISTENT_HASH_BOUNDED", virtual_node_cnt=virtual_node_cnt, charset=charset, epsilon=eps
+        )
         self.epsilon = eps
 
     def __repr__(self) -> str:
@@ -388,8 +408,8 @@ class MachineRoom(AllocateStrategy):
     """
 
     def __init__(self, consumer_idcs: Iterable[str] | None = None) -> None:
-        if isinstance(consumer_idcs, str):
-            raise InvalidInputError("consumer_idcs must be a collection of idc names, not a single str", consumer_idcs)
+        if consumer_idcs is not None:
+            consumer_idcs = str_sequence(consumer_idcs, "consumer_idcs")
         self.consumer_idcs = None if consumer_idcs is None else frozenset(consumer_idcs)
         idcs = None if self.consumer_idcs is None else set(self.consumer_idcs)
         self._handle = _core.Strategy("MACHINE_ROOM", consumer_idcs=idcs)
@@ -469,7 +489,7 @@ class Config(AllocateStrategy):
         if message_queues is None:
             self.message_queues: list[MessageQueue] | None = None
         else:
-            self.message_queues = list(message_queues)
+            self.message_queues = _queue_list(message_queues, "message_queues")
             queue_columns(self.message_queues)  # validates the elements
 
     @property

@@ -67,6 +67,12 @@ def audit_snapshot(
     :func:`summarise`; ``what_if``: candidate strategies to try on every clustering group
     (:func:`mqbalance.fleet.engine.what_if`); ``previous``: an earlier snapshot, for churn
     (:func:`mqbalance.fleet.engine.churn`)."""
+    if not isinstance(snapshot, Snapshot):
+        raise SnapshotError(f"audit_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
+    if previous is not None and not isinstance(previous, Snapshot):
+        raise SnapshotError(
+            f"audit_snapshot: previous must be a Snapshot (see load_snapshot), got {previous!r}", previous
+        )
     candidates = what_if_candidates(what_if)
     assignments = assign_snapshot(snapshot)
     rows = engine_what_if(assignments, snapshot.consumer_groups(), candidates) if candidates else None

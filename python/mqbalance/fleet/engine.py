@@ -41,8 +41,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance import bulk
-from mqbalance.exceptions import UnsupportedStrategyError
-from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
+from mqbalance._validate import not_a_collection
+from mqbalance.exceptions import UnknownStrategyError, UnsupportedStrategyError
+from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot, SnapshotError
 from mqbalance.registry import StrategySpec
 
 __all__ = [
@@ -321,6 +322,8 @@ def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Ta
 
 def assign_snapshot(snapshot: Snapshot) -> pa.Table:
     """Every (group, topic) of a snapshot, in-process: the assignment rows."""
+    if not isinstance(snapshot, Snapshot):
+        raise SnapshotError(f"assign_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
     parts = list(assign_batches(subscription_pairs(snapshot), snapshot.consumer_groups()))
     return pa.concat_tables(parts) if parts else ASSIGNMENT_SCHEMA.empty_table()
 
@@ -401,7 +404,14 @@ def what_if_candidates(values: Iterable[StrategySpec | str] | str) -> tuple[Stra
     >>> [s.display_name for s in what_if_candidates("avg, STICKY,AVG")]
     ['AVG', 'STICKY']
     """
-    items = [v.strip() for v in values.split(",") if v.strip()] if isinstance(values, str) else list(values)
+    if isinstance(values, str):
+        items: list[Any] = [v.strip() for v in values.split(",") if v.strip()]
+    elif isinstance(values, StrategySpec) or not_a_collection(values):
+        raise UnknownStrategyError(
+            f"what-if: expected strategy names ('AVG,STICKY') or a list of them, got {values!r}", values
+        )
+    else:
+        items = list(values)
     out: dict[StrategySpec, None] = {}
     for item in items:
         spec = item if isinstance(item, StrategySpec) else StrategySpec.parse(item, where="what-if")

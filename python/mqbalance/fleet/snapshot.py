@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -320,7 +321,8 @@ def _err(where: str, message: str, value: Any = None) -> SnapshotError:
 
 def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, *, optional: bool = False) -> Any:
     if not isinstance(obj, dict):
-        raise _err(where, f"expected an object, got {type(obj).__name__}", obj)
+        shown = repr(obj) if len(repr(obj)) <= 60 else repr(obj)[:57] + "..."
+        raise _err(where, f"expected an object, got {type(obj).__name__} {shown}", obj)
     if key not in obj or obj[key] is None:
         if optional:
             return None
@@ -329,7 +331,45 @@ def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str, *, optio
     if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise _err(f"{where}.{key}", f"expected {names}, got {value!r}", value)
+    if isinstance(value, str):
+        _unicode(value, f"{where}.{key}")
     return value
+
+
+def _unicode(text: str, where: str) -> str:
+    """``text`` if it encodes as UTF-8 (what Arrow and every file format need); a lone surrogate
+    (which JSON's ``\\ud800`` escapes can produce) is refused by name."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _err(where, f"not valid Unicode (a lone surrogate?): {text!r}", text) from None
+    return text
+
+
+#: Memory per readable queue of a snapshot, through assignment and audit (rows, owners, strings).
+QUEUE_BYTES = 400
+
+
+def _java_int(value: Any, where: str, *, count: bool) -> Any:
+    """``value`` (already an int or None) within Java's ``int`` range, and ``>= 0`` for a count."""
+    if value is None:
+        return None
+    if count and value < 0:
+        raise _err(where, f"must be >= 0, got {value}", value)
+    if not -(2**31) <= value <= 2**31 - 1:
+        raise _err(where, f"must be within Java's int range (-2147483648..2147483647), got {value}", value)
+    return value
+
+
+def _check_queue_budget(source: str, read_queue_nums: list[Any], perms: list[Any]) -> None:
+    """Refuse, before anything is built, a snapshot whose readable queues would not fit in memory."""
+    from mqbalance._validate import check_memory
+
+    total = sum(n for n, p in zip(read_queue_nums, perms) if p & PERM_READ and n > 0)
+    try:
+        check_memory(f"{source}: readable queues (sum of readQueueNums)", total, total * QUEUE_BYTES)
+    except MQBalanceError as e:
+        raise SnapshotError(str(e), total) from None
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -400,6 +440,8 @@ def _table(name: str, columns: Mapping[str, list[Any]]) -> pa.Table:
 
 def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
     """Validate and normalise a JSON snapshot already parsed into Python objects."""
+    if not isinstance(source, str):
+        raise SnapshotError(f"source must be a str naming where the snapshot came from, got {source!r}", source)
     qd: dict[str, list[Any]] = {c: [] for c in SCHEMAS["queue_data"].names}
     br: dict[str, list[Any]] = {c: [] for c in SCHEMAS["brokers"].names}
     cn: dict[str, list[Any]] = {c: [] for c in SCHEMAS["connections"].names}
@@ -408,6 +450,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
     topics = _get(data, "topics", dict, source)
     for topic, route in topics.items():
         where = f"{source}: topics[{topic!r}]"
+        _unicode(topic, where)
         seen_brokers = set()
         for k, q in enumerate(_get(route, "queueDatas", list, where)):
             w = f"{where}.queueDatas[{k}]"
@@ -416,9 +459,8 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
                 raise _err(w, f"broker {broker!r} appears twice in the topic's queue data", broker)
             seen_brokers.add(broker)
             nums = [_get(q, f, int, w) for f in ("readQueueNums", "writeQueueNums", "perm")]
-            for f, v in zip(("readQueueNums", "writeQueueNums"), nums):
-                if v < 0:
-                    raise _err(f"{w}.{f}", f"must be >= 0, got {v}", v)
+            for f, v in zip(("readQueueNums", "writeQueueNums", "perm"), nums):
+                _java_int(v, f"{w}.{f}", count=f != "perm")
             for c, v in zip(qd, (topic, broker, *nums)):
                 qd[c].append(v)
         for k, b in enumerate(_get(route, "brokerDatas", list, where, optional=True) or []):
@@ -426,11 +468,20 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
             name = _get(b, "brokerName", str, w)
             cluster = _get(b, "cluster", str, w, optional=True)
             for bid, addr in (_get(b, "brokerAddrs", dict, w, optional=True) or {}).items():
-                for c, v in zip(br, (topic, cluster, name, int(bid), addr)):
+                wb = f"{w}.brokerAddrs[{bid!r}]"
+                if not isinstance(bid, str) or not bid.strip().lstrip("-").isdigit():
+                    raise _err(wb, f'the key must be a broker id (an integer, like "0"), got {bid!r}', bid)
+                if not isinstance(addr, str):
+                    raise _err(wb, f"expected an address str, got {addr!r}", addr)
+                _unicode(addr, wb)
+                broker_id = _java_int(int(bid), wb, count=False)
+                for c, v in zip(br, (topic, cluster, name, broker_id, addr)):
                     br[c].append(v)
+    _check_queue_budget(source, qd["read_queue_nums"], qd["perm"])
     groups = _get(data, "groups", dict, source)
     for group, g in groups.items():
         where = f"{source}: groups[{group!r}]"
+        _unicode(group, where)
         model = _get(g, "messageModel", str, where, optional=True) or "CLUSTERING"
         if model not in MessageModel.__members__:
             raise _err(f"{where}.messageModel", f"expected CLUSTERING or BROADCASTING, got {model!r}", model)
@@ -440,6 +491,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         for k, t in enumerate(subs):
             if not isinstance(t, str):
                 raise _err(f"{where}.subscriptions[{k}]", f"expected str, got {t!r}", t)
+            _unicode(t, f"{where}.subscriptions[{k}]")
             sb["group"].append(group)
             sb["topic"].append(t)
         default = g.get("strategy", "AVG")
@@ -459,7 +511,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
                 client_id,
                 _get(conn, "clientAddr", str, w, optional=True),
                 _get(conn, "language", str, w, optional=True),
-                _get(conn, "version", int, w, optional=True),
+                _java_int(_get(conn, "version", int, w, optional=True), f"{w}.version", count=False),
                 model,
                 *_strategy_columns(spec),
             )
@@ -481,12 +533,20 @@ def _read_parquet(path: Path, name: str) -> dict[str, list[Any]]:
 
     if not path.exists():
         raise _err(str(path), "missing table", str(path))
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise _err(str(path), f"not a readable Parquet file: {_first_line(e)}", str(path)) from None
     names = set(table.column_names)
     for c in REQUIRED[name]:
         if c not in names:
             raise _err(str(path), f"missing column {c!r}", c)
     return {c: table.column(c).to_pylist() if c in names else [None] * table.num_rows for c in SCHEMAS[name].names}
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _check_types(where: str, checks: Iterable[tuple[str, Any, type]]) -> None:
@@ -513,9 +573,15 @@ def _validate_tables(
         )
         if r < 0 or w < 0:
             raise _err(where, f"queue counts must be >= 0, got read={r} write={w}", (r, w))
+        _java_int(r, f"{where}.read_queue_nums", count=True)
+        _java_int(w, f"{where}.write_queue_nums", count=True)
+        _java_int(p, f"{where}.perm", count=False)
         if (topic, broker) in seen:
             raise _err(where, f"duplicate queue data for topic {topic!r} broker {broker!r}", (topic, broker))
         seen.add((topic, broker))
+    _check_queue_budget(f"{source}/queue_data.parquet", qd["read_queue_nums"], qd["perm"])
+    for i, (group, topic) in enumerate(zip(sb["group"], sb["topic"])):
+        _check_types(f"{source}/subscriptions.parquet row {i}", (("group", group, str), ("topic", topic, str)))
     specs = []
     known: dict[tuple[Any, ...], tuple[StrategySpec, tuple[Any, ...]]] = {}
     for i in range(len(cn["group"])):
@@ -558,7 +624,13 @@ def _validate_tables(
 
 def load_snapshot(path: str | Path) -> Snapshot:
     """Load a JSON snapshot file or a Parquet snapshot directory."""
+    if not isinstance(path, (str, Path)) or "\x00" in str(path):
+        raise SnapshotError(f"a snapshot path must be a str or Path (without NUL), got {path!r}", path)
     p = Path(path)
+    try:
+        os.fsencode(p)
+    except UnicodeEncodeError:
+        raise SnapshotError(f"a snapshot path that no file system can hold: {path!r}", path) from None
     if p.is_dir():
         qd = _read_parquet(p / "queue_data.parquet", "queue_data")
         cn = _read_parquet(p / "connections.parquet", "connections")
@@ -580,13 +652,17 @@ def load_snapshot(path: str | Path) -> Snapshot:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise _err(str(p), f"cannot read: {e.strerror}", str(p)) from e
+        raise _err(str(p), f"cannot read: {e.strerror or e}", str(p)) from None
+    except UnicodeDecodeError as e:
+        bad = e.object[e.start : e.start + 1]
+        message = f"not UTF-8 text (byte {e.start}: {bad!r}); a snapshot is a UTF-8 JSON file or a Parquet directory"
+        raise _err(str(p), message, str(p)) from None
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as e:
-        raise _err(str(p), f"not valid JSON: {e}", str(p)) from e
     except SnapshotError as e:
-        raise _err(str(p), str(e), e.value) from e
+        raise _err(str(p), str(e), e.value) from None
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, a 5000-digit number, deep nesting
+        raise _err(str(p), f"not valid JSON: {_first_line(e)}", str(p)) from None
     return snapshot_from_dict(data, str(p))
 
 

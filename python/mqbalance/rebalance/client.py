@@ -130,9 +130,13 @@ class RebalanceImpl:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     channel: str | None = None
     balanced: bool = True
+    #: the errors ``allocate`` raised in the last rebalance, by topic (Java logs and skips them)
+    allocate_errors: list[tuple[str, MQBalanceError]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.topics = list(self.topics)
+        from mqbalance._validate import str_sequence
+
+        self.topics = str_sequence(self.topics, "topics")
 
     def do_rebalance(self, *, now_ms: int) -> bool:
         """One rebalance of every subscribed topic; then queues of unsubscribed topics are dropped.
@@ -141,6 +145,7 @@ class RebalanceImpl:
         or member list counts as balanced, a failed ``allocate`` or a queue without a start offset
         does not, as in Java."""
         self.skipped.clear()
+        self.allocate_errors.clear()
         changed = False
         self.balanced = True
         for topic in self.topics:
@@ -167,6 +172,7 @@ class RebalanceImpl:
                 )
             except MQBalanceError as e:
                 self.skipped.append((topic, str(e)))
+                self.allocate_errors.append((topic, e))
                 self.balanced = False
                 return False
             mine = set(allocated or [])

@@ -23,6 +23,7 @@ import enum
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from mqbalance._validate import duration_ms, str_sequence
 from mqbalance.exceptions import InvalidInputError
 from mqbalance.models import MessageQueue
 from mqbalance.strategies import AllocateStrategy
@@ -87,13 +88,17 @@ class PushConsumer:
         pull_delay_ms: int | None = None,
     ) -> None:
         semantics = Semantics.parse(semantics)
-        for name, value in (
-            ("heartbeat_interval_ms", heartbeat_interval_ms),
-            ("persist_interval_ms", persist_interval_ms),
-            ("poll_name_server_interval_ms", poll_name_server_interval_ms),
-        ):
-            if value <= 0:
-                raise InvalidInputError(f"{name} must be positive, got {value!r}", value)
+        heartbeat_interval_ms = duration_ms(heartbeat_interval_ms, "heartbeat_interval_ms", positive=True)
+        persist_interval_ms = duration_ms(persist_interval_ms, "persist_interval_ms", positive=True)
+        poll_name_server_interval_ms = duration_ms(
+            poll_name_server_interval_ms, "poll_name_server_interval_ms", positive=True
+        )
+        if pull_delay_ms is not None:
+            pull_delay_ms = duration_ms(pull_delay_ms, "pull_delay_ms")
+        for name, value in (("client_id", client_id), ("group", group)):
+            if not isinstance(value, str):
+                raise InvalidInputError(f"{name} must be a str, got {value!r}", value)
+        topics = str_sequence(topics, "topics")
         self.semantics = semantics
         self.transport = transport
         self.name_server = name_server

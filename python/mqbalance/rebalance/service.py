@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mqbalance.exceptions import InvalidInputError
+from mqbalance._validate import duration_ms, java_long
 
 __all__ = ["RebalanceService", "WAIT_INTERVAL_MS", "MIN_INTERVAL_MS"]
 
@@ -36,10 +36,11 @@ class RebalanceService:
     def __init__(
         self, *, created_ms: int = 0, wait_interval_ms: int = WAIT_INTERVAL_MS, min_interval_ms: int | None = None
     ) -> None:
-        if wait_interval_ms <= 0:
-            raise InvalidInputError(f"wait_interval_ms must be positive, got {wait_interval_ms!r}", wait_interval_ms)
-        if min_interval_ms is not None and min_interval_ms < 0:
-            raise InvalidInputError(f"min_interval_ms must be >= 0 or None, got {min_interval_ms!r}", min_interval_ms)
+        # NaN passes every `<= 0` test and then never compares true again: checked by name.
+        created_ms = java_long(created_ms, "created_ms")
+        wait_interval_ms = duration_ms(wait_interval_ms, "wait_interval_ms", positive=True)
+        if min_interval_ms is not None:
+            min_interval_ms = duration_ms(min_interval_ms, "min_interval_ms")
         self.wait_interval_ms = wait_interval_ms
         self.min_interval_ms = min_interval_ms
         self.last_rebalance_ms = created_ms

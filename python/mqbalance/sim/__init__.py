@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mqbalance._validate import not_a_collection
+
 from .engine import Simulation
 from .metrics import MetricsRecorder, SimulationResult
 from .model import (
@@ -55,7 +57,21 @@ def _scenario(scenario: Scenario | dict[str, Any] | str | Path) -> Scenario:
         return scenario
     if isinstance(scenario, dict):
         return scenario_from_dict(scenario)
+    if not isinstance(scenario, (str, Path)):
+        raise ScenarioError(
+            f"scenario must be a Scenario, a mapping, a file or a bundled name, got {scenario!r}", scenario
+        )
     return load_scenario(scenario)
+
+
+def _with_strategy(s: Scenario, name: Any, where: str) -> Scenario:
+    """``s`` under strategy ``name``, checked exactly as a scenario file's ``group.strategy`` is."""
+    from .scenario import checked_strategy
+
+    if not isinstance(name, str):
+        raise ScenarioError(f"{where}: expected a strategy name, got {name!r}", name)
+    params = dict(s.strategy_params) if name == s.strategy else {}
+    return s.with_strategy(checked_strategy(name, params, where))
 
 
 def simulate(
@@ -66,7 +82,8 @@ def simulate(
 ) -> SimulationResult:
     """Run a scenario (object, mapping, file or bundled name), optionally under another strategy."""
     s = _scenario(scenario)
-    return Simulation(s.with_strategy(strategy) if strategy else s, progress=progress).run()
+    chosen = _with_strategy(s, strategy, "strategy") if strategy is not None else s
+    return Simulation(chosen, progress=progress).run()
 
 
 def compare(
@@ -78,6 +95,8 @@ def compare(
     """The same scenario once per strategy (default: the scenario's ``compare`` list, else its own
     strategy). Every strategy name is checked before the first run."""
     s = _scenario(scenario)
-    names = strategies or list(s.compare) or [s.strategy]
-    sims = [Simulation(s.with_strategy(n), progress=progress) for n in names]
+    if strategies is not None and not_a_collection(strategies):
+        raise ScenarioError(f"strategies must be a list of strategy names, not {strategies!r}", strategies)
+    names = list(strategies or ()) or list(s.compare) or [s.strategy]
+    sims = [Simulation(_with_strategy(s, n, f"strategies[{i}]"), progress=progress) for i, n in enumerate(names)]
     return [sim.run() for sim in sims]

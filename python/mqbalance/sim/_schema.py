@@ -60,6 +60,12 @@ class SchemaError(MQBalanceError, ValueError):
         self.problem = problem
 
 
+def _quote(value: object) -> str:
+    """``repr(value)``, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def fail(path: str, problem: str, value: Any = None) -> NoReturn:
     raise SchemaError(path, problem, value)
 
@@ -67,7 +73,7 @@ def fail(path: str, problem: str, value: Any = None) -> NoReturn:
 def mapping(value: Any, path: str, known: tuple[str, ...] = ()) -> dict[Any, Any]:
     """``value`` as a mapping, refusing keys outside ``known`` (if given)."""
     if not isinstance(value, dict):
-        fail(path, f"expected a mapping, got {type(value).__name__}", value)
+        fail(path, f"expected a mapping, got {type(value).__name__} {_quote(value)}", value)
     if known:
         unknown = sorted(str(k) for k in value if k not in known)
         if unknown:

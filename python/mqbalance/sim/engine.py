@@ -59,6 +59,7 @@ from .model import (
     Scenario,
     ScenarioEvent,
 )
+from .scenario import ScenarioError
 
 __all__ = ["Simulation"]
 
@@ -111,6 +112,8 @@ class Simulation:
     runs; :meth:`result` builds the result from it and the cluster's :meth:`end_state`."""
 
     def __init__(self, scenario: Scenario, *, progress: Callable[[int, int], None] | None = None) -> None:
+        if not isinstance(scenario, Scenario):
+            raise ScenarioError(f"Simulation needs a Scenario (see load_scenario), got {scenario!r}", scenario)
         self.scenario = s = scenario
         self.progress = progress
         self.rng = random.Random(s.seed)
@@ -188,6 +191,13 @@ class Simulation:
             return
         held = tuple(c.pc.impl.process_queues)
         c.pc.tick(now_ms=self.now)
+        if c.pc.impl.allocate_errors:  # a client skips it (as Java does); a simulation must not go on
+            topic, e = c.pc.impl.allocate_errors[0]
+            raise ScenarioError(
+                f"{self.scenario.source}: {c.pc.client_id} at {self.now} ms: allocate failed for topic "
+                f"{topic!r} ({self.scenario.strategy}): {e}",
+                e.value,
+            ) from e
         if tuple(c.pc.impl.process_queues) != held:
             self._dirty = True
             for t in {t for t in c.pc.active_from.values() if t > self.now}:

@@ -48,6 +48,7 @@ reader of :mod:`._schema`.
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -132,6 +133,15 @@ def _check_strategy(name: str, params: dict[str, Any], where: str) -> str:
     except MQBalanceError as e:
         fail(where, str(e).removeprefix("strategy: "), name)
     return spec.display_name
+
+
+def checked_strategy(name: str, params: dict[str, Any], where: str) -> str:
+    """:func:`_check_strategy` for callers outside the schema (``--strategy``, ``compare``): a
+    :class:`ScenarioError` naming ``where``, the same verdict a scenario file gets."""
+    try:
+        return _check_strategy(name, params, where)
+    except SchemaError as e:
+        raise ScenarioError(e.message, e.value, path=e.path) from None
 
 
 # ---- the schema ----------------------------------------------------------------------------------
@@ -415,7 +425,63 @@ def _check_timeline(events: list[tuple[str, ScenarioEvent]], where: str, duratio
             )
 
 
+#: The most samples (``duration / sample_interval``) a run records: a day at 0.1 s.
+MAX_SAMPLES = 1_000_000
+#: The most periodic timer firings (per consumer: rebalance, heartbeat, persist, name-server poll;
+#: the broker's scan) a run may schedule: beyond this a run would take hours.
+MAX_TIMER_FIRINGS = 20_000_000
+
+
+def _check_work(doc: Any, data: Any, source: str, consumers: int) -> None:
+    """Refuse, before running, a scenario whose samples or timers cannot fit: the count is named."""
+    samples = doc.duration_ms // doc.sample_interval_ms if doc.sample_interval_ms > 0 else 0
+    if samples > MAX_SAMPLES:
+        fail(
+            f"{source}.sample_interval",
+            f"{doc.duration_ms} ms / {doc.sample_interval_ms} ms = {samples:,} samples, more than the "
+            f"{MAX_SAMPLES:,} a run can record; use a sample_interval of at least "
+            f"{-(-doc.duration_ms // MAX_SAMPLES)} ms",
+            data.get("sample_interval") if isinstance(data, dict) else None,
+        )
+    c = doc.client
+    per_consumer = sum(
+        doc.duration_ms // ms
+        for ms in (
+            c.rebalance_interval_ms,
+            c.heartbeat_interval_ms,
+            c.persist_interval_ms,
+            c.poll_name_server_interval_ms,
+        )
+    )
+    firings = per_consumer * max(consumers, 1) + doc.duration_ms // doc.broker.scan_interval_ms
+    if firings > MAX_TIMER_FIRINGS:
+        fail(
+            f"{source}.client",
+            f"the client and broker intervals over {doc.duration_ms} ms fire {firings:,} times, more than "
+            f"{MAX_TIMER_FIRINGS:,}; use longer intervals or a shorter duration",
+            firings,
+        )
+
+
+def _check_unicode(value: Any, path: str) -> None:
+    """Every string of the document (keys too) must encode as UTF-8: a lone surrogate (YAML's and
+    JSON's ``"\\ud800"`` escapes make them) is refused here, with its path, not deep in a run."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            fail(path, f"not valid Unicode (a lone surrogate?): {value!r}", value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_unicode(k, f"{path}.{k!r}")
+            _check_unicode(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_unicode(v, f"{path}[{i}]")
+
+
 def _read(data: Any, source: str) -> Scenario:
+    _check_unicode(data, source)
     doc = _TOP.read(data, source)
     if doc.topics is None:
         fail(f"{source}.topics", _TOPICS_EXPECTED)
@@ -429,6 +495,7 @@ def _read(data: Any, source: str) -> Scenario:
     ctx = _EventContext(doc.topics, doc.group.throughput)
     events = [_event(e, f"{source}.events[{i}]", ctx) for i, e in enumerate(doc.events)]
     consumers = _consumers(doc.group, f"{source}.group.consumers", doc.seed)
+    _check_work(doc, data, source, len(consumers))
     _check_timeline(events, f"{source}.events", doc.duration_ms, {c.client_id for c in consumers})
     strategy_name, params = doc.group.strategy
     return Scenario(
@@ -460,6 +527,8 @@ def scenario_from_dict(data: Any, source: str = "<scenario>") -> Scenario:
         return _read(data, source)
     except SchemaError as e:
         raise ScenarioError(e.message, e.value, path=e.path) from None
+    except RecursionError:  # a structure that contains itself, or nested thousands deep
+        raise ScenarioError(f"{source}: nested too deeply (or contains itself)", None) from None
 
 
 def bundled_scenarios() -> dict[str, str]:
@@ -474,26 +543,34 @@ def bundled_scenarios() -> dict[str, str]:
 
 def load_scenario(path_or_name: str | Path) -> Scenario:
     """A scenario file (``.yaml``/``.yml``/``.json``) or the name of a bundled one."""
+    if not isinstance(path_or_name, (str, Path)) or "\x00" in str(path_or_name):
+        raise ScenarioError(f"a scenario must be a file path or a bundled name, got {path_or_name!r}", path_or_name)
     bundled = bundled_scenarios()
     path = Path(bundled.get(str(path_or_name), path_or_name))
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        raise ScenarioError(f"a scenario path that no file system can hold: {path_or_name!r}", path_or_name) from None
     if not path.is_file():
         raise ScenarioError(f"{path_or_name}: no such scenario file (bundled: {', '.join(bundled)})")
-    text = path.read_text(encoding="utf-8")
     try:
-        if path.suffix == ".json":
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read: {e.strerror or e}", str(path)) from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {e.start})", str(path)) from None
+    if path.suffix not in (".json", ".yaml", ".yml"):
+        raise ScenarioError(f"{path}: expected a .yaml, .yml or .json file", str(path))
+    if path.suffix == ".json":
+        try:
             data = json.loads(text)
-        elif path.suffix in (".yaml", ".yml"):
-            import yaml
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, a 5000-digit number, deep nesting
+            raise ScenarioError(f"{path}: not valid JSON: {e}", str(path)) from None
+    else:
+        import yaml
 
+        try:
             data = yaml.safe_load(text)
-        else:
-            raise ScenarioError(f"{path}: expected a .yaml, .yml or .json file")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ScenarioError(f"{path}: not valid JSON: {e}") from e
-    except ImportError as e:  # pragma: no cover - pyyaml is a dependency
-        raise ScenarioError(f"{path}: reading YAML needs PyYAML") from e
-    except Exception as e:
-        if type(e).__module__.startswith("yaml"):
-            raise ScenarioError(f"{path}: not valid YAML: {e}") from e
-        raise
+        except (yaml.YAMLError, ValueError, RecursionError) as e:
+            raise ScenarioError(f"{path}: not valid YAML: {' '.join(str(e).split())}", str(path)) from None
     return scenario_from_dict(data, str(path))

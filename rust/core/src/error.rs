@@ -88,6 +88,12 @@ pub enum AllocateError {
         /// Dictionary size.
         dict_len: usize,
     },
+    /// Segment bounds of a batch that do not partition the rows (`0 = b[0] <= ... <= b[n] = rows`).
+    #[error("segment bounds {reason}")]
+    InvalidBounds {
+        /// What is wrong, with the values.
+        reason: String,
+    },
     /// Column lengths or room arrays that do not line up.
     #[error("length mismatch: {what} has {got} entries, expected {expected}")]
     LengthMismatch {

@@ -54,6 +54,7 @@ pub fn to_py(e: AllocateError) -> PyErr {
         }
         AllocateError::InvalidCode { code, .. } => InvalidQueueError::new_err((msg, code)),
         AllocateError::LengthMismatch { got, .. } => LengthMismatchError::new_err((msg, got)),
+        AllocateError::InvalidBounds { reason } => InvalidInputError::new_err((msg, reason)),
     }
 }
 
@@ -74,6 +75,7 @@ pyo3::import_exception!(mqbalance.exceptions, LatencyTableError);
 pyo3::import_exception!(mqbalance.exceptions, EmptyRouteError);
 pyo3::import_exception!(mqbalance.exceptions, UnknownBrokerError);
 pyo3::import_exception!(mqbalance.exceptions, InvalidSimulationError);
+pyo3::import_exception!(mqbalance.exceptions, ResourceLimitError);
 
 /// Map a fault-tolerance core error to its Python class.
 pub fn fault_to_py(e: mqbalance_core::fault::FaultError) -> PyErr {
@@ -87,6 +89,7 @@ pub fn fault_to_py(e: mqbalance_core::fault::FaultError) -> PyErr {
         F::InvalidQueueData { value, .. } => InvalidQueueError::new_err((msg, value)),
         F::UnknownBroker(b) => UnknownBrokerError::new_err((msg, b)),
         F::InvalidSimulation { name, .. } => InvalidSimulationError::new_err((msg, name)),
+        F::TooLarge { value, .. } => ResourceLimitError::new_err((msg, value)),
     }
 }
 

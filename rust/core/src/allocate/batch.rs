@@ -38,16 +38,35 @@ pub fn owners_by_segment(
     bounds: &[usize],
     segments: &[Segment<'_>],
 ) -> Result<Vec<i64>, (usize, AllocateError)> {
-    if bounds.len() != segments.len() + 1
-        || bounds.windows(2).any(|w| w[0] > w[1])
-        || bounds.last().is_some_and(|&b| b > table.len())
-    {
-        let err = AllocateError::LengthMismatch {
-            what: "segment bounds",
-            got: bounds.len(),
-            expected: segments.len() + 1,
-        };
-        return Err((0, err));
+    let reason = if bounds.len() != segments.len() + 1 {
+        Some(format!(
+            "has {} entries for {} segments (expected {})",
+            bounds.len(),
+            segments.len(),
+            segments.len() + 1
+        ))
+    } else if bounds.first().is_some_and(|&b| b != 0) {
+        Some(format!(
+            "must start at 0 (rows before it would belong to no segment), got {}",
+            bounds[0]
+        ))
+    } else if let Some(k) = bounds.windows(2).position(|w| w[0] > w[1]) {
+        Some(format!(
+            "must not decrease, got {} then {} at index {k}",
+            bounds[k],
+            bounds[k + 1]
+        ))
+    } else if bounds.last().is_some_and(|&b| b != table.len()) {
+        Some(format!(
+            "must end at the number of rows {}, got {}",
+            table.len(),
+            bounds.last().copied().unwrap_or(0)
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        return Err((0, AllocateError::InvalidBounds { reason }));
     }
     let trank = java_ranks(table.topic_dict());
     let brank = java_ranks(table.broker_dict());

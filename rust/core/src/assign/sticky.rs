@@ -71,7 +71,7 @@ fn universe(cluster: &Cluster, members: &[Member], by_id: &[u32]) -> Universe {
 impl Universe {
     fn index(&self, cluster: &Cluster, (t, p): TopicPartition) -> Option<usize> {
         let off = *self.offset.get(t as usize)?;
-        (off != u32::MAX && p < cluster.partitions(t)).then_some((off + p) as usize)
+        (off != u32::MAX && p < cluster.partitions(t)).then(|| (off + p) as usize)
     }
 
     fn range(&self, cluster: &Cluster, t: u32) -> std::ops::Range<usize> {

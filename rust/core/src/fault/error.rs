@@ -43,6 +43,17 @@ pub enum FaultError {
     /// A broker the route does not know (simulation models).
     #[error("unknown broker {0:?}: not in the topic's route")]
     UnknownBroker(String),
+    /// A request whose result cannot be allocated (fallible reservation failed, or the size
+    /// overflows): `name` is the parameter, `value` its value, `bytes` what it would need.
+    #[error("{name} = {value} is too large: it would need about {bytes} bytes of memory")]
+    TooLarge {
+        /// Parameter.
+        name: &'static str,
+        /// Its value.
+        value: u64,
+        /// Bytes the result would need (saturated at `u64::MAX`).
+        bytes: u64,
+    },
     /// A simulation parameter out of range.
     #[error("invalid simulation parameter {name}: {reason}")]
     InvalidSimulation {

@@ -77,6 +77,9 @@ impl Selected {
     }
 }
 
+/// Bytes per queue of a publish info (a row while building, then its columns).
+pub const ROW_BYTES: u64 = 56;
+
 /// A topic's publish information: the message queue list and the route's queue data.
 #[derive(Debug, Clone)]
 pub struct TopicPublishInfo {
@@ -103,11 +106,21 @@ impl TopicPublishInfo {
         }
         let mut sorted = queue_datas.to_vec();
         sorted.sort_by(|a, b| java_cmp(&a.broker_name, &b.broker_name));
-        let mut rows = Vec::new();
-        for qd in sorted
+        let writable = |qd: &&QueueData| qd.perm & PERM_WRITE != 0 && has_master(&qd.broker_name);
+        let total: u64 = sorted
             .iter()
-            .filter(|qd| qd.perm & PERM_WRITE != 0 && has_master(&qd.broker_name))
-        {
+            .filter(writable)
+            .map(|qd| qd.write_queue_nums.clamp(0, i64::from(i32::MAX)) as u64)
+            .sum();
+        let too_large = || FaultError::TooLarge {
+            name: "writeQueueNums",
+            value: total,
+            bytes: total.saturating_mul(ROW_BYTES),
+        };
+        let mut rows = Vec::new();
+        rows.try_reserve_exact(usize::try_from(total).map_err(|_| too_large())?)
+            .map_err(|_| too_large())?;
+        for qd in sorted.iter().filter(writable) {
             for q in 0..qd.write_queue_nums.min(i64::from(i32::MAX)) as i32 {
                 rows.push((topic, qd.broker_name.as_str(), q));
             }

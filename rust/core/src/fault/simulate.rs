@@ -72,6 +72,9 @@ pub struct BrokerModel {
     pub failure_rate: f64,
 }
 
+/// Bytes of result per send (the five columns).
+pub const SEND_BYTES: u64 = 4 + 4 + 1 + 1 + 8;
+
 /// Simulation settings.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
@@ -166,6 +169,35 @@ fn check(models: &[BrokerModel], tp: &TopicPublishInfo, cfg: &SimConfig) -> Resu
             reason: format!("must be >= 0, got {}", cfg.interval_ms),
         });
     }
+    // The last send returns by start + sends * interval + sends * attempts * slowest attempt; if
+    // that passes i64::MAX ms, times would saturate and elapsed times read 0: refuse instead.
+    let slowest = models
+        .iter()
+        .map(|m| i128::from(m.latency_ms) + i128::from(m.jitter_ms.max(0)))
+        .max()
+        .unwrap_or(0);
+    let sends = cfg.sends as i128;
+    let end = i128::from(cfg.start_ms)
+        .saturating_add(sends.saturating_mul(i128::from(cfg.interval_ms)))
+        .saturating_add(
+            sends
+                .saturating_mul(i128::from(cfg.retry_times) + 1)
+                .saturating_mul(slowest),
+        );
+    if end > i128::from(i64::MAX) {
+        return Err(FaultError::InvalidSimulation {
+            name: "start_ms",
+            reason: format!(
+                "the run from start_ms {} ({} sends every {} ms, up to {} attempts of up to {} ms) could end after {} ms, past the largest time (i64::MAX ms); use an earlier start_ms or fewer sends",
+                cfg.start_ms,
+                cfg.sends,
+                cfg.interval_ms,
+                u64::from(cfg.retry_times) + 1,
+                slowest,
+                end
+            ),
+        });
+    }
     Ok(())
 }
 
@@ -186,14 +218,23 @@ pub fn simulate(
     let mut rng = SplitMix64::new(cfg.seed);
     let (mut counter, mut worst) = (cfg.send_which_queue, cfg.which_item_worst);
     let sends = cfg.sends;
-    let mut r = SimResult {
-        broker: Vec::with_capacity(sends),
-        queue_id: Vec::with_capacity(sends),
-        attempts: Vec::with_capacity(sends),
-        ok: Vec::with_capacity(sends),
-        elapsed_ms: Vec::with_capacity(sends),
-        ..SimResult::default()
+    let too_large = || FaultError::TooLarge {
+        name: "sends",
+        value: sends as u64,
+        bytes: (sends as u64).saturating_mul(SEND_BYTES),
     };
+    let mut r = SimResult::default();
+    r.broker.try_reserve_exact(sends).map_err(|_| too_large())?;
+    r.queue_id
+        .try_reserve_exact(sends)
+        .map_err(|_| too_large())?;
+    r.attempts
+        .try_reserve_exact(sends)
+        .map_err(|_| too_large())?;
+    r.ok.try_reserve_exact(sends).map_err(|_| too_large())?;
+    r.elapsed_ms
+        .try_reserve_exact(sends)
+        .map_err(|_| too_large())?;
     let mut free_at = i64::MIN;
     for i in 0..cfg.sends {
         // One producer thread sending synchronously: a send starts when it is due and the

@@ -1,0 +1,1166 @@
+"""Every public function and CLI command, fed bad values by the kind of each parameter.
+
+The walker's table (:data:`TABLE`) lists, per public callable, a valid call and the kind of each
+parameter. For every parameter it substitutes values drawn (Hypothesis) from its kind's bad values
+— a lone ``str`` where a sequence of strings goes, floats / bools / NaN / negatives where a count
+goes, … — and asserts the outcome: a typed :class:`~mqbalance.exceptions.MQBalanceError` (also
+``ValueError``/``TypeError`` *subclasses of it*), or, for values the kind allows, a result; never
+a bare ``TypeError``/``AttributeError``/``OverflowError``/…, never a silent acceptance of a value
+that must be refused. Values that could abort or allocate without bound (huge counts) run in a
+subprocess under an address-space cap and a time limit: a panic, abort, MemoryError or timeout
+fails the test.
+
+:func:`test_every_public_name_is_walked` fails when a public name (``__all__`` of ``mqbalance``
+and of every public submodule) is neither in :data:`TABLE` nor in :data:`EXEMPT` (with a reason),
+so a new public function must be added here. To add one: ``E("module.name", call, param=(KIND,
+good_value), ...)`` — ``call`` receives the parameters as keyword arguments.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import math
+import pkgutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import warnings
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mqbalance
+from mqbalance import bulk, kafka, ordering, sticky_user_data
+from mqbalance import fault as fault_mod
+from mqbalance import sim as sim_mod
+from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning
+from mqbalance.fleet import snapshot as snap_mod
+from mqbalance.models import MessageQueue
+from mqbalance.rebalance import PushConsumer, RebalanceService
+from mqbalance.registry import StrategySpec, lookup
+from mqbalance.rooms import PrefixRoomResolver
+from mqbalance.strategies import (
+    Avg,
+    AvgByCircle,
+    Config,
+    ConsistentHash,
+    ConsistentHashBounded,
+    MachineRoom,
+    MachineRoomNearby,
+    QueueTable,
+    Sticky,
+)
+from mqbalance.versions import Semantics
+
+# ---- kinds of values: what is bad for each ------------------------------------------------------
+# A kind maps to a Hypothesis strategy of (value, must_refuse). must_refuse=False: the value may
+# be legal (then a result is fine) but still must not raise anything but a typed error.
+
+REFUSE, MAY = True, False
+_junk = st.one_of(st.none(), st.booleans(), st.floats(), st.binary(max_size=4), st.builds(object))
+
+
+def _tag(strategy: st.SearchStrategy[Any], refuse: bool) -> st.SearchStrategy[tuple[Any, bool]]:
+    return strategy.map(lambda v: (v, refuse))
+
+
+# Lone surrogates (JSON's "\\ud800" makes them), NUL and astral characters: refused or accepted,
+# never a bare error. (st.text leaves surrogates out, so they are added by hand.)
+_text = st.text(max_size=6) | st.sampled_from(["\ud800", "a\udfff", "\x00", "\U0001f600", ""])
+_nonstr = st.one_of(st.integers(), st.floats(), st.booleans(), st.binary(max_size=3), st.none())
+_small_ints = st.integers(-3, 40)
+_big = st.one_of(st.integers(min_value=2**31), st.integers(max_value=-(2**31) - 1))
+
+KINDS: dict[str, st.SearchStrategy[tuple[Any, bool]]] = {
+    # free text (names, ids): anything else is refused
+    "str": _tag(_text, MAY) | _tag(_nonstr.filter(lambda v: v is not None) | st.lists(_text, max_size=2), REFUSE),
+    "str?": _tag(_text | st.none(), MAY) | _tag(st.integers() | st.floats() | st.lists(_text, max_size=2), REFUSE),
+    # a sequence of strings: a lone str is refused, not iterated
+    "strs": _tag(st.text(min_size=1, max_size=6), REFUSE)
+    | _tag(st.lists(_nonstr.filter(lambda v: v is not None), min_size=1, max_size=3), REFUSE)
+    | _tag(st.integers() | st.floats(), REFUSE)
+    | _tag(st.lists(_text, max_size=3), MAY),
+    "strs?": _tag(st.text(min_size=1, max_size=6), REFUSE)
+    | _tag(st.integers() | st.floats(), REFUSE)
+    | _tag(st.lists(_text, max_size=3) | st.none(), MAY),
+    # a non-negative count (small legal ones; the huge ones run in a subprocess, see RISKY)
+    "count": _tag(st.integers(max_value=-1), REFUSE)
+    | _tag(st.floats() | st.booleans() | st.text(max_size=3) | st.none(), REFUSE)
+    | _tag(st.integers(0, 20), MAY)
+    | _tag(st.integers(0, 20).map(np.int64), MAY),
+    # a Java int
+    "int": _tag(_big | st.floats() | st.booleans() | st.text(max_size=3) | st.none(), REFUSE)
+    | _tag(_small_ints | _small_ints.map(np.int32), MAY),
+    "int?": _tag(_big | st.floats() | st.booleans() | st.text(max_size=3), REFUSE) | _tag(_small_ints | st.none(), MAY),
+    # milliseconds in Java's long
+    "ms": _tag(st.integers(min_value=2**63) | st.integers(max_value=-(2**63) - 1), REFUSE)
+    | _tag(st.sampled_from([math.nan, math.inf, -math.inf]) | st.text(max_size=3) | st.none() | st.booleans(), REFUSE)
+    | _tag(st.integers(0, 10**6), MAY),
+    # a non-negative finite duration
+    "duration": _tag(st.sampled_from([math.nan, math.inf, -math.inf, -1, -0.5]), REFUSE)
+    | _tag(st.text(max_size=3) | st.none() | st.booleans(), REFUSE)
+    | _tag(st.integers(1, 10**6), MAY),
+    "ms?": _tag(st.integers(min_value=2**63) | st.sampled_from([math.nan, math.inf]) | st.text(max_size=3), REFUSE)
+    | _tag(st.integers(0, 10**6) | st.none(), MAY),
+    "duration?": _tag(st.sampled_from([math.nan, math.inf, -math.inf, -1, -0.5]) | st.text(max_size=3), REFUSE)
+    | _tag(st.integers(1, 10**6) | st.none(), MAY),
+    # CONSISTENT_HASH_BOUNDED's epsilon
+    "epsilon": _tag(st.sampled_from([math.nan, math.inf, -math.inf, -0.5, 10**400]), REFUSE)
+    | _tag(st.text(max_size=3) | st.none() | st.booleans(), REFUSE)
+    | _tag(st.floats(0, 10), MAY),
+    # virtual node count: a Java int; negatives are Java's IllegalArgumentException
+    "vnodes": _tag(st.floats() | st.booleans() | st.text(max_size=3) | st.none() | _big, REFUSE)
+    | _tag(st.integers(-5, 50), MAY),
+    # a column of strings (list, numpy, Arrow)
+    "str_column": _tag(st.text(min_size=1, max_size=6), REFUSE)
+    | _tag(st.integers() | st.none(), REFUSE)
+    | _tag(st.lists(_nonstr, min_size=1, max_size=3), REFUSE),
+    # a column of queue ids
+    "int_column": _tag(st.text(min_size=1, max_size=4), REFUSE)
+    | _tag(st.lists(st.floats(allow_nan=True), min_size=1, max_size=3), REFUSE)
+    | _tag(st.lists(st.none() | st.booleans() | st.text(max_size=2), min_size=1, max_size=3), REFUSE)
+    | _tag(st.lists(_big, min_size=1, max_size=3), REFUSE)
+    | _tag(st.just(np.zeros((2, 2), dtype=np.int64)), REFUSE),
+    # Kafka generations, one per member (two members in the table)
+    "generations": _tag(
+        st.lists(st.floats() | st.booleans() | st.text(max_size=2) | _big, min_size=2, max_size=2), REFUSE
+    )
+    | _tag(st.text(min_size=1, max_size=3) | st.integers() | st.lists(_small_ints, min_size=3, max_size=4), REFUSE)
+    | _tag(st.lists(st.none() | _small_ints, min_size=2, max_size=2), MAY),
+    # a list of Java longs (latency tables)
+    "longs": _tag(st.text(min_size=1, max_size=3) | st.integers(), REFUSE)
+    | _tag(st.lists(st.floats() | st.booleans() | st.none() | st.text(max_size=2), min_size=1, max_size=3), REFUSE)
+    | _tag(st.lists(st.integers(min_value=2**63) | st.integers(max_value=-(2**63) - 1), min_size=1, max_size=2), REFUSE)
+    | _tag(st.lists(st.integers(-5, 10**6), max_size=3), MAY),
+    # a seed: any int
+    "seed": _tag(st.floats() | st.booleans() | st.text(max_size=3) | st.none(), REFUSE) | _tag(st.integers(), MAY),
+    # a mapping
+    "mapping": _tag(st.text(min_size=1, max_size=4) | st.integers() | st.lists(st.integers(), max_size=2), REFUSE)
+    | _tag(st.dictionaries(_text, _junk | st.integers(), max_size=2), MAY),
+    # {topic: partition count}
+    "partitions": _tag(st.dictionaries(_text, st.integers(max_value=-1), min_size=1, max_size=2), REFUSE)
+    | _tag(st.dictionaries(_text, st.floats() | st.booleans() | st.text(max_size=2), min_size=1, max_size=2), REFUSE)
+    | _tag(st.dictionaries(st.integers(), st.integers(0, 3), min_size=1, max_size=2), REFUSE)
+    | _tag(st.text(min_size=1, max_size=3) | st.lists(st.integers(), max_size=2), REFUSE)
+    | _tag(st.dictionaries(_text, st.integers(0, 30), max_size=3), MAY),
+    # (topic, partition) pairs
+    "pairs": _tag(st.text(min_size=1, max_size=4) | st.integers(), REFUSE)
+    | _tag(st.lists(st.tuples(_text, st.floats() | st.booleans() | _big), min_size=1, max_size=2), REFUSE)
+    | _tag(st.lists(st.integers() | st.none(), min_size=1, max_size=2), REFUSE)
+    | _tag(st.lists(st.tuples(st.integers(), st.integers(0, 3)), min_size=1, max_size=2), REFUSE)
+    | _tag(st.lists(st.tuples(_text, st.integers(0, 5)), max_size=3), MAY),
+    # a list of MessageQueue
+    "queues": _tag(st.text(min_size=1, max_size=4) | st.integers(), REFUSE)
+    | _tag(st.lists(_junk | st.text(max_size=2) | st.integers(), min_size=1, max_size=3), REFUSE),
+    # bytes
+    "bytes": _tag(
+        st.integers() | st.text(min_size=1, max_size=3) | st.floats() | st.lists(st.integers(), max_size=2), REFUSE
+    )
+    | _tag(st.binary(max_size=40) | st.none(), MAY),
+    # a strategy (name or object)
+    "strategy": _tag(_text, MAY) | _tag(st.integers() | st.floats() | st.none() | st.lists(_text, max_size=2), REFUSE),
+    # an object of a library type: anything else is refused
+    "object?": _tag(st.booleans() | st.floats() | st.text(max_size=3) | st.integers(), REFUSE) | _tag(st.none(), MAY),
+    "object": _tag(_junk | st.text(max_size=3) | st.integers() | st.lists(st.integers(), max_size=2), REFUSE),
+    # anything may be passed (the parameter is only logged or optional); still never a bare error
+    "any": _tag(_junk | _text | st.integers() | st.lists(st.integers(), max_size=2), MAY),
+}
+
+#: Values that could allocate without bound or abort if a count went unchecked: run in a capped
+#: subprocess; each must be refused with a typed error (or computed, if it is small enough).
+RISKY: dict[str, list[Any]] = {
+    "count": [2**31 - 1, 2**31, 10**9, 2**62, 2**64],
+    "partitions": [{"t": 2**31 - 1}, {"t": 10**9}, {"a": 2**30, "b": 2**30}],
+    "int": [2**31 - 1, -(2**31)],
+    "vnodes": [2**24, 2**31 - 1, 2**40],
+}
+
+
+# ---- the table ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Entry:
+    name: str
+    call: Callable[..., Any]
+    params: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+
+def E(name: str, call: Callable[..., Any], /, **params: tuple[str, Any]) -> Entry:
+    return Entry(name, call, params)
+
+
+def Q(n: int = 4) -> list[MessageQueue]:
+    return [MessageQueue("T", "b", i) for i in range(n)]
+
+
+def _publish() -> fault_mod.TopicPublishInfo:
+    return fault_mod.TopicPublishInfo.from_route("t", [fault_mod.QueueData("a", 6, 2), fault_mod.QueueData("b", 6, 2)])
+
+
+def _fs(**kw: Any) -> fault_mod.MQFaultStrategy:
+    return fault_mod.MQFaultStrategy(send_latency_fault_enable=True, clock=fault_mod.ManualClock(0), **kw)
+
+
+_MODELS = {"a": fault_mod.BrokerModel(5), "b": fault_mod.BrokerModel(7)}
+_SCENARIO = {"topics": {"T": {"queues_per_broker": 2}}, "group": {"consumers": 2}, "duration": "30s"}
+_SNAPSHOT = {
+    "topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
+    "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "c1"}, {"clientId": "c2"}]}},
+}
+
+
+_GOOD_SNAPSHOT_FILE = Path(tempfile.mkdtemp(prefix="mqbalance-bad-input-")) / "snapshot.json"
+_GOOD_SNAPSHOT_FILE.write_text(json.dumps(_SNAPSHOT))
+
+
+class _Transport:
+    def send_heartbeat(self, client: Any) -> None: ...
+    def find_consumer_id_list(self, topic: str, group: str) -> list[str]:
+        return ["c1"]
+
+    def query_offset(self, group: str, mq: Any) -> int:
+        return 0
+
+    def max_offset(self, mq: Any) -> int:
+        return 0
+
+    def commit_offset(self, group: str, mq: Any, offset: int) -> None: ...
+    def unregister(self, client: Any) -> None: ...
+
+
+TABLE: list[Entry] = [
+    # mqbalance (root)
+    E("models.MessageQueue", MessageQueue, topic=("str", "T"), broker_name=("str", "b"), queue_id=("int", 3)),
+    E("models.java_string_key", mqbalance.java_string_key, s=("str", "x")),
+    E("ordering.sort_client_ids", ordering.sort_client_ids, ids=("strs?", ["b", "a"])),
+    E("ordering.sort_queues", ordering.sort_queues, queues=("queues", Q())),
+    E("registry.strategy", lambda name: mqbalance.strategy(name), name=("strategy", "AVG")),
+    E(
+        "registry.strategy(CONSISTENT_HASH)",
+        lambda vnodes, charset: mqbalance.strategy("CONSISTENT_HASH", virtual_node_cnt=vnodes, charset=charset),
+        vnodes=("vnodes", 3),
+        charset=("str", "UTF-8"),
+    ),
+    E("registry.lookup", lambda text: lookup(text), text=("str", "AVG")),
+    E("registry.StrategySpec.parse", lambda config: StrategySpec.parse(config).build(), config=("any", "AVG")),
+    E(
+        "strategies.AllocateStrategy.allocate",
+        lambda group, cid, queues, ids: Avg().allocate(group, cid, queues, ids),
+        group=("any", "cg"),
+        cid=("str?", "c1"),
+        queues=("queues", Q()),
+        ids=("strs?", ["c1", "c2"]),
+    ),
+    E(
+        "strategies.AllocateStrategy.assign",
+        lambda queues, ids: AvgByCircle().assign(queues, ids, java_sort=True),
+        queues=("queues", Q()),
+        ids=("strs?", ["c1", "c2"]),
+    ),
+    E("strategies.Avg", lambda: Avg().assign(Q(), ["c"])),
+    E("strategies.AvgByCircle", lambda: AvgByCircle().assign(Q(), ["c"])),
+    E(
+        "strategies.ConsistentHash",
+        lambda vnodes, charset: ConsistentHash(vnodes, charset=charset).assign(Q(), ["a", "b"]),
+        vnodes=("vnodes", 3),
+        charset=("str", "UTF-8"),
+    ),
+    E(
+        "strategies.ConsistentHashBounded",
+        lambda vnodes, eps: ConsistentHashBounded(vnodes, epsilon=eps).assign(Q(), ["a", "b"]),
+        vnodes=("vnodes", 3),
+        eps=("epsilon", 0.25),
+    ),
+    E("strategies.Sticky", lambda ids: Sticky().assign(Q(), ids, previous={}), ids=("strs?", ["a"])),
+    E("strategies.MachineRoom", lambda idcs: MachineRoom(idcs).assign(Q(), ["a"]), idcs=("strs?", ["hz"])),
+    E(
+        "strategies.MachineRoomNearby",
+        lambda inner, resolver: MachineRoomNearby(inner, resolver).assign(Q(), ["a"]),
+        inner=("object", Avg()),
+        resolver=("object?", PrefixRoomResolver()),
+    ),
+    E("strategies.Config", lambda queues: Config(queues).assign(Q(), ["a"]), queues=("queues", Q(2))),
+    E("strategies.QueueTable", lambda queues: QueueTable(queues), queues=("queues", Q())),
+    E("rooms.PrefixRoomResolver", lambda sep: PrefixRoomResolver(sep).broker_room(Q()[0]), sep=("str", "@")),
+    E("versions.Semantics", lambda value: Semantics.parse(value), value=("str", "5.x")),
+    # bulk
+    E(
+        "bulk.owners",
+        lambda strategy, topics, brokers, queue_ids, consumers: bulk.owners(
+            strategy, topics, brokers, queue_ids, consumers
+        ),
+        strategy=("strategy", "AVG"),
+        topics=("str_column", ["T"] * 3),
+        brokers=("str_column", ["b"] * 3),
+        queue_ids=("int_column", [0, 1, 2]),
+        consumers=("strs?", ["c1", "c2"]),
+    ),
+    E(
+        "bulk.owners(previous)",
+        lambda previous: bulk.owners("STICKY", ["T"] * 2, ["b"] * 2, [0, 1], ["c1"], previous=previous),
+        previous=("strs", [None, "c1"]),
+    ),
+    E(
+        "bulk.owners_by_pair",
+        lambda topics, queue_ids, bounds, strategies, consumers: bulk.owners_by_pair(
+            topics, ["b"] * 3, queue_ids, bounds, strategies, consumers
+        ),
+        topics=("str_column", ["A", "A", "B"]),
+        queue_ids=("int_column", [1, 0, 0]),
+        bounds=("int_column", [0, 2, 3]),
+        strategies=("strs", ["AVG", "AVG"]),
+        consumers=("queues", [["y", "x"], ["z"]]),
+    ),
+    E(
+        "bulk.assign",
+        lambda topics, consumers: bulk.assign("AVG", topics, ["b"] * 2, [0, 1], consumers),
+        topics=("str_column", ["T"] * 2),
+        consumers=("strs?", ["c"]),
+    ),
+    E(
+        "bulk.assign_groups",
+        lambda bounds: bulk.assign_groups(["A"] * 2, ["b"] * 2, [0, 1], bounds, ["AVG"], [["x"]]),
+        bounds=("int_column", [0, 2]),
+    ),
+    # kafka
+    E("kafka.assignor", lambda name: kafka.assignor(name), name=("strategy", "range")),
+    E(
+        "kafka.Assignor.assign",
+        lambda name, ppt, subs: kafka.assignor(name).assign(ppt, subs),
+        name=("strategy", "sticky"),
+        ppt=("partitions", {"t": 4}),
+        subs=("mapping", {"c1": ["t"], "c2": ["t"]}),
+    ),
+    E(
+        "kafka.Subscription",
+        lambda topics, owned, generation, gid: kafka.assignor("cooperative-sticky").assign(
+            {"t": 4}, {"c": kafka.Subscription(topics, owned, generation, gid)}
+        ),
+        topics=("strs", ["t"]),
+        owned=("pairs", [("t", 0)]),
+        generation=("int?", 1),
+        gid=("str?", None),
+    ),
+    E(
+        "kafka.zk_assign",
+        lambda name, ppt, consumers: kafka.zk_assign(name, ppt, consumers),
+        name=("strategy", "roundrobin"),
+        ppt=("partitions", {"t": 5}),
+        consumers=("mapping", {"C1": {"t": 2}}),
+    ),
+    E(
+        "kafka.zk_assign(streams)",
+        lambda streams: kafka.zk_assign("range", {"t": 5}, {"C1": {"t": streams}}),
+        streams=("count", 2),
+    ),
+    E(
+        "kafka.assign_columns",
+        lambda ppt, ids, topics, generations: kafka.assign_columns(
+            "sticky", ppt, ids, topics, owned=([0], ["t"], [1]), generations=generations
+        ),
+        ppt=("partitions", {"t": 4}),
+        ids=("strs", ["a", "b"]),
+        topics=("queues", [["t"], ["t"]]),
+        generations=("generations", [1, None]),
+    ),
+    E(
+        "kafka.assign_columns(owned)",
+        lambda members, parts: kafka.assign_columns("sticky", {"t": 4}, ["a"], [["t"]], owned=(members, ["t"], parts)),
+        members=("int_column", [0]),
+        parts=("int_column", [1]),
+    ),
+    E(
+        "kafka.check_assignment",
+        lambda ppt, subs, assignment: kafka.check_assignment(ppt, subs, assignment),
+        ppt=("partitions", {"t": 2}),
+        subs=("mapping", {"a": ["t"]}),
+        assignment=("mapping", {"a": [("t", 0), ("t", 1)]}),
+    ),
+    E("sticky_user_data.encode", sticky_user_data.encode, partitions=("pairs", [("t", 0)]), generation=("int?", 7)),
+    E("sticky_user_data.decode", sticky_user_data.decode, data=("bytes", sticky_user_data.encode([("t", 1)], 3))),
+    # fault
+    E("fault.ManualClock", lambda now, ms: fault_mod.ManualClock(now).advance(ms), now=("ms", 0), ms=("ms", 5)),
+    E("fault.ThreadLocalIndex", lambda initial: fault_mod.ThreadLocalIndex(initial=initial), initial=("int?", 3)),
+    E("fault.ThreadLocalIndex.reset", lambda value: fault_mod.ThreadLocalIndex().reset(value), value=("int?", 3)),
+    E(
+        "fault.QueueData",
+        fault_mod.QueueData,
+        broker_name=("str", "a"),
+        perm=("int", 6),
+        write_queue_nums=("int", 4),
+        read_queue_nums=("int?", 4),
+    ),
+    E(
+        "fault.TopicPublishInfo",
+        lambda queues: fault_mod.TopicPublishInfo(queues).select_one_message_queue(),
+        queues=("queues", Q()),
+    ),
+    E(
+        "fault.TopicPublishInfo.from_route",
+        lambda topic, qds, masters: fault_mod.TopicPublishInfo.from_route(topic, qds, masters),
+        topic=("str", "t"),
+        qds=("queues", [fault_mod.QueueData("a", 6, 2)]),
+        masters=("strs?", None),
+    ),
+    E(
+        "fault.TopicPublishInfo.select_one_message_queue",
+        lambda last: _publish().select_one_message_queue(last),
+        last=("str?", "a"),
+    ),
+    E(
+        "fault.MQFaultStrategy",
+        lambda semantics, latency_max, nad, detect: _fs(
+            semantics=semantics, latency_max=latency_max, not_available_duration=nad, detect_interval=detect
+        ),
+        semantics=("str", "4.x"),
+        latency_max=("longs", [10, 20]),
+        nad=("longs", [0, 100]),
+        detect=("ms", 2000),
+    ),
+    E(
+        "fault.MQFaultStrategy.update_fault_item",
+        lambda broker, latency: _fs().update_fault_item(broker, latency, False),
+        broker=("str", "a"),
+        latency=("ms", 30),
+    ),
+    E(
+        "fault.MQFaultStrategy.compute_not_available_duration",
+        lambda latency: _fs().compute_not_available_duration(latency),
+        latency=("ms", 30),
+    ),
+    E("fault.MQFaultStrategy.is_available", lambda broker: _fs().is_available(broker), broker=("str", "a")),
+    E("fault.MQFaultStrategy.is_reachable", lambda broker: _fs().is_reachable(broker), broker=("str", "a")),
+    E("fault.MQFaultStrategy.remove", lambda broker: _fs().remove(broker), broker=("str", "a")),
+    E(
+        "fault.MQFaultStrategy.select_one_message_queue",
+        lambda info, last, reset_to: _fs().select_one_message_queue(info, last, True, reset_to=reset_to),
+        info=("object", _publish()),
+        last=("str?", "a"),
+        reset_to=("int?", None),
+    ),
+    E(
+        "fault.MQFaultStrategy.detect_round",
+        lambda resolve, detect: _fs(semantics="5.x").detect_round(resolve, detect),
+        resolve=("mapping", {"a": "1.2.3.4"}),
+        detect=("mapping", {"1.2.3.4": True}),
+    ),
+    E(
+        "fault.MQFaultStrategy.simulate",
+        lambda info, models, sends, interval, start, retries, seed: _fs().simulate(
+            info,
+            models,
+            sends=sends,
+            interval_ms=interval,
+            start_ms=start,
+            retry_times_when_send_failed=retries,
+            seed=seed,
+        ),
+        info=("object", _publish()),
+        models=("mapping", _MODELS),
+        sends=("count", 5),
+        interval=("ms", 1),
+        start=("ms?", 0),
+        retries=("count", 2),
+        seed=("count", 0),
+    ),
+    E(
+        "fault.BrokerModel",
+        lambda latency, jitter, rate: _fs().simulate(
+            _publish(), {"a": fault_mod.BrokerModel(latency, jitter, rate), "b": _MODELS["b"]}, sends=3
+        ),
+        latency=("duration", 5),
+        jitter=("duration", 0),
+        rate=("epsilon", 0.0),
+    ),
+    # sim
+    E("sim.scenario_from_dict", lambda data: sim_mod.scenario_from_dict(data), data=("mapping", _SCENARIO)),
+    E(
+        "sim.scenario_from_dict(duration)",
+        lambda duration, sample: sim_mod.scenario_from_dict(
+            {**_SCENARIO, "duration": duration, "sample_interval": sample}
+        ),
+        duration=("duration?", 30),
+        sample=("duration?", 1),
+    ),
+    E("sim.load_scenario", lambda path: sim_mod.load_scenario(path), path=("str", "pause-on-join")),
+    E(
+        "sim.simulate",
+        lambda scenario, strategy: sim_mod.simulate(scenario, strategy=strategy),
+        scenario=("any", _SCENARIO),
+        strategy=("str?", "AVG"),
+    ),
+    E(
+        "sim.compare",
+        lambda scenario, strategies: sim_mod.compare(scenario, strategies),
+        scenario=("any", _SCENARIO),
+        strategies=("strs?", ["AVG"]),
+    ),
+    E(
+        "sim.Simulation",
+        lambda scenario: sim_mod.Simulation(scenario).run(),
+        scenario=("object", sim_mod.scenario_from_dict(_SCENARIO)),
+    ),
+    E(
+        "sim.scenario.parse_duration_ms",
+        lambda value: sim_mod.scenario.parse_duration_ms(value, "x"),
+        value=("duration", 3),
+    ),
+    # fleet
+    E(
+        "fleet.snapshot_from_dict",
+        lambda data, source: snap_mod.snapshot_from_dict(data, source),
+        data=("mapping", _SNAPSHOT),
+        source=("str", "<s>"),
+    ),
+    E("fleet.load_snapshot", lambda path: snap_mod.load_snapshot(path), path=("str", str(_GOOD_SNAPSHOT_FILE))),
+    E(
+        "fleet.audit_snapshot",
+        lambda snapshot, what_if, previous: mqbalance.fleet.audit_snapshot(
+            snapshot, what_if=what_if, previous=previous
+        ),
+        snapshot=("object", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+        what_if=("any", "AVG,STICKY"),
+        previous=("object?", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E("fleet.what_if_candidates", lambda values: mqbalance.fleet.what_if_candidates(values), values=("any", "AVG")),
+    E(
+        "fleet.assign_snapshot",
+        lambda snapshot: mqbalance.fleet.assign_snapshot(snapshot),
+        snapshot=("object", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
+        "fleet.example_fleet",
+        lambda seed, brokers, topics, groups: mqbalance.fleet.example_fleet(
+            seed, brokers=brokers, topics=topics, groups=groups
+        ),
+        seed=("seed", 7),
+        brokers=("count", 3),
+        topics=("count", 4),
+        groups=("count", 5),
+    ),
+    E("fleet.example_pair", lambda seed: mqbalance.fleet.example_pair(seed), seed=("seed", 7)),
+    E(
+        "fleet.scaled_fleet",
+        lambda groups, queues, brokers, clients: mqbalance.fleet.scaled_fleet(
+            groups, queues_per_topic=queues, brokers=brokers, clients_per_group=clients
+        ),
+        groups=("count", 3),
+        queues=("count", 8),
+        brokers=("count", 2),
+        clients=("count", 2),
+    ),
+    # rebalance
+    E(
+        "rebalance.RebalanceService",
+        lambda created, wait, minimum: RebalanceService(
+            created_ms=created, wait_interval_ms=wait, min_interval_ms=minimum
+        ),
+        created=("ms", 0),
+        wait=("duration", 20_000),
+        minimum=("duration?", 1000),
+    ),
+    E(
+        "rebalance.PushConsumer",
+        lambda cid, topics, heartbeat, persist, poll, pull: PushConsumer(
+            cid,
+            "cg",
+            topics,
+            Avg(),
+            _Transport(),
+            lambda t: Q(),
+            heartbeat_interval_ms=heartbeat,
+            persist_interval_ms=persist,
+            poll_name_server_interval_ms=poll,
+            pull_delay_ms=pull,
+        ),
+        cid=("str", "c1"),
+        topics=("strs", ["T"]),
+        heartbeat=("duration", 30_000),
+        persist=("duration", 5_000),
+        poll=("duration", 30_000),
+        pull=("duration?", 0),
+    ),
+]
+
+#: Public names not walked, each with the reason. Keys are ``module.name`` or ``module.*``.
+EXEMPT: dict[str, str] = {
+    "mqbalance.coordination.*": "needs a ZooKeeper server; config: InvalidCoordinationConfigError (test_coordination)",
+    "mqbalance.fleet.spark.*": "starts Spark; its inputs are snapshots (walked), checked first by the CLI walker",
+    "mqbalance.spark.*": "re-export of mqbalance.fleet.spark",
+    "mqbalance.fleet.shipping.*": "packs the Python environment for Spark executors; no user values",
+    "mqbalance.fleet.engine.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
+    "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",
+    "mqbalance.fleet.findings.*": "result types built by the library",
+    "mqbalance.audit.*": "re-exports of mqbalance.fleet",
+    "mqbalance.snapshot.*": "re-exports of mqbalance.fleet.snapshot (walked)",
+    "mqbalance.examples.fault_seed.*": "the demo behind `mqbalance fault-latency-demo` (CLI walker)",
+    "mqbalance.cli.*": "the CLI: walked by test_cli_refuses_bad_input",
+    "mqbalance.progress.*": "progress lines, no user values",
+    "mqbalance.sim.plot.*": "plots a SimulationResult built by the library",
+    "mqbalance.sim.metrics.*": "result types built by the simulator",
+    "mqbalance.sim.coverage.*": "result type built by the simulator",
+    "mqbalance.sim.model.*": "scenario dataclasses built by scenario_from_dict / load_scenario (walked)",
+    "mqbalance.kafka_python.*": "kafka-python's assignor interface over its own objects (test_kafka_python_dropin)",
+    "mqbalance.rebalance.broker.*": "broker-side state driven by the simulator and tests, not user input",
+    "mqbalance.rebalance.memory.*": "in-memory broker of the simulator",
+    "mqbalance.rebalance.client.*": "RebalanceImpl is driven by PushConsumer (walked); topics: a sequence of str",
+    "mqbalance.fault.FaultItem": "result type",
+    "mqbalance.fault.SendSimulation": "result type",
+    "mqbalance.kafka.TopicPartition": "a plain NamedTuple, like kafka-python's; checked where used (pairs)",
+    "mqbalance.kafka.ColumnarAssignment": "result type",
+    "mqbalance.kafka.AssignmentReport": "result type",
+    "mqbalance.registry.StrategyInfo": "registry metadata",
+    "mqbalance.registry.StrategyName": "an enum of names; parsing is walked through strategy()/lookup()",
+    "mqbalance.StrategyName": "an enum of names; parsing is walked through strategy()/lookup()",
+    "mqbalance.rooms.RoomResolver": "a protocol (abstract)",
+    "mqbalance.RoomResolver": "a protocol (abstract)",
+    "mqbalance.sim.SimulationResult": "result type",
+    "mqbalance.sim.MetricsRecorder": "result type",
+    "mqbalance.sim.Scenario": "built by scenario_from_dict (walked)",
+    "mqbalance.sim.Join": "scenario event dataclass built by scenario_from_dict (walked)",
+    "mqbalance.sim.Leave": "scenario event dataclass built by scenario_from_dict (walked)",
+    "mqbalance.sim.Crash": "scenario event dataclass built by scenario_from_dict (walked)",
+    "mqbalance.sim.QueueCountChange": "scenario event dataclass built by scenario_from_dict (walked)",
+    "mqbalance.sim.NetworkChange": "scenario event dataclass built by scenario_from_dict (walked)",
+    "mqbalance.sim.NotificationSwitch": "scenario event dataclass built by scenario_from_dict (walked)",
+    "mqbalance.sim.bundled_scenarios": "no parameters",
+    "mqbalance.sim.scenario.*": "walked through mqbalance.sim (same objects)",
+    "mqbalance.sim.engine.*": "walked through mqbalance.sim",
+    "mqbalance.fleet.snapshot.*": "walked through mqbalance.fleet (same objects)",
+    "mqbalance.fleet.example.*": "walked through mqbalance.fleet (same objects)",
+    "mqbalance.fleet.Connection": "snapshot row types built by the loader (walked)",
+    "mqbalance.fleet.ConsumerGroup": "snapshot row types built by the loader (walked)",
+    "mqbalance.fleet.MessageModel": "an enum, parsed by the loader (walked)",
+    "mqbalance.fleet.Snapshot": "built by the loaders (walked)",
+    "mqbalance.fleet.AuditResult": "result type",
+    "mqbalance.fleet.Finding": "result type",
+    "mqbalance.fleet.FindingKind": "an enum",
+    "mqbalance.fleet.PairRow": "result type",
+    "mqbalance.fleet.WhatIfRow": "result type",
+    "mqbalance.sim.coordinator.GroupCoordinator": "the whole-group party of a simulation (walked via sim)",
+    "mqbalance.fleet.summarise": "builds an AuditResult from the engine's own tables",
+    "mqbalance.fleet.write_outputs": "writes an AuditResult built by the library; --out: CLI walker",
+    "mqbalance.fleet.write_parquet": "writes a Snapshot built by the loaders",
+    "mqbalance.rebalance.ClientChannelInfo": "broker-side state driven by the simulator",
+    "mqbalance.rebalance.ConsumerGroupEvent": "an enum",
+    "mqbalance.rebalance.ConsumerGroupInfo": "broker-side state driven by the simulator",
+    "mqbalance.rebalance.ConsumerManager": "broker-side state driven by the simulator",
+    "mqbalance.rebalance.Event": "broker-side event record",
+    "mqbalance.rebalance.SubscriptionData": "broker-side record",
+    "mqbalance.rebalance.Broker": "a protocol",
+    "mqbalance.rebalance.Transport": "a protocol",
+    "mqbalance.rebalance.ConsumeFromWhere": "an enum",
+    "mqbalance.rebalance.ConsumerState": "an enum",
+    "mqbalance.rebalance.OffsetStore": "client-side state driven by RebalanceImpl",
+    "mqbalance.rebalance.ProcessQueue": "client-side state driven by RebalanceImpl",
+    "mqbalance.rebalance.PullRequest": "client-side record",
+    "mqbalance.rebalance.RebalanceImpl": "driven by PushConsumer (walked)",
+    "mqbalance.rebalance.InMemoryBroker": "in-memory broker of the simulator",
+    "mqbalance.rebalance.consumer.*": "walked through mqbalance.rebalance (same objects)",
+    "mqbalance.rebalance.service.*": "walked through mqbalance.rebalance (same objects)",
+    "mqbalance.bulk": "a module (its functions are walked)",
+    "mqbalance.StrategySpec": "walked as registry.StrategySpec.parse",
+}
+
+#: ``module.name`` of each public object → the TABLE entries that walk it.
+ALIASES = {
+    "mqbalance.MessageQueue": "models.MessageQueue",
+    "mqbalance.java_string_key": "models.java_string_key",
+    "mqbalance.sort_client_ids": "ordering.sort_client_ids",
+    "mqbalance.sort_queues": "ordering.sort_queues",
+    "mqbalance.strategy": "registry.strategy",
+    "mqbalance.AllocateStrategy": "strategies.AllocateStrategy.allocate",
+    "mqbalance.PrefixRoomResolver": "rooms.PrefixRoomResolver",
+    "mqbalance.registry.strategy": "registry.strategy",
+    "mqbalance.registry.StrategySpec": "registry.StrategySpec.parse",
+    "mqbalance.strategies.strategy": "registry.strategy",
+    "mqbalance.strategies.AllocateStrategy": "strategies.AllocateStrategy.allocate",
+    "mqbalance.kafka.Assignor": "kafka.Assignor.assign",
+    "mqbalance.versions.Semantics": "versions.Semantics",
+    "mqbalance.fault.MQFaultStrategy": "fault.MQFaultStrategy",
+    "mqbalance.sim.simulate": "sim.simulate",
+    "mqbalance.fleet.load_snapshot": "fleet.load_snapshot",
+    "mqbalance.fleet.snapshot_from_dict": "fleet.snapshot_from_dict",
+    "mqbalance.fleet.what_if_candidates": "fleet.what_if_candidates",
+    "mqbalance.fleet.audit_snapshot": "fleet.audit_snapshot",
+    "mqbalance.sim.load_scenario": "sim.load_scenario",
+    "mqbalance.sim.scenario_from_dict": "sim.scenario_from_dict",
+    "mqbalance.sim.Simulation": "sim.Simulation",
+    "mqbalance.sim.compare": "sim.compare",
+    "mqbalance.rebalance.PushConsumer": "rebalance.PushConsumer",
+    "mqbalance.rebalance.RebalanceService": "rebalance.RebalanceService",
+}
+for _cls in ("Avg", "AvgByCircle", "Config", "ConsistentHash", "ConsistentHashBounded", "Sticky"):
+    ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.strategies.{_cls}"] = f"strategies.{_cls}"
+for _cls in ("MachineRoom", "MachineRoomNearby", "QueueTable"):
+    ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.strategies.{_cls}"] = f"strategies.{_cls}"
+
+
+def _walked_names() -> set[str]:
+    return {e.name.split("(")[0] for e in TABLE}
+
+
+def _public_names() -> list[str]:
+    """``module.name`` of every public callable or class in ``__all__`` of mqbalance and its public
+    submodules (exception classes and plain constants excluded: they take no input)."""
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the deprecated re-export modules
+        modules = [mqbalance] + [
+            importlib.import_module(m.name)
+            for m in pkgutil.walk_packages(mqbalance.__path__, "mqbalance.")
+            if not any(part.startswith("_") for part in m.name.split(".")[1:])
+        ]
+    for mod in modules:
+        for name in getattr(mod, "__all__", ()):
+            obj = getattr(mod, name)
+            if isinstance(obj, type) and issubclass(obj, (BaseException, Warning)):
+                continue
+            if not callable(obj) and not isinstance(obj, type(mqbalance)):
+                continue
+            out.append(f"{mod.__name__}.{name}")
+    return out
+
+
+def _covered(qualified: str) -> bool:
+    module, _, name = qualified.rpartition(".")
+    short = qualified.removeprefix("mqbalance.")
+    walked = _walked_names()
+    prefixes = [p for p in walked if p == short or p.startswith(short + ".")]
+    return bool(
+        prefixes
+        or ALIASES.get(qualified) in walked
+        or qualified in EXEMPT
+        or any(
+            module == k.removesuffix(".*") or module.startswith(k.removesuffix("*")) for k in EXEMPT if k.endswith(".*")
+        )
+    )
+
+
+def test_every_public_name_is_walked() -> None:
+    """A public function that is neither walked nor exempt (with a reason) fails here: add it to
+    TABLE (or, if it takes no user input, to EXEMPT)."""
+    missing = [n for n in _public_names() if not _covered(n)]
+    assert not missing, f"public names not covered by the bad-input walker: {missing}"
+
+
+def test_every_table_entry_runs_with_its_good_values() -> None:
+    """The baseline calls are valid: a failure of a bad value is then due to that value."""
+    for entry in TABLE:
+        _call(entry, {})
+
+
+# ---- running a call -----------------------------------------------------------------------------
+
+
+def _call(entry: Entry, override: dict[str, Any]) -> Any:
+    values = {k: good for k, (_, good) in entry.params.items()}
+    values.update(override)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("error", PreviousAssignmentWarning)
+        return entry.call(**values)
+
+
+def _names_value(value: Any) -> bool:
+    """Scalars a message can quote (the message of a refused one must show it as passed)."""
+    if isinstance(value, bool) or value is None:
+        return False
+    return isinstance(value, (int, float, str)) and len(repr(value)) <= 40
+
+
+def _verdict(entry: Entry, param: str, value: Any, must_refuse: bool) -> str | None:
+    """None if the outcome is acceptable, else what went wrong."""
+    try:
+        _call(entry, {param: value})
+    except MQBalanceError as e:
+        if not str(e).strip():
+            return f"{entry.name}({param}={value!r}) raised {type(e).__name__} with an empty message"
+        if must_refuse and _names_value(value) and not any(v in str(e) for v in (repr(value), str(value))):
+            return f"{entry.name}({param}={value!r}): the message does not name the value: {e}"
+        return None
+    except PreviousAssignmentWarning:
+        return None
+    except Exception as e:  # anything else is a bare error escaping the library
+        return f"{entry.name}({param}={value!r}) raised a bare {type(e).__name__}: {e}"
+    if must_refuse:
+        return f"{entry.name}({param}={value!r}) was accepted; it must be refused"
+    return None
+
+
+_PARAMS = [(e, p) for e in TABLE for p in e.params]
+
+
+@pytest.mark.parametrize(("entry", "param"), _PARAMS, ids=[f"{e.name}:{p}" for e, p in _PARAMS])
+def test_bad_values_are_refused_with_a_typed_error(entry: Entry, param: str) -> None:
+    kind = entry.params[param][0]
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
+    @given(KINDS[kind])
+    def check(case: tuple[Any, bool]) -> None:
+        value, must_refuse = case
+        problem = _verdict(entry, param, value, must_refuse)
+        assert problem is None, problem
+
+    check()
+
+
+# ---- risky values in a capped subprocess --------------------------------------------------------
+
+_RISKY_CASES = [(e, p) for e in TABLE for p, (kind, _) in e.params.items() if kind in RISKY]
+_CAP_BYTES = 3 << 30
+
+
+def _child(name: str, param: str) -> None:  # runs in the subprocess
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (_CAP_BYTES, _CAP_BYTES))
+    entry = next(e for e in TABLE if e.name == name)
+    problems = []
+    for value in RISKY[entry.params[param][0]]:
+        problem = _verdict(entry, param, value, must_refuse=False)
+        if problem:
+            problems.append(problem)
+    print(json.dumps(problems))
+
+
+@pytest.mark.parametrize(("entry", "param"), _RISKY_CASES, ids=[f"{e.name}:{p}" for e, p in _RISKY_CASES])
+def test_huge_values_fail_fast_in_a_capped_process(entry: Entry, param: str) -> None:
+    """Huge counts: a typed error naming the value (or the result), under a 3 GiB address-space
+    cap within 60 s — never a panic, an abort, a MemoryError or a hang."""
+    code = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import test_bad_input
+        test_bad_input._child({entry.name!r}, {param!r})
+        """
+    )
+    try:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{entry.name}({param}=huge) did not finish in 60 s")
+    assert done.returncode == 0, f"{entry.name}({param}=huge) died: rc={done.returncode}\n{done.stderr[-2000:]}"
+    assert "PanicException" not in done.stderr
+    problems = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not problems, problems
+
+
+# ---- the same value gets the same verdict on every path -----------------------------------------
+
+
+@pytest.mark.parametrize("vnodes", [3, 2.5, -1, True, "3", 2**31, None])
+def test_same_verdict_for_virtual_node_cnt_on_every_path(vnodes: Any, tmp_path: Path) -> None:
+    """API, JSON snapshot, Parquet snapshot, YAML scenario: a value is refused everywhere or nowhere."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import yaml
+
+    def refused(f: Callable[[], Any]) -> bool:
+        try:
+            f()
+        except MQBalanceError:
+            return True
+        return False
+
+    spec = {"name": "CONSISTENT_HASH", "virtualNodeCnt": vnodes}
+    api = refused(lambda: ConsistentHash(vnodes).assign(Q(), ["a"]))
+    data = json.loads(json.dumps(_SNAPSHOT))
+    data["groups"]["g"]["strategy"] = spec
+    as_json = refused(lambda: snap_mod.snapshot_from_dict(data))
+    good = snap_mod.snapshot_from_dict(
+        {**_SNAPSHOT, "groups": {"g": {**_SNAPSHOT["groups"]["g"], "strategy": "CONSISTENT_HASH"}}}
+    )
+    snap_mod.write_parquet(good, tmp_path / "p")
+    conns = pq.read_table(tmp_path / "p" / "connections.parquet")
+    i = conns.column_names.index("virtual_node_cnt")
+    if vnodes is not None:
+        column = pa.array([vnodes] * conns.num_rows)
+        pq.write_table(conns.set_column(i, "virtual_node_cnt", column), tmp_path / "p" / "connections.parquet")
+    as_parquet = refused(lambda: snap_mod.load_snapshot(tmp_path / "p"))
+    scenario = {
+        **_SCENARIO,
+        "group": {"consumers": 2, "strategy": {"name": "CONSISTENT_HASH", "virtual_node_cnt": vnodes}},
+    }
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(scenario))
+    as_yaml = refused(lambda: sim_mod.load_scenario(tmp_path / "s.yaml"))
+    if vnodes is None:  # "no value": the default everywhere
+        assert not any((as_json, as_parquet, as_yaml))
+        return
+    assert api == as_json == as_parquet == as_yaml, {
+        "api": api,
+        "json": as_json,
+        "parquet": as_parquet,
+        "yaml": as_yaml,
+    }
+    assert (
+        api == (not (isinstance(vnodes, int) and not isinstance(vnodes, bool) and 0 <= vnodes < 2**24)) or vnodes == -1
+    )
+
+
+# ---- the CLI ------------------------------------------------------------------------------------
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    from mqbalance.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    with redirect_stderr(err), redirect_stdout(out):
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse: usage + one error line, exit 2
+            code = int(e.code or 0)
+    return code, err.getvalue()
+
+
+def _bad_files(root: Path) -> dict[str, Path]:
+    """Snapshot and scenario files that are wrong in one way each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files: dict[str, Path] = {}
+
+    def put(name: str, content: bytes | str) -> None:
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+        files[name] = p
+
+    put("latin1.json", b'{"topics": "\xe9t\xe9"}')
+    put("notjson.json", "{topics: 1")
+    put("deep.json", "[" * 100_000)
+    put("bigint.json", '{"topics": ' + "9" * 5000 + "}")
+    for name, change in {
+        "addrs.json": lambda d: d["topics"]["T"].update(brokerDatas=[{"brokerName": "b", "brokerAddrs": {"x": 1}}]),
+        "addrs2.json": lambda d: d["topics"]["T"].update(
+            brokerDatas=[{"brokerName": "b", "brokerAddrs": [["0", "a"]]}]
+        ),
+        "nested.json": lambda d: d["topics"]["T"].update(queueDatas=[[1, 2]]),
+        "huge.json": lambda d: d["topics"]["T"]["queueDatas"][0].update(readQueueNums=10**9),
+        "beyondint.json": lambda d: d["topics"]["T"]["queueDatas"][0].update(readQueueNums=2**40),
+        "float.json": lambda d: d["topics"]["T"]["queueDatas"][0].update(readQueueNums=2.5),
+        "negative.json": lambda d: d["topics"]["T"]["queueDatas"][0].update(readQueueNums=-3),
+        "version.json": lambda d: d["groups"]["g"]["connections"][0].update(version=2**70),
+        "subs.json": lambda d: d["groups"]["g"].update(subscriptions="T"),
+        "conns.json": lambda d: d["groups"]["g"].update(connections=[["c1"]]),
+        "vnodes.json": lambda d: d["groups"]["g"].update(strategy={"name": "CONSISTENT_HASH", "virtualNodeCnt": 2.5}),
+    }.items():
+        data = json.loads(json.dumps(_SNAPSHOT))
+        change(data)
+        put(name, json.dumps(data))
+    (root / "textparquet").mkdir()
+    for table in ("queue_data", "connections", "subscriptions"):
+        put(f"textparquet/{table}.parquet", "not parquet at all")
+    good = snap_mod.snapshot_from_dict(_SNAPSHOT)
+    for name, (table, column, values) in {
+        "nullsub": ("subscriptions", "group", pa.array([None], pa.string())),
+        "nullqd": ("queue_data", "broker_name", pa.array([None], pa.string())),
+        "nullcount": ("queue_data", "read_queue_nums", pa.array([None], pa.int64())),
+        "floatvn": ("connections", "virtual_node_cnt", pa.array([2.5, 2.5])),
+        "hugeqd": ("queue_data", "read_queue_nums", pa.array([10**9])),
+    }.items():
+        d = snap_mod.write_parquet(good, root / name)
+        t = pq.read_table(d / f"{table}.parquet")
+        t = t.set_column(t.column_names.index(column), column, values)
+        pq.write_table(t, d / f"{table}.parquet")
+        if name == "floatvn":  # a CONSISTENT_HASH fleet, with the count as a float
+            t = t.set_column(t.column_names.index("strategy"), "strategy", pa.array(["CONSISTENT_HASH"] * 2))
+            pq.write_table(t, d / f"{table}.parquet")
+        files[name] = d
+    scenario = "topics: {T: {queues_per_broker: 2}}\ngroup: {consumers: 2}\n"
+    put("latin1.yaml", b"topics: \xe9\n")
+    put("surrogate.yaml", 'topics: {"\\ud800": {queues_per_broker: 2}}\ngroup: {consumers: 2}\nduration: 1m\n')
+    put("surrogate.json", json.dumps(_SNAPSHOT).replace('"c1"', '"\\ud800"'))
+    put("bad.yaml", "topics: [\n")
+    put("samples.yaml", scenario + "duration: 240h\nsample_interval: 1ms\n")
+    put("timers.yaml", scenario + "duration: 240h\nclient: {heartbeat_interval: 1ms}\n")
+    put(
+        "ring.yaml",
+        "topics: {T: {queues_per_broker: 2}}\nduration: 1m\n"
+        "group: {consumers: 2, strategy: {name: CONSISTENT_HASH, virtual_node_cnt: 20000000}}\n",
+    )
+    put("negative.yaml", scenario.replace("2}", "-2}") + "duration: 1m\n")
+    put("nan.yaml", scenario + "duration: .nan\n")
+    put("good.yaml", scenario + "duration: 1m\n")
+    (root / "dir.yaml").mkdir()
+    files["dir.yaml"] = root / "dir.yaml"
+    return files
+
+
+#: CLI subcommand → argv lists that must each be refused (exit 2, one line naming what is wrong).
+#: ``{name}`` is a bad file from :func:`_bad_files`; ``{unwritable}`` a path that cannot be created.
+CLI: dict[str, list[list[str]]] = {
+    "assign": [
+        ["assign", f"{{{n}}}"]
+        for n in (
+            "latin1.json",
+            "notjson.json",
+            "deep.json",
+            "bigint.json",
+            "addrs.json",
+            "addrs2.json",
+            "nested.json",
+            "huge.json",
+            "beyondint.json",
+            "float.json",
+            "negative.json",
+            "version.json",
+            "subs.json",
+            "conns.json",
+            "vnodes.json",
+            "surrogate.json",
+            "textparquet",
+            "nullsub",
+            "nullqd",
+            "nullcount",
+            "floatvn",
+            "hugeqd",
+        )
+    ]
+    + [["assign", "/nonexistent/x.json"], ["assign", "--top", "-1"], ["assign", "--top", "x"]],
+    "audit": [
+        ["audit", "{huge.json}", "--out", "{tmp}/a"],
+        ["audit", "{latin1.json}", "--out", "{tmp}/a"],
+        ["audit", "--out", "{unwritable}"],
+        ["audit", "--fail-on", "nonsense", "--out", "{tmp}/a"],
+        ["audit", "{textparquet}", "--out", "{tmp}/a"],
+    ],
+    "simulate": [
+        ["simulate", f"{{{n}}}", "--out", "{tmp}/s"]
+        for n in (
+            "latin1.yaml",
+            "bad.yaml",
+            "samples.yaml",
+            "timers.yaml",
+            "ring.yaml",
+            "negative.yaml",
+            "nan.yaml",
+            "surrogate.yaml",
+            "dir.yaml",
+        )
+    ]
+    + [
+        ["simulate", "{good.yaml}", "--strategy", "CONFIG", "--out", "{tmp}/s"],
+        ["simulate", "{good.yaml}", "--strategy", "NOPE", "--out", "{tmp}/s"],
+        ["simulate", "{good.yaml}", "--out", "{unwritable}"],
+        ["simulate", "{good.yaml}", "--seed", "1.5"],
+        ["simulate"],
+    ],
+    "fault-latency-demo": [["fault-latency-demo", "--rounds", "-1"], ["fault-latency-demo", "--rounds", "0"]],
+}
+#: Subcommands not walked, with the reason.
+CLI_EXEMPT = {
+    "member": "a ZooKeeper group member (needs a server); its options are checked by InvalidCoordinationConfigError",
+    "group": "ZooKeeper group status (needs a server)",
+    "topics": "ZooKeeper topic setup (needs a server)",
+}
+
+
+def _subcommands() -> set[str]:
+    code, err = _cli(["--no-such-option"])
+    assert code == 2
+    choices = err.split("{", 1)[1].split("}", 1)[0]
+    return set(choices.split(","))
+
+
+def test_every_cli_command_is_walked() -> None:
+    missing = _subcommands() - set(CLI) - set(CLI_EXEMPT)
+    assert not missing, f"CLI commands not covered by the bad-input walker: {sorted(missing)}"
+
+
+_CLI_CASES = [argv for cases in CLI.values() for argv in cases]
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _bad_files(tmp_path_factory.mktemp("bad"))
+
+
+@pytest.mark.parametrize("argv", _CLI_CASES, ids=[" ".join(a) for a in _CLI_CASES])
+def test_cli_refuses_bad_input(argv: list[str], bad_files: dict[str, Path], tmp_path: Path) -> None:
+    """Exit 2 and one line (argparse: its usage line and one error line), never a traceback; checked
+    before any Spark job or simulation starts."""
+    unwritable = tmp_path / "file"
+    unwritable.write_text("x")
+    names = {"tmp": str(tmp_path), "unwritable": str(unwritable / "out")} | {k: str(v) for k, v in bad_files.items()}
+    args = []
+    for a in argv:
+        for key, value in names.items():
+            a = a.replace("{" + key + "}", value)
+        args.append(a)
+    code, err = _cli(args)
+    assert code == 2, (args, code, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    errors = [line for line in lines if "error:" in line]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    if errors[0].startswith("mqbalance: error:"):
+        assert len(lines) == 1, err
+
+
+def test_a_long_simulation_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) ends a long run promptly: exit 130, one line, no traceback."""
+    import signal
+    import time
+
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text("topics: {T: {queues_per_broker: 8}}\ngroup: {consumers: 4}\nduration: 240h\n")
+    cli = Path(sys.executable).with_name("mqbalance")
+    proc = subprocess.Popen(
+        [str(cli), "simulate", str(scenario), "--out", str(tmp_path / "out")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4)
+    assert proc.poll() is None, "the 240 h scenario should still be running"
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().splitlines()[-1] == "mqbalance: interrupted", err
+
+
+@pytest.mark.parametrize("epsilon", [0.25, 0, -0.5, math.nan, math.inf, "0.1", True])
+def test_same_verdict_for_epsilon_on_every_path(epsilon: Any, tmp_path: Path) -> None:
+    """CONSISTENT_HASH_BOUNDED's epsilon: API, JSON snapshot, Parquet snapshot, YAML scenario agree."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import yaml
+
+    def refused(f: Callable[[], Any]) -> bool:
+        try:
+            f()
+        except MQBalanceError:
+            return True
+        return False
+
+    api = refused(lambda: ConsistentHashBounded(epsilon=epsilon).assign(Q(), ["a"]))
+    data = json.loads(json.dumps(_SNAPSHOT))
+    data["groups"]["g"]["strategy"] = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
+    as_json = refused(lambda: snap_mod.snapshot_from_dict(json.loads(json.dumps(data))))
+    good = {**_SNAPSHOT, "groups": {"g": {**_SNAPSHOT["groups"]["g"], "strategy": "CONSISTENT_HASH_BOUNDED"}}}
+    snap_mod.write_parquet(snap_mod.snapshot_from_dict(good), tmp_path / "p")
+    conns = pq.read_table(tmp_path / "p" / "connections.parquet")
+    column = pa.array([epsilon] * conns.num_rows)
+    conns = conns.set_column(conns.column_names.index("epsilon"), "epsilon", column)
+    pq.write_table(conns, tmp_path / "p" / "connections.parquet")
+    as_parquet = refused(lambda: snap_mod.load_snapshot(tmp_path / "p"))
+    strategy = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({**_SCENARIO, "group": {"consumers": 2, "strategy": strategy}}))
+    as_yaml = refused(lambda: sim_mod.load_scenario(tmp_path / "s.yaml"))
+    verdicts = {"api": api, "json": as_json, "parquet": as_parquet, "yaml": as_yaml}
+    assert len(set(verdicts.values())) == 1, verdicts
+    legal = not isinstance(epsilon, (bool, str)) and math.isfinite(epsilon) and epsilon >= 0
+    assert api == (not legal), verdicts
