@@ -10,8 +10,12 @@ import time
 
 import pytest
 
+from mqbalance.cli import main
 from mqbalance.exceptions import BrokerResponseError, RemotingConnectError
+from mqbalance.fleet.live import live_snapshot
+from mqbalance.fleet.snapshot import load_snapshot
 from mqbalance.remoting import (
+    AclCredentials,
     BrokerClient,
     ConsumerData,
     NameServer,
@@ -238,3 +242,31 @@ def _pull_expecting_failure(b: BrokerClient, group: str, topic: str, failures: l
         b.pull(group, topic, 0, 0, suspend_ms=20_000)
     except Exception as e:
         failures.append(e)
+
+
+def test_acl_signing_with_authentication_enabled(monkeypatch, tmp_path):
+    """A broker with ``authenticationEnabled`` refuses unsigned requests and wrong secrets (code 16)
+    and serves requests signed as the Java ``AclClientRPCHook`` signs them."""
+    config = {
+        "authenticationEnabled": "true",
+        "initAuthenticationUser": '{"username":"mqadmin","password":"secret-123"}',
+        "innerClientAuthenticationCredentials": '{"accessKey":"mqadmin","secretKey":"secret-123"}',
+    }
+    with RocketMQCluster(brokers=1, broker_config=config) as cluster:
+        addr = cluster.brokers[0].addr
+        for credentials in (None, AclCredentials("mqadmin", "wrong-secret")):
+            with BrokerClient(addr, credentials=credentials) as b, pytest.raises(BrokerResponseError) as info:
+                b.subscription_groups()
+            assert info.value.code == ResponseCode.NO_PERMISSION and "credentials are invalid" in str(info.value)
+        with BrokerClient(addr, credentials=AclCredentials("mqadmin", "secret-123")) as b:
+            assert isinstance(b.subscription_groups(), dict)
+            b.create_topic("TopicAcl", read=2, write=2)
+            assert b.send("TopicAcl", 0, b"signed").queue_offset == 0
+        # the live snapshot signs too (credentials from the environment in the CLI)
+        unsigned = live_snapshot(cluster.namesrv_addr, timeout=2.0)
+        assert "credentials are invalid" in unsigned.error_lines()[0]
+        monkeypatch.setenv("MQBALANCE_ACCESS_KEY", "mqadmin")
+        monkeypatch.setenv("MQBALANCE_SECRET_KEY", "secret-123")
+        assert main(["snapshot", "--namesrv", cluster.namesrv_addr, "-o", str(tmp_path / "f.json"), "--quiet"]) == 0
+        signed = load_snapshot(tmp_path / "f.json")
+        assert signed.error_lines() == [] and signed.readable_routes()["TopicAcl"] == [("broker-a", 2)]

@@ -11,7 +11,8 @@ audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its pr
 cluster (topics, routes, groups, connections, reported strategies, committed offsets) into a
 snapshot (:mod:`mqbalance.fleet.live`): JSON, or the Parquet layout for any other ``-o``. Brokers
 that did not answer are listed in the snapshot and on stderr. ``audit`` and ``assign`` take
-``--namesrv`` instead of a snapshot file to read the cluster directly.
+``--namesrv`` instead of a snapshot file to read the cluster directly. With
+``MQBALANCE_ACCESS_KEY`` and ``MQBALANCE_SECRET_KEY`` set, every request is signed (ACL).
 
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
@@ -32,10 +33,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
+
+if TYPE_CHECKING:
+    from mqbalance.remoting import AclCredentials
 
 __all__ = ["SnapshotError", "main"]
 
@@ -49,13 +54,32 @@ def _example(seed: int) -> tuple[Snapshot, Snapshot]:
     )
 
 
+def _credentials() -> AclCredentials | None:
+    """ACL credentials from ``MQBALANCE_ACCESS_KEY`` / ``MQBALANCE_SECRET_KEY`` (not options: a
+    secret on the command line shows in ``ps``)."""
+    from mqbalance.remoting import AclCredentials
+
+    access, secret = os.environ.get("MQBALANCE_ACCESS_KEY"), os.environ.get("MQBALANCE_SECRET_KEY")
+    if not access and not secret:
+        return None
+    if not access or not secret:
+        raise SnapshotError("set both MQBALANCE_ACCESS_KEY and MQBALANCE_SECRET_KEY, or neither", None)
+    return AclCredentials(access, secret)
+
+
 def _live(args: argparse.Namespace, say: Progress) -> Snapshot:
     """The live snapshot of ``--namesrv``; its read errors are printed on stderr."""
     from mqbalance.fleet.live import live_snapshot
 
     if args.timeout is not None and not args.timeout > 0:
         raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
-    snap = live_snapshot(args.namesrv, timeout=args.timeout or 3.0, running_info=not args.no_running_info, progress=say)
+    snap = live_snapshot(
+        args.namesrv,
+        timeout=args.timeout or 3.0,
+        running_info=not args.no_running_info,
+        progress=say,
+        credentials=_credentials(),
+    )
     _warn_partial(snap)
     return snap
 
@@ -89,7 +113,13 @@ def _cmd_snapshot(args: argparse.Namespace) -> int:
     if not args.timeout > 0:
         raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
     say = Progress(quiet=args.quiet, stream=sys.stderr)
-    data = read_cluster(args.namesrv, timeout=args.timeout, running_info=not args.no_running_info, progress=say)
+    data = read_cluster(
+        args.namesrv,
+        timeout=args.timeout,
+        running_info=not args.no_running_info,
+        progress=say,
+        credentials=_credentials(),
+    )
     snap = snapshot_from_dict(data, f"rocketmq://{args.namesrv}")  # validated before anything is written
     out = Path(args.out)
     if out.suffix.lower() == ".json":

@@ -44,7 +44,7 @@ from mqbalance.exceptions import (
     RemotingTimeoutError,
 )
 from mqbalance.fleet.snapshot import Snapshot, auditable_strategy, snapshot_from_dict
-from mqbalance.remoting import BrokerClient, ConsumerConnectionInfo, NameServer, ResponseCode
+from mqbalance.remoting import AclCredentials, BrokerClient, ConsumerConnectionInfo, NameServer, ResponseCode
 from mqbalance.remoting.api import strategy_from_running_info
 
 __all__ = ["live_snapshot", "read_cluster"]
@@ -89,8 +89,8 @@ def _pool_map(fn: Callable[[T], R], items: Iterable[T], workers: int, ticker: _T
 class _Broker:
     """One master broker: its client, and whether it still answers."""
 
-    def __init__(self, name: str, addr: str, timeout: float) -> None:
-        self.name, self.addr, self.timeout = name, addr, timeout
+    def __init__(self, name: str, addr: str, timeout: float, credentials: AclCredentials | None) -> None:
+        self.name, self.addr, self.timeout, self.credentials = name, addr, timeout, credentials
         self.client: BrokerClient | None = None
         self.down: str | None = None
         self.lock = threading.Lock()
@@ -100,7 +100,7 @@ class _Broker:
             if self.down is not None:
                 raise RemotingConnectError(self.down, self.addr)
             if self.client is None:
-                self.client = BrokerClient(self.addr, timeout=self.timeout)
+                self.client = BrokerClient(self.addr, timeout=self.timeout, credentials=self.credentials)
             return self.client
 
     def mark_down(self, error: RemotingError) -> None:
@@ -114,8 +114,16 @@ class _Broker:
 
 
 class _Reader:
-    def __init__(self, namesrv: str, timeout: float, workers: int, say: Callable[[str], None]) -> None:
-        self.ns = NameServer(namesrv, timeout=timeout)
+    def __init__(
+        self,
+        namesrv: str,
+        timeout: float,
+        workers: int,
+        say: Callable[[str], None],
+        credentials: AclCredentials | None = None,
+    ) -> None:
+        self.ns = NameServer(namesrv, timeout=timeout, credentials=credentials)
+        self.credentials = credentials
         self.namesrv, self.timeout, self.workers, self.say = namesrv, timeout, workers, say
         self.errors: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -155,7 +163,7 @@ class _Reader:
         say = self.say
         info = self.ns.cluster_info()  # no name server: RemotingConnectError, the whole read fails
         brokers = [
-            _Broker(name, b.master_addr, self.timeout)
+            _Broker(name, b.master_addr, self.timeout, self.credentials)
             for name, b in sorted(info.brokers.items())
             if b.master_addr is not None
         ]
@@ -305,12 +313,14 @@ def read_cluster(
     running_info: bool = True,
     workers: int = 8,
     progress: Callable[[str], None] | None = None,
+    credentials: AclCredentials | None = None,
 ) -> dict[str, Any]:
     """Read a cluster into a JSON snapshot (a dict with ``topics``, ``groups``, ``offsets``,
     ``errors`` and ``meta``). ``namesrv`` is ``host:port`` or several joined by ``;``;
     ``timeout`` is per request; ``workers`` requests are in flight at once;
-    ``running_info=False`` skips asking each client for its strategy."""
-    return _Reader(namesrv, timeout, workers, progress or (lambda message: None)).read(running_info)
+    ``running_info=False`` skips asking each client for its strategy; ``credentials`` signs every
+    request (brokers with ``authenticationEnabled``)."""
+    return _Reader(namesrv, timeout, workers, progress or (lambda message: None), credentials).read(running_info)
 
 
 def live_snapshot(
@@ -320,8 +330,16 @@ def live_snapshot(
     running_info: bool = True,
     workers: int = 8,
     progress: Callable[[str], None] | None = None,
+    credentials: AclCredentials | None = None,
 ) -> Snapshot:
     """:func:`read_cluster`, validated into a :class:`~mqbalance.fleet.snapshot.Snapshot` whose
     source is ``rocketmq://<namesrv>``."""
-    data = read_cluster(namesrv, timeout=timeout, running_info=running_info, workers=workers, progress=progress)
+    data = read_cluster(
+        namesrv,
+        timeout=timeout,
+        running_info=running_info,
+        workers=workers,
+        progress=progress,
+        credentials=credentials,
+    )
     return snapshot_from_dict(data, f"rocketmq://{namesrv}")
