@@ -148,3 +148,23 @@ def test_unreachable_name_server_is_a_clear_error(capsys):
     assert main(["snapshot", "--namesrv", f"127.0.0.1:{port}", "-o", "unused.json", "--timeout", "1"]) == 2
     assert "no name server answered" in capsys.readouterr().err
     assert time.monotonic() - start < 5
+
+
+def test_snapshots_without_offsets_or_errors_still_load(tmp_path):
+    from mqbalance.fleet.snapshot import SnapshotError, snapshot_from_dict, write_parquet
+
+    old = {"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}]}}}
+    old["groups"] = {"g": {"subscriptions": ["T"], "connections": [{"clientId": "c1"}]}}
+    snap = snapshot_from_dict(old)
+    assert snap.offsets.num_rows == 0 and snap.error_lines() == []
+    write_parquet(snap, tmp_path / "old")
+    for name in ("offsets", "errors", "brokers"):  # as written before these tables existed
+        (tmp_path / "old" / f"{name}.parquet").unlink()
+    again = load_snapshot(tmp_path / "old")
+    assert again.offsets.num_rows == 0 and again.consumer_groups()["g"].client_ids == ["c1"]
+    with pytest.raises(SnapshotError, match=r"offsets\[0\]\.queueId: expected int"):
+        snapshot_from_dict(
+            {**old, "offsets": [{"group": "g", "topic": "T", "brokerName": "b", "queueId": "0", "offset": 1}]}
+        )
+    partial = snapshot_from_dict({**old, "errors": [{"broker": "b", "request": "X", "error": "timed out"}]})
+    assert partial.error_lines() == ["b: X: timed out"]
