@@ -1,9 +1,10 @@
 """Command line.
 
-``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]``
-— the main job: the owner of every readable queue of every (group, topic) computed on Spark as the
-clients compute it, and the audit of it (see :mod:`mqbalance.fleet`). Without ``SNAPSHOT`` it
-audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
+``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]
+[--what-if STRATEGIES]`` — the main job: the owner of every readable queue of every (group, topic)
+computed on Spark as the clients compute it, and the audit of it (see :mod:`mqbalance.fleet`), with
+what switching strategy would do (``--what-if``). Without ``SNAPSHOT`` it audits the bundled
+example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
 
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
+from mqbalance.registry import StrategySpec
 
 if TYPE_CHECKING:
     from mqbalance.remoting import AclCredentials
@@ -207,8 +209,28 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
+#: ``audit`` tries the default what-if candidates unasked up to this many readable queues.
+WHAT_IF_DEFAULT_MAX_QUEUES = 100_000
+
+
+def _what_if(option: str | None, snap: Snapshot, say: Progress) -> tuple[StrategySpec, ...]:
+    """The candidate strategies of ``--what-if`` (``none``: off; unset: the defaults on fleets of up
+    to :data:`WHAT_IF_DEFAULT_MAX_QUEUES` readable queues)."""
+    from mqbalance.fleet import DEFAULT_WHAT_IF, what_if_candidates
+
+    if option is None:
+        if snap.readable_queue_count() > WHAT_IF_DEFAULT_MAX_QUEUES:
+            say(f"what-if skipped above {WHAT_IF_DEFAULT_MAX_QUEUES:,} queues (--what-if {','.join(DEFAULT_WHAT_IF)})")
+            return ()
+        option = ",".join(DEFAULT_WHAT_IF)
+    if option.strip().lower() == "none":
+        return ()
+    return what_if_candidates(option)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
+    from mqbalance.fleet.report import what_if_summary
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
     from mqbalance.fleet.spark import assign_fleet, audit_fleet, session
 
@@ -233,6 +255,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         say("local mode: the executors run this Python already; --ship-environment ignored")
     if ship:
         environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
+    what_if = _what_if(args.what_if, snap, say)
     conf = _spark_conf(args)
     driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 10_000_000}g"
     with (
@@ -240,11 +263,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         session(args.master, ship_environment=ship, driver_memory=driver_memory, conf=conf) as spark,
     ):
         say("assigning and auditing every (group, topic) in the executors")
-        previous = None
-        if prev is not None:
-            previous = (assign_fleet(spark, snap, partitions=args.partitions), assign_fleet(spark, prev))
         with say.spark_stages(spark, "audit"):
-            result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous)
+            result = audit_fleet(spark, snap, partitions=args.partitions, previous=prev, what_if=what_if)
         say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
         paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
@@ -257,6 +277,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print("Summary")
     for k, v in result.totals.items():
         print(f"  {k:<20} {v:,}")
+    switched = what_if_summary(result)
+    if switched:
+        print("What if every group switched (queues moved, pairs above 1.25x fair share, idle processes)")
+        for c in switched:
+            print(f"  {c.name:<24} {c.moved:>12,} {c.over:>8,} {c.idle:>8,}")
     worst = result.worst(8)
     if worst:
         print("Top findings")
@@ -331,14 +356,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         ]
         (out / "compare.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
         print()
+        w = max(18, *(len(row["strategy"]) for row in table))
         print(
-            f"{'strategy':<18} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} "
+            f"{'strategy':<{w}} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} "
             f"{'max backlog':>11}"
         )
         for row in table:
             stable = "never" if row["max_time_to_stable_s"] is None else f"{row['max_time_to_stable_s']:.1f}"
             print(
-                f"{row['strategy']:<18} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} "
+                f"{row['strategy']:<{w}} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} "
                 f"{row['owned_twice_queue_s']:>10,.1f} {stable:>11} {row['max_backlog']:>11,}"
             )
         try:
@@ -407,6 +433,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     au.add_argument(
         "--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned"
+    )
+    au.add_argument(
+        "--what-if",
+        metavar="STRATEGIES",
+        help="comma-separated strategies to try on every clustering group: queues that would move on a switch, "
+        "max load, idle processes (a report section; computed in the same executor pass, about 1x the assignment's "
+        "work per candidate, more for STICKY). Default: AVG,CONSISTENT_HASH_BOUNDED,STICKY on fleets of up to 10^5 "
+        "readable queues; 'none' turns it off",
     )
     au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
     au.add_argument("--quiet", action="store_true", help="no progress lines")
