@@ -8,6 +8,13 @@ example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
 
+``mqbalance snapshot --namesrv HOST:PORT[;HOST:PORT] -o fleet.json|DIR`` — read a live RocketMQ
+cluster (topics, routes, groups, connections, reported strategies, committed offsets) into a
+snapshot (:mod:`mqbalance.fleet.live`): JSON, or the Parquet layout for any other ``-o``. Brokers
+that did not answer are listed in the snapshot and on stderr. ``audit`` and ``assign`` take
+``--namesrv`` instead of a snapshot file to read the cluster directly. With
+``MQBALANCE_ACCESS_KEY`` and ``MQBALANCE_SECRET_KEY`` set, every request is signed (ACL).
+
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
 
@@ -27,11 +34,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
 from mqbalance.registry import StrategySpec
+
+if TYPE_CHECKING:
+    from mqbalance.remoting import AclCredentials
 
 __all__ = ["SnapshotError", "main"]
 
@@ -59,12 +70,94 @@ def _example(seed: int) -> tuple[Snapshot, Snapshot]:
     )
 
 
+def _credentials() -> AclCredentials | None:
+    """ACL credentials from ``MQBALANCE_ACCESS_KEY`` / ``MQBALANCE_SECRET_KEY`` (not options: a
+    secret on the command line shows in ``ps``)."""
+    from mqbalance.remoting import AclCredentials
+
+    access, secret = os.environ.get("MQBALANCE_ACCESS_KEY"), os.environ.get("MQBALANCE_SECRET_KEY")
+    if not access and not secret:
+        return None
+    if not access or not secret:
+        raise SnapshotError("set both MQBALANCE_ACCESS_KEY and MQBALANCE_SECRET_KEY, or neither", None)
+    return AclCredentials(access, secret)
+
+
+def _live(args: argparse.Namespace, say: Progress) -> Snapshot:
+    """The live snapshot of ``--namesrv``; its read errors are printed on stderr."""
+    from mqbalance.fleet.live import live_snapshot
+
+    if args.timeout is not None and not args.timeout > 0:
+        raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
+    snap = live_snapshot(
+        args.namesrv,
+        timeout=args.timeout or 3.0,
+        running_info=not args.no_running_info,
+        progress=say,
+        credentials=_credentials(),
+    )
+    _warn_partial(snap)
+    return snap
+
+
+def _warn_partial(snap: Snapshot) -> None:
+    lines = snap.error_lines()
+    if lines:
+        print(f"mqbalance: warning: {snap.source} is partial, {len(lines)} read error(s):", file=sys.stderr)
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+
+
+def _snapshot_arg(args: argparse.Namespace, say: Progress) -> Snapshot | None:
+    if args.namesrv and args.snapshot:
+        raise SnapshotError("give a snapshot file or --namesrv, not both", args.snapshot)
+    if args.namesrv:
+        return _live(args, say)
+    if args.snapshot:
+        snap = load_snapshot(args.snapshot)
+        _warn_partial(snap)
+        return snap
+    return None
+
+
+def _cmd_snapshot(args: argparse.Namespace) -> int:
+    import json
+
+    from mqbalance.fleet.live import read_cluster
+    from mqbalance.fleet.snapshot import write_parquet
+
+    if not args.timeout > 0:
+        raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
+    say = Progress(quiet=args.quiet, stream=sys.stderr)
+    data = read_cluster(
+        args.namesrv,
+        timeout=args.timeout,
+        running_info=not args.no_running_info,
+        progress=say,
+        credentials=_credentials(),
+    )
+    snap = snapshot_from_dict(data, f"rocketmq://{args.namesrv}")  # validated before anything is written
+    out = Path(args.out)
+    if out.suffix.lower() == ".json":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    else:
+        write_parquet(snap, out)
+    print(
+        f"{out}: {len(data['topics']):,} topics, {snap.readable_queue_count():,} readable queues, "
+        f"{len(data['groups']):,} groups online ({data['meta']['groupsOffline']:,} offline), "
+        f"{snap.connections.num_rows:,} connections, {snap.offsets.num_rows:,} committed offsets"
+    )
+    _warn_partial(snap)
+    return 4 if args.fail_on_partial and snap.errors.num_rows else 0
+
+
 def _cmd_assign(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FindingKind, audit_snapshot
 
     if args.top is not None and args.top < 0:
         raise SnapshotError(f"--top: must be >= 0, got {args.top}", args.top)
-    snap = load_snapshot(args.snapshot) if args.snapshot else _example(args.seed)[0]
+    snap = _snapshot_arg(args, Progress(quiet=True)) or _example(args.seed)[0]
     result = audit_snapshot(snap)
     rows = {(r.group, r.topic): r for r in result.rows}
     groups = snap.consumer_groups()
@@ -161,8 +254,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         raise SnapshotError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
     say = Progress(quiet=args.quiet)
     _writable_dir(args.out, "--out")
-    if args.snapshot:
-        snap = load_snapshot(args.snapshot)
+    live = _snapshot_arg(args, say)
+    if live is not None:
+        snap = live
         prev = load_snapshot(args.previous) if args.previous else None
     else:
         snap, prev = _example(args.seed)
@@ -187,7 +281,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         with say.spark_stages(spark, "audit"):
             result = audit_fleet(spark, snap, partitions=args.partitions, previous=prev, what_if=what_if)
         say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
-        paths = write_outputs(result, args.out, source=snap.source)
+        paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
         if not args.no_assignments:
             target = Path(args.out) / "assignments"
@@ -309,6 +403,27 @@ def _one_line(message: str) -> str:
     return " ".join(message.split("\n")) if "\n" in message else message
 
 
+def _live_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    p.add_argument(
+        "--namesrv",
+        required=required,
+        metavar="HOST:PORT[;HOST:PORT]",
+        help="read the live cluster behind these RocketMQ name servers"
+        + ("" if required else " instead of a snapshot file"),
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3.0 if required else None,
+        help="seconds per request to a name server or broker (default: 3)",
+    )
+    p.add_argument(
+        "--no-running-info",
+        action="store_true",
+        help="do not ask each client for its strategy (GET_CONSUMER_RUNNING_INFO): every client counts as AVG",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="mqbalance", description="Consumer-group load balancing, exactly as the Java clients compute it."
@@ -356,6 +471,17 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument(
         "snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)"
     )
+    for p in (au, a):
+        _live_options(p, required=False)
+    sn = sub.add_parser("snapshot", help="read a live RocketMQ cluster (name server + brokers) into a snapshot file")
+    _live_options(sn, required=True)
+    sn.add_argument(
+        "-o", "--out", required=True, help="fleet.json (JSON) or a directory, e.g. fleet.parquet (Parquet layout)"
+    )
+    sn.add_argument("--quiet", action="store_true", help="no progress lines")
+    sn.add_argument(
+        "--fail-on-partial", action="store_true", help="exit 4 when some broker or request could not be read"
+    )
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--top", type=int, help="print only the N worst group/topic pairs (default: all, by name)")
     a.add_argument("--seed", type=int, default=7)
@@ -394,7 +520,13 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
         return fault_latency_demo.main(["--rounds", str(args.rounds)])
-    commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate, **coordination_commands}
+    commands = {
+        "audit": _cmd_audit,
+        "assign": _cmd_assign,
+        "snapshot": _cmd_snapshot,
+        "simulate": _cmd_simulate,
+        **coordination_commands,
+    }
     try:
         return commands[args.command](args)
     except MQBalanceError as e:

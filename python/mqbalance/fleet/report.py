@@ -16,6 +16,7 @@ import html
 import json
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -256,8 +257,16 @@ def _what_if_html(result: AuditResult) -> str:
     )
 
 
-def _markdown(result: AuditResult, source: str, images: list[str]) -> str:
-    lines = [f"# mqbalance audit — {source}", "", "| total | value |", "|---|---|"]
+def _markdown(result: AuditResult, source: str, images: list[str], snapshot_errors: Sequence[str] = ()) -> str:
+    lines = [f"# mqbalance audit — {source}", ""]
+    if snapshot_errors:
+        lines += [
+            f"**Partial snapshot**: {len(snapshot_errors)} read error(s); what they hide is not audited.",
+            "",
+            *[f"- {e}" for e in snapshot_errors],
+            "",
+        ]
+    lines += ["| total | value |", "|---|---|"]
     lines += [f"| {k} | {v:,} |" for k, v in result.totals.items()]
     lines += ["", "## Findings by kind", "", "| kind | findings | count | meaning |", "|---|---|---|---|"]
     grouped = _by_kind(result)
@@ -319,7 +328,12 @@ def _csv(path: Path, columns: list[str] | tuple[str, ...], rows: list[dict[str, 
 
 
 def write_outputs(
-    result: AuditResult, out_dir: str | Path, *, assignments: Any = None, source: str = ""
+    result: AuditResult,
+    out_dir: str | Path,
+    *,
+    assignments: Any = None,
+    source: str = "",
+    snapshot_errors: Sequence[str] = (),
 ) -> dict[str, Path]:
     """Write assignments (Parquet, when a Spark DataFrame or Arrow table is given), findings (JSON,
     CSV), the per-group table (CSV) and a report (Markdown and HTML) with plots (PNG). Returns the
@@ -339,7 +353,11 @@ def write_outputs(
     findings = [f.to_dict() for _, found in _by_kind(result) for f in found]  # most urgent first
     paths["findings_json"] = out / "findings.json"
     paths["findings_json"].write_text(
-        json.dumps({"source": source, "totals": result.totals, "findings": findings}, indent=2, ensure_ascii=False),
+        json.dumps(
+            {"source": source, "totals": result.totals, "findings": findings, "snapshot_errors": list(snapshot_errors)},
+            indent=2,
+            ensure_ascii=False,
+        ),
         encoding="utf-8",
     )
     paths["findings_csv"] = _csv(out / "findings.csv", FINDING_COLUMNS, findings)
@@ -350,7 +368,7 @@ def write_outputs(
         paths["what_if_csv"] = _csv(out / "what_if.csv", list(switched[0]), switched)
     images = _plots(result, out)
     paths["report_md"] = out / "report.md"
-    paths["report_md"].write_text(_markdown(result, source, images), encoding="utf-8")
+    paths["report_md"].write_text(_markdown(result, source, images, snapshot_errors), encoding="utf-8")
     paths["report_html"] = out / "report.html"
     paths["report_html"].write_text(_html(result, source, images), encoding="utf-8")
     for img in images:
