@@ -136,3 +136,24 @@ def test_cooperative_metadata_uses_the_v2_fields():
     assert [(tp.topic, list(tp.partitions)) for tp in md.owned_partitions] == [("t", [0, 2])]
     sub = a._subscription(Member(member_id="x", group_instance_id=None, metadata=md))
     assert sub == Subscription(["t"], [TopicPartition("t", 0), TopicPartition("t", 2)], 42)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_assignments_made_like_the_constructor(version: int) -> None:
+    """The drop-in makes each ``ConsumerProtocolAssignment`` without kafka-python's generic
+    ``__init__``; what it makes equals, prints and encodes like a constructed one."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
+    from mqbalance.kafka_python import _AssignmentMaker
+
+    make = _AssignmentMaker(version)
+    assert make._fixed is not None  # the fast path is in use with this kafka-python
+    parts = [("orders", (0, 3, 9)), ("payments", (2,))]
+    made, real = make(parts), ConsumerProtocolAssignment(version, parts, b"")
+    assert type(made) is ConsumerProtocolAssignment
+    assert made == real and repr(made) == repr(real) and made.encode() == real.encode()
+    assert ConsumerProtocolAssignment.decode(made.encode()).assigned_partitions == [
+        ("orders", [0, 3, 9]),
+        ("payments", [2]),
+    ]
+    assert make(parts) is not made and make([]).assigned_partitions == []

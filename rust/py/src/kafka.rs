@@ -4,10 +4,15 @@
 
 use mqbalance_core::assign::{zk, Assignor, Cluster, Member, TopicPartition};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::PyIndexError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyList, PySlice, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::errors::{InvalidInputError, UnknownStrategyError};
 
@@ -144,6 +149,10 @@ impl<'py> Atoms<'py> {
     }
 }
 
+/// `mqbalance.kafka.TopicPartition` and `tuple.__new__`, looked up once.
+static TOPIC_PARTITION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static TUPLE_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
 /// Builds `TopicPartition` namedtuples without running their Python `__new__`:
 /// `tuple.__new__(cls, (topic, partition))`, what the namedtuple's own `_make` does.
 struct TopicPartitions<'py> {
@@ -152,10 +161,20 @@ struct TopicPartitions<'py> {
 }
 
 impl<'py> TopicPartitions<'py> {
-    fn new(py: Python<'py>, cls: Bound<'py, PyAny>) -> PyResult<Self> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
         Ok(TopicPartitions {
-            tuple_new: py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?,
-            cls,
+            tuple_new: TUPLE_NEW
+                .get_or_try_init(py, || {
+                    py.get_type::<PyTuple>()
+                        .getattr(intern!(py, "__new__"))
+                        .map(Bound::unbind)
+                })?
+                .bind(py)
+                .clone(),
+            cls: TOPIC_PARTITION
+                .import(py, "mqbalance.kafka", "TopicPartition")?
+                .clone()
+                .into_any(),
         })
     }
 
@@ -163,47 +182,316 @@ impl<'py> TopicPartitions<'py> {
         &self,
         py: Python<'py>,
         topic: &Bound<'py, PyString>,
-        partition: Bound<'py, PyAny>,
+        partition: u32,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let pair = PyTuple::new(py, [topic.as_any().clone(), partition])?;
+        let pair = PyTuple::new(
+            py,
+            [
+                topic.as_any().clone(),
+                partition.into_pyobject(py)?.into_any(),
+            ],
+        )?;
         self.tuple_new.call1((&self.cls, pair))
     }
 }
 
-/// Per member, its `cls(topic, partition)` list, sharing one str per topic and one int per id.
+/// One member's partitions: an immutable sequence of `TopicPartition` (an assignor's result is
+/// sorted by topic, then partition) that compares equal to a list or tuple of the same items.
+/// Compact: one object per member, topic names shared by every list of a result, each
+/// `TopicPartition` made when it is read, so a 100k-partition assignment does not fill the heap
+/// with 100k objects the garbage collector has to scan. `tolist()` gives a plain list, `by_topic()`
+/// the `{topic: [partition, ...]}` grouping a `ConsumerProtocolAssignment` carries.
+///
+/// >>> tps = TopicPartitionList([("t0", 0), ("t0", 1), ("t1", 0)])
+/// >>> len(tps), tps[-1], tps == [("t0", 0), ("t0", 1), ("t1", 0)]
+/// (3, TopicPartition(topic='t1', partition=0), True)
+/// >>> tps.by_topic()
+/// {'t0': [0, 1], 't1': [0]}
+#[pyclass(
+    frozen,
+    sequence,
+    name = "TopicPartitionList",
+    module = "mqbalance.kafka"
+)]
+pub struct TopicPartitionList {
+    topics: Arc<[Py<PyString>]>,
+    items: Box<[TopicPartition]>,
+}
+
+impl TopicPartitionList {
+    fn topic<'py>(&self, py: Python<'py>, t: u32) -> &Bound<'py, PyString> {
+        self.topics[t as usize].bind(py)
+    }
+
+    fn item<'py>(&self, make: &TopicPartitions<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        let py = make.cls.py();
+        let (t, p) = self.items[i];
+        make.make(py, self.topic(py, t), p)
+    }
+
+    /// Whether item `i` equals `other` (a `TopicPartition`, or any `(topic, partition)` pair).
+    fn item_eq(&self, py: Python<'_>, i: usize, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(pair) = other.cast::<PyTuple>() else {
+            return Ok(false);
+        };
+        if pair.len() != 2 {
+            return Ok(false);
+        }
+        let (t, p) = self.items[i];
+        Ok(pair.get_item(0)?.eq(self.topic(py, t))? && pair.get_item(1)?.eq(p)?)
+    }
+}
+
+#[pymethods]
+impl TopicPartitionList {
+    /// From `(topic, partition)` pairs, kept in the order given.
+    #[new]
+    fn py_new(py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut index: FxHashMap<String, u32> = FxHashMap::default();
+        let mut topics: Vec<Py<PyString>> = Vec::new();
+        let mut out = Vec::new();
+        for item in items.try_iter()? {
+            let item = item?;
+            let (t, p): (Bound<'_, PyString>, i64) = item.extract().map_err(|_| {
+                InvalidInputError::new_err((
+                    format!(
+                        "a TopicPartitionList holds (topic: str, partition: int) pairs, got {}",
+                        item.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ),
+                    item.clone().unbind(),
+                ))
+            })?;
+            let p = u32::try_from(p).map_err(|_| {
+                InvalidInputError::new_err((format!("partition must be >= 0, got {p}"), p))
+            })?;
+            let name = t.to_str()?;
+            let code = if let Some(&c) = index.get(name) {
+                c
+            } else {
+                index.insert(name.to_owned(), topics.len() as u32);
+                topics.push(t.clone().unbind());
+                (topics.len() - 1) as u32
+            };
+            out.push((code, p));
+        }
+        let _ = py;
+        Ok(TopicPartitionList {
+            topics: topics.into(),
+            items: out.into_boxed_slice(),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.items.len()
+    }
+
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        index: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(slice) = index.cast::<PySlice>() {
+            let ind = slice.indices(self.items.len() as isize)?;
+            let mut items = Vec::with_capacity(ind.slicelength);
+            let mut k = ind.start;
+            for _ in 0..ind.slicelength {
+                items.push(self.items[k as usize]);
+                k += ind.step;
+            }
+            let sub = TopicPartitionList {
+                topics: Arc::clone(&self.topics),
+                items: items.into_boxed_slice(),
+            };
+            return Ok(Bound::new(py, sub)?.into_any());
+        }
+        let i: isize = index.extract()?;
+        let n = self.items.len() as isize;
+        let k = if i < 0 { i + n } else { i };
+        if !(0..n).contains(&k) {
+            return Err(PyIndexError::new_err(
+                "TopicPartitionList index out of range",
+            ));
+        }
+        self.item(&TopicPartitions::new(py)?, k as usize)
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> TopicPartitionIter {
+        TopicPartitionIter {
+            list: slf.unbind(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        for i in 0..self.items.len() {
+            if self.item_eq(py, i, value)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Equal to another `TopicPartitionList`, a list or a tuple holding equal items in the same
+    /// order (so `result["C0"] == [TopicPartition("t", 0)]` reads as it did for lists).
+    fn __richcmp__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        op: CompareOp,
+    ) -> PyResult<Py<PyAny>> {
+        let eq =
+            match op {
+                CompareOp::Eq | CompareOp::Ne => {
+                    if let Ok(o) = other.cast::<TopicPartitionList>() {
+                        let o = o.get();
+                        self.items.len() == o.items.len()
+                            && self.items.iter().zip(o.items.iter()).all(
+                                |(&(ta, pa), &(tb, pb))| {
+                                    pa == pb
+                                        && self.topics[ta as usize].bind(py).to_str().ok()
+                                            == o.topics[tb as usize].bind(py).to_str().ok()
+                                },
+                            )
+                    } else if other.is_instance_of::<PyList>()
+                        || other.is_exact_instance_of::<PyTuple>()
+                    {
+                        if other.len()? == self.items.len() {
+                            let mut all = true;
+                            for (i, v) in other.try_iter()?.enumerate() {
+                                if !self.item_eq(py, i, &v?)? {
+                                    all = false;
+                                    break;
+                                }
+                            }
+                            all
+                        } else {
+                            false
+                        }
+                    } else {
+                        return Ok(py.NotImplemented());
+                    }
+                }
+                _ => return Ok(py.NotImplemented()),
+            };
+        Ok(
+            PyBool::new(py, if matches!(op, CompareOp::Eq) { eq } else { !eq })
+                .to_owned()
+                .into_any()
+                .unbind(),
+        )
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("TopicPartitionList({})", self.tolist(py)?.repr()?))
+    }
+
+    /// The items as a `list` of `TopicPartition` (what `assign` returned before this type).
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let make = TopicPartitions::new(py)?;
+        let out = PyList::empty(py);
+        for i in 0..self.items.len() {
+            out.append(self.item(&make, i)?)?;
+        }
+        Ok(out)
+    }
+
+    /// `{topic: [partition, ...]}` in the list's order: what a `ConsumerProtocolAssignment` carries.
+    fn by_topic<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for run in self.items.chunk_by(|a, b| a.0 == b.0) {
+            let topic = self.topic(py, run[0].0);
+            let ids = if let Some(l) = out.get_item(topic)? {
+                l.cast_into::<PyList>()?
+            } else {
+                let l = PyList::empty(py);
+                out.set_item(topic, &l)?;
+                l
+            };
+            for &(_, p) in run {
+                ids.append(p)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Pickles as the class applied to its `(topic, partition)` pairs.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyAny>, (Vec<Pair>,)) {
+        let py = slf.py();
+        let this = slf.get();
+        let pairs = this
+            .items
+            .iter()
+            .map(|&(t, p)| (this.topics[t as usize].clone_ref(py), p))
+            .collect();
+        (slf.get_type().into_any(), (pairs,))
+    }
+}
+
+/// A `(topic, partition)` pair as pickled.
+type Pair = (Py<PyString>, u32);
+
+/// Iterator over a [`TopicPartitionList`], making each `TopicPartition` as it is reached.
+#[pyclass(
+    frozen,
+    name = "TopicPartitionListIterator",
+    module = "mqbalance.kafka"
+)]
+pub struct TopicPartitionIter {
+    list: Py<TopicPartitionList>,
+    next: AtomicUsize,
+}
+
+#[pymethods]
+impl TopicPartitionIter {
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let list = self.list.get();
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        if i >= list.items.len() {
+            self.next.store(list.items.len(), Ordering::Relaxed);
+            return Ok(None);
+        }
+        let (t, p) = list.items[i];
+        let make = TopicPartitions::new(py)?;
+        make.make(py, list.topic(py, t), p).map(Some)
+    }
+}
+
+/// One `TopicPartitionList` per member of `lists`, sharing one str per topic.
 fn topic_partition_lists<'py>(
     py: Python<'py>,
     cluster: &Cluster,
-    cls: Bound<'py, PyAny>,
-    lists: &[Vec<TopicPartition>],
+    lists: Vec<Vec<TopicPartition>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut atoms = Atoms::new(py, cluster);
-    let make = TopicPartitions::new(py, cls)?;
+    let topics: Arc<[Py<PyString>]> = (0..cluster.len() as u32)
+        .map(|t| PyString::new(py, cluster.name(t)).unbind())
+        .collect();
     let out = PyList::empty(py);
-    for lst in lists {
-        let row = PyList::empty(py);
-        for &(t, p) in lst {
-            let int = atoms.int(py, p)?;
-            row.append(make.make(py, &atoms.topics[t as usize], int)?)?;
-        }
-        out.append(row)?;
+    for items in lists {
+        let list = TopicPartitionList {
+            topics: Arc::clone(&topics),
+            items: items.into_boxed_slice(),
+        };
+        out.append(Bound::new(py, list)?)?;
     }
     Ok(out)
 }
 
-/// Modern assignor (`assignor(name).assign`). `members` as in [`members_from`]; `cls` is
-/// `mqbalance.kafka.TopicPartition`. Returns, aligned with `members`, each member's list of
-/// `cls(topic, partition)` in the core's order (topic name, then partition).
+/// Modern assignor (`assignor(name).assign`). `members` as in [`members_from`]. Returns, aligned
+/// with `members`, each member's [`TopicPartitionList`] in the core's order (topic name, then
+/// partition).
 #[pyfunction]
 pub fn kafka_assign<'py>(
     py: Python<'py>,
     name: &str,
     topics: Vec<(String, u32)>,
     members: &Bound<'py, PyList>,
-    cls: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let (cluster, lists) = run(py, name, topics, members)?;
-    topic_partition_lists(py, &cluster, cls, &lists)
+    topic_partition_lists(py, &cluster, lists)
 }
 
 /// What kafka-python's `ConsumerProtocolAssignment` carries, per member: `[(topic, (partition,
@@ -361,8 +649,8 @@ pub fn kafka_assign_columns<'py>(
     ))
 }
 
-/// ZooKeeper-era assignor: for each of `threads` (thread ids, in the order wanted), its list of
-/// `cls(topic, partition)`, topic by topic in `topics` order, partitions ascending.
+/// ZooKeeper-era assignor: for each of `threads` (thread ids, in the order wanted), its
+/// [`TopicPartitionList`], topic by topic in `topics` order, partitions ascending.
 #[pyfunction]
 pub fn zk_assign<'py>(
     py: Python<'py>,
@@ -370,7 +658,6 @@ pub fn zk_assign<'py>(
     topics: Vec<(String, u32)>,
     consumers: Vec<(String, Vec<(u32, u32)>)>,
     threads: Vec<String>,
-    cls: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let Some(which) = zk::ZkAssignor::parse(name) else {
         return Err(UnknownStrategyError::new_err((
@@ -412,5 +699,5 @@ pub fn zk_assign<'py>(
             }
         }
     }
-    topic_partition_lists(py, &cluster, cls, &rows)
+    topic_partition_lists(py, &cluster, rows)
 }

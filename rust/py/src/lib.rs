@@ -491,6 +491,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(ring_hash, m)?)?;
+    m.add_class::<kafka::TopicPartitionList>()?;
+    m.add_class::<kafka::TopicPartitionIter>()?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_columns, m)?)?;
