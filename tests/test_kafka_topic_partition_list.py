@@ -42,7 +42,7 @@ def test_equality_like_a_list() -> None:
     assert tps == expected and expected == tps and tps == tuple(expected) and tps == PAIRS
     assert tps == TopicPartitionList(PAIRS) and tps != TopicPartitionList(PAIRS[:3])
     assert tps != expected[:3] and tps != expected[::-1] and tps != [*expected[:3], ("t2", 8)]
-    assert tps != 4 and tps != "t0" and tps != {tp: 0 for tp in expected}
+    assert tps != 4 and tps != "t0" and tps != dict.fromkeys(expected, 0)
     with pytest.raises(TypeError):
         hash(tps)
 
