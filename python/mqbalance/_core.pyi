@@ -1,6 +1,6 @@
 """Private Rust extension. Use the ``mqbalance`` facade instead."""
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar, SupportsIndex, final, overload
 
 import numpy as np
@@ -178,8 +178,12 @@ class TopicPartitionList:
 
 def kafka_assign(name: str, topics: list[tuple[str, int]], members: list[Any]) -> list[TopicPartitionList]: ...
 def kafka_assign_grouped(
-    name: str, topics: list[tuple[str, int]], members: list[Any]
-) -> list[list[tuple[str, tuple[int, ...]]]]: ...
+    name: str,
+    topics: list[tuple[str, int]] | Callable[[str], Any],
+    members: list[Any],
+    *,
+    make: tuple[type, list[tuple[str, Any]], str] | None = None,
+) -> list[Any]: ...
 def kafka_assign_columns(
     name: str,
     topics: list[tuple[str, int]],

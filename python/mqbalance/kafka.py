@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Sequence as _SequenceABC
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -159,12 +159,20 @@ class Assignor:
         return ids, pairs, members
 
     def _assign_grouped(
-        self, pairs: list[tuple[str, int]], members: list[Any]
-    ) -> list[list[tuple[str, tuple[int, ...]]]]:
+        self,
+        pairs: list[tuple[str, int]] | Callable[[str], Any],
+        members: list[Any],
+        *,
+        make: tuple[type, list[tuple[str, Any]], str] | None = None,
+    ) -> list[Any]:
         """Per member (aligned with ``members``: ``(member_id, group_instance_id, topics: list[str],
-        owned: list[(topic, partition)] | None, generation)``), what kafka-python's
-        ``ConsumerProtocolAssignment`` carries: ``[(topic, (partition, ...)), ...]`` sorted."""
-        return _core.kafka_assign_grouped(self.name, pairs, members)
+        owned: list[(topic, partition)] | sticky userData bytes | None, generation)``), what
+        kafka-python's ``ConsumerProtocolAssignment`` carries: ``[(topic, (partition, ...)), ...]``
+        sorted. ``pairs``: ``(topic, partition count)`` pairs, or a ``partitions_for_topic(name)``
+        callable asked once per subscribed topic (``None`` or empty: no metadata). With ``make =
+        (cls, [(attribute, value), ...], parts_attribute)`` each entry is a ``cls`` made without
+        ``__init__``, those attributes set, the list under ``parts_attribute``."""
+        return _core.kafka_assign_grouped(self.name, pairs, members, make=make)
 
 
 def assignor(name: str) -> Assignor:

@@ -9,7 +9,7 @@ use pyo3::exceptions::PyIndexError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyList, PySlice, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PySlice, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -30,8 +30,9 @@ impl TopicIndex {
         )
     }
 
-    /// Indices of the known names in a list of str (unknown names have no metadata: skipped).
-    fn resolve(&self, names: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    /// Indices of the names in a list of str. Unknown names have no metadata and are skipped,
+    /// unless `learn`: then they get the next index.
+    fn resolve(&mut self, names: &Bound<'_, PyAny>, learn: bool) -> PyResult<Vec<u32>> {
         let list = names.cast::<PyList>().map_err(|_| {
             InvalidInputError::new_err(("topic lists must be lists of str", names.clone().unbind()))
         })?;
@@ -46,12 +47,55 @@ impl TopicIndex {
                     item.clone().unbind(),
                 ))
             })?;
-            if let Some(&t) = self.0.get(s.to_str()?) {
+            let name = s.to_str()?;
+            if let Some(&t) = self.0.get(name) {
+                out.push(t);
+            } else if learn {
+                let t = self.0.len() as u32;
+                self.0.insert(name.to_owned(), t);
                 out.push(t);
             }
         }
         Ok(out)
     }
+}
+
+/// Previous `(topic, partition)`s and their generation, as a sticky member's userData carries them.
+type UserData<'a> = (Vec<(&'a str, i32)>, Option<i32>);
+
+/// Java `StickyAssignor` userData (`StickyAssignorUserData` v1, else v0; see
+/// `mqbalance.sticky_user_data`): the previous `(topic, partition)`s and generation, or `None` when
+/// the bytes are neither layout.
+fn decode_sticky_user_data(data: &[u8]) -> Option<UserData<'_>> {
+    fn layout(data: &[u8], with_generation: bool) -> Option<UserData<'_>> {
+        let mut pos = 0usize;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let out = data.get(pos..pos.checked_add(n)?)?;
+            pos += n;
+            Some(out)
+        };
+        let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let topics = usize::try_from(int(take(4)?)).ok()?;
+        let mut out = Vec::new();
+        for _ in 0..topics {
+            let b = take(2)?;
+            let len = usize::try_from(i16::from_be_bytes([b[0], b[1]])).ok()?;
+            let topic = std::str::from_utf8(take(len)?).ok()?;
+            let count = usize::try_from(int(take(4)?)).ok()?;
+            let ids = take(count.checked_mul(4)?)?;
+            out.extend(ids.chunks_exact(4).map(|b| (topic, int(b))));
+        }
+        let generation = if with_generation {
+            Some(int(take(4)?))
+        } else {
+            None
+        };
+        (pos == data.len()).then_some((out, generation.filter(|&g| g != -1)))
+    }
+    if data.is_empty() {
+        return None;
+    }
+    layout(data, true).or_else(|| layout(data, false))
 }
 
 /// The assignor named `name` (any ASCII case).
@@ -64,43 +108,103 @@ fn assignor(name: &str) -> PyResult<Assignor> {
     })
 }
 
-/// Core members from `(member_id, group_instance_id, topics: list[str], owned: list[(topic,
-/// partition)] | None, generation)` tuples; names without metadata are skipped.
-fn members_from(index: &TopicIndex, members: &Bound<'_, PyList>) -> PyResult<Vec<Member>> {
+/// Core members from `(member_id, group_instance_id, topics: list[str], owned, generation)`
+/// tuples, where `owned` is `None`, a list of `(topic, partition)` or the bytes of Java
+/// `StickyAssignor` userData (whose generation, if any, replaces `generation`). Names without
+/// metadata are skipped; with `learn`, every subscribed name gets an index in `index` (owned
+/// partitions of topics nobody subscribes to are still skipped).
+fn members_from(
+    index: &mut TopicIndex,
+    learn: bool,
+    members: &Bound<'_, PyList>,
+) -> PyResult<Vec<Member>> {
     let mut list = Vec::with_capacity(members.len());
+    let mut owned_values = Vec::with_capacity(members.len());
     for item in members.iter() {
         let tuple = item.cast::<PyTuple>().map_err(|_| {
             InvalidInputError::new_err(("members must be tuples", item.clone().unbind()))
         })?;
         let member_id: String = tuple.get_item(0)?.extract()?;
         let group_instance_id: Option<String> = tuple.get_item(1)?.extract()?;
-        let topics = index.resolve(&tuple.get_item(2)?)?;
-        let mut owned = Vec::new();
-        let owned_list = tuple.get_item(3)?;
-        if !owned_list.is_none() {
-            let owned_list = owned_list.cast::<PyList>().map_err(|_| {
-                InvalidInputError::new_err((
-                    "owned partitions must be a list",
-                    owned_list.clone().unbind(),
-                ))
-            })?;
-            for pair in owned_list.iter() {
-                let (t, p): (Bound<'_, PyString>, i64) = pair.extract()?;
-                if let (Some(&t), Ok(p)) = (index.0.get(t.to_str()?), u32::try_from(p)) {
-                    owned.push((t, p));
-                }
-            }
-        }
+        let topics = index.resolve(&tuple.get_item(2)?, learn)?;
         let generation: Option<i32> = tuple.get_item(4)?.extract()?;
+        owned_values.push(tuple.get_item(3)?);
         list.push(Member {
             member_id,
             group_instance_id,
             topics,
-            owned,
+            owned: Vec::new(),
             generation,
         });
     }
+    for (member, value) in list.iter_mut().zip(owned_values) {
+        if value.is_none() {
+            continue;
+        }
+        if let Ok(bytes) = value.cast::<PyBytes>() {
+            if let Some((pairs, generation)) = decode_sticky_user_data(bytes.as_bytes()) {
+                member.generation = generation;
+                for (t, p) in pairs {
+                    if let (Some(&t), Ok(p)) = (index.0.get(t), u32::try_from(p)) {
+                        member.owned.push((t, p));
+                    }
+                }
+            }
+            continue;
+        }
+        let owned_list = value.cast::<PyList>().map_err(|_| {
+            InvalidInputError::new_err((
+                "owned partitions must be a list or sticky userData bytes",
+                value.clone().unbind(),
+            ))
+        })?;
+        for pair in owned_list.iter() {
+            let (t, p): (Bound<'_, PyString>, i64) = pair.extract()?;
+            if let (Some(&t), Ok(p)) = (index.0.get(t.to_str()?), u32::try_from(p)) {
+                member.owned.push((t, p));
+            }
+        }
+    }
     Ok(list)
+}
+
+/// The cluster of the topics `index` learnt (Python's `sorted` order, which is byte order in
+/// UTF-8), each with `partitions_for_topic(name)`'s size; topics for which it gives `None` or an
+/// empty collection have no metadata and are dropped from `members`.
+fn learnt_cluster(
+    index: TopicIndex,
+    partitions_for_topic: &Bound<'_, PyAny>,
+    members: &mut [Member],
+) -> PyResult<Cluster> {
+    let mut names: Vec<(String, u32)> = index.0.into_iter().collect();
+    names.sort_unstable();
+    let mut code = vec![u32::MAX; names.len()];
+    let mut topics = Vec::with_capacity(names.len());
+    for (name, learnt) in names {
+        let parts = partitions_for_topic.call1((name.as_str(),))?;
+        let count = if parts.is_none() { 0 } else { parts.len()? };
+        if count > 0 {
+            code[learnt as usize] = topics.len() as u32;
+            let count = u32::try_from(count).map_err(|_| {
+                InvalidInputError::new_err((
+                    format!("topic {name:?} has too many partitions"),
+                    count,
+                ))
+            })?;
+            topics.push((name, count));
+        }
+    }
+    for m in members.iter_mut() {
+        m.topics.retain_mut(|t| {
+            *t = code[*t as usize];
+            *t != u32::MAX
+        });
+        m.owned.retain_mut(|(t, _)| {
+            *t = code[*t as usize];
+            *t != u32::MAX
+        });
+    }
+    Ok(Cluster::new(topics))
 }
 
 /// Run assignor `name` over the extracted members, with the GIL released.
@@ -111,8 +215,8 @@ fn run(
     members: &Bound<'_, PyList>,
 ) -> PyResult<(Cluster, Vec<Vec<TopicPartition>>)> {
     let which = assignor(name)?;
-    let index = TopicIndex::new(&topics);
-    let list = members_from(&index, members)?;
+    let mut index = TopicIndex::new(&topics);
+    let list = members_from(&mut index, false, members)?;
     let cluster = Cluster::new(topics);
     let lists = py.detach(|| which.assign(&cluster, &list));
     Ok((cluster, lists))
@@ -495,19 +599,40 @@ pub fn kafka_assign<'py>(
 }
 
 /// What kafka-python's `ConsumerProtocolAssignment` carries, per member: `[(topic, (partition,
-/// ...)), ...]`, topics in Python's `sorted` order (code points), partitions ascending. Aligned
-/// with `members` (as in [`members_from`]); no per-partition object besides the int (shared).
+/// ...)), ...]`, topics in Python's `sorted` order (code points), partitions ascending. `topics`
+/// is a list of `(name, partition count)` or kafka-python's `ClusterMetadata.partitions_for_topic`
+/// (asked once per distinct subscribed topic). Aligned with `members` (as in [`members_from`]); no per-partition object besides the int (shared).
 /// The pairs and partition groups are tuples of atoms: they encode exactly like kafka-python's
 /// lists, and the collector stops tracking them after one pass, so a large assignment does not
 /// set off full collections.
+///
+/// With `make = (cls, [(attribute, value), ...], parts_attribute)`, each member's entry is
+/// instead a new `cls` (made by `object.__new__`, no `__init__`) with those attributes set and its
+/// list under `parts_attribute`.
 #[pyfunction]
+#[pyo3(signature = (name, topics, members, *, make = None))]
+#[allow(clippy::type_complexity)]
 pub fn kafka_assign_grouped<'py>(
     py: Python<'py>,
     name: &str,
-    topics: Vec<(String, u32)>,
+    topics: &Bound<'py, PyAny>,
     members: &Bound<'py, PyList>,
+    make: Option<(
+        Bound<'py, PyType>,
+        Vec<(Bound<'py, PyString>, Bound<'py, PyAny>)>,
+        Bound<'py, PyString>,
+    )>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let (cluster, mut lists) = run(py, name, topics, members)?;
+    let (cluster, mut lists) = if topics.is_callable() {
+        let which = assignor(name)?;
+        let mut index = TopicIndex(FxHashMap::default());
+        let mut list = members_from(&mut index, true, members)?;
+        let cluster = learnt_cluster(index, topics, &mut list)?;
+        let lists = py.detach(|| which.assign(&cluster, &list));
+        (cluster, lists)
+    } else {
+        run(py, name, topics.extract()?, members)?
+    };
     let n = cluster.len() as u32;
     // rank[t]: position of topic t in code-point order (what Python's `sorted` gives).
     let mut by_name: Vec<u32> = (0..n).collect();
@@ -517,42 +642,56 @@ pub fn kafka_assign_grouped<'py>(
         rank[t as usize] = r as u32;
     }
     let mut atoms = Atoms::new(py, &cluster);
-    let out = PyList::empty(py);
-    // A run of partition ids equal to the previous one reuses its (immutable) tuple: range and
-    // roundrobin over identical subscriptions give a member the same ids in every topic.
-    let mut prev: Option<(&[TopicPartition], Bound<'py, PyTuple>)> = None;
     for lst in &mut lists {
         let key = |&(t, p): &(u32, u32)| (rank[t as usize], p);
         if !lst.is_sorted_by_key(key) {
             lst.sort_unstable_by_key(key);
         }
     }
+    // One (immutable) tuple per distinct run of partition ids: range and roundrobin over
+    // identical subscriptions give a member the same ids in every topic, sticky spreads single
+    // partitions, so most runs repeat one seen before.
+    let mut groups: FxHashMap<Vec<u32>, Bound<'py, PyTuple>> = FxHashMap::default();
+    let mut ids: Vec<u32> = Vec::new();
+    let make = make
+        .map(|(cls, fixed, attr)| -> PyResult<_> {
+            let new = py.get_type::<PyAny>().getattr(intern!(py, "__new__"))?;
+            Ok((new, cls, fixed, attr))
+        })
+        .transpose()?;
+    let out = PyList::empty(py);
     for lst in &lists {
         let row = PyList::empty(py);
         for run in lst.chunk_by(|a, b| a.0 == b.0) {
-            let t = run[0].0;
-            let ps = match &prev {
-                Some((r, ps))
-                    if r.len() == run.len() && r.iter().zip(run).all(|(a, b)| a.1 == b.1) =>
-                {
-                    ps.clone()
-                }
-                _ => {
-                    let ints = run
-                        .iter()
-                        .map(|&(_, p)| atoms.int(py, p))
-                        .collect::<PyResult<Vec<_>>>()?;
-                    let ps = PyTuple::new(py, ints)?;
-                    prev = Some((run, ps.clone()));
-                    ps
-                }
+            ids.clear();
+            ids.extend(run.iter().map(|&(_, p)| p));
+            let ps = if let Some(ps) = groups.get(ids.as_slice()) {
+                ps.clone()
+            } else {
+                let ints = ids
+                    .iter()
+                    .map(|&p| atoms.int(py, p))
+                    .collect::<PyResult<Vec<_>>>()?;
+                let ps = PyTuple::new(py, ints)?;
+                groups.insert(ids.clone(), ps.clone());
+                ps
             };
+            let t = run[0].0;
             row.append(PyTuple::new(
                 py,
                 [atoms.topics[t as usize].as_any().clone(), ps.into_any()],
             )?)?;
         }
-        out.append(row)?;
+        if let Some((new, cls, fixed, attr)) = &make {
+            let obj = new.call1((cls,))?;
+            for (k, v) in fixed {
+                obj.setattr(k, v)?;
+            }
+            obj.setattr(attr, row)?;
+            out.append(obj)?;
+        } else {
+            out.append(row)?;
+        }
     }
     Ok(out)
 }
@@ -577,7 +716,7 @@ pub fn kafka_assign_columns<'py>(
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<u32>>,
 )> {
-    let index = TopicIndex::new(&topics);
+    let mut index = TopicIndex::new(&topics);
     let cluster = Cluster::new(topics);
     let n = member_ids.len();
     if member_topics.len() != n {
@@ -605,7 +744,7 @@ pub fn kafka_assign_columns<'py>(
             (*g != i64::MIN).then(|| (*g).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
     }
     for (m, names) in members.iter_mut().zip(member_topics.iter()) {
-        m.topics = index.resolve(&names)?;
+        m.topics = index.resolve(&names, false)?;
     }
     let (om, ot, op) = (
         owned_member.as_slice()?,
