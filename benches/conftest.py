@@ -105,17 +105,29 @@ def compare(benchmark, request):
 
 @pytest.fixture
 def alone(benchmark, request):
-    """``alone(ours, rounds=..., target_s=...)``: a timed path with no baseline (median recorded)."""
+    """``alone(ours, rounds=..., target_s=..., reference=...)``: a timed path with no baseline
+    (median recorded). ``reference(ours_median_s) -> (label, seconds, target_s)``, called after
+    the timing, adds a figure measured another way (e.g. a time taken inside Rust) to the row,
+    shown in the baseline columns without a ratio."""
 
-    def run(ours: Callable[[], Any], *, rounds: int = 5, target_s: float | None = None) -> Any:
+    def run(
+        ours: Callable[[], Any],
+        *,
+        rounds: int = 5,
+        target_s: float | None = None,
+        reference: Callable[[float], tuple[str, float, float | None]] | None = None,
+    ) -> Any:
         if benchmark.disabled:
             return benchmark(ours)
         result = benchmark.pedantic(ours, rounds=rounds, iterations=1, warmup_rounds=1)
         ours_t = benchmark.stats.stats.median
+        label, ref_s = None, None
+        if reference is not None:
+            label, ref_s, target_s = reference(ours_t)
         row = {
             "name": request.node.name,
-            "baseline": None,
-            "baseline_s": None,
+            "baseline": label,
+            "baseline_s": ref_s,
             "ours_s": ours_t,
             "ratio": None,
             "rounds": rounds,

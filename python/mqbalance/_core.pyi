@@ -58,6 +58,9 @@ def allocate_prepared(
     consumer_rooms: _StrColumn | None = None,
     room_sep: str | None = None,
 ) -> list[Any]: ...
+def time_allocate_core(
+    strategy: Strategy, current_id: str | None, table: QueueTable, consumers: list[Any], rounds: int
+) -> float: ...
 def assign_prepared(
     strategy: Strategy,
     table: QueueTable,
