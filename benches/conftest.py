@@ -140,6 +140,36 @@ def alone(benchmark, request):
     return run
 
 
+@pytest.fixture
+def record(request):
+    """``record(ours_s, rounds=..., label=..., reference_s=..., target_s=...)``: a row the test
+    timed itself (e.g. interleaved with a figure measured inside Rust); the reference shows in
+    the baseline columns, without a ratio."""
+
+    def run(
+        ours_s: float,
+        *,
+        rounds: int,
+        label: str | None = None,
+        reference_s: float | None = None,
+        target_s: float | None = None,
+    ) -> None:
+        RESULTS.append(
+            {
+                "name": request.node.name,
+                "baseline": label,
+                "baseline_s": reference_s,
+                "ours_s": ours_s,
+                "ratio": None,
+                "rounds": rounds,
+                "target_s": target_s,
+                "min_ratio": None,
+            }
+        )
+
+    return run
+
+
 def _met(r: dict[str, Any]) -> str:
     checks = []
     if r["target_s"] is not None:

@@ -16,8 +16,10 @@ use std::sync::Arc;
 
 use crate::errors::{InvalidInputError, UnknownStrategyError};
 
-/// Topic name → index, for resolving names without allocating.
-struct TopicIndex(FxHashMap<String, u32>);
+/// Topic name → index, for resolving names without allocating. Remembers the last list it
+/// resolved: members' lists usually repeat the previous one name for name, and comparing with the
+/// name at the same position is cheaper than hashing.
+struct TopicIndex(FxHashMap<String, u32>, Vec<(String, u32)>);
 
 impl TopicIndex {
     fn new(topics: &[(String, u32)]) -> Self {
@@ -27,6 +29,7 @@ impl TopicIndex {
                 .enumerate()
                 .map(|(i, (t, _))| (t.clone(), i as u32))
                 .collect(),
+            Vec::new(),
         )
     }
 
@@ -37,7 +40,7 @@ impl TopicIndex {
             InvalidInputError::new_err(("topic lists must be lists of str", names.clone().unbind()))
         })?;
         let mut out = Vec::with_capacity(list.len());
-        for item in list.iter() {
+        for (i, item) in list.iter().enumerate() {
             let s = item.cast::<PyString>().map_err(|_| {
                 InvalidInputError::new_err((
                     format!(
@@ -48,12 +51,32 @@ impl TopicIndex {
                 ))
             })?;
             let name = s.to_str()?;
-            if let Some(&t) = self.0.get(name) {
-                out.push(t);
+            if let Some((last, t)) = self.1.get(i) {
+                if last == name {
+                    if *t != u32::MAX {
+                        out.push(*t);
+                    }
+                    continue;
+                }
+            }
+            let t = if let Some(&t) = self.0.get(name) {
+                t
             } else if learn {
                 let t = self.0.len() as u32;
                 self.0.insert(name.to_owned(), t);
+                t
+            } else {
+                u32::MAX
+            };
+            if t != u32::MAX {
                 out.push(t);
+            }
+            if let Some(slot) = self.1.get_mut(i) {
+                slot.0.clear();
+                slot.0.push_str(name);
+                slot.1 = t;
+            } else {
+                self.1.push((name.to_owned(), t));
             }
         }
         Ok(out)
@@ -625,7 +648,7 @@ pub fn kafka_assign_grouped<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let (cluster, mut lists) = if topics.is_callable() {
         let which = assignor(name)?;
-        let mut index = TopicIndex(FxHashMap::default());
+        let mut index = TopicIndex(FxHashMap::default(), Vec::new());
         let mut list = members_from(&mut index, true, members)?;
         let cluster = learnt_cluster(index, topics, &mut list)?;
         let lists = py.detach(|| which.assign(&cluster, &list));
