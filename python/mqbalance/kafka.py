@@ -215,22 +215,30 @@ def zk_assign(
     pairs, index = _topics(partitions_per_topic)
     extra: dict[str, int] = {}
     rows = []
-    threads: dict[str, None] = {}
+    threads: list[str] = []
     for cid, sub in consumers.items():
         subs = []
+        most = 0
         for topic, streams in sub.items():
-            if not isinstance(streams, int) or isinstance(streams, bool) or not 0 <= streams < 2**31:
-                raise InvalidInputError(
-                    f"stream count of {cid!r} for {topic!r} must be an int >= 0, got {streams!r}", streams
-                )
-            if topic not in index and topic not in extra:
-                extra[topic] = len(pairs) + len(extra)  # no metadata: owns nothing
-            subs.append((index.get(topic, extra.get(topic, 0)), streams))
-            for k in range(streams):
-                threads.setdefault(f"{cid}-{k}")
+            if streams.__class__ is not int and (not isinstance(streams, int) or isinstance(streams, bool)):
+                streams = -1  # reported below
+            if not 0 <= streams < 2**31:
+                bad = sub[topic]
+                raise InvalidInputError(f"stream count of {cid!r} for {topic!r} must be an int >= 0, got {bad!r}", bad)
+            code = index.get(topic)
+            if code is None:
+                code = extra.get(topic)
+                if code is None:  # no metadata: owns nothing
+                    code = extra[topic] = len(pairs) + len(extra)
+            subs.append((code, streams))
+            if streams > most:
+                most = streams
+        # Threads <consumer_id>-<k>, k below the consumer's largest stream count, in the order the
+        # topics first name them (k ascending).
+        threads.extend(f"{cid}-{k}" for k in range(most))
         rows.append((cid, subs))
     all_pairs = pairs + [(t, 0) for t in extra]
-    ids = list(threads)
+    ids = list(dict.fromkeys(threads))
     return dict(zip(ids, _core.zk_assign(name, all_pairs, rows, ids)))
 
 
