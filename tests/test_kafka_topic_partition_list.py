@@ -109,3 +109,22 @@ def test_plain_topic_lists_checked_like_subscriptions() -> None:
     assert assignor("roundrobin").assign({"t": 3, "u": 2}, subs) == assignor("roundrobin").assign(
         {"t": 3, "u": 2}, {m: Subscription(ts) for m, ts in subs.items()}
     )
+
+
+def test_zk_threads_follow_the_largest_stream_count() -> None:
+    # Threads <consumer>-<k> for k below the consumer's largest stream count, consumers in order;
+    # the Scala RangeAssignor over each topic's sorted subscribed threads (t: only C1-0; u: five
+    # threads, one partition each).
+    got = zk_assign("range", {"t": 2, "u": 5}, {"C1": {"t": 1, "u": 3}, "C2": {"u": 2}})
+    assert list(got) == ["C1-0", "C1-1", "C1-2", "C2-0", "C2-1"]
+    assert {k: [(tp.topic, tp.partition) for tp in v] for k, v in got.items()} == {
+        "C1-0": [("t", 0), ("t", 1), ("u", 0)],
+        "C1-1": [("u", 1)],
+        "C1-2": [("u", 2)],
+        "C2-0": [("u", 3)],
+        "C2-1": [("u", 4)],
+    }
+    with pytest.raises(InvalidInputError, match="stream count of 'C2' for 'u'"):
+        zk_assign("range", {"u": 5}, {"C1": {"u": 1}, "C2": {"u": True}})
+    with pytest.raises(InvalidInputError, match="stream count of 'C2' for 'u'"):
+        zk_assign("range", {"u": 5}, {"C1": {"u": 1}, "C2": {"u": -1}})
