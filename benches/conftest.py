@@ -105,17 +105,29 @@ def compare(benchmark, request):
 
 @pytest.fixture
 def alone(benchmark, request):
-    """``alone(ours, rounds=..., target_s=...)``: a timed path with no baseline (median recorded)."""
+    """``alone(ours, rounds=..., target_s=..., reference=...)``: a timed path with no baseline
+    (median recorded). ``reference(ours_median_s) -> (label, seconds, target_s)``, called after
+    the timing, adds a figure measured another way (e.g. a time taken inside Rust) to the row,
+    shown in the baseline columns without a ratio."""
 
-    def run(ours: Callable[[], Any], *, rounds: int = 5, target_s: float | None = None) -> Any:
+    def run(
+        ours: Callable[[], Any],
+        *,
+        rounds: int = 5,
+        target_s: float | None = None,
+        reference: Callable[[float], tuple[str, float, float | None]] | None = None,
+    ) -> Any:
         if benchmark.disabled:
             return benchmark(ours)
         result = benchmark.pedantic(ours, rounds=rounds, iterations=1, warmup_rounds=1)
         ours_t = benchmark.stats.stats.median
+        label, ref_s = None, None
+        if reference is not None:
+            label, ref_s, target_s = reference(ours_t)
         row = {
             "name": request.node.name,
-            "baseline": None,
-            "baseline_s": None,
+            "baseline": label,
+            "baseline_s": ref_s,
             "ours_s": ours_t,
             "ratio": None,
             "rounds": rounds,
@@ -124,6 +136,36 @@ def alone(benchmark, request):
         }
         RESULTS.append(row)
         return result
+
+    return run
+
+
+@pytest.fixture
+def record(request):
+    """``record(ours_s, rounds=..., label=..., reference_s=..., target_s=...)``: a row the test
+    timed itself (e.g. interleaved with a figure measured inside Rust); the reference shows in
+    the baseline columns, without a ratio."""
+
+    def run(
+        ours_s: float,
+        *,
+        rounds: int,
+        label: str | None = None,
+        reference_s: float | None = None,
+        target_s: float | None = None,
+    ) -> None:
+        RESULTS.append(
+            {
+                "name": request.node.name,
+                "baseline": label,
+                "baseline_s": reference_s,
+                "ours_s": ours_s,
+                "ratio": None,
+                "rounds": rounds,
+                "target_s": target_s,
+                "min_ratio": None,
+            }
+        )
 
     return run
 

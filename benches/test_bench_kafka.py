@@ -3,9 +3,10 @@
 Every baseline is called the way ``ConsumerCoordinator`` calls an assignor: a real
 ``ClusterMetadata`` and ``JoinGroupResponseMember``s whose subscriptions went through the wire and
 were decoded; the drop-in classes (``mqbalance.kafka_python``) get the very same objects. Rows for
-``assignor(name).assign`` (dict in, ``TopicPartition`` lists out) and ``assign_columns`` (columns
-out) time our other interfaces from their own inputs to their own outputs against the same
-baseline, as separate rows.
+``assignor(name).assign`` (dict in, a ``TopicPartitionList`` per member out), ``assign_lists``
+(the same with plain ``list[TopicPartition]``) and ``assign_columns`` (columns out) time our other
+interfaces from their own inputs to their own outputs against the same baseline, as separate
+rows.
 
 Targets (issue #17, medians, same run): drop-in range / roundrobin at 100k partitions / 1k members
 >= 5x kafka-python's ``.assign``, ``assignor().assign`` >= 10x; drop-in sticky 10k / 1k <= 5 ms and
@@ -119,6 +120,21 @@ def test_assignor_dict_vs_kafka_python_100k_1k(compare, full_size, name):
 
 
 @pytest.mark.parametrize("name", ["range", "roundrobin"])
+def test_assignor_lists_vs_kafka_python_100k_1k(compare, full_size, name):
+    """``assignor(name).assign_lists``: plain ``list[TopicPartition]`` per member (100k namedtuples
+    the collector tracks), what ``assign`` returned before ``TopicPartitionList``."""
+    ppt, subs = group(100_000 if full_size else 5_000, 1_000 if full_size else 50)
+    cluster, members = coordinator_inputs(ppt, subs)
+    a = assignor(name)
+    compare(
+        lambda: a.assign_lists(ppt, subs),
+        lambda: kafka_python_assign(name, cluster, members),
+        check=_same,
+        label="kafka-python 3.0.12 .assign",
+    )
+
+
+@pytest.mark.parametrize("name", ["range", "roundrobin"])
 def test_columns_vs_kafka_python_100k_1k(compare, full_size, name):
     """``assign_columns``: the fastest path (numpy columns out; not what a coordinator can send)."""
     ppt, subs = group(100_000 if full_size else 5_000, 1_000 if full_size else 50)
@@ -174,6 +190,38 @@ def test_sticky_dropin_targets(alone, full_size, partitions, heterogeneous, targ
         ppt, {m: Subscription(ts) for m, ts in subs.items()}, {m: sorted(v) for m, v in as_sets(got).items()}
     )
     assert report.ok
+
+
+def test_sticky_dropin_rebalance_with_user_data_10k_1k(alone, full_size):
+    """The next generation: every member sends its previous partitions in Java's userData layout
+    (decoded in the binding), one member has left and a new one joined."""
+    from mqbalance import sticky_user_data
+
+    ppt, subs = group(10_000 if full_size else 500, 1_000 if full_size else 50)
+    first = assign_columns("sticky", ppt, list(subs), list(subs.values()))
+    previous: dict[str, list[tuple[str, int]]] = {m: [] for m in subs}
+    for m, t, p in zip(first.member.tolist(), first.topic.tolist(), first.partition.tolist()):
+        previous[first.member_ids[m]].append((first.topics[t], p))
+    ids = list(subs)[1:] + ["consumer-new"]
+    cluster, _ = coordinator_inputs(ppt, {})
+    members = [
+        JoinGroupResponse.JoinGroupResponseMember(
+            member_id=m,
+            group_instance_id=None,
+            metadata=ConsumerProtocolSubscription.decode(
+                ConsumerProtocolSubscription(
+                    0, list(ppt), sticky_user_data.encode(previous.get(m, []), 3) if m in previous else b""
+                ).encode()
+            ),
+        )
+        for m in ids
+    ]
+    ours = dropin.StickyAssignor()
+    got = alone(lambda: ours.assign(cluster, members), rounds=11)
+    after = as_sets(got)
+    # Equal shares before and after: everyone keeps theirs, the leaver's go to the newcomer.
+    assert all(after[m] == set(map(TopicPartition._make, previous[m])) for m in ids[:-1])
+    assert after["consumer-new"] == set(map(TopicPartition._make, previous["consumer-00000"]))
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from kafka.protocol.consumer.group import JoinGroupResponse  # noqa: E402
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription  # noqa: E402
 
 from mqbalance import sticky_user_data  # noqa: E402
-from mqbalance.kafka import Subscription, TopicPartition, check_assignment  # noqa: E402
+from mqbalance.kafka import Subscription, TopicPartition, assignor, check_assignment  # noqa: E402
 from mqbalance.kafka_python import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor, StickyAssignor  # noqa: E402
 
 Member = JoinGroupResponse.JoinGroupResponseMember
@@ -136,3 +136,62 @@ def test_cooperative_metadata_uses_the_v2_fields():
     assert [(tp.topic, list(tp.partitions)) for tp in md.owned_partitions] == [("t", [0, 2])]
     sub = a._subscription(Member(member_id="x", group_instance_id=None, metadata=md))
     assert sub == Subscription(["t"], [TopicPartition("t", 0), TopicPartition("t", 2)], 42)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_assignments_made_like_the_constructor(version: int) -> None:
+    """The drop-in makes each ``ConsumerProtocolAssignment`` without kafka-python's generic
+    ``__init__``; what it makes equals, prints and encodes like a constructed one."""
+    from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
+    from mqbalance.kafka_python import _AssignmentMaker
+
+    make = _AssignmentMaker(version)
+    assert make.spec is not None  # the fast path is in use with this kafka-python
+    parts = [("orders", (0, 3, 9)), ("payments", (2,))]
+    made, real = make(parts), ConsumerProtocolAssignment(version, parts, b"")
+    assert type(made) is ConsumerProtocolAssignment
+    assert made == real and repr(made) == repr(real) and made.encode() == real.encode()
+    assert ConsumerProtocolAssignment.decode(made.encode()).assigned_partitions == [
+        ("orders", [0, 3, 9]),
+        ("payments", [2]),
+    ]
+    assert make(parts) is not made and make([]).assigned_partitions == []
+
+
+def _v0(pairs: list[tuple[str, int]]) -> bytes:
+    """StickyAssignorUserData v0 (no generation): the v1 bytes without their last int32."""
+    return sticky_user_data.encode(pairs, None)[:-4]
+
+
+@pytest.mark.parametrize(
+    "user_data",
+    [
+        {"a": sticky_user_data.encode([("t", 3), ("t", 4), ("t", 5)], 4), "b": sticky_user_data.encode([("t", 0)], 4)},
+        {"a": sticky_user_data.encode([("t", 0), ("t", 1), ("t", 2)], 2), "b": sticky_user_data.encode([("t", 1)], 7)},
+        {"a": _v0([("t", 5), ("t", 3), ("t", 4)]), "b": b""},
+        {"a": sticky_user_data.encode([("t", 5), ("gone", 0), ("t", -1)], 2), "b": _v0([("t", 5)])},
+        {"a": b"\x00\x00\x00\x05junk", "b": sticky_user_data.encode([("t", 1)], 9)[:-1]},  # undecodable, truncated
+        {"a": sticky_user_data.encode([("t", 0)], 1) + b"\x00", "b": b"\xff\xff\xff\xff"},  # trailing byte, n < 0
+    ],
+    ids=["v1", "generations", "v0-and-empty", "unknown-topic-and-negative", "garbage", "trailing"],
+)
+def test_sticky_user_data_read_like_the_python_decoder(user_data: dict[str, bytes]) -> None:
+    """The binding decodes Java's userData itself; what it reads must be what
+    ``mqbalance.sticky_user_data.decode`` reads (then the previous owners decide the assignment)."""
+    topics = {"t": 6}
+    members = [
+        Member(
+            member_id=mid,
+            group_instance_id=None,
+            metadata=ConsumerProtocolSubscription.decode(ConsumerProtocolSubscription(0, ["t"], data).encode()),
+        )
+        for mid, data in user_data.items()
+    ]
+    got = {mid: flat(x) for mid, x in StickyAssignor().assign(cluster(topics), members).items()}
+    subs = {}
+    for mid, data in user_data.items():
+        owned, generation = sticky_user_data.decode(data) or ([], None)
+        subs[mid] = Subscription(["t"], [tp for tp in owned if tp[0] in topics and tp[1] >= 0], generation)
+    expected = assignor("sticky").assign(topics, subs)
+    assert got == {m: sorted(v) for m, v in expected.items()}

@@ -1,9 +1,12 @@
 """Private Rust extension. Use the ``mqbalance`` facade instead."""
 
-from typing import Any, final
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar, SupportsIndex, final, overload
 
 import numpy as np
 import numpy.typing as npt
+
+from mqbalance.kafka import TopicPartition
 
 MAX_RING_ENTRIES: int
 
@@ -55,6 +58,9 @@ def allocate_prepared(
     consumer_rooms: _StrColumn | None = None,
     room_sep: str | None = None,
 ) -> list[Any]: ...
+def time_allocate_core(
+    strategy: Strategy, current_id: str | None, table: QueueTable, consumers: list[Any], rounds: int
+) -> float: ...
 def assign_prepared(
     strategy: Strategy,
     table: QueueTable,
@@ -157,10 +163,35 @@ class MQFaultStrategy:
         failure_reachable: bool,
     ) -> dict[str, Any]: ...
 
-def kafka_assign(name: str, topics: list[tuple[str, int]], members: list[Any], cls: Any) -> list[list[Any]]: ...
+@final
+class TopicPartitionList:
+    def __new__(cls, items: Iterable[tuple[str, int]]) -> TopicPartitionList: ...
+    def __len__(self) -> int: ...
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> TopicPartition: ...
+    @overload
+    def __getitem__(self, index: slice, /) -> TopicPartitionList: ...
+    def __iter__(self) -> Iterator[TopicPartition]: ...
+    def __contains__(self, value: object, /) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
+    def __ne__(self, other: object, /) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+    def tolist(self) -> list[TopicPartition]: ...
+    def by_topic(self) -> dict[str, list[int]]: ...
+
+@final
+class TopicPartitionListIterator:
+    def __iter__(self) -> TopicPartitionListIterator: ...
+    def __next__(self) -> TopicPartition: ...
+
+def kafka_assign(name: str, topics: list[tuple[str, int]], members: list[Any]) -> list[TopicPartitionList]: ...
 def kafka_assign_grouped(
-    name: str, topics: list[tuple[str, int]], members: list[Any]
-) -> list[list[tuple[str, tuple[int, ...]]]]: ...
+    name: str,
+    topics: list[tuple[str, int]] | Callable[[str], Any],
+    members: list[Any],
+    *,
+    make: tuple[type, list[tuple[str, Any]], str] | None = None,
+) -> list[Any]: ...
 def kafka_assign_columns(
     name: str,
     topics: list[tuple[str, int]],
@@ -176,8 +207,7 @@ def zk_assign(
     topics: list[tuple[str, int]],
     consumers: list[tuple[str, list[tuple[int, int]]]],
     threads: list[str],
-    cls: Any,
-) -> list[list[Any]]: ...
+) -> list[TopicPartitionList]: ...
 def owners_by_pair(
     topics: _StrColumn,
     brokers: _StrColumn,

@@ -1,6 +1,7 @@
 """Kafka consumer-group assignment, exact where Kafka is deterministic.
 
-* ``assignor(name).assign(partitions_per_topic, subscriptions)`` for ``"range"``,
+* ``assignor(name).assign(partitions_per_topic, subscriptions)`` -> ``{member: TopicPartitionList}``
+  for ``"range"``,
   ``"roundrobin"`` (exactly Kafka's Java client: static members first by instance id, then
   dynamic by member id, Java string order; topics without metadata skipped), ``"sticky"`` and
   ``"cooperative-sticky"`` (Kafka's invariants with deterministic tie-breaks; see
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence as _SequenceABC
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -34,6 +36,7 @@ from .exceptions import InvalidInputError, UnknownStrategyError
 
 __all__ = [
     "TopicPartition",
+    "TopicPartitionList",
     "Subscription",
     "Assignor",
     "ASSIGNORS",
@@ -62,6 +65,10 @@ class TopicPartition(NamedTuple):
 
     topic: str
     partition: int
+
+
+TopicPartitionList = _core.TopicPartitionList
+_SequenceABC.register(TopicPartitionList)
 
 
 @dataclass(frozen=True)
@@ -137,26 +144,55 @@ class Assignor:
 
     def assign(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]
+    ) -> dict[str, TopicPartitionList]:
+        """``{member_id: TopicPartitionList}`` for every member: its ``TopicPartition`` s sorted by
+        topic, then partition, as a compact sequence that compares equal to the list of them
+        (:meth:`assign_lists` returns plain lists, this method's return type before 0.2)."""
+        ids, pairs, members = self._members(partitions_per_topic, subscriptions)
+        return dict(zip(ids, _core.kafka_assign(self.name, pairs, members)))
+
+    def assign_lists(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]
     ) -> dict[str, list[TopicPartition]]:
-        """``{member_id: [TopicPartition, ...]}`` for every member (sorted by topic, partition)."""
+        """As :meth:`assign`, with each member's partitions as a plain ``list[TopicPartition]``.
+
+        >>> assignor("range").assign_lists({"t": 2}, {"a": ["t"], "b": ["t"]})["b"]
+        [TopicPartition(topic='t', partition=1)]
+        """
+        return {m: tps.tolist() for m, tps in self.assign(partitions_per_topic, subscriptions).items()}
+
+    def _members(
+        self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]
+    ) -> tuple[list[str], list[tuple[str, int]], list[Any]]:
         pairs, _ = _topics(partitions_per_topic)
         ids = list(check.mapping(subscriptions, "subscriptions"))
-        members = []
+        members: list[Any] = []
         for mid in ids:
             if not isinstance(mid, str):
                 raise InvalidInputError(f"member ids must be str, got {mid!r}", mid)
-            s = _as_subscription(subscriptions[mid])
+            value = subscriptions[mid]
+            if type(value) is list or type(value) is tuple:  # topic names, each checked in the binding
+                members.append((mid, None, value if type(value) is list else list(value), None, None))
+                continue
+            s = _as_subscription(value)
             members.append((mid, s.group_instance_id, list(s.topics), list(s.owned_partitions), s.generation))
-        lists = _core.kafka_assign(self.name, pairs, members, TopicPartition)
-        return dict(zip(ids, lists))
+        return ids, pairs, members
 
     def _assign_grouped(
-        self, pairs: list[tuple[str, int]], members: list[Any]
-    ) -> list[list[tuple[str, tuple[int, ...]]]]:
+        self,
+        pairs: list[tuple[str, int]] | Callable[[str], Any],
+        members: list[Any],
+        *,
+        make: tuple[type, list[tuple[str, Any]], str] | None = None,
+    ) -> list[Any]:
         """Per member (aligned with ``members``: ``(member_id, group_instance_id, topics: list[str],
-        owned: list[(topic, partition)] | None, generation)``), what kafka-python's
-        ``ConsumerProtocolAssignment`` carries: ``[(topic, (partition, ...)), ...]`` sorted."""
-        return _core.kafka_assign_grouped(self.name, pairs, members)
+        owned: list[(topic, partition)] | sticky userData bytes | None, generation)``), what
+        kafka-python's ``ConsumerProtocolAssignment`` carries: ``[(topic, (partition, ...)), ...]``
+        sorted. ``pairs``: ``(topic, partition count)`` pairs, or a ``partitions_for_topic(name)``
+        callable asked once per subscribed topic (``None`` or empty: no metadata). With ``make =
+        (cls, [(attribute, value), ...], parts_attribute)`` each entry is a ``cls`` made without
+        ``__init__``, those attributes set, the list under ``parts_attribute``."""
+        return _core.kafka_assign_grouped(self.name, pairs, members, make=make)
 
 
 def assignor(name: str) -> Assignor:
@@ -171,19 +207,19 @@ def _looks_like_consumers(value: Mapping[str, Any]) -> bool:
 
 def zk_assign(
     name: str, partitions_per_topic: Mapping[str, int], consumers: Mapping[str, Mapping[str, int]]
-) -> dict[str, list[TopicPartition]]:
+) -> dict[str, TopicPartitionList]:
     """The ZooKeeper-era consumer's assignment (Kafka 0.8–0.10 ``ZookeeperConsumerConnector`` with
     ``partition.assignment.strategy`` ``range`` or ``roundrobin``, any case):
-    ``{thread_id: [TopicPartition, ...]}`` for every thread ``<consumer_id>-<k>`` (``k`` below the
-    consumer's stream count for a topic). Arguments in the order of :meth:`Assignor.assign`:
-    partitions first, then the group.
+    ``{thread_id: TopicPartitionList}`` (``.tolist()`` for a plain list) for every thread
+    ``<consumer_id>-<k>`` (``k`` below the consumer's stream count for a topic). Arguments in the
+    order of :meth:`Assignor.assign`: partitions first, then the group.
 
     The older order ``zk_assign(name, consumers, partitions_per_topic)`` is recognised by its
     values (stream-count mappings where partition counts belong) and still works, with a
     ``DeprecationWarning``.
 
     >>> zk_assign("range", {"t": 5}, {"C1": {"t": 2}, "C2": {"t": 2}})["C1-0"]
-    [TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)]
+    TopicPartitionList([TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)])
     """
     check.mapping(partitions_per_topic, "partitions_per_topic")
     check.mapping(consumers, "consumers")
@@ -211,23 +247,27 @@ def zk_assign(
     check.check_memory("consumers (total streams)", threads_total, threads_total * _PARTITION_BYTES)
     extra: dict[str, int] = {}
     rows = []
-    threads: dict[str, None] = {}
+    threads: list[str] = []
     for cid, sub in consumers.items():
         subs = []
-        for topic, streams in sub.items():
-            if not isinstance(streams, int) or isinstance(streams, bool) or not 0 <= streams < 2**31:
-                raise InvalidInputError(
-                    f"stream count of {cid!r} for {topic!r} must be an int >= 0, got {streams!r}", streams
-                )
-            if topic not in index and topic not in extra:
-                extra[topic] = len(pairs) + len(extra)  # no metadata: owns nothing
-            subs.append((index.get(topic, extra.get(topic, 0)), streams))
-            for k in range(streams):
-                threads.setdefault(f"{cid}-{k}")
+        most = 0
+        for topic, value in sub.items():
+            streams = value if value.__class__ is int else int(value)  # a count: checked above
+            code = index.get(topic)
+            if code is None:
+                code = extra.get(topic)
+                if code is None:  # no metadata: owns nothing
+                    code = extra[topic] = len(pairs) + len(extra)
+            subs.append((code, streams))
+            if streams > most:
+                most = streams
+        # Threads <consumer_id>-<k>, k below the consumer's largest stream count, in the order the
+        # topics first name them (k ascending).
+        threads.extend(f"{cid}-{k}" for k in range(most))
         rows.append((cid, subs))
     all_pairs = pairs + [(t, 0) for t in extra]
-    ids = list(threads)
-    return dict(zip(ids, _core.zk_assign(name, all_pairs, rows, ids, TopicPartition)))
+    ids = list(dict.fromkeys(threads))
+    return dict(zip(ids, _core.zk_assign(name, all_pairs, rows, ids)))
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,64 @@ from .kafka import Assignor, Subscription, TopicPartition, assignor
 __all__ = ["RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"]
 
 
-def _partitions_per_topic(cluster: Any, topics: Iterable[str]) -> list[tuple[str, int]]:
-    out = []
-    for t in topics:
-        parts = cluster.partitions_for_topic(t)
-        if parts:
-            out.append((t, len(parts)))
-    return out
+class _AssignmentMaker:
+    """Makes ``ConsumerProtocolAssignment(version, assigned_partitions, b"")`` for many members
+    without kafka-python's generic ``DataContainer.__init__`` (about 5-10 µs each, most of a
+    1k-member call): a new instance (``object.__new__``) receives the attribute values the
+    constructor gave a probe instance, then its own ``assigned_partitions``. The recipe (``spec``,
+    also followed by the binding) is checked once against the constructor (equality, repr and
+    encoding); if it differs, or the probe holds a mutable value, ``spec`` is ``None`` and the
+    constructor is used for every member.
+
+    >>> make = _AssignmentMaker(0)
+    >>> make([("t", (0, 1))]) == ConsumerProtocolAssignment(0, [("t", (0, 1))], b"")
+    True
+    """
+
+    __slots__ = ("_version", "spec")
+
+    def __init__(self, version: int) -> None:
+        self._version = version
+        self.spec: tuple[type, list[tuple[str, Any]], str] | None = None
+        probe = [("t", (0, 1)), ("u", (2,))]
+        real = ConsumerProtocolAssignment(version, probe, b"")
+        cls = type(real)
+        if cls is not ConsumerProtocolAssignment or getattr(real, "__dict__", None):
+            return
+        fixed: list[tuple[str, Any]] = []
+        found_parts = False
+        for klass in cls.__mro__:
+            slots = klass.__dict__.get("__slots__", ())
+            for name in (slots,) if isinstance(slots, str) else slots:
+                descriptor = klass.__dict__.get(name)
+                if descriptor is None or not hasattr(descriptor, "__set__") or name in (n for n, _ in fixed):
+                    continue
+                if name == "assigned_partitions":
+                    found_parts = True
+                    continue
+                try:
+                    value = descriptor.__get__(real, cls)
+                except AttributeError:
+                    continue  # not set by the constructor
+                if not isinstance(value, (type(None), bool, int, str, bytes)):
+                    return  # a value we would share between instances
+                fixed.append((name, value))
+        if not found_parts:
+            return
+        self.spec = (cls, fixed, "assigned_partitions")
+        made = self(probe)
+        if not (made == real and repr(made) == repr(real) and made.encode() == real.encode()):
+            self.spec = None
+
+    def __call__(self, assigned_partitions: Any) -> Any:
+        if self.spec is None:
+            return ConsumerProtocolAssignment(self._version, assigned_partitions, b"")
+        cls, fixed, parts = self.spec
+        obj: Any = object.__new__(cls)
+        for name, value in fixed:
+            setattr(obj, name, value)
+        setattr(obj, parts, assigned_partitions)
+        return obj
 
 
 def _grouped(tps: Iterable[tuple[str, int]]) -> list[tuple[str, list[int]]]:
@@ -43,6 +94,9 @@ def _grouped(tps: Iterable[tuple[str, int]]) -> list[tuple[str, list[int]]]:
     for t, p in tps:
         by_topic[t].append(p)
     return sorted((t, sorted(ps)) for t, ps in by_topic.items())
+
+
+_MAKERS: dict[int, _AssignmentMaker] = {}
 
 
 class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python is untyped
@@ -53,24 +107,28 @@ class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # ka
     def _subscription(self, member: Any) -> Subscription:
         return Subscription(list(member.metadata.topics), group_instance_id=getattr(member, "group_instance_id", None))
 
-    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | None, int | None]:
-        """The member's previous partitions and their generation (sticky family)."""
+    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | bytes | None, int | None]:
+        """The member's previous partitions (pairs, or sticky userData bytes) and their generation."""
         return None, None
 
     def assign(self, cluster: Any, members: Any) -> dict[str, Any]:
         """``{member_id: ConsumerProtocolAssignment}``, what kafka-python's ``ConsumerCoordinator``
-        expects; the grouped ``(topic, [partition, ...])`` lists are built in Rust."""
+        expects. The distinct topics, their partition counts (``cluster.partitions_for_topic``,
+        once per topic), the sticky userData and the grouped ``(topic, (partition, ...))`` lists
+        are all handled in Rust; per member, Python only reads its fields."""
         by_id = {m.member_id: m for m in members}  # one entry per member id, like a dict of subscriptions
+        owned = self._owned
         rows = []
-        topics: set[str] = set()
         for mid, m in by_id.items():
-            md = m.metadata
-            names = md.topics if type(md.topics) is list else list(md.topics)
-            topics.update(names)
-            rows.append((mid, getattr(m, "group_instance_id", None), names, *self._owned(m)))
-        grouped = self._assignor._assign_grouped(_partitions_per_topic(cluster, sorted(topics)), rows)
-        version = self.version
-        return {mid: ConsumerProtocolAssignment(version, g, b"") for mid, g in zip(by_id, grouped)}
+            names = m.metadata.topics
+            if type(names) is not list:
+                names = list(names)
+            rows.append((mid, getattr(m, "group_instance_id", None), names, *owned(m)))
+        make = _MAKERS.get(self.version) or _MAKERS.setdefault(self.version, _AssignmentMaker(self.version))
+        if make.spec is None:
+            grouped = self._assignor._assign_grouped(cluster.partitions_for_topic, rows)
+            return {mid: make(g) for mid, g in zip(by_id, grouped)}
+        return dict(zip(by_id, self._assignor._assign_grouped(cluster.partitions_for_topic, rows, make=make.spec)))
 
     def metadata(self, topics: Any) -> Any:
         return ConsumerProtocolSubscription(self.version, sorted(topics), b"")
@@ -114,9 +172,10 @@ class StickyAssignor(_StickyState):
             self.version, sorted(topics), sticky_user_data.encode(self.member_assignment, self.generation)
         )
 
-    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | None, int | None]:
-        decoded = sticky_user_data.decode(member.metadata.user_data)
-        return decoded if decoded is not None else (None, None)
+    def _owned(self, member: Any) -> tuple[bytes | None, int | None]:
+        """The userData as is: the binding decodes Java's layout (as :mod:`mqbalance.sticky_user_data`)."""
+        data = member.metadata.user_data
+        return (data if type(data) is bytes else bytes(data) if data else None), None
 
     def _subscription(self, member: Any) -> Subscription:
         decoded = sticky_user_data.decode(member.metadata.user_data)
@@ -153,7 +212,7 @@ class CooperativeStickyAssignor(_StickyState):
             generation_id=-1 if self.generation is None else self.generation,
         )
 
-    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | None, int | None]:
+    def _owned(self, member: Any) -> tuple[list[tuple[str, int]] | bytes | None, int | None]:
         md = member.metadata
         owned = [(tp.topic, p) for tp in (getattr(md, "owned_partitions", None) or ()) for p in tp.partitions]
         gen = getattr(md, "generation_id", -1)

@@ -4,15 +4,22 @@
 
 use mqbalance_core::assign::{zk, Assignor, Cluster, Member, TopicPartition};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::basic::CompareOp;
+use pyo3::exceptions::PyIndexError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PySlice, PyString, PyTuple, PyType};
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::errors::{InvalidInputError, UnknownStrategyError};
 
-/// Topic name → index, for resolving names without allocating.
-struct TopicIndex(FxHashMap<String, u32>);
+/// Topic name → index, for resolving names without allocating. Remembers the last list it
+/// resolved: members' lists usually repeat the previous one name for name, and comparing with the
+/// name at the same position is cheaper than hashing.
+struct TopicIndex(FxHashMap<String, u32>, Vec<(String, u32)>);
 
 impl TopicIndex {
     fn new(topics: &[(String, u32)]) -> Self {
@@ -22,16 +29,18 @@ impl TopicIndex {
                 .enumerate()
                 .map(|(i, (t, _))| (t.clone(), i as u32))
                 .collect(),
+            Vec::new(),
         )
     }
 
-    /// Indices of the known names in a list of str (unknown names have no metadata: skipped).
-    fn resolve(&self, names: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    /// Indices of the names in a list of str. Unknown names have no metadata and are skipped,
+    /// unless `learn`: then they get the next index.
+    fn resolve(&mut self, names: &Bound<'_, PyAny>, learn: bool) -> PyResult<Vec<u32>> {
         let list = names.cast::<PyList>().map_err(|_| {
             InvalidInputError::new_err(("topic lists must be lists of str", names.clone().unbind()))
         })?;
         let mut out = Vec::with_capacity(list.len());
-        for item in list.iter() {
+        for (i, item) in list.iter().enumerate() {
             let s = item.cast::<PyString>().map_err(|_| {
                 InvalidInputError::new_err((
                     format!(
@@ -41,12 +50,75 @@ impl TopicIndex {
                     item.clone().unbind(),
                 ))
             })?;
-            if let Some(&t) = self.0.get(s.to_str()?) {
+            let name = s.to_str()?;
+            if let Some((last, t)) = self.1.get(i) {
+                if last == name {
+                    if *t != u32::MAX {
+                        out.push(*t);
+                    }
+                    continue;
+                }
+            }
+            let t = if let Some(&t) = self.0.get(name) {
+                t
+            } else if learn {
+                let t = self.0.len() as u32;
+                self.0.insert(name.to_owned(), t);
+                t
+            } else {
+                u32::MAX
+            };
+            if t != u32::MAX {
                 out.push(t);
+            }
+            if let Some(slot) = self.1.get_mut(i) {
+                slot.0.clear();
+                slot.0.push_str(name);
+                slot.1 = t;
+            } else {
+                self.1.push((name.to_owned(), t));
             }
         }
         Ok(out)
     }
+}
+
+/// Previous `(topic, partition)`s and their generation, as a sticky member's userData carries them.
+type UserData<'a> = (Vec<(&'a str, i32)>, Option<i32>);
+
+/// Java `StickyAssignor` userData (`StickyAssignorUserData` v1, else v0; see
+/// `mqbalance.sticky_user_data`): the previous `(topic, partition)`s and generation, or `None` when
+/// the bytes are neither layout.
+fn decode_sticky_user_data(data: &[u8]) -> Option<UserData<'_>> {
+    fn layout(data: &[u8], with_generation: bool) -> Option<UserData<'_>> {
+        let mut pos = 0usize;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            let out = data.get(pos..pos.checked_add(n)?)?;
+            pos += n;
+            Some(out)
+        };
+        let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let topics = usize::try_from(int(take(4)?)).ok()?;
+        let mut out = Vec::new();
+        for _ in 0..topics {
+            let b = take(2)?;
+            let len = usize::try_from(i16::from_be_bytes([b[0], b[1]])).ok()?;
+            let topic = std::str::from_utf8(take(len)?).ok()?;
+            let count = usize::try_from(int(take(4)?)).ok()?;
+            let ids = take(count.checked_mul(4)?)?;
+            out.extend(ids.chunks_exact(4).map(|b| (topic, int(b))));
+        }
+        let generation = if with_generation {
+            Some(int(take(4)?))
+        } else {
+            None
+        };
+        (pos == data.len()).then_some((out, generation.filter(|&g| g != -1)))
+    }
+    if data.is_empty() {
+        return None;
+    }
+    layout(data, true).or_else(|| layout(data, false))
 }
 
 /// The assignor named `name` (any ASCII case).
@@ -59,43 +131,103 @@ fn assignor(name: &str) -> PyResult<Assignor> {
     })
 }
 
-/// Core members from `(member_id, group_instance_id, topics: list[str], owned: list[(topic,
-/// partition)] | None, generation)` tuples; names without metadata are skipped.
-fn members_from(index: &TopicIndex, members: &Bound<'_, PyList>) -> PyResult<Vec<Member>> {
+/// Core members from `(member_id, group_instance_id, topics: list[str], owned, generation)`
+/// tuples, where `owned` is `None`, a list of `(topic, partition)` or the bytes of Java
+/// `StickyAssignor` userData (whose generation, if any, replaces `generation`). Names without
+/// metadata are skipped; with `learn`, every subscribed name gets an index in `index` (owned
+/// partitions of topics nobody subscribes to are still skipped).
+fn members_from(
+    index: &mut TopicIndex,
+    learn: bool,
+    members: &Bound<'_, PyList>,
+) -> PyResult<Vec<Member>> {
     let mut list = Vec::with_capacity(members.len());
+    let mut owned_values = Vec::with_capacity(members.len());
     for item in members.iter() {
         let tuple = item.cast::<PyTuple>().map_err(|_| {
             InvalidInputError::new_err(("members must be tuples", item.clone().unbind()))
         })?;
         let member_id: String = tuple.get_item(0)?.extract()?;
         let group_instance_id: Option<String> = tuple.get_item(1)?.extract()?;
-        let topics = index.resolve(&tuple.get_item(2)?)?;
-        let mut owned = Vec::new();
-        let owned_list = tuple.get_item(3)?;
-        if !owned_list.is_none() {
-            let owned_list = owned_list.cast::<PyList>().map_err(|_| {
-                InvalidInputError::new_err((
-                    "owned partitions must be a list",
-                    owned_list.clone().unbind(),
-                ))
-            })?;
-            for pair in owned_list.iter() {
-                let (t, p): (Bound<'_, PyString>, i64) = pair.extract()?;
-                if let (Some(&t), Ok(p)) = (index.0.get(t.to_str()?), u32::try_from(p)) {
-                    owned.push((t, p));
-                }
-            }
-        }
+        let topics = index.resolve(&tuple.get_item(2)?, learn)?;
         let generation: Option<i32> = tuple.get_item(4)?.extract()?;
+        owned_values.push(tuple.get_item(3)?);
         list.push(Member {
             member_id,
             group_instance_id,
             topics,
-            owned,
+            owned: Vec::new(),
             generation,
         });
     }
+    for (member, value) in list.iter_mut().zip(owned_values) {
+        if value.is_none() {
+            continue;
+        }
+        if let Ok(bytes) = value.cast::<PyBytes>() {
+            if let Some((pairs, generation)) = decode_sticky_user_data(bytes.as_bytes()) {
+                member.generation = generation;
+                for (t, p) in pairs {
+                    if let (Some(&t), Ok(p)) = (index.0.get(t), u32::try_from(p)) {
+                        member.owned.push((t, p));
+                    }
+                }
+            }
+            continue;
+        }
+        let owned_list = value.cast::<PyList>().map_err(|_| {
+            InvalidInputError::new_err((
+                "owned partitions must be a list or sticky userData bytes",
+                value.clone().unbind(),
+            ))
+        })?;
+        for pair in owned_list.iter() {
+            let (t, p): (Bound<'_, PyString>, i64) = pair.extract()?;
+            if let (Some(&t), Ok(p)) = (index.0.get(t.to_str()?), u32::try_from(p)) {
+                member.owned.push((t, p));
+            }
+        }
+    }
     Ok(list)
+}
+
+/// The cluster of the topics `index` learnt (Python's `sorted` order, which is byte order in
+/// UTF-8), each with `partitions_for_topic(name)`'s size; topics for which it gives `None` or an
+/// empty collection have no metadata and are dropped from `members`.
+fn learnt_cluster(
+    index: TopicIndex,
+    partitions_for_topic: &Bound<'_, PyAny>,
+    members: &mut [Member],
+) -> PyResult<Cluster> {
+    let mut names: Vec<(String, u32)> = index.0.into_iter().collect();
+    names.sort_unstable();
+    let mut code = vec![u32::MAX; names.len()];
+    let mut topics = Vec::with_capacity(names.len());
+    for (name, learnt) in names {
+        let parts = partitions_for_topic.call1((name.as_str(),))?;
+        let count = if parts.is_none() { 0 } else { parts.len()? };
+        if count > 0 {
+            code[learnt as usize] = topics.len() as u32;
+            let count = u32::try_from(count).map_err(|_| {
+                InvalidInputError::new_err((
+                    format!("topic {name:?} has too many partitions"),
+                    count,
+                ))
+            })?;
+            topics.push((name, count));
+        }
+    }
+    for m in members.iter_mut() {
+        m.topics.retain_mut(|t| {
+            *t = code[*t as usize];
+            *t != u32::MAX
+        });
+        m.owned.retain_mut(|(t, _)| {
+            *t = code[*t as usize];
+            *t != u32::MAX
+        });
+    }
+    Ok(Cluster::new(topics))
 }
 
 /// Run assignor `name` over the extracted members, with the GIL released.
@@ -106,8 +238,8 @@ fn run(
     members: &Bound<'_, PyList>,
 ) -> PyResult<(Cluster, Vec<Vec<TopicPartition>>)> {
     let which = assignor(name)?;
-    let index = TopicIndex::new(&topics);
-    let list = members_from(&index, members)?;
+    let mut index = TopicIndex::new(&topics);
+    let list = members_from(&mut index, false, members)?;
     let cluster = Cluster::new(topics);
     let lists = py.detach(|| which.assign(&cluster, &list));
     Ok((cluster, lists))
@@ -144,6 +276,10 @@ impl<'py> Atoms<'py> {
     }
 }
 
+/// `mqbalance.kafka.TopicPartition` and `tuple.__new__`, looked up once.
+static TOPIC_PARTITION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static TUPLE_NEW: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
 /// Builds `TopicPartition` namedtuples without running their Python `__new__`:
 /// `tuple.__new__(cls, (topic, partition))`, what the namedtuple's own `_make` does.
 struct TopicPartitions<'py> {
@@ -152,10 +288,20 @@ struct TopicPartitions<'py> {
 }
 
 impl<'py> TopicPartitions<'py> {
-    fn new(py: Python<'py>, cls: Bound<'py, PyAny>) -> PyResult<Self> {
+    fn new(py: Python<'py>) -> PyResult<Self> {
         Ok(TopicPartitions {
-            tuple_new: py.get_type::<PyTuple>().getattr(intern!(py, "__new__"))?,
-            cls,
+            tuple_new: TUPLE_NEW
+                .get_or_try_init(py, || {
+                    py.get_type::<PyTuple>()
+                        .getattr(intern!(py, "__new__"))
+                        .map(Bound::unbind)
+                })?
+                .bind(py)
+                .clone(),
+            cls: TOPIC_PARTITION
+                .import(py, "mqbalance.kafka", "TopicPartition")?
+                .clone()
+                .into_any(),
         })
     }
 
@@ -163,63 +309,353 @@ impl<'py> TopicPartitions<'py> {
         &self,
         py: Python<'py>,
         topic: &Bound<'py, PyString>,
-        partition: Bound<'py, PyAny>,
+        partition: u32,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let pair = PyTuple::new(py, [topic.as_any().clone(), partition])?;
+        let pair = PyTuple::new(
+            py,
+            [
+                topic.as_any().clone(),
+                partition.into_pyobject(py)?.into_any(),
+            ],
+        )?;
         self.tuple_new.call1((&self.cls, pair))
     }
 }
 
-/// Per member, its `cls(topic, partition)` list, sharing one str per topic and one int per id.
+/// One member's partitions: an immutable sequence of `TopicPartition` (an assignor's result is
+/// sorted by topic, then partition) that compares equal to a list or tuple of the same items.
+/// Compact: one object per member, topic names shared by every list of a result, each
+/// `TopicPartition` made when it is read, so a 100k-partition assignment does not fill the heap
+/// with 100k objects the garbage collector has to scan. `tolist()` gives a plain list, `by_topic()`
+/// the `{topic: [partition, ...]}` grouping a `ConsumerProtocolAssignment` carries.
+///
+/// >>> tps = TopicPartitionList([("t0", 0), ("t0", 1), ("t1", 0)])
+/// >>> len(tps), tps[-1], tps == [("t0", 0), ("t0", 1), ("t1", 0)]
+/// (3, TopicPartition(topic='t1', partition=0), True)
+/// >>> tps.by_topic()
+/// {'t0': [0, 1], 't1': [0]}
+#[pyclass(
+    frozen,
+    sequence,
+    name = "TopicPartitionList",
+    module = "mqbalance.kafka"
+)]
+pub struct TopicPartitionList {
+    topics: Arc<[Py<PyString>]>,
+    items: Box<[TopicPartition]>,
+}
+
+impl TopicPartitionList {
+    fn topic<'py>(&self, py: Python<'py>, t: u32) -> &Bound<'py, PyString> {
+        self.topics[t as usize].bind(py)
+    }
+
+    fn item<'py>(&self, make: &TopicPartitions<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
+        let py = make.cls.py();
+        let (t, p) = self.items[i];
+        make.make(py, self.topic(py, t), p)
+    }
+
+    /// Whether item `i` equals `other` (a `TopicPartition`, or any `(topic, partition)` pair).
+    fn item_eq(&self, py: Python<'_>, i: usize, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(pair) = other.cast::<PyTuple>() else {
+            return Ok(false);
+        };
+        if pair.len() != 2 {
+            return Ok(false);
+        }
+        let (t, p) = self.items[i];
+        Ok(pair.get_item(0)?.eq(self.topic(py, t))? && pair.get_item(1)?.eq(p)?)
+    }
+}
+
+#[pymethods]
+impl TopicPartitionList {
+    /// From `(topic, partition)` pairs, kept in the order given.
+    #[new]
+    fn py_new(py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut index: FxHashMap<String, u32> = FxHashMap::default();
+        let mut topics: Vec<Py<PyString>> = Vec::new();
+        let mut out = Vec::new();
+        for item in items.try_iter()? {
+            let item = item?;
+            let (t, p): (Bound<'_, PyString>, i64) = item.extract().map_err(|_| {
+                InvalidInputError::new_err((
+                    format!(
+                        "a TopicPartitionList holds (topic: str, partition: int) pairs, got {}",
+                        item.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ),
+                    item.clone().unbind(),
+                ))
+            })?;
+            let p = u32::try_from(p).map_err(|_| {
+                InvalidInputError::new_err((format!("partition must be >= 0, got {p}"), p))
+            })?;
+            let name = t.to_str()?;
+            let code = if let Some(&c) = index.get(name) {
+                c
+            } else {
+                index.insert(name.to_owned(), topics.len() as u32);
+                topics.push(t.clone().unbind());
+                (topics.len() - 1) as u32
+            };
+            out.push((code, p));
+        }
+        let _ = py;
+        Ok(TopicPartitionList {
+            topics: topics.into(),
+            items: out.into_boxed_slice(),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.items.len()
+    }
+
+    fn __getitem__<'py>(
+        &self,
+        py: Python<'py>,
+        index: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(slice) = index.cast::<PySlice>() {
+            let ind = slice.indices(self.items.len() as isize)?;
+            let mut items = Vec::with_capacity(ind.slicelength);
+            let mut k = ind.start;
+            for _ in 0..ind.slicelength {
+                items.push(self.items[k as usize]);
+                k += ind.step;
+            }
+            let sub = TopicPartitionList {
+                topics: Arc::clone(&self.topics),
+                items: items.into_boxed_slice(),
+            };
+            return Ok(Bound::new(py, sub)?.into_any());
+        }
+        let i: isize = index.extract()?;
+        let n = self.items.len() as isize;
+        let k = if i < 0 { i + n } else { i };
+        if !(0..n).contains(&k) {
+            return Err(PyIndexError::new_err(
+                "TopicPartitionList index out of range",
+            ));
+        }
+        self.item(&TopicPartitions::new(py)?, k as usize)
+    }
+
+    fn __iter__(slf: Bound<'_, Self>) -> TopicPartitionIter {
+        TopicPartitionIter {
+            list: slf.unbind(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        for i in 0..self.items.len() {
+            if self.item_eq(py, i, value)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Equal to another `TopicPartitionList`, a list or a tuple holding equal items in the same
+    /// order (so `result["C0"] == [TopicPartition("t", 0)]` reads as it did for lists).
+    fn __richcmp__(
+        &self,
+        py: Python<'_>,
+        other: &Bound<'_, PyAny>,
+        op: CompareOp,
+    ) -> PyResult<Py<PyAny>> {
+        let eq =
+            match op {
+                CompareOp::Eq | CompareOp::Ne => {
+                    if let Ok(o) = other.cast::<TopicPartitionList>() {
+                        let o = o.get();
+                        self.items.len() == o.items.len()
+                            && self.items.iter().zip(o.items.iter()).all(
+                                |(&(ta, pa), &(tb, pb))| {
+                                    pa == pb
+                                        && self.topics[ta as usize].bind(py).to_str().ok()
+                                            == o.topics[tb as usize].bind(py).to_str().ok()
+                                },
+                            )
+                    } else if other.is_instance_of::<PyList>()
+                        || other.is_exact_instance_of::<PyTuple>()
+                    {
+                        if other.len()? == self.items.len() {
+                            let mut all = true;
+                            for (i, v) in other.try_iter()?.enumerate() {
+                                if !self.item_eq(py, i, &v?)? {
+                                    all = false;
+                                    break;
+                                }
+                            }
+                            all
+                        } else {
+                            false
+                        }
+                    } else {
+                        return Ok(py.NotImplemented());
+                    }
+                }
+                _ => return Ok(py.NotImplemented()),
+            };
+        Ok(
+            PyBool::new(py, if matches!(op, CompareOp::Eq) { eq } else { !eq })
+                .to_owned()
+                .into_any()
+                .unbind(),
+        )
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("TopicPartitionList({})", self.tolist(py)?.repr()?))
+    }
+
+    /// The items as a `list` of `TopicPartition` (what `assign` returned before this type).
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let make = TopicPartitions::new(py)?;
+        let out = PyList::empty(py);
+        for i in 0..self.items.len() {
+            out.append(self.item(&make, i)?)?;
+        }
+        Ok(out)
+    }
+
+    /// `{topic: [partition, ...]}` in the list's order: what a `ConsumerProtocolAssignment` carries.
+    fn by_topic<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for run in self.items.chunk_by(|a, b| a.0 == b.0) {
+            let topic = self.topic(py, run[0].0);
+            let ids = if let Some(l) = out.get_item(topic)? {
+                l.cast_into::<PyList>()?
+            } else {
+                let l = PyList::empty(py);
+                out.set_item(topic, &l)?;
+                l
+            };
+            for &(_, p) in run {
+                ids.append(p)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Pickles as the class applied to its `(topic, partition)` pairs.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyAny>, (Vec<Pair>,)) {
+        let py = slf.py();
+        let this = slf.get();
+        let pairs = this
+            .items
+            .iter()
+            .map(|&(t, p)| (this.topics[t as usize].clone_ref(py), p))
+            .collect();
+        (slf.get_type().into_any(), (pairs,))
+    }
+}
+
+/// A `(topic, partition)` pair as pickled.
+type Pair = (Py<PyString>, u32);
+
+/// Iterator over a [`TopicPartitionList`], making each `TopicPartition` as it is reached.
+#[pyclass(
+    frozen,
+    name = "TopicPartitionListIterator",
+    module = "mqbalance.kafka"
+)]
+pub struct TopicPartitionIter {
+    list: Py<TopicPartitionList>,
+    next: AtomicUsize,
+}
+
+#[pymethods]
+impl TopicPartitionIter {
+    fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let list = self.list.get();
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        if i >= list.items.len() {
+            self.next.store(list.items.len(), Ordering::Relaxed);
+            return Ok(None);
+        }
+        let (t, p) = list.items[i];
+        let make = TopicPartitions::new(py)?;
+        make.make(py, list.topic(py, t), p).map(Some)
+    }
+}
+
+/// One `TopicPartitionList` per member of `lists`, sharing one str per topic.
 fn topic_partition_lists<'py>(
     py: Python<'py>,
     cluster: &Cluster,
-    cls: Bound<'py, PyAny>,
-    lists: &[Vec<TopicPartition>],
+    lists: Vec<Vec<TopicPartition>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut atoms = Atoms::new(py, cluster);
-    let make = TopicPartitions::new(py, cls)?;
+    let topics: Arc<[Py<PyString>]> = (0..cluster.len() as u32)
+        .map(|t| PyString::new(py, cluster.name(t)).unbind())
+        .collect();
     let out = PyList::empty(py);
-    for lst in lists {
-        let row = PyList::empty(py);
-        for &(t, p) in lst {
-            let int = atoms.int(py, p)?;
-            row.append(make.make(py, &atoms.topics[t as usize], int)?)?;
-        }
-        out.append(row)?;
+    for items in lists {
+        let list = TopicPartitionList {
+            topics: Arc::clone(&topics),
+            items: items.into_boxed_slice(),
+        };
+        out.append(Bound::new(py, list)?)?;
     }
     Ok(out)
 }
 
-/// Modern assignor (`assignor(name).assign`). `members` as in [`members_from`]; `cls` is
-/// `mqbalance.kafka.TopicPartition`. Returns, aligned with `members`, each member's list of
-/// `cls(topic, partition)` in the core's order (topic name, then partition).
+/// Modern assignor (`assignor(name).assign`). `members` as in [`members_from`]. Returns, aligned
+/// with `members`, each member's [`TopicPartitionList`] in the core's order (topic name, then
+/// partition).
 #[pyfunction]
 pub fn kafka_assign<'py>(
     py: Python<'py>,
     name: &str,
     topics: Vec<(String, u32)>,
     members: &Bound<'py, PyList>,
-    cls: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let (cluster, lists) = run(py, name, topics, members)?;
-    topic_partition_lists(py, &cluster, cls, &lists)
+    topic_partition_lists(py, &cluster, lists)
 }
 
 /// What kafka-python's `ConsumerProtocolAssignment` carries, per member: `[(topic, (partition,
-/// ...)), ...]`, topics in Python's `sorted` order (code points), partitions ascending. Aligned
-/// with `members` (as in [`members_from`]); no per-partition object besides the int (shared).
+/// ...)), ...]`, topics in Python's `sorted` order (code points), partitions ascending. `topics`
+/// is a list of `(name, partition count)` or kafka-python's `ClusterMetadata.partitions_for_topic`
+/// (asked once per distinct subscribed topic). Aligned with `members` (as in [`members_from`]); no per-partition object besides the int (shared).
 /// The pairs and partition groups are tuples of atoms: they encode exactly like kafka-python's
 /// lists, and the collector stops tracking them after one pass, so a large assignment does not
 /// set off full collections.
+///
+/// With `make = (cls, [(attribute, value), ...], parts_attribute)`, each member's entry is
+/// instead a new `cls` (made by `object.__new__`, no `__init__`) with those attributes set and its
+/// list under `parts_attribute`.
 #[pyfunction]
+#[pyo3(signature = (name, topics, members, *, make = None))]
+#[allow(clippy::type_complexity)]
 pub fn kafka_assign_grouped<'py>(
     py: Python<'py>,
     name: &str,
-    topics: Vec<(String, u32)>,
+    topics: &Bound<'py, PyAny>,
     members: &Bound<'py, PyList>,
+    make: Option<(
+        Bound<'py, PyType>,
+        Vec<(Bound<'py, PyString>, Bound<'py, PyAny>)>,
+        Bound<'py, PyString>,
+    )>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let (cluster, mut lists) = run(py, name, topics, members)?;
+    let (cluster, mut lists) = if topics.is_callable() {
+        let which = assignor(name)?;
+        let mut index = TopicIndex(FxHashMap::default(), Vec::new());
+        let mut list = members_from(&mut index, true, members)?;
+        let cluster = learnt_cluster(index, topics, &mut list)?;
+        let lists = py.detach(|| which.assign(&cluster, &list));
+        (cluster, lists)
+    } else {
+        run(py, name, topics.extract()?, members)?
+    };
     let n = cluster.len() as u32;
     // rank[t]: position of topic t in code-point order (what Python's `sorted` gives).
     let mut by_name: Vec<u32> = (0..n).collect();
@@ -229,42 +665,56 @@ pub fn kafka_assign_grouped<'py>(
         rank[t as usize] = r as u32;
     }
     let mut atoms = Atoms::new(py, &cluster);
-    let out = PyList::empty(py);
-    // A run of partition ids equal to the previous one reuses its (immutable) tuple: range and
-    // roundrobin over identical subscriptions give a member the same ids in every topic.
-    let mut prev: Option<(&[TopicPartition], Bound<'py, PyTuple>)> = None;
     for lst in &mut lists {
         let key = |&(t, p): &(u32, u32)| (rank[t as usize], p);
         if !lst.is_sorted_by_key(key) {
             lst.sort_unstable_by_key(key);
         }
     }
+    // One (immutable) tuple per distinct run of partition ids: range and roundrobin over
+    // identical subscriptions give a member the same ids in every topic, sticky spreads single
+    // partitions, so most runs repeat one seen before.
+    let mut groups: FxHashMap<Vec<u32>, Bound<'py, PyTuple>> = FxHashMap::default();
+    let mut ids: Vec<u32> = Vec::new();
+    let make = make
+        .map(|(cls, fixed, attr)| -> PyResult<_> {
+            let new = py.get_type::<PyAny>().getattr(intern!(py, "__new__"))?;
+            Ok((new, cls, fixed, attr))
+        })
+        .transpose()?;
+    let out = PyList::empty(py);
     for lst in &lists {
         let row = PyList::empty(py);
         for run in lst.chunk_by(|a, b| a.0 == b.0) {
-            let t = run[0].0;
-            let ps = match &prev {
-                Some((r, ps))
-                    if r.len() == run.len() && r.iter().zip(run).all(|(a, b)| a.1 == b.1) =>
-                {
-                    ps.clone()
-                }
-                _ => {
-                    let ints = run
-                        .iter()
-                        .map(|&(_, p)| atoms.int(py, p))
-                        .collect::<PyResult<Vec<_>>>()?;
-                    let ps = PyTuple::new(py, ints)?;
-                    prev = Some((run, ps.clone()));
-                    ps
-                }
+            ids.clear();
+            ids.extend(run.iter().map(|&(_, p)| p));
+            let ps = if let Some(ps) = groups.get(ids.as_slice()) {
+                ps.clone()
+            } else {
+                let ints = ids
+                    .iter()
+                    .map(|&p| atoms.int(py, p))
+                    .collect::<PyResult<Vec<_>>>()?;
+                let ps = PyTuple::new(py, ints)?;
+                groups.insert(ids.clone(), ps.clone());
+                ps
             };
+            let t = run[0].0;
             row.append(PyTuple::new(
                 py,
                 [atoms.topics[t as usize].as_any().clone(), ps.into_any()],
             )?)?;
         }
-        out.append(row)?;
+        if let Some((new, cls, fixed, attr)) = &make {
+            let obj = new.call1((cls,))?;
+            for (k, v) in fixed {
+                obj.setattr(k, v)?;
+            }
+            obj.setattr(attr, row)?;
+            out.append(obj)?;
+        } else {
+            out.append(row)?;
+        }
     }
     Ok(out)
 }
@@ -289,7 +739,7 @@ pub fn kafka_assign_columns<'py>(
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<u32>>,
 )> {
-    let index = TopicIndex::new(&topics);
+    let mut index = TopicIndex::new(&topics);
     let cluster = Cluster::new(topics);
     let n = member_ids.len();
     if member_topics.len() != n {
@@ -317,7 +767,7 @@ pub fn kafka_assign_columns<'py>(
             (*g != i64::MIN).then(|| (*g).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32);
     }
     for (m, names) in members.iter_mut().zip(member_topics.iter()) {
-        m.topics = index.resolve(&names)?;
+        m.topics = index.resolve(&names, false)?;
     }
     let (om, ot, op) = (
         owned_member.as_slice()?,
@@ -361,8 +811,8 @@ pub fn kafka_assign_columns<'py>(
     ))
 }
 
-/// ZooKeeper-era assignor: for each of `threads` (thread ids, in the order wanted), its list of
-/// `cls(topic, partition)`, topic by topic in `topics` order, partitions ascending.
+/// ZooKeeper-era assignor: for each of `threads` (thread ids, in the order wanted), its
+/// [`TopicPartitionList`], topic by topic in `topics` order, partitions ascending.
 #[pyfunction]
 pub fn zk_assign<'py>(
     py: Python<'py>,
@@ -370,7 +820,6 @@ pub fn zk_assign<'py>(
     topics: Vec<(String, u32)>,
     consumers: Vec<(String, Vec<(u32, u32)>)>,
     threads: Vec<String>,
-    cls: Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyList>> {
     let Some(which) = zk::ZkAssignor::parse(name) else {
         return Err(UnknownStrategyError::new_err((
@@ -412,5 +861,5 @@ pub fn zk_assign<'py>(
             }
         }
     }
-    topic_partition_lists(py, &cluster, cls, &rows)
+    topic_partition_lists(py, &cluster, rows)
 }

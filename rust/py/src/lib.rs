@@ -268,6 +268,39 @@ fn allocate_prepared<'py>(
     pick(items, &picked)
 }
 
+/// Benchmark support: the median wall time in seconds of `rounds` runs of the core's per-client
+/// `allocate` over a prepared table: from the ids as Rust strings (extracted from `consumers`
+/// before timing) to the positions, building the core's `ConsumerList` included. The "core's own
+/// time" a per-client `allocate` call is compared with.
+#[pyfunction]
+fn time_allocate_core(
+    py: Python<'_>,
+    strategy: &PyStrategy,
+    current_id: Option<String>,
+    table: &PyQueueTable,
+    consumers: &Bound<'_, PyAny>,
+    rounds: usize,
+) -> PyResult<f64> {
+    let ids = columns::consumer_list(consumers)?.ids().to_vec();
+    let all = table.table.all();
+    let mut times = Vec::with_capacity(rounds.max(1));
+    for _ in 0..rounds.max(1) {
+        let input = ids.clone();
+        let (elapsed, picked) = py.detach(|| {
+            let start = std::time::Instant::now();
+            let group = ConsumerList::new(input);
+            let picked =
+                allocate::allocate(&strategy.inner, current_id.as_deref(), &all, &group, None);
+            drop(group);
+            (start.elapsed().as_secs_f64(), picked)
+        });
+        picked.py_err()?;
+        times.push(elapsed);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 /// Every member's list over a prepared [`PyQueueTable`] whose rows are `items`, as lists of
 /// `items` (entry `j` is empty for a repeated id).
 #[pyfunction]
@@ -485,12 +518,15 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(assign_positions, m)?)?;
     m.add_class::<PyQueueTable>()?;
     m.add_function(wrap_pyfunction!(allocate_prepared, m)?)?;
+    m.add_function(wrap_pyfunction!(time_allocate_core, m)?)?;
     m.add_function(wrap_pyfunction!(assign_prepared, m)?)?;
     m.add_function(wrap_pyfunction!(owners, m)?)?;
     m.add_function(wrap_pyfunction!(owners_by_pair, m)?)?;
     m.add_function(wrap_pyfunction!(sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(ring_hash, m)?)?;
+    m.add_class::<kafka::TopicPartitionList>()?;
+    m.add_class::<kafka::TopicPartitionIter>()?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_columns, m)?)?;

@@ -174,11 +174,19 @@ fn cmp_members(a: &Member, b: &Member) -> Ordering {
 /// Per topic, the members subscribing to it (member indices in `order`).
 pub(crate) fn subscribers(cluster: &Cluster, members: &[Member], order: &[u32]) -> Vec<Vec<u32>> {
     let mut subs = vec![Vec::new(); cluster.len()];
+    let mut sorted = Vec::new();
     for &m in order {
-        let mut topics = members[m as usize].topics.clone();
-        topics.sort_unstable();
-        topics.dedup();
-        for t in topics {
+        let topics = &members[m as usize].topics;
+        // Usually already strictly ascending (distinct): no copy needed then.
+        let topics = if topics.windows(2).all(|w| w[0] < w[1]) {
+            topics
+        } else {
+            sorted.clone_from(topics);
+            sorted.sort_unstable();
+            sorted.dedup();
+            &sorted
+        };
+        for &t in topics {
             if (t as usize) < cluster.len() && cluster.partitions(t) > 0 {
                 subs[t as usize].push(m);
             }
