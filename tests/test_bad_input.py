@@ -619,7 +619,7 @@ EXEMPT: dict[str, str] = {
     "mqbalance.fault.SendSimulation": "result type",
     "mqbalance.kafka.TopicPartition": "a plain NamedTuple, like kafka-python's; checked where used (pairs)",
     "mqbalance.kafka.ColumnarAssignment": "result type",
-    "mqbalance.kafka.TopicPartitionList": "result type (built by the binding; tested in test_kafka_topic_partition_list)",
+    "mqbalance.kafka.TopicPartitionList": "result type built by the binding (test_kafka_topic_partition_list)",
     "mqbalance.kafka.AssignmentReport": "result type",
     "mqbalance.registry.StrategyInfo": "registry metadata",
     "mqbalance.registry.StrategyName": "an enum of names; parsing is walked through strategy()/lookup()",
