@@ -23,11 +23,15 @@ import io
 import json
 import math
 import pkgutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import warnings
+import zlib
 from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
@@ -43,11 +47,16 @@ import mqbalance
 from mqbalance import bulk, kafka, ordering, sticky_user_data
 from mqbalance import fault as fault_mod
 from mqbalance import sim as sim_mod
-from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning
+from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning, RemotingConnectError
+from mqbalance.fleet import live as live_mod
 from mqbalance.fleet import snapshot as snap_mod
 from mqbalance.models import MessageQueue
 from mqbalance.rebalance import PushConsumer, RebalanceService
 from mqbalance.registry import StrategySpec, lookup
+from mqbalance.remoting import AclCredentials, BrokerClient, NameServer, RemotingClient, RemotingCommand, ResponseCode
+from mqbalance.remoting import api as remoting_api
+from mqbalance.remoting.codes import code_name
+from mqbalance.remoting.frame import MAX_FRAME_BYTES, frame_length, loads_json
 from mqbalance.rooms import PrefixRoomResolver
 from mqbalance.strategies import (
     Avg,
@@ -176,6 +185,57 @@ KINDS: dict[str, st.SearchStrategy[tuple[Any, bool]]] = {
     "any": _tag(_junk | _text | st.integers() | st.lists(st.integers(), max_size=2), MAY),
 }
 
+
+def _closed_loopback_port() -> int:
+    """A loopback port nothing listens on (bound, then released): connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+CLOSED_PORT = _closed_loopback_port()
+_UNREACHABLE = [f"127.0.0.1:{CLOSED_PORT}", f"[::1]:{CLOSED_PORT}", f" 127.0.0.1:{CLOSED_PORT} "]
+#: "host:port" that is not: no port, port 0 or beyond 65535, not ASCII digits, a host that is not one
+_MALFORMED_ADDRS = [
+    "",
+    " ",
+    "host",
+    "host:",
+    ":9876",
+    "127.0.0.1:0",
+    "127.0.0.1:65536",
+    "127.0.0.1:-1",
+    "127.0.0.1:1.5",
+    "127.0.0.1:9" + "9" * 30,
+    "127.0.0.1:\u00b2",  # a superscript two: str.isdigit() says yes, int() says no
+    "127.0.0.1:\u0663",  # an Arabic-Indic three
+    "\x00:9876",
+    "\ud800:9876",
+    "a b:9876",
+    "http://127.0.0.1:9876",
+    "127.0.0.1:9876/x",
+]
+# A timeout (seconds): finite, above 0, at most a day.
+_BAD_TIMEOUTS = [math.nan, math.inf, -math.inf, -1, -0.5, 0, 0.0, -0.0, 10**400, 1e10, np.float64("nan")]
+_NOT_STR = st.integers() | st.floats() | st.booleans() | st.binary(max_size=3) | st.none() | st.lists(_text, max_size=2)
+KINDS |= {
+    # one "host:port"
+    "addr": _tag(st.sampled_from(_MALFORMED_ADDRS) | st.text(alphabet=st.characters(blacklist_characters=":")), REFUSE)
+    | _tag(_NOT_STR, REFUSE)
+    | _tag(st.sampled_from(_UNREACHABLE), MAY),
+    # name servers: "host:port" or several joined by ";"
+    "namesrv": _tag(st.sampled_from([*_MALFORMED_ADDRS, ";", " ; ", f"{_UNREACHABLE[0]};host"]), REFUSE)
+    | _tag(_NOT_STR, REFUSE)
+    | _tag(st.sampled_from([*_UNREACHABLE, f"{_UNREACHABLE[0]};{_UNREACHABLE[1]}", f";{_UNREACHABLE[0]};"]), MAY),
+    "timeout": _tag(st.sampled_from(_BAD_TIMEOUTS), REFUSE)
+    | _tag(st.text(max_size=3) | st.none() | st.booleans() | st.binary(max_size=2), REFUSE)
+    | _tag(st.floats(0.01, 1.0) | st.integers(1, 3), MAY),
+    # a response or request code: any int (unknown ones are named as such)
+    "code": _tag(st.floats() | st.booleans() | st.text(max_size=3) | st.none(), REFUSE) | _tag(st.integers(), MAY),
+}
+
+
 #: Values that could allocate without bound or abort if a count went unchecked: run in a capped
 #: subprocess; each must be refused with a typed error (or computed, if it is small enough).
 RISKY: dict[str, list[Any]] = {
@@ -237,6 +297,96 @@ class _Transport:
 
     def commit_offset(self, group: str, mq: Any, offset: int) -> None: ...
     def unregister(self, client: Any) -> None: ...
+
+
+def _unreachable(make: Callable[[], Any]) -> Any:
+    """``make()`` against a closed loopback port: a :class:`RemotingConnectError` there means every
+    argument was accepted (the call got as far as connecting); anything else is the verdict."""
+    try:
+        made = make()
+    except RemotingConnectError as e:
+        if str(CLOSED_PORT) not in str(e):  # refused by the port, not by a check
+            raise AssertionError(f"not a connection to the closed port: {e}") from None
+        return None
+    close = getattr(made, "close", None)
+    if close is not None:
+        close()
+    return made
+
+
+def _frame(header: bytes, body: bytes = b"", *, kind: int = 0, header_len: int | None = None) -> bytes:
+    """A frame around a raw header (``kind``: the serialisation type byte)."""
+    mark = (kind << 24) | (len(header) if header_len is None else header_len)
+    return struct.pack(">II", 4 + len(header) + len(body), mark) + header + body
+
+
+def _message(
+    body: bytes, *, sys_flag: int = 0, body_len: int | None = None, total: int | None = None, topic: bytes = b"T"
+) -> bytes:
+    """One stored message in the commit-log layout ``MessageDecoder`` reads (v1 magic, IPv4 hosts)."""
+    props = b"TAGS\x01a\x02"
+    rest = (
+        struct.pack(">iiiqqiq", 0, 3, 0, 5, 1005, sys_flag, 1_700_000_000_000)
+        + bytes([127, 0, 0, 1])
+        + struct.pack(">iq", 5555, 1_700_000_000_123)
+        + bytes([127, 0, 0, 1])
+        + struct.pack(">iiqi", 10911, 0, 0, len(body) if body_len is None else body_len)
+        + body
+        + bytes([len(topic)])
+        + topic
+        + struct.pack(">H", len(props))
+        + props
+    )
+    return struct.pack(">ii", 8 + len(rest) if total is None else total, -626843481) + rest
+
+
+KINDS |= {
+    # a whole frame from a hostile server: refused as a RemotingFrameError, never a bare error
+    "frame": _tag(
+        st.sampled_from(
+            [
+                _frame(b"[" * 5000 + b"]" * 5000),  # nested beyond the recursion limit
+                _frame(b"1" * 5000),  # beyond int()'s digit limit
+                _frame(b'{"code": Infinity}'),
+                _frame(b'{"code": NaN}'),
+                _frame(b'{"code": 1e400}'),
+                _frame(b'{"code": 99999999999999999999}'),
+                _frame(b'{"opaque": "' + b"9" * 5000 + b'"}'),
+                _frame(b'{"flag": true}'),
+                _frame(b'{"code": [1]}'),
+                _frame(b'{"version": "x"}'),
+                _frame(b'{"extFields": [1, 2]}'),
+                _frame(b"\xff\xfe{}"),
+                _frame(b"[1]"),
+                _frame(b"{}", kind=1),  # RocketMQ's binary serialisation
+                _frame(b"{}", header_len=10**6),
+                _frame(b"{}")[:-1],
+                struct.pack(">I", 2**31) + _frame(b"{}")[4:],
+                b"\x00\x00\x00\x02ab",
+            ]
+        ),
+        REFUSE,
+    )
+    | _tag(st.binary(max_size=24).map(lambda b: struct.pack(">i", len(b)) + b), MAY),
+    # a pull body from a hostile broker
+    "messages": _tag(
+        st.sampled_from(
+            [
+                _message(b"x", body_len=-5),  # a negative body length
+                _message(b"x", body_len=10**6),  # a body beyond its message
+                _message(b"x", total=10**6),  # a message beyond the body
+                _message(b"x", total=-1),
+                _message(zlib.compress(b"\0" * (20 << 20)), sys_flag=1),  # inflates to 20 MiB
+                _message(zlib.compress(b"zipped")[:-3], sys_flag=1),  # a truncated zlib stream
+                _message(b"not zlib", sys_flag=1),
+                _message(b"x", topic=b"\xff"),
+                _message(b"x")[:-2],
+            ]
+        ),
+        REFUSE,
+    )
+    | _tag(st.binary(max_size=80), MAY),
+}
 
 
 TABLE: list[Entry] = [
@@ -560,6 +710,99 @@ TABLE: list[Entry] = [
         brokers=("count", 2),
         clients=("count", 2),
     ),
+    # remoting (no server: a closed loopback port where a well-formed address is needed)
+    E(
+        "remoting.frame.RemotingCommand.decode",
+        lambda frame, max_frame_bytes: RemotingCommand.decode(frame, max_frame_bytes=max_frame_bytes),
+        frame=("bytes", RemotingCommand(105, opaque=7, ext_fields={"topic": "T"}).encode()),
+        max_frame_bytes=("count", MAX_FRAME_BYTES),
+    ),
+    E("remoting.frame.RemotingCommand.decode(hostile)", RemotingCommand.decode, frame=("frame", _frame(b"{}"))),
+    E(
+        "remoting.frame.frame_length",
+        lambda prefix, max_frame_bytes: frame_length(prefix, max_frame_bytes=max_frame_bytes),
+        prefix=("bytes", b"\x00\x00\x00\x10"),
+        max_frame_bytes=("count", MAX_FRAME_BYTES),
+    ),
+    E("remoting.frame.loads_json", loads_json, data=("bytes", b'{"brokerAddrs":{0:"a:1"}}')),
+    E(
+        "remoting.api.decode_messages",
+        lambda data, addr: remoting_api.decode_messages(data, addr=addr),
+        data=("bytes", _message(b"hello")),
+        addr=("str", "127.0.0.1:10911"),
+    ),
+    E("remoting.api.decode_messages(hostile)", remoting_api.decode_messages, data=("messages", _message(b"x"))),
+    E("remoting.api.decode_properties", remoting_api.decode_properties, text=("str", "TAGS\x01a\x02")),
+    E("remoting.api.encode_properties", remoting_api.encode_properties, props=("mapping", {"TAGS": "a"})),
+    E(
+        "remoting.api.strategy_from_running_info",
+        remoting_api.strategy_from_running_info,
+        info=("mapping", {"properties": {"allocateMessageQueueStrategy": "AllocateMessageQueueAveragely@1"}}),
+    ),
+    E("remoting.codes.code_name", code_name, kind=("object", ResponseCode), code=("code", 17)),
+    E(
+        "remoting.client.AclCredentials",
+        lambda access_key, secret_key, token, fields, body: AclCredentials(
+            access_key, secret_key, security_token=token
+        ).sign(fields, body),
+        access_key=("str", "ak"),
+        secret_key=("str", "sk"),
+        token=("str?", None),
+        fields=("mapping", {"topic": "T"}),
+        body=("bytes", b"{}"),
+    ),
+    E(
+        "remoting.client.RemotingClient",
+        lambda addr, timeout, max_frame_bytes, on_request, credentials: _unreachable(
+            lambda: RemotingClient(
+                addr, timeout=timeout, max_frame_bytes=max_frame_bytes, on_request=on_request, credentials=credentials
+            )
+        ),
+        addr=("addr", _UNREACHABLE[0]),
+        timeout=("timeout", 0.5),
+        max_frame_bytes=("count", MAX_FRAME_BYTES),
+        on_request=("object?", None),
+        credentials=("object?", None),
+    ),
+    E(
+        "remoting.api.NameServer",
+        lambda addrs, timeout, credentials: NameServer(addrs, timeout=timeout, credentials=credentials).close(),
+        addrs=("namesrv", _UNREACHABLE[0]),
+        timeout=("timeout", 0.5),
+        credentials=("object?", AclCredentials("ak", "sk")),
+    ),
+    E(
+        "remoting.api.NameServer.topic_list",
+        lambda addrs: _unreachable(lambda: NameServer(addrs, timeout=0.5).topic_list()),
+        addrs=("namesrv", _UNREACHABLE[0]),
+    ),
+    E(
+        "remoting.api.BrokerClient",
+        lambda addr, timeout, on_request, credentials: _unreachable(
+            lambda: BrokerClient(addr, timeout=timeout, on_request=on_request, credentials=credentials)
+        ),
+        addr=("addr", _UNREACHABLE[0]),
+        timeout=("timeout", 0.5),
+        on_request=("object?", None),
+        credentials=("object?", None),
+    ),
+    # fleet.live: a cluster behind a closed port (the read fails at once with RemotingConnectError)
+    E(
+        "fleet.live.read_cluster",
+        lambda namesrv, timeout, workers, progress: _unreachable(
+            lambda: live_mod.read_cluster(namesrv, timeout=timeout, workers=workers, progress=progress)
+        ),
+        namesrv=("namesrv", _UNREACHABLE[0]),
+        timeout=("timeout", 0.5),
+        workers=("count", 8),
+        progress=("object?", None),
+    ),
+    E(
+        "fleet.live.live_snapshot",
+        lambda namesrv, timeout: _unreachable(lambda: live_mod.live_snapshot(namesrv, timeout=timeout)),
+        namesrv=("namesrv", _UNREACHABLE[0]),
+        timeout=("timeout", 0.5),
+    ),
     # rebalance
     E(
         "rebalance.RebalanceService",
@@ -672,7 +915,26 @@ EXEMPT: dict[str, str] = {
     "mqbalance.rebalance.service.*": "walked through mqbalance.rebalance (same objects)",
     "mqbalance.bulk": "a module (its functions are walked)",
     "mqbalance.StrategySpec": "walked as registry.StrategySpec.parse",
+    "mqbalance.remoting.client.RequestHandler": "a callable type alias; on_request is walked with RemotingClient",
+    "mqbalance.remoting.RequestHandler": "a callable type alias; on_request is walked with RemotingClient",
 }
+for _module in ("mqbalance.remoting", "mqbalance.remoting.api", "mqbalance.remoting.codes"):
+    for _name, _reason in {
+        "BrokerData": "record decoded from a name server's answer",
+        "ClientConnection": "record decoded from a broker's answer",
+        "ClusterInfo": "record decoded from a name server's answer",
+        "ConsumerConnectionInfo": "record decoded from a broker's answer",
+        "ConsumerData": "a heartbeat's record, sent by BrokerClient.heartbeat (needs a broker: test_remoting)",
+        "Message": "record decoded by decode_messages (walked)",
+        "PullResult": "result type of BrokerClient.pull",
+        "PullStatus": "an enum",
+        "QueueData": "record decoded from a name server's answer",
+        "SendResult": "result type of BrokerClient.send",
+        "TopicRoute": "record decoded from a name server's answer",
+        "RequestCode": "an enum of the protocol's codes",
+        "ResponseCode": "an enum of the protocol's codes",
+    }.items():
+        EXEMPT[f"{_module}.{_name}"] = _reason
 
 #: ``module.name`` of each public object → the TABLE entries that walk it.
 ALIASES = {
@@ -702,6 +964,15 @@ ALIASES = {
     "mqbalance.rebalance.PushConsumer": "rebalance.PushConsumer",
     "mqbalance.rebalance.RebalanceService": "rebalance.RebalanceService",
 }
+for _name, _entry in {
+    "AclCredentials": "remoting.client.AclCredentials",
+    "RemotingClient": "remoting.client.RemotingClient",
+    "RemotingCommand": "remoting.frame.RemotingCommand.decode",
+    "BrokerClient": "remoting.api.BrokerClient",
+    "NameServer": "remoting.api.NameServer",
+    "strategy_from_running_info": "remoting.api.strategy_from_running_info",
+}.items():
+    ALIASES[f"mqbalance.remoting.{_name}"] = _entry
 for _cls in ("Avg", "AvgByCircle", "Config", "ConsistentHash", "ConsistentHashBounded", "Sticky"):
     ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.strategies.{_cls}"] = f"strategies.{_cls}"
 for _cls in ("MachineRoom", "MachineRoomNearby", "QueueTable"):
@@ -1059,6 +1330,32 @@ CLI: dict[str, list[list[str]]] = {
         ["simulate"],
     ],
     "fault-latency-demo": [["fault-latency-demo", "--rounds", "-1"], ["fault-latency-demo", "--rounds", "0"]],
+    # {closed}: a loopback port nothing listens on
+    "snapshot": [
+        ["snapshot", "--namesrv", namesrv, "-o", "{tmp}/s.json"]
+        for namesrv in (
+            "host",
+            "127.0.0.1",
+            "127.0.0.1:0",
+            "127.0.0.1:65536",
+            "127.0.0.1:x",
+            "",
+            ";",
+            "127.0.0.1:{closed};x",
+        )
+    ]
+    + [
+        ["snapshot", "--namesrv", "127.0.0.1:{closed}", "--timeout", timeout, "-o", "{tmp}/s.json"]
+        for timeout in ("0", "-1", "nan", "inf", "-inf", "1e400", "1e10", "x")
+    ]
+    + [
+        ["snapshot", "--namesrv", "127.0.0.1:{closed}", "--timeout", "0.5", "-o", "{unwritable}"],
+        ["snapshot", "--namesrv", "127.0.0.1:{closed}", "--timeout", "0.5", "-o", "{unwritable}.json"],
+        ["snapshot", "--namesrv", "127.0.0.1:{closed}", "--timeout", "0.5", "-o", "{tmp}/s.json"],
+        ["snapshot", "--namesrv", "127.0.0.1:{closed}", "--timeout", "0.5", "-o", "{tmp}/s.parquet"],
+        ["snapshot", "-o", "{tmp}/s.json"],
+        ["snapshot", "--namesrv", "127.0.0.1:{closed}"],
+    ],
 }
 #: Subcommands not walked, with the reason.
 CLI_EXEMPT = {
@@ -1094,19 +1391,47 @@ def test_cli_refuses_bad_input(argv: list[str], bad_files: dict[str, Path], tmp_
     before any Spark job or simulation starts."""
     unwritable = tmp_path / "file"
     unwritable.write_text("x")
-    names = {"tmp": str(tmp_path), "unwritable": str(unwritable / "out")} | {k: str(v) for k, v in bad_files.items()}
+    names = {"tmp": str(tmp_path), "unwritable": str(unwritable / "out"), "closed": str(CLOSED_PORT)}
+    names |= {k: str(v) for k, v in bad_files.items()}
     args = []
     for a in argv:
         for key, value in names.items():
             a = a.replace("{" + key + "}", value)
         args.append(a)
+    started = time.monotonic()
     code, err = _cli(args)
+    assert time.monotonic() - started < 5, f"{args} took {time.monotonic() - started:.1f} s"
     assert code == 2, (args, code, err)
     lines = [line for line in err.splitlines() if line.strip()]
     errors = [line for line in lines if "error:" in line]
     assert len(errors) == 1 and "Traceback" not in err, err
     if errors[0].startswith("mqbalance: error:"):
         assert len(lines) == 1, err
+
+
+def test_snapshot_checks_its_output_before_reading_the_cluster(tmp_path: Path) -> None:
+    """An unwritable ``-o`` is refused before any request: the error names the path, not the (here
+    unreachable) name server, and nothing is read first."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for out in (blocker / "s.json", blocker / "s.parquet", blocker):
+        argv = ["snapshot", "--namesrv", f"127.0.0.1:{CLOSED_PORT}", "--timeout", "0.5", "-o", str(out)]
+        code, err = _cli(argv)
+        assert code == 2, err
+        assert str(blocker) in err and "name server" not in err, err
+
+
+def test_snapshot_of_an_unreachable_name_server_fails_within_its_timeout(tmp_path: Path) -> None:
+    """A closed port: exit 2 at once, one line naming the address; nothing written."""
+    started = time.monotonic()
+    code, err = _cli(
+        ["snapshot", "--namesrv", f"127.0.0.1:{CLOSED_PORT}", "--timeout", "0.5", "-o", f"{tmp_path}/s.json"]
+    )
+    assert time.monotonic() - started < 1.5
+    assert code == 2
+    addr = f"127.0.0.1:{CLOSED_PORT}"
+    assert err.strip() == f"mqbalance: error: no name server answered: {addr}: cannot connect: Connection refused", err
+    assert not (tmp_path / "s.json").exists()
 
 
 def test_a_long_simulation_stops_on_ctrl_c(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ def test_fastjson_integer_keys():
         "brokerAddrs": {"0": "a:1", "1": "b:2"},
         "t": {"x@g": {"0": 5, "12": 7}},
     }
-    with pytest.raises(ValueError):
+    with pytest.raises(RemotingFrameError, match="not JSON"):
         loads_json(b"{oops}")
 
 

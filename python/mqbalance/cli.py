@@ -120,6 +120,18 @@ def _snapshot_arg(args: argparse.Namespace, say: Progress) -> Snapshot | None:
     return None
 
 
+def _check_out(out: Path) -> None:
+    """``-o`` can be written: its parent directory exists (or is created) and is writable, and it is
+    not a file where a directory goes or the other way round. An OSError names the path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not os.access(out.parent, os.W_OK):
+        raise SnapshotError(f"-o {out}: {out.parent} is not writable", str(out))
+    if out.suffix.lower() == ".json" and out.is_dir():
+        raise SnapshotError(f"-o {out}: is a directory, not a JSON file", str(out))
+    if out.suffix.lower() != ".json" and out.exists() and not out.is_dir():
+        raise SnapshotError(f"-o {out}: is a file, not a directory for the Parquet layout", str(out))
+
+
 def _cmd_snapshot(args: argparse.Namespace) -> int:
     import json
 
@@ -128,6 +140,8 @@ def _cmd_snapshot(args: argparse.Namespace) -> int:
 
     if not args.timeout > 0:
         raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
+    out = Path(args.out)
+    _check_out(out)  # before the cluster is read, which may take minutes
     say = Progress(quiet=args.quiet, stream=sys.stderr)
     data = read_cluster(
         args.namesrv,
@@ -137,7 +151,6 @@ def _cmd_snapshot(args: argparse.Namespace) -> int:
         credentials=_credentials(),
     )
     snap = snapshot_from_dict(data, f"rocketmq://{args.namesrv}")  # validated before anything is written
-    out = Path(args.out)
     if out.suffix.lower() == ".json":
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -36,8 +36,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from mqbalance import _validate
 from mqbalance.exceptions import (
     BrokerResponseError,
+    InvalidInputError,
     MQBalanceError,
     RemotingConnectError,
     RemotingError,
@@ -48,6 +50,9 @@ from mqbalance.remoting import AclCredentials, BrokerClient, ConsumerConnectionI
 from mqbalance.remoting.api import strategy_from_running_info
 
 __all__ = ["live_snapshot", "read_cluster"]
+
+#: the most requests :func:`read_cluster` keeps in flight at once
+MAX_WORKERS = 256
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -319,7 +324,14 @@ def read_cluster(
     ``errors`` and ``meta``). ``namesrv`` is ``host:port`` or several joined by ``;``;
     ``timeout`` is per request; ``workers`` requests are in flight at once;
     ``running_info=False`` skips asking each client for its strategy; ``credentials`` signs every
-    request (brokers with ``authenticationEnabled``)."""
+    request (brokers with ``authenticationEnabled``). Each argument is checked before anything is
+    sent (an :class:`~mqbalance.exceptions.InvalidInputError` naming it)."""
+    if _validate.count(workers, "workers", maximum=MAX_WORKERS) < 1:
+        raise InvalidInputError(f"workers must be at least 1, got {workers!r}", workers)
+    if progress is not None and not callable(progress):
+        raise InvalidInputError(f"progress must be callable or None, got {progress!r:.40}", progress)
+    if not isinstance(running_info, bool):
+        raise InvalidInputError(f"running_info must be True or False, got {running_info!r:.40}", running_info)
     return _Reader(namesrv, timeout, workers, progress or (lambda message: None), credentials).read(running_info)
 
 

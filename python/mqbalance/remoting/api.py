@@ -28,7 +28,14 @@ from types import TracebackType
 from typing import Any
 
 from mqbalance.exceptions import InvalidInputError, RemotingConnectError, RemotingFrameError
-from mqbalance.remoting.client import AclCredentials, RemotingClient, RequestHandler
+from mqbalance.remoting.client import (
+    AclCredentials,
+    RemotingClient,
+    RequestHandler,
+    check_credentials,
+    check_timeout,
+    parse_addr,
+)
 from mqbalance.remoting.codes import RequestCode, ResponseCode
 from mqbalance.remoting.frame import RemotingCommand, loads_json
 
@@ -60,8 +67,8 @@ def _json_body(addr: str, request: RequestCode, cmd: RemotingCommand) -> Any:
         return {}
     try:
         return loads_json(cmd.body)
-    except ValueError as e:
-        raise RemotingFrameError(f"{addr}: body of the {request.name} response is not JSON: {e}", addr) from None
+    except RemotingFrameError as e:
+        raise RemotingFrameError(f"{addr}: body of the {request.name} response is {e}", addr) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +145,23 @@ class NameServer:
     ``namesrvAddr``); a name server that cannot be reached is skipped for the next one."""
 
     def __init__(self, addrs: str, *, timeout: float = 3.0, credentials: AclCredentials | None = None) -> None:
-        self.addrs = [a.strip() for a in str(addrs).split(";") if a.strip()]
+        if not isinstance(addrs, str):
+            raise InvalidInputError(
+                f"name server addresses must be a str HOST:PORT[;HOST:PORT], got {type(addrs).__name__} {addrs!r:.80}",
+                addrs,
+            )
+        self.addrs = [a.strip() for a in addrs.split(";") if a.strip()]
         if not self.addrs:
             raise InvalidInputError(f"no name server address in {addrs!r}", addrs)
-        self.timeout = timeout
-        self.credentials = credentials
+        for a in self.addrs:
+            try:
+                parse_addr(a)
+            except InvalidInputError:
+                raise InvalidInputError(
+                    f"name server address {a!r} in {addrs!r} is not HOST:PORT (a port from 1 to 65535)", addrs
+                ) from None
+        self.timeout = check_timeout(timeout)
+        self.credentials = check_credentials(credentials)
         self._client: RemotingClient | None = None
         self._lock = threading.Lock()
 
@@ -344,11 +363,26 @@ _NAME_VALUE, _PROPERTY = "\x01", "\x02"
 
 
 def encode_properties(props: Mapping[str, str]) -> str:
-    """Message properties as Java writes them (``name\\x01value\\x02`` each)."""
+    """Message properties as Java writes them (``name\\x01value\\x02`` each). Names and values
+    are strings without the two separators (which would make another property on the way back)."""
+    if not isinstance(props, Mapping):
+        raise InvalidInputError(
+            f"properties must be a mapping of str to str, got {type(props).__name__} {props!r:.40}", props
+        )
+    for k, v in props.items():
+        for what, text in (("name", k), ("value", v)):
+            if not isinstance(text, str):
+                raise InvalidInputError(f"property {what} {text!r:.40} is not a str", text)
+            if _NAME_VALUE in text or _PROPERTY in text:
+                raise InvalidInputError(f"property {what} {text!r:.40} contains a separator (\\x01 or \\x02)", text)
     return "".join(f"{k}{_NAME_VALUE}{v}{_PROPERTY}" for k, v in props.items())
 
 
 def decode_properties(text: str) -> dict[str, str]:
+    """The properties of :func:`encode_properties`' text (items without a name/value separator
+    are skipped)."""
+    if not isinstance(text, str):
+        raise InvalidInputError(f"properties text must be a str, got {type(text).__name__} {text!r:.40}", text)
     out = {}
     for item in text.split(_PROPERTY):
         k, sep, v = item.partition(_NAME_VALUE)
@@ -363,6 +397,11 @@ _BORNHOST_V6, _STOREHOST_V6, _COMPRESSED = 1 << 4, 1 << 5, 1
 
 def decode_messages(data: bytes, *, addr: str = "") -> list[Message]:
     """Decode the body of a pull response: messages in the commit log format (``MessageDecoder``)."""
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidInputError(f"data must be bytes, got {type(data).__name__} {data!r:.40}", data)
+    if not isinstance(addr, str):
+        raise InvalidInputError(f"addr must be a str, got {type(addr).__name__} {addr!r:.40}", addr)
+    data = bytes(data)
     out = []
     pos, n = 0, len(data)
     try:
@@ -382,10 +421,12 @@ def decode_messages(data: bytes, *, addr: str = "") -> list[Message]:
             p += 20 if sys_flag & _STOREHOST_V6 else 8
             reconsume, _prepared, body_len = struct.unpack_from(">iqi", data, p)
             p += 16
+            if not 0 <= body_len <= pos + total - p:
+                raise RemotingFrameError(f"{addr}: message body of {body_len} bytes at {p} overruns its message", addr)
             body = bytes(data[p : p + body_len])
             p += body_len
             if sys_flag & _COMPRESSED and (sys_flag >> 8) & 0x7 in (0, 2):  # zlib (Java's default)
-                body = zlib.decompress(body)
+                body = _inflate(body, addr)
             if magic == _MAGIC_V2:
                 (topic_len,) = struct.unpack_from(">H", data, p)
                 p += 2
@@ -401,6 +442,20 @@ def decode_messages(data: bytes, *, addr: str = "") -> list[Message]:
             pos += total
     except (struct.error, IndexError, UnicodeDecodeError, zlib.error) as e:
         raise RemotingFrameError(f"{addr}: malformed message at byte {pos} of a pull body: {e}", addr) from None
+    return out
+
+
+#: the largest message body a compressed one may inflate to (a broker's ``maxMessageSize`` is 4 MiB)
+MAX_INFLATED_BODY = 16 * 1024 * 1024
+
+
+def _inflate(body: bytes, addr: str) -> bytes:
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(body, MAX_INFLATED_BODY)
+    if inflater.unconsumed_tail:
+        raise RemotingFrameError(f"{addr}: compressed message body inflates beyond {MAX_INFLATED_BODY} bytes", addr)
+    if not inflater.eof:
+        raise RemotingFrameError(f"{addr}: compressed message body is truncated", addr)
     return out
 
 
@@ -423,6 +478,10 @@ def strategy_from_running_info(info: Mapping[str, Any]) -> str | None:
     ...     "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragelyByCircle@1b6d3586"}})
     'AVG_BY_CIRCLE'
     """
+    if not isinstance(info, Mapping):
+        raise InvalidInputError(
+            f"running info must be a mapping (its JSON), got {type(info).__name__} {info!r:.40}", info
+        )
     props = info.get("properties") or {}
     value = props.get("allocateMessageQueueStrategy") if isinstance(props, Mapping) else None
     if not isinstance(value, str) or not value:

@@ -26,13 +26,16 @@ import hashlib
 import hmac
 import itertools
 import logging
+import math
 import queue
+import re
 import socket
 import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+from mqbalance import _validate
 from mqbalance.exceptions import (
     BrokerResponseError,
     InvalidInputError,
@@ -45,6 +48,9 @@ from mqbalance.remoting.codes import RequestCode, ResponseCode, code_name
 from mqbalance.remoting.frame import MAX_FRAME_BYTES, RemotingCommand, decode_payload, frame_length
 
 __all__ = ["AclCredentials", "RemotingClient", "RequestHandler"]
+
+#: the longest timeout accepted, in seconds (a day; sockets and waits overflow far beyond it)
+MAX_TIMEOUT = 86_400.0
 
 log = logging.getLogger(__name__)
 
@@ -63,28 +69,96 @@ class AclCredentials:
     """
 
     def __init__(self, access_key: str, secret_key: str, *, security_token: str | None = None) -> None:
+        for name, value in (("access_key", access_key), ("secret_key", secret_key), ("security_token", security_token)):
+            if value is None and name == "security_token":
+                continue
+            shown = "***" if name == "secret_key" and isinstance(value, str) else repr(value)
+            if not isinstance(value, str):
+                raise InvalidInputError(f"{name} must be a str, got {type(value).__name__} {shown}", value)
+            if not _encodable(value):
+                raise InvalidInputError(f"{name} {shown} is not valid UTF-8 text (a lone surrogate)", value)
         self.access_key, self.secret_key, self.security_token = access_key, secret_key, security_token
 
     def __repr__(self) -> str:
         return f"AclCredentials(access_key={self.access_key!r}, secret_key=***)"
 
-    def sign(self, ext_fields: Mapping[str, str], body: bytes) -> dict[str, str]:
-        fields = {k: v for k, v in ext_fields.items() if k != "Signature"}
+    def sign(self, ext_fields: Mapping[str, Any], body: bytes) -> dict[str, str]:
+        """The header fields with ``AccessKey`` (and ``SecurityToken``) added and ``Signature``
+        computed; values are sent as strings (``None`` values are left out, as requests do)."""
+        if not isinstance(ext_fields, Mapping):
+            raise InvalidInputError(
+                f"ext_fields must be a mapping, got {type(ext_fields).__name__} {ext_fields!r:.40}", ext_fields
+            )
+        if not isinstance(body, (bytes, bytearray, memoryview)):
+            raise InvalidInputError(f"body must be bytes, got {type(body).__name__} {body!r:.40}", body)
+        fields = {str(k): str(v) for k, v in ext_fields.items() if v is not None and k != "Signature"}
         fields["AccessKey"] = self.access_key
         if self.security_token:
             fields["SecurityToken"] = self.security_token
-        content = "".join(fields[k] for k in sorted(fields)).encode("utf-8") + body
+        try:
+            content = "".join(fields[k] for k in sorted(fields)).encode("utf-8") + bytes(body)
+        except UnicodeEncodeError as e:
+            raise InvalidInputError(f"a header field is not valid UTF-8 text: {e.object!r:.80}", e.object) from None
         digest = hmac.new(self.secret_key.encode("utf-8"), content, hashlib.sha1).digest()
         fields["Signature"] = base64.b64encode(digest).decode("ascii")
         return fields
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+#: a host name or an IPv4/IPv6 literal (with an optional ``%zone``)
+_HOST = re.compile(r"[A-Za-z0-9._-]{1,253}|[0-9A-Fa-f:.]{2,45}(%[A-Za-z0-9._-]{1,32})?")
+
+
 def parse_addr(addr: str) -> tuple[str, int]:
-    """``"host:port"`` → ``(host, port)``; an :class:`InvalidInputError` naming it otherwise."""
-    host, sep, port = str(addr).strip().rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InvalidInputError(f"address {addr!r} is not HOST:PORT", addr)
-    return host.strip("[]"), int(port)
+    """``"host:port"`` (``"[v6]:port"`` for IPv6) → ``(host, port)``; an
+    :class:`InvalidInputError` naming it otherwise.
+
+    >>> parse_addr("127.0.0.1:9876"), parse_addr("[::1]:9876")
+    (('127.0.0.1', 9876), ('::1', 9876))
+    """
+    if not isinstance(addr, str):
+        raise InvalidInputError(f"address must be a str HOST:PORT, got {type(addr).__name__} {addr!r:.80}", addr)
+    host, sep, port = addr.strip().rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if (
+        not sep
+        or not _HOST.fullmatch(host)
+        or not (port.isascii() and port.isdigit() and len(port) <= 5)
+        or not 0 < int(port) < 65536
+    ):
+        raise InvalidInputError(f"address {addr!r} is not HOST:PORT (a port from 1 to 65535)", addr)
+    return host, int(port)
+
+
+def check_timeout(value: float, name: str = "timeout") -> float:
+    """A timeout in seconds: a finite number above 0, at most :data:`MAX_TIMEOUT`.
+
+    >>> check_timeout(0.5)
+    0.5
+    """
+    try:
+        seconds = _validate.number(value, name, positive=True)
+    except InvalidInputError:
+        seconds = math.nan  # not a number, or not finite
+    if not 0 < seconds <= MAX_TIMEOUT:
+        raise InvalidInputError(f"{name} must be > 0 s and at most {MAX_TIMEOUT:g} s, got {value!r:.80}", value)
+    return seconds
+
+
+def check_max_frame_bytes(value: int) -> int:
+    """The largest frame to accept: an int from 16 to 2**31 - 1."""
+    limit = _validate.count(value, "max_frame_bytes")
+    if limit < 16:
+        raise InvalidInputError(f"max_frame_bytes must be at least 16, got {value!r}", value)
+    return limit
 
 
 class _Pending:
@@ -207,6 +281,12 @@ class _Connection:
         self.sock.close()
 
 
+def check_credentials(credentials: AclCredentials | None) -> AclCredentials | None:
+    if credentials is not None and not isinstance(credentials, AclCredentials):
+        raise InvalidInputError(f"credentials must be AclCredentials or None, got {credentials!r:.80}", credentials)
+    return credentials
+
+
 class RemotingClient:
     """``RemotingClient("127.0.0.1:9876", timeout=3.0)``: connects at once (a
     :class:`RemotingConnectError` within ``timeout`` if it cannot).
@@ -225,13 +305,13 @@ class RemotingClient:
         credentials: AclCredentials | None = None,
     ) -> None:
         self.host, self.port = parse_addr(addr)
-        self.addr = f"{self.host}:{self.port}"
-        if not timeout > 0:
-            raise InvalidInputError(f"timeout must be > 0 s, got {timeout!r}", timeout)
-        self.timeout = float(timeout)
+        self.addr = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        self.timeout = check_timeout(timeout)
+        if on_request is not None and not callable(on_request):
+            raise InvalidInputError(f"on_request must be callable or None, got {on_request!r:.80}", on_request)
         self.on_request = on_request
-        self.max_frame_bytes = max_frame_bytes
-        self.credentials = credentials
+        self.max_frame_bytes = check_max_frame_bytes(max_frame_bytes)
+        self.credentials = check_credentials(credentials)
         self._opaque = itertools.count(1)
         self._lock = threading.Lock()
         self._conn: _Connection | None = None
@@ -261,8 +341,10 @@ class RemotingClient:
                 sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
             except TimeoutError:
                 raise RemotingConnectError(f"{self.addr}: no connection within {self.timeout:g} s", self.addr) from None
-            except OSError as e:
-                raise RemotingConnectError(f"{self.addr}: cannot connect: {e.strerror or e}", self.addr) from None
+            except (OSError, UnicodeError) as e:  # UnicodeError: a host name IDNA refuses
+                raise RemotingConnectError(
+                    f"{self.addr}: cannot connect: {getattr(e, 'strerror', None) or e}", self.addr
+                ) from None
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.settimeout(max(self.timeout, 1.0))  # sends never block forever; the reader retries
             self._conn = conn = _Connection(self, sock)
@@ -285,7 +367,7 @@ class RemotingClient:
     ) -> RemotingCommand:
         """Send a request and wait for its response (any code). Header values are sent as
         strings; ``None`` values are left out."""
-        wait = self.timeout if timeout is None else timeout
+        wait = self.timeout if timeout is None else check_timeout(timeout)
         cmd = self._request(code, ext_fields, body, 0)
         conn = self._connection()
         p = conn.register(cmd.opaque)

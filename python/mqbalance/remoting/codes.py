@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import enum
 
+from mqbalance.exceptions import InvalidInputError
+
 __all__ = ["LANGUAGE", "VERSION", "RequestCode", "ResponseCode", "code_name"]
 
 #: what we send as ``language``: the Rust name server closes the connection on ``"PYTHON"``.
@@ -78,6 +80,10 @@ class ResponseCode(enum.IntEnum):
 def code_name(kind: type[enum.IntEnum], code: int) -> str:
     """``NAME (n)`` for a known code, ``unknown code n`` otherwise (servers may send codes newer
     than this list)."""
+    if not (isinstance(kind, type) and issubclass(kind, enum.IntEnum)):
+        raise InvalidInputError(f"kind must be an IntEnum class (RequestCode, ResponseCode), got {kind!r:.80}", kind)
+    if isinstance(code, bool) or not isinstance(code, int):
+        raise InvalidInputError(f"code must be an int, got {type(code).__name__} {code!r:.40}", code)
     try:
         return f"{kind(code).name} ({code})"
     except ValueError:

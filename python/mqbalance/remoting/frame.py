@@ -25,7 +25,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqbalance.exceptions import RemotingFrameError
+from mqbalance import _validate
+from mqbalance.exceptions import InvalidInputError, RemotingFrameError
 from mqbalance.remoting.codes import LANGUAGE, VERSION
 
 __all__ = ["MAX_FRAME_BYTES", "RemotingCommand", "frame_length", "loads_json"]
@@ -88,6 +89,7 @@ class RemotingCommand:
     @classmethod
     def decode(cls, frame: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> RemotingCommand:
         """Decode one whole frame (length prefix included, as :meth:`encode` writes it)."""
+        frame = _bytes(frame, "frame")
         if len(frame) < 4:
             raise RemotingFrameError(f"frame of {len(frame)} bytes has no length prefix", None)
         length = frame_length(frame[:4], max_frame_bytes=max_frame_bytes)
@@ -98,6 +100,11 @@ class RemotingCommand:
 
 def frame_length(prefix: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> int:
     """The number of bytes that follow a 4-byte length prefix, checked before reading them."""
+    prefix = _bytes(prefix, "prefix")
+    if len(prefix) != 4:
+        raise InvalidInputError(f"a length prefix is 4 bytes, got {len(prefix)}: {prefix!r:.40}", prefix)
+    if _validate.integer(max_frame_bytes, "max_frame_bytes") < 4:
+        raise InvalidInputError(f"max_frame_bytes must be at least 4, got {max_frame_bytes!r}", max_frame_bytes)
     length: int = struct.unpack(">i", prefix)[0]
     if length < 4:
         raise RemotingFrameError(f"declared frame length {length} is below the minimum of 4 bytes", None)
@@ -108,6 +115,9 @@ def frame_length(prefix: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> in
 
 def decode_payload(payload: bytes) -> RemotingCommand:
     """Decode what follows the length prefix: header length, header, body."""
+    payload = _bytes(payload, "payload")
+    if len(payload) < 4:
+        raise RemotingFrameError(f"frame of {len(payload)} bytes after its prefix has no header length", None)
     (mark,) = struct.unpack(">I", payload[:4])
     kind, header_len = mark >> 24, mark & 0xFFFFFF
     if kind != _SERIALIZE_JSON:
@@ -118,12 +128,12 @@ def decode_payload(payload: bytes) -> RemotingCommand:
         )
     try:
         header = loads_json(payload[4 : 4 + header_len])
-    except ValueError as e:
-        raise RemotingFrameError(f"frame header is not JSON: {e}", None) from None
+    except RemotingFrameError as e:
+        raise RemotingFrameError(f"frame header is {e}", None) from None
     if not isinstance(header, dict):
         raise RemotingFrameError(f"frame header is not a JSON object: {header!r:.80}", None)
     try:
-        code, opaque, flag = (int(header.get(k, 0)) for k in ("code", "opaque", "flag"))
+        code, opaque, flag = (_java_int(header, k) for k in ("code", "opaque", "flag"))
         ext = header.get("extFields") or {}
         if not isinstance(ext, dict):
             raise TypeError(f"extFields is {type(ext).__name__}")
@@ -136,28 +146,49 @@ def decode_payload(payload: bytes) -> RemotingCommand:
             ext_fields={str(k): "" if v is None else str(v) for k, v in ext.items()},
             body=bytes(payload[4 + header_len :]),
             language=str(header.get("language", "")),
-            version=int(header.get("version", 0)),
+            version=_java_int(header, "version"),
         )
     except (TypeError, ValueError) as e:
         raise RemotingFrameError(f"frame header has a malformed field: {e}", None) from None
+
+
+def _bytes(data: Any, name: str) -> bytes:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise InvalidInputError(f"{name} must be bytes, got {type(data).__name__} {data!r:.40}", data)
+    return bytes(data)
+
+
+def _java_int(header: dict[str, Any], key: str) -> int:
+    """A header field that Java reads as an ``int``: an integer (or its decimal string) in range."""
+    value = header.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ValueError(f"{key} is {value!r:.40}, not an integer")
+    number = int(value) if isinstance(value, int) or len(value) <= 20 else None
+    if number is None or not -(2**31) <= number < 2**31:
+        raise ValueError(f"{key} {value!r:.40} is not a Java int")
+    return number
 
 
 _BARE_INT_KEY = re.compile(rb"([{,])\s*(-?\d+)\s*:")
 
 
 def loads_json(data: bytes) -> Any:
-    """Parse a JSON header or body. Java servers (fastjson) write maps with integer keys unquoted
-    (``{0:"10.0.0.1:10911"}``); those are quoted and parsed when strict JSON fails.
+    """Parse a JSON header or body (UTF-8). Java servers (fastjson) write maps with integer keys
+    unquoted (``{0:"10.0.0.1:10911"}``); those are quoted and parsed when strict JSON fails.
+    Anything else that is not JSON (or nests deeper than Python's recursion limit) is a
+    :class:`~mqbalance.exceptions.RemotingFrameError`.
 
     >>> loads_json(b'{"brokerAddrs":{0:"a:1"}}')
     {'brokerAddrs': {'0': 'a:1'}}
     """
+    data = _bytes(data, "data")
     try:
-        return json.loads(data)
-    except UnicodeDecodeError:
-        raise
-    except json.JSONDecodeError:
-        fixed = _BARE_INT_KEY.sub(rb'\1"\2":', bytes(data))
-        if fixed == data:
-            raise
-        return json.loads(fixed)
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError:
+            fixed = _BARE_INT_KEY.sub(rb'\1"\2":', data)
+            if fixed == data:
+                raise
+            return json.loads(fixed)
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, int digits limit
+        raise RemotingFrameError(f"not JSON: {e}", None) from None
