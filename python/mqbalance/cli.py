@@ -10,7 +10,7 @@ audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its pr
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
 
-``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N]`` — run a rebalance
+``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N] [--client-ids L]`` — run a rebalance
 scenario (a YAML/JSON file or a bundled name, see ``--list``) through :mod:`mqbalance.sim`:
 ``metrics.json``, ``timeline.png`` and ``queues.png`` per strategy, ``compare.json`` and
 ``compare.png`` when several strategies run.
@@ -191,6 +191,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     if args.seed is not None:
         scenario = dataclasses.replace(scenario, seed=args.seed)
+    if args.client_ids is not None:
+        scenario = dataclasses.replace(
+            scenario, broker=dataclasses.replace(scenario.broker, client_ids=args.client_ids)
+        )
     names = [n for n in (args.strategy or "").split(",") if n] or None
     say = Progress()
     out = Path(args.out) / scenario.name
@@ -318,6 +322,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     sim.add_argument("--out", default="out/sim", help="output directory (default: out/sim; one folder per scenario)")
     sim.add_argument("--seed", type=int, help="override the scenario's seed")
+    sim.add_argument(
+        "--client-ids",
+        choices=["per-connection", "per-client-id"],
+        help="how the broker lists connections sharing a client id: per-connection (Java, the id twice: a share "
+        "goes to nobody) or per-client-id (the Rust port: the id once, both take the same share); default: the "
+        "scenario's broker.client_ids, else per-connection",
+    )
     sim.add_argument("--list", action="store_true", help="list the bundled scenarios")
     sim.add_argument(
         "--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event"

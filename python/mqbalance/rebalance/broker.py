@@ -28,9 +28,11 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from mqbalance.exceptions import InvalidInputError
 from mqbalance.versions import Semantics
 
 __all__ = [
+    "ClientIdListing",
     "ClientChannelInfo",
     "SubscriptionData",
     "Event",
@@ -41,6 +43,23 @@ __all__ = [
 ]
 
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
+
+
+class ClientIdListing(enum.StrEnum):
+    """How a broker's group table holds two connections that carry the same client id.
+
+    ``PER_CONNECTION`` (Java's broker, the default): one entry per channel, so the id is listed
+    twice; both holders compute the same share and the share after it goes to nobody.
+    ``PER_CLIENT_ID`` (the Rust port, rocketmq-rust 1.0.0): one entry per client id, the latest
+    connection to heartbeat takes it over; the id is listed once, so both holders take the same
+    share and every other share is taken as usual.
+
+    >>> ClientIdListing("per-client-id") is ClientIdListing.PER_CLIENT_ID
+    True
+    """
+
+    PER_CONNECTION = "per-connection"
+    PER_CLIENT_ID = "per-client-id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +109,7 @@ class ConsumerGroupInfo:
     consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
     channels: dict[str, ClientChannelInfo] = field(default_factory=dict)
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+    client_ids: ClientIdListing = ClientIdListing.PER_CONNECTION
 
     def all_client_ids(self) -> list[str]:
         """One entry per channel, duplicates included (the duplicated-client-id hazard)."""
@@ -99,8 +119,12 @@ class ConsumerGroupInfo:
         self, info: ClientChannelInfo, consume_type: str, message_model: str, consume_from_where: str, now_ms: int
     ) -> bool:
         """Latest heartbeat wins for the group-level fields. A new channel → True; a known channel
-        whose client id changed is replaced → False; the timestamp is always refreshed."""
+        whose client id changed is replaced → False; the timestamp is always refreshed.
+        ``PER_CLIENT_ID``: a new channel carrying a known client id takes the id's entry over."""
         self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
+        if self.client_ids is ClientIdListing.PER_CLIENT_ID and info.channel not in self.channels:
+            for old in [c for c, i in self.channels.items() if i.client_id == info.client_id]:
+                del self.channels[old]
         known = self.channels.get(info.channel)
         if known is None:
             self.channels[info.channel] = replace(info, last_update_ms=now_ms)
@@ -135,7 +159,8 @@ class ConsumerManager:
 
     ``semantics`` (a :class:`~mqbalance.versions.Semantics` or its value): ``"5.x"`` (default) or
     ``"4.x"`` — 5.x fires CLIENT_* events and does not send
-    CHANGE for BROADCASTING groups. ``notify(channel, group)`` sends
+    CHANGE for BROADCASTING groups. ``client_ids``: how connections sharing a client id are
+    listed (:class:`ClientIdListing`, Java's per-connection by default). ``notify(channel, group)`` sends
     ``NOTIFY_CONSUMER_IDS_CHANGED``; ``listener(event)`` sees every event (for simulations).
     """
 
@@ -147,8 +172,15 @@ class ConsumerManager:
         semantics: Semantics | str = Semantics.V5,
         notify_consumer_ids_changed_enable: bool = True,
         channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS,
+        client_ids: ClientIdListing | str = ClientIdListing.PER_CONNECTION,
     ) -> None:
         self.semantics = Semantics.parse(semantics)
+        try:
+            self.client_ids = ClientIdListing(client_ids)
+        except ValueError:
+            raise InvalidInputError(
+                f"client_ids must be 'per-connection' or 'per-client-id', got {client_ids!r}", client_ids
+            ) from None
         self.groups: dict[str, ConsumerGroupInfo] = {}
         self._notify = notify or (lambda channel, group: None)
         self._listener = listener or (lambda event: None)
@@ -181,7 +213,7 @@ class ConsumerManager:
         notify: bool = True,
     ) -> bool:
         """A heartbeat. Returns whether it changed the group (and so fired ``CHANGE``)."""
-        g = self.groups.setdefault(group, ConsumerGroupInfo(group))
+        g = self.groups.setdefault(group, ConsumerGroupInfo(group, client_ids=self.client_ids))
         new_channel = g.update_channel(info, consume_type, message_model, consume_from_where, now_ms)
         new_topics = g.update_subscription(subscriptions)
         changed = new_channel or new_topics

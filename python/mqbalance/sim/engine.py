@@ -119,6 +119,7 @@ class Simulation:
             semantics=s.semantics,
             notify_consumer_ids_changed_enable=s.broker.notify,
             channel_expired_timeout_ms=s.broker.channel_expired_timeout_ms,
+            client_ids=s.broker.client_ids,
         )
         self.broker = InMemoryBroker(self.manager)
         self.strategy = make_strategy(s.strategy, **dict(s.strategy_params))
