@@ -47,6 +47,11 @@ __all__ = [
     "PreviousAssignmentRequiredError",
     "InvalidPreviousAssignmentError",
     "PreviousAssignmentWarning",
+    "RemotingError",
+    "RemotingConnectError",
+    "RemotingTimeoutError",
+    "RemotingFrameError",
+    "BrokerResponseError",
 ]
 
 
@@ -182,3 +187,49 @@ class InvalidPreviousAssignmentError(InvalidInputError):
 class PreviousAssignmentWarning(UserWarning):
     """A previous assignment names consumers or queues that are not in the current lists; they
     are ignored (a consumer that left, a queue that went away) and named in the message."""
+
+
+class RemotingError(MQBalanceError):
+    """Talking to a RocketMQ name server or broker failed. ``.addr`` is its ``host:port``
+    (also ``.value``); the message names it."""
+
+    @property
+    def addr(self) -> str | None:
+        return self.value if isinstance(self.value, str) else None
+
+
+class RemotingConnectError(RemotingError):
+    """No connection: refused, unreachable, not established within the timeout, or dropped by the
+    server before it answered."""
+
+
+class RemotingTimeoutError(RemotingError):
+    """The server accepted the request but sent no answer within the request's timeout."""
+
+
+class RemotingFrameError(RemotingError):
+    """The server sent bytes that are not a remoting frame: a declared length that is negative or
+    beyond the frame limit (refused before anything is allocated), a header that is not JSON, a
+    connection closed in the middle of a frame."""
+
+
+class BrokerResponseError(RemotingError):
+    """The server answered with a code other than ``SUCCESS``. ``.value`` is
+    ``(addr, request_code, code, remark)``; ``.code`` and ``.remark`` are what the server sent,
+    and the message names both (and the request)."""
+
+    @property
+    def addr(self) -> str | None:
+        return str(self.value[0]) if isinstance(self.value, tuple) else None
+
+    @property
+    def request_code(self) -> int | None:
+        return int(self.value[1]) if isinstance(self.value, tuple) else None
+
+    @property
+    def code(self) -> int | None:
+        return int(self.value[2]) if isinstance(self.value, tuple) else None
+
+    @property
+    def remark(self) -> str | None:
+        return self.value[3] if isinstance(self.value, tuple) else None

@@ -1,0 +1,386 @@
+"""One connection to a RocketMQ name server or broker: blocking sockets, a reader thread, requests
+pipelined and matched to their responses by ``opaque``; safe to call from many threads at once.
+
+Requests the server initiates (``NOTIFY_CONSUMER_IDS_CHANGED`` when a group's membership changes,
+``GET_CONSUMER_RUNNING_INFO`` forwarded from an admin tool) arrive interleaved with responses; they
+are handed to ``on_request`` on the client's dispatch thread, in arrival order, so the callback may
+itself call :meth:`RemotingClient.invoke` on the same client. A command it returns is sent back as
+the response (unless the request was one-way); without a callback such requests are answered with
+``REQUEST_CODE_NOT_SUPPORTED`` so the server does not wait.
+
+Every request has a timeout; a connection that drops fails the requests in flight with
+:class:`~mqbalance.exceptions.RemotingConnectError` and is re-established by the next request.
+
+>>> try:
+...     RemotingClient("127.0.0.1:1", timeout=0.5)
+... except RemotingConnectError as e:
+...     print(e.addr)
+127.0.0.1:1
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import itertools
+import logging
+import queue
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from mqbalance.exceptions import (
+    BrokerResponseError,
+    RemotingConnectError,
+    RemotingError,
+    RemotingFrameError,
+    RemotingTimeoutError,
+)
+from mqbalance.remoting.codes import RequestCode, ResponseCode, code_name
+from mqbalance.remoting.frame import MAX_FRAME_BYTES, RemotingCommand, decode_payload, frame_length
+
+__all__ = ["AclCredentials", "RemotingClient", "RequestHandler"]
+
+log = logging.getLogger(__name__)
+
+#: ``on_request(client, request)``: the response to send, or ``None``
+RequestHandler = Callable[["RemotingClient", RemotingCommand], "RemotingCommand | None"]
+
+
+class AclCredentials:
+    """Access key and secret key: each request is signed as the Java ``AclClientRPCHook`` does
+    (``AccessKey`` added to the header fields; ``Signature`` = Base64(HmacSHA1(secret, the field
+    values in key order + the body))).
+
+    >>> fields = AclCredentials("ak", "sk").sign({"topic": "T"}, b"")
+    >>> fields["AccessKey"], fields["Signature"]
+    ('ak', 'vX6jW2Q9g11lvMjNC+gReuZ8fTQ=')
+    """
+
+    def __init__(self, access_key: str, secret_key: str, *, security_token: str | None = None) -> None:
+        self.access_key, self.secret_key, self.security_token = access_key, secret_key, security_token
+
+    def __repr__(self) -> str:
+        return f"AclCredentials(access_key={self.access_key!r}, secret_key=***)"
+
+    def sign(self, ext_fields: Mapping[str, str], body: bytes) -> dict[str, str]:
+        fields = {k: v for k, v in ext_fields.items() if k != "Signature"}
+        fields["AccessKey"] = self.access_key
+        if self.security_token:
+            fields["SecurityToken"] = self.security_token
+        content = "".join(fields[k] for k in sorted(fields)).encode("utf-8") + body
+        digest = hmac.new(self.secret_key.encode("utf-8"), content, hashlib.sha1).digest()
+        fields["Signature"] = base64.b64encode(digest).decode("ascii")
+        return fields
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    """``"host:port"`` → ``(host, port)``; a :class:`RemotingConnectError` naming it otherwise."""
+    host, sep, port = str(addr).strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise RemotingConnectError(f"{addr!r} is not HOST:PORT", str(addr))
+    return host.strip("[]"), int(port)
+
+
+class _Pending:
+    __slots__ = ("done", "error", "response")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.response: RemotingCommand | None = None
+        self.error: RemotingError | None = None
+
+
+class _Connection:
+    """One socket and its reader thread; dead once the reader stops."""
+
+    def __init__(self, client: RemotingClient, sock: socket.socket) -> None:
+        self.client, self.sock = client, sock
+        self.addr = client.addr
+        self.pending: dict[int, _Pending] = {}
+        self.lock = threading.Lock()
+        self.send_lock = threading.Lock()
+        self.alive = True
+        self.error: RemotingError | None = None
+        self.reader = threading.Thread(target=self._read_loop, name=f"mqbalance-remoting-{self.addr}", daemon=True)
+        self.reader.start()
+
+    def register(self, opaque: int) -> _Pending:
+        p = _Pending()
+        with self.lock:
+            if not self.alive:
+                raise self._dead_error()
+            self.pending[opaque] = p
+        return p
+
+    def forget(self, opaque: int) -> None:
+        with self.lock:
+            self.pending.pop(opaque, None)
+
+    def _dead_error(self) -> RemotingError:
+        e = self.error or RemotingConnectError(f"{self.addr}: connection closed", self.addr)
+        return type(e)(e.message, e.value)
+
+    def send(self, frame: bytes) -> None:
+        try:
+            with self.send_lock:
+                self.sock.sendall(frame)
+        except OSError as e:
+            self.fail(RemotingConnectError(f"{self.addr}: connection lost while sending: {e}", self.addr))
+            raise self._dead_error() from None
+
+    def _recv_exact(self, n: int, *, frame_start: bool) -> bytes | None:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            try:
+                k = self.sock.recv_into(view[got:])
+            except TimeoutError:
+                if not self.alive:
+                    raise OSError("closed") from None
+                continue
+            if k == 0:
+                if got == 0 and frame_start:
+                    return None
+                raise RemotingFrameError(
+                    f"{self.addr}: connection closed in the middle of a frame after {got} of {n} bytes", self.addr
+                )
+            got += k
+        return bytes(buf)
+
+    def _read_loop(self) -> None:
+        err: RemotingError
+        max_bytes = self.client.max_frame_bytes
+        try:
+            while True:
+                prefix = self._recv_exact(4, frame_start=True)
+                if prefix is None:
+                    raise RemotingConnectError(f"{self.addr}: connection closed by the server", self.addr)
+                try:
+                    length = frame_length(prefix, max_frame_bytes=max_bytes)
+                except RemotingFrameError as e:
+                    raise RemotingFrameError(f"{self.addr}: {e}", self.addr) from None
+                payload = self._recv_exact(length, frame_start=False)
+                assert payload is not None
+                try:
+                    cmd = decode_payload(payload)
+                except RemotingFrameError as e:
+                    raise RemotingFrameError(f"{self.addr}: {e}", self.addr) from None
+                if cmd.is_response:
+                    with self.lock:
+                        p = self.pending.pop(cmd.opaque, None)
+                    if p is None:
+                        log.debug("%s: response to opaque %d that nobody awaits (timed out?)", self.addr, cmd.opaque)
+                        continue
+                    p.response = cmd
+                    p.done.set()
+                else:
+                    self.client._server_request(self, cmd)
+        except RemotingError as e:
+            err = e
+        except OSError as e:
+            err = RemotingConnectError(f"{self.addr}: connection lost: {e}", self.addr)
+        except Exception as e:  # never let the reader die silently with requests waiting
+            err = RemotingError(f"{self.addr}: reader failed: {e!r}", self.addr)
+        self.fail(err)
+
+    def fail(self, err: RemotingError) -> None:
+        with self.lock:
+            if not self.alive:
+                return
+            self.alive = False
+            self.error = err
+            waiting, self.pending = list(self.pending.values()), {}
+        if not self.client._closed:
+            log.info("%s", err)
+        for p in waiting:
+            p.error = type(err)(err.message, err.value)
+            p.done.set()
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+
+class RemotingClient:
+    """``RemotingClient("127.0.0.1:9876", timeout=3.0)``: connects at once (a
+    :class:`RemotingConnectError` within ``timeout`` if it cannot).
+
+    :meth:`invoke` returns the response whatever its code; :meth:`invoke_ok` raises
+    :class:`BrokerResponseError` (code and remark) unless it is ``SUCCESS``.
+    """
+
+    def __init__(
+        self,
+        addr: str,
+        *,
+        timeout: float = 3.0,
+        on_request: RequestHandler | None = None,
+        max_frame_bytes: int = MAX_FRAME_BYTES,
+        credentials: AclCredentials | None = None,
+    ) -> None:
+        self.host, self.port = parse_addr(addr)
+        self.addr = f"{self.host}:{self.port}"
+        if not timeout > 0:
+            raise RemotingConnectError(f"timeout must be > 0 s, got {timeout!r}", self.addr)
+        self.timeout = float(timeout)
+        self.on_request = on_request
+        self.max_frame_bytes = max_frame_bytes
+        self.credentials = credentials
+        self._opaque = itertools.count(1)
+        self._lock = threading.Lock()
+        self._conn: _Connection | None = None
+        self._closed = False
+        self._inbox: queue.Queue[tuple[_Connection, RemotingCommand] | None] | None = None
+        self._dispatcher: threading.Thread | None = None
+        self.connects = 0
+        self._connection()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "connected" if self.connected else "disconnected"
+        return f"RemotingClient({self.addr!r}, {state})"
+
+    @property
+    def connected(self) -> bool:
+        conn = self._conn
+        return conn is not None and conn.alive
+
+    def _connection(self) -> _Connection:
+        with self._lock:
+            if self._closed:
+                raise RemotingConnectError(f"{self.addr}: client is closed", self.addr)
+            conn = self._conn
+            if conn is not None and conn.alive:
+                return conn
+            try:
+                sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            except TimeoutError:
+                raise RemotingConnectError(f"{self.addr}: no connection within {self.timeout:g} s", self.addr) from None
+            except OSError as e:
+                raise RemotingConnectError(f"{self.addr}: cannot connect: {e.strerror or e}", self.addr) from None
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(max(self.timeout, 1.0))  # sends never block forever; the reader retries
+            self._conn = conn = _Connection(self, sock)
+            self.connects += 1
+            return conn
+
+    def _request(self, code: int, ext_fields: Mapping[str, Any] | None, body: bytes, flag: int) -> RemotingCommand:
+        fields = {k: str(v) for k, v in (ext_fields or {}).items() if v is not None}
+        if self.credentials is not None:
+            fields = self.credentials.sign(fields, body)
+        return RemotingCommand(int(code), opaque=next(self._opaque), flag=flag, ext_fields=fields, body=body)
+
+    def invoke(
+        self,
+        code: int,
+        ext_fields: Mapping[str, Any] | None = None,
+        body: bytes = b"",
+        *,
+        timeout: float | None = None,
+    ) -> RemotingCommand:
+        """Send a request and wait for its response (any code). Header values are sent as
+        strings; ``None`` values are left out."""
+        wait = self.timeout if timeout is None else timeout
+        cmd = self._request(code, ext_fields, body, 0)
+        conn = self._connection()
+        p = conn.register(cmd.opaque)
+        conn.send(cmd.encode())
+        if not p.done.wait(wait):
+            conn.forget(cmd.opaque)
+            if not p.done.is_set():
+                raise RemotingTimeoutError(
+                    f"{self.addr}: no response to {code_name(RequestCode, code)} within {wait:g} s", self.addr
+                )
+        if p.error is not None:
+            raise p.error
+        assert p.response is not None
+        return p.response
+
+    def invoke_ok(
+        self,
+        code: int,
+        ext_fields: Mapping[str, Any] | None = None,
+        body: bytes = b"",
+        *,
+        timeout: float | None = None,
+        accept: tuple[int, ...] = (),
+    ) -> RemotingCommand:
+        """:meth:`invoke`, raising :class:`BrokerResponseError` unless the code is ``SUCCESS``
+        (or one of ``accept``)."""
+        response = self.invoke(code, ext_fields, body, timeout=timeout)
+        if response.code != ResponseCode.SUCCESS and response.code not in accept:
+            raise self.response_error(code, response)
+        return response
+
+    def response_error(self, request_code: int, response: RemotingCommand) -> BrokerResponseError:
+        """The error for a non-success ``response`` to ``request_code``."""
+        return BrokerResponseError(
+            f"{self.addr} answered {code_name(RequestCode, request_code)} with "
+            f"{code_name(ResponseCode, response.code)}: {response.remark or '(no remark)'}",
+            (self.addr, int(request_code), response.code, response.remark),
+        )
+
+    def invoke_oneway(self, code: int, ext_fields: Mapping[str, Any] | None = None, body: bytes = b"") -> None:
+        """Send a one-way request (no response)."""
+        self._connection().send(self._request(code, ext_fields, body, 2).encode())
+
+    # -- requests from the server ------------------------------------------------------------
+    def _server_request(self, conn: _Connection, cmd: RemotingCommand) -> None:
+        with self._lock:
+            if self._inbox is None:
+                self._inbox = queue.Queue()
+                self._dispatcher = threading.Thread(
+                    target=self._dispatch_loop, args=(self._inbox,), name=f"mqbalance-dispatch-{self.addr}", daemon=True
+                )
+                self._dispatcher.start()
+            inbox = self._inbox
+        inbox.put((conn, cmd))
+
+    def _dispatch_loop(self, inbox: queue.Queue[tuple[_Connection, RemotingCommand] | None]) -> None:
+        while (item := inbox.get()) is not None:
+            conn, cmd = item
+            response: RemotingCommand | None
+            if self.on_request is None:
+                response = cmd.response(
+                    ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark=f"{code_name(RequestCode, cmd.code)} not handled"
+                )
+            else:
+                try:
+                    response = self.on_request(self, cmd)
+                except Exception as e:
+                    log.exception("%s: on_request failed for %s", self.addr, code_name(RequestCode, cmd.code))
+                    response = cmd.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(e).__name__}: {e}")
+            if response is None or cmd.is_oneway or not conn.alive:
+                continue
+            response.opaque, response.flag = cmd.opaque, response.flag | 1
+            try:
+                conn.send(response.encode())
+            except RemotingError as e:
+                log.info("%s: could not answer %s: %s", self.addr, code_name(RequestCode, cmd.code), e)
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the connection; requests in flight fail with :class:`RemotingConnectError`."""
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+            inbox, self._inbox = self._inbox, None
+            dispatcher, self._dispatcher = self._dispatcher, None
+        if conn is not None:
+            conn.fail(RemotingConnectError(f"{self.addr}: client closed", self.addr))
+            if conn.reader is not threading.current_thread():
+                conn.reader.join(5)
+        if inbox is not None:
+            inbox.put(None)
+            if dispatcher is not None and dispatcher is not threading.current_thread():
+                dispatcher.join(5)
+
+    def __enter__(self) -> RemotingClient:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,163 @@
+"""The remoting frame, as bytes: a pure codec (no socket), so hostile input is tested without one.
+
+A frame is a 4-byte big-endian length ``L`` (of everything after it), a 4-byte header length whose
+high byte is the serialisation type (0 = JSON, the only one we speak), the JSON header
+``{code, language, version, opaque, flag, remark, extFields, serializeTypeCurrentRPC}`` and the
+body. Flag bit 0 marks a response, bit 1 a one-way request. A declared length beyond
+:data:`MAX_FRAME_BYTES` (or below the minimum) is refused from the 4-byte prefix alone, before
+anything is allocated.
+
+>>> cmd = RemotingCommand(105, opaque=7, ext_fields={"topic": "T"})
+>>> raw = cmd.encode()
+>>> int.from_bytes(raw[:4], "big") == len(raw) - 4, RemotingCommand.decode(raw) == cmd
+(True, True)
+>>> frame_length(b"HTTP")
+Traceback (most recent call last):
+...
+mqbalance.exceptions.RemotingFrameError: declared frame length 1213486160 is beyond the limit of 16777216 bytes
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from mqbalance.exceptions import RemotingFrameError
+from mqbalance.remoting.codes import LANGUAGE, VERSION
+
+__all__ = ["MAX_FRAME_BYTES", "RemotingCommand", "frame_length", "loads_json"]
+
+#: the largest declared frame we accept (Java's and the Rust server's ``frameMaxLength``: 16 MiB)
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+_FLAG_RESPONSE = 1
+_FLAG_ONEWAY = 2
+_SERIALIZE_JSON = 0
+
+
+@dataclass
+class RemotingCommand:
+    """One request or response. ``ext_fields`` are the request/response header's fields (strings,
+    as Java sends them); ``body`` is raw bytes (usually JSON)."""
+
+    code: int
+    opaque: int = 0
+    flag: int = 0
+    remark: str | None = None
+    ext_fields: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    language: str = LANGUAGE
+    version: int = VERSION
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & _FLAG_RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & _FLAG_ONEWAY)
+
+    def response(self, code: int = 0, *, remark: str | None = None, body: bytes = b"") -> RemotingCommand:
+        """The response to this request: same opaque, the response flag set."""
+        return RemotingCommand(code, opaque=self.opaque, flag=_FLAG_RESPONSE, remark=remark, body=body)
+
+    def encode(self) -> bytes:
+        """The whole frame, length prefix included."""
+        header = json.dumps(
+            {
+                "code": self.code,
+                "language": self.language,
+                "version": self.version,
+                "opaque": self.opaque,
+                "flag": self.flag,
+                "remark": self.remark,
+                "extFields": {k: str(v) for k, v in self.ext_fields.items()},
+                "serializeTypeCurrentRPC": "JSON",
+            },
+            separators=(",", ":"),
+            ensure_ascii=False,
+        ).encode("utf-8")
+        total = 4 + len(header) + len(self.body)
+        if total > MAX_FRAME_BYTES:
+            raise RemotingFrameError(f"frame of {total} bytes is beyond the limit of {MAX_FRAME_BYTES} bytes", None)
+        return struct.pack(">II", total, (_SERIALIZE_JSON << 24) | len(header)) + header + self.body
+
+    @classmethod
+    def decode(cls, frame: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> RemotingCommand:
+        """Decode one whole frame (length prefix included, as :meth:`encode` writes it)."""
+        if len(frame) < 4:
+            raise RemotingFrameError(f"frame of {len(frame)} bytes has no length prefix", None)
+        length = frame_length(frame[:4], max_frame_bytes=max_frame_bytes)
+        if len(frame) - 4 != length:
+            raise RemotingFrameError(f"frame declares {length} bytes after its prefix but has {len(frame) - 4}", None)
+        return decode_payload(frame[4:])
+
+
+def frame_length(prefix: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> int:
+    """The number of bytes that follow a 4-byte length prefix, checked before reading them."""
+    length: int = struct.unpack(">i", prefix)[0]
+    if length < 4:
+        raise RemotingFrameError(f"declared frame length {length} is below the minimum of 4 bytes", None)
+    if length > max_frame_bytes:
+        raise RemotingFrameError(f"declared frame length {length} is beyond the limit of {max_frame_bytes} bytes", None)
+    return length
+
+
+def decode_payload(payload: bytes) -> RemotingCommand:
+    """Decode what follows the length prefix: header length, header, body."""
+    (mark,) = struct.unpack(">I", payload[:4])
+    kind, header_len = mark >> 24, mark & 0xFFFFFF
+    if kind != _SERIALIZE_JSON:
+        raise RemotingFrameError(f"serialisation type {kind} is not supported (only JSON, 0)", None)
+    if header_len > len(payload) - 4:
+        raise RemotingFrameError(
+            f"declared header length {header_len} exceeds the frame's {len(payload) - 4} remaining bytes", None
+        )
+    try:
+        header = loads_json(payload[4 : 4 + header_len])
+    except ValueError as e:
+        raise RemotingFrameError(f"frame header is not JSON: {e}", None) from None
+    if not isinstance(header, dict):
+        raise RemotingFrameError(f"frame header is not a JSON object: {header!r:.80}", None)
+    try:
+        code, opaque, flag = (int(header.get(k, 0)) for k in ("code", "opaque", "flag"))
+        ext = header.get("extFields") or {}
+        if not isinstance(ext, dict):
+            raise TypeError(f"extFields is {type(ext).__name__}")
+        remark = header.get("remark")
+        return RemotingCommand(
+            code,
+            opaque=opaque,
+            flag=flag,
+            remark=None if remark is None else str(remark),
+            ext_fields={str(k): "" if v is None else str(v) for k, v in ext.items()},
+            body=bytes(payload[4 + header_len :]),
+            language=str(header.get("language", "")),
+            version=int(header.get("version", 0)),
+        )
+    except (TypeError, ValueError) as e:
+        raise RemotingFrameError(f"frame header has a malformed field: {e}", None) from None
+
+
+_BARE_INT_KEY = re.compile(rb"([{,])\s*(-?\d+)\s*:")
+
+
+def loads_json(data: bytes) -> Any:
+    """Parse a JSON header or body. Java servers (fastjson) write maps with integer keys unquoted
+    (``{0:"10.0.0.1:10911"}``); those are quoted and parsed when strict JSON fails.
+
+    >>> loads_json(b'{"brokerAddrs":{0:"a:1"}}')
+    {'brokerAddrs': {'0': 'a:1'}}
+    """
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError:
+        raise
+    except json.JSONDecodeError:
+        fixed = _BARE_INT_KEY.sub(rb'\1"\2":', bytes(data))
+        if fixed == data:
+            raise
+        return json.loads(fixed)

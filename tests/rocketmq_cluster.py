@@ -1,0 +1,263 @@
+"""Real RocketMQ servers for the live tests: the Rust port of the name server and broker (same
+remoting protocol; ``make rocketmq`` builds them into ``~/.cache/mqbalance/rocketmq-rust-<version>``,
+``MQBALANCE_ROCKETMQ_HOME`` overrides the place). A :class:`RocketMQCluster` starts one name server
+and N brokers on free loopback ports, by PID, with temporary store directories, waits until the
+name server's cluster info lists every broker, and stops them. A server that cannot start fails
+the test — it never skips.
+
+Fixtures (registered in ``conftest.py``): ``rocketmq`` (one broker) and ``rocketmq2`` (two broker
+sets ``broker-a``/``broker-b`` of one cluster), each started once per test module.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from mqbalance.exceptions import RemotingError
+from mqbalance.remoting import NameServer
+
+VERSION = "1.0.0"
+HOME = Path(
+    os.environ.get("MQBALANCE_ROCKETMQ_HOME") or Path.home() / ".cache" / "mqbalance" / f"rocketmq-rust-{VERSION}"
+)
+NAMESRV_BIN = HOME / "bin" / "rocketmq-namesrv-rust"
+BROKER_BIN = HOME / "bin" / "rocketmq-broker-rust"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def free_port_pair() -> int:
+    """A port P with P-2 also free (a broker may open a second listener there, as Java's does)."""
+    for _ in range(100):
+        p = free_port()
+        if p > 1100:
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p - 2))
+                return p
+            except OSError:
+                continue
+    raise RuntimeError("no free port pair on 127.0.0.1")
+
+
+class ServerProcess:
+    """One server process started by PID, its output in ``<dir>/out.log``."""
+
+    def __init__(self, name: str, cmd: list[str], directory: Path) -> None:
+        self.name, self.cmd, self.dir = name, cmd, directory
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def start(self) -> None:
+        if not Path(self.cmd[0]).exists():
+            raise RuntimeError(
+                f"{self.cmd[0]} is missing: run `make rocketmq` (or set MQBALANCE_ROCKETMQ_HOME to the directory "
+                "holding bin/rocketmq-namesrv-rust and bin/rocketmq-broker-rust)"
+            )
+        self.dir.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "ROCKETMQ_HOME": str(self.dir), "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
+        with open(self.dir / "out.log", "ab") as out:
+            self.proc = subprocess.Popen(
+                self.cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.dir, env=env
+            )
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, n: int = 3000) -> str:
+        try:
+            return (self.dir / "out.log").read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def stop(self, *, kill: bool = False) -> None:
+        """SIGTERM (``kill=True``: SIGKILL) and wait for the PID to exit."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+class Broker(ServerProcess):
+    def __init__(
+        self, name: str, cluster: str, namesrv: str, directory: Path, config: Mapping[str, Any] | None = None
+    ) -> None:
+        self.broker_name, self.cluster = name, cluster
+        self.port = free_port_pair()
+        self.ha_port = free_port()
+        props = {
+            "brokerClusterName": cluster,
+            "brokerName": name,
+            "brokerId": 0,
+            "namesrvAddr": namesrv,
+            "brokerIP1": "127.0.0.1",
+            "brokerIP2": "127.0.0.1",
+            "listenPort": self.port,
+            "haListenPort": self.ha_port,
+            "storePathRootDir": directory / "store",
+            "autoCreateTopicEnable": "true",
+            "autoCreateSubscriptionGroup": "true",
+            **(config or {}),
+        }
+        directory.mkdir(parents=True, exist_ok=True)
+        conf = directory / "broker.properties"  # the format is chosen by the extension
+        conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+        super().__init__(f"broker {name}", [str(BROKER_BIN), "-c", str(conf)], directory)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+class RocketMQCluster:
+    """``with RocketMQCluster(brokers=2) as c: c.namesrv_addr, c.brokers[0].addr``."""
+
+    def __init__(
+        self,
+        *,
+        brokers: int = 1,
+        cluster: str = "mqbalance-test",
+        broker_config: Mapping[str, Any] | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="mqbalance-rocketmq-"))
+        self.cluster = cluster
+        self.namesrv_port = free_port()
+        self.namesrv = ServerProcess(
+            "name server",
+            [
+                str(NAMESRV_BIN),
+                "--listenPort",
+                str(self.namesrv_port),
+                "--bindAddress",
+                "127.0.0.1",
+                "--rocketmqHome",
+                str(self.dir / "namesrv"),
+            ],
+            self.dir / "namesrv",
+        )
+        self.broker_config = dict(broker_config or {})
+        self.brokers = [self._broker(f"broker-{chr(ord('a') + i)}") for i in range(brokers)]
+        self.start_timeout = start_timeout
+
+    def _broker(self, name: str) -> Broker:
+        return Broker(name, self.cluster, self.namesrv_addr, self.dir / name, self.broker_config)
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    def broker(self, name: str) -> Broker:
+        return next(b for b in self.brokers if b.broker_name == name)
+
+    def __repr__(self) -> str:
+        return f"RocketMQCluster(namesrv={self.namesrv_addr!r}, brokers={[b.addr for b in self.brokers]})"
+
+    def _listed(self) -> set[str]:
+        """Broker names whose master address the name server lists (the readiness probe)."""
+        try:
+            with NameServer(self.namesrv_addr, timeout=2.0) as ns:
+                info = ns.cluster_info()
+        except RemotingError:
+            return set()
+        return {name for name, b in info.brokers.items() if b.master_addr}
+
+    def _wait(self, names: set[str], procs: list[ServerProcess]) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            for p in procs:
+                if not p.running():
+                    raise RuntimeError(f"{p.name} (pid exited) failed to start; its log:\n{p.log_tail()}")
+            if names <= self._listed():
+                return
+            time.sleep(0.1)
+        logs = "\n".join(f"--- {p.name}:\n{p.log_tail()}" for p in procs)
+        raise RuntimeError(f"the name server did not list {sorted(names)} within {self.start_timeout:g} s\n{logs}")
+
+    def start(self) -> RocketMQCluster:
+        self.namesrv.start()
+        deadline = time.monotonic() + self.start_timeout
+        while True:  # the name server answers (cluster info, even empty)
+            if not self.namesrv.running():
+                raise RuntimeError(f"the name server failed to start; its log:\n{self.namesrv.log_tail()}")
+            try:
+                with NameServer(self.namesrv_addr, timeout=1.0) as ns:
+                    ns.cluster_info()
+                break
+            except RemotingError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the name server did not answer; its log:\n{self.namesrv.log_tail()}") from None
+                time.sleep(0.05)
+        for b in self.brokers:
+            b.start()
+        self._wait({b.broker_name for b in self.brokers}, [self.namesrv, *self.brokers])
+        return self
+
+    def start_broker(self, name: str) -> None:
+        """(Re)start a stopped broker on its port and store, and wait until it is listed."""
+        b = self.broker(name)
+        b.start()
+        self._wait({name}, [b])
+
+    def add_broker(self, name: str) -> Broker:
+        """Start one more broker set in the cluster."""
+        b = self._broker(name)
+        self.brokers.append(b)
+        b.start()
+        self._wait({name}, [b])
+        return b
+
+    def close(self) -> None:
+        for b in self.brokers:
+            b.stop()
+        self.namesrv.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> RocketMQCluster:
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+@pytest.fixture(scope="module")
+def rocketmq() -> Iterator[RocketMQCluster]:
+    """A name server and one broker (``broker-a``), per test module."""
+    with RocketMQCluster(brokers=1) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def rocketmq2() -> Iterator[RocketMQCluster]:
+    """A name server and two broker sets (``broker-a``, ``broker-b``) of one cluster, per test module."""
+    with RocketMQCluster(brokers=2) as cluster:
+        yield cluster
