@@ -28,17 +28,21 @@ def test_java_lists_a_shared_id_once_per_connection():
     assert sorted(cm.find_client_ids("cg")) == ["a@1", "a@1", "b@1"]
 
 
-def test_per_client_id_keeps_one_entry_and_the_latest_connection_takes_it_over():
+def test_per_client_id_lists_a_shared_id_once_but_keeps_notifying_closing_and_expiring_each_connection():
     sent = []
     cm = ConsumerManager(client_ids="per-client-id", notify=lambda ch, g: sent.append(ch))
     heartbeat(cm, "ch-1", "a@1")
     heartbeat(cm, "ch-2", "b@1")
     sent.clear()
-    assert heartbeat(cm, "ch-3", "a@1", now=5)  # a new connection: CHANGE, the group is notified
+    assert heartbeat(cm, "ch-3", "a@1", now=5)  # a new connection: CHANGE, every connection notified
     assert sorted(cm.find_client_ids("cg")) == ["a@1", "b@1"]
-    assert set(cm.groups["cg"].channels) == {"ch-2", "ch-3"}
-    assert sorted(sent) == ["ch-2", "ch-3"]  # the connection that lost the entry is not notified
-    assert cm.do_channel_close_event("ch-1") == []  # no longer listed: its close changes nothing
+    assert set(cm.groups["cg"].channels) == {"ch-1", "ch-2", "ch-3"}
+    assert sorted(sent) == ["ch-1", "ch-2", "ch-3"]
+    assert cm.do_channel_close_event("ch-1") == ["cg"]  # one connection closes: the id stays listed
+    assert sorted(cm.find_client_ids("cg")) == ["a@1", "b@1"]
+    heartbeat(cm, "ch-2", "b@1", now=100_000)
+    assert cm.scan_not_active_channel(now_ms=125_006) == ["ch-3"]  # silent for > 120 s
+    assert cm.find_client_ids("cg") == ["b@1"]
 
 
 def test_an_unknown_listing_is_refused_naming_it():

@@ -15,6 +15,9 @@ scenario (a YAML/JSON file or a bundled name, see ``--list``) through :mod:`mqba
 ``metrics.json``, ``timeline.png`` and ``queues.png`` per strategy, ``compare.json`` and
 ``compare.png`` when several strategies run.
 
+``mqbalance consume --namesrv HOST:PORT --group G --topic T --strategy S`` — one consumer-group
+member on a real RocketMQ cluster, recording what it processed (see :mod:`mqbalance.rocketmq.cli`).
+
 Exit codes: 0 done; 2 bad input (the message names file and field); 3 findings of a kind listed
 in ``--fail-on`` (``--fail-on-unowned`` for ``assign``; ``--fail-on-unstable`` for ``simulate``:
 a group that never again had every queue pulled exactly once after some event).
@@ -336,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     from mqbalance.coordination.cli import add_subcommands as _coordination_subcommands
 
     coordination_commands = _coordination_subcommands(sub)  # member, group status
+    from mqbalance.rocketmq.cli import add_subcommands as _rocketmq_subcommands
+
+    rocketmq_commands = _rocketmq_subcommands(sub)  # consume
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["fault-seed"]:  # the former name of fault-latency-demo, kept as a hidden alias
         argv[0] = "fault-latency-demo"
@@ -344,7 +350,13 @@ def main(argv: list[str] | None = None) -> int:
         from .examples import fault_latency_demo
 
         return fault_latency_demo.main(["--rounds", str(args.rounds)])
-    commands = {"audit": _cmd_audit, "assign": _cmd_assign, "simulate": _cmd_simulate, **coordination_commands}
+    commands = {
+        "audit": _cmd_audit,
+        "assign": _cmd_assign,
+        "simulate": _cmd_simulate,
+        **coordination_commands,
+        **rocketmq_commands,
+    }
     try:
         return commands[args.command](args)
     except MQBalanceError as e:

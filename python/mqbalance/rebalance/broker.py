@@ -48,11 +48,13 @@ CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 class ClientIdListing(enum.StrEnum):
     """How a broker's group table holds two connections that carry the same client id.
 
-    ``PER_CONNECTION`` (Java's broker, the default): one entry per channel, so the id is listed
+    Both keep one entry per connection (notified, closed and expired one by one); they differ in
+    the consumer list (``GET_CONSUMER_LIST_BY_GROUP``) the clients allocate with.
+    ``PER_CONNECTION`` (Java's broker, the default): one id per connection, so the id is listed
     twice; both holders compute the same share and the share after it goes to nobody.
-    ``PER_CLIENT_ID`` (the Rust port, rocketmq-rust 1.0.0): one entry per client id, the latest
-    connection to heartbeat takes it over; the id is listed once, so both holders take the same
-    share and every other share is taken as usual.
+    ``PER_CLIENT_ID`` (the Rust port, rocketmq-rust 1.0.0, whose ``get_all_client_ids`` collects
+    the ids into a set): the id is listed once, so both holders take the same share and every
+    other share is taken as usual.
 
     >>> ClientIdListing("per-client-id") is ClientIdListing.PER_CLIENT_ID
     True
@@ -112,19 +114,17 @@ class ConsumerGroupInfo:
     client_ids: ClientIdListing = ClientIdListing.PER_CONNECTION
 
     def all_client_ids(self) -> list[str]:
-        """One entry per channel, duplicates included (the duplicated-client-id hazard)."""
-        return [c.client_id for c in self.channels.values()]
+        """One entry per channel, duplicates included (the duplicated-client-id hazard); each id
+        once under ``PER_CLIENT_ID``."""
+        ids = [c.client_id for c in self.channels.values()]
+        return list(dict.fromkeys(ids)) if self.client_ids is ClientIdListing.PER_CLIENT_ID else ids
 
     def update_channel(
         self, info: ClientChannelInfo, consume_type: str, message_model: str, consume_from_where: str, now_ms: int
     ) -> bool:
         """Latest heartbeat wins for the group-level fields. A new channel → True; a known channel
-        whose client id changed is replaced → False; the timestamp is always refreshed.
-        ``PER_CLIENT_ID``: a new channel carrying a known client id takes the id's entry over."""
+        whose client id changed is replaced → False; the timestamp is always refreshed."""
         self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
-        if self.client_ids is ClientIdListing.PER_CLIENT_ID and info.channel not in self.channels:
-            for old in [c for c, i in self.channels.items() if i.client_id == info.client_id]:
-                del self.channels[old]
         known = self.channels.get(info.channel)
         if known is None:
             self.channels[info.channel] = replace(info, last_update_ms=now_ms)
