@@ -28,21 +28,31 @@ def test_java_lists_a_shared_id_once_per_connection():
     assert sorted(cm.find_client_ids("cg")) == ["a@1", "a@1", "b@1"]
 
 
-def test_per_client_id_lists_a_shared_id_once_but_keeps_notifying_closing_and_expiring_each_connection():
+def test_per_client_id_keeps_one_connection_per_id_and_the_latest_takes_it_over():
     sent = []
     cm = ConsumerManager(client_ids="per-client-id", notify=lambda ch, g: sent.append(ch))
     heartbeat(cm, "ch-1", "a@1")
     heartbeat(cm, "ch-2", "b@1")
     sent.clear()
-    assert heartbeat(cm, "ch-3", "a@1", now=5)  # a new connection: CHANGE, every connection notified
+    assert heartbeat(cm, "ch-3", "a@1", now=5)  # a new connection: CHANGE, the group is notified
     assert sorted(cm.find_client_ids("cg")) == ["a@1", "b@1"]
-    assert set(cm.groups["cg"].channels) == {"ch-1", "ch-2", "ch-3"}
-    assert sorted(sent) == ["ch-1", "ch-2", "ch-3"]
-    assert cm.do_channel_close_event("ch-1") == ["cg"]  # one connection closes: the id stays listed
-    assert sorted(cm.find_client_ids("cg")) == ["a@1", "b@1"]
-    heartbeat(cm, "ch-2", "b@1", now=100_000)
-    assert cm.scan_not_active_channel(now_ms=125_006) == ["ch-3"]  # silent for > 120 s
-    assert cm.find_client_ids("cg") == ["b@1"]
+    assert set(cm.groups["cg"].channels) == {"ch-2", "ch-3"}
+    assert sorted(sent) == ["ch-2", "ch-3"]  # the connection that lost the entry is closed by the broker
+    assert cm.do_channel_close_event("ch-1") == []  # no longer listed: its close changes nothing
+    sent.clear()
+    assert heartbeat(cm, "ch-1", "a@1", now=30_000)  # its next heartbeat takes the id back
+    assert set(cm.groups["cg"].channels) == {"ch-2", "ch-1"} and sorted(sent) == ["ch-1", "ch-2"]
+
+
+@pytest.mark.parametrize(("notify_on_leave", "expected"), [(True, ["ch-2"]), (False, [])])
+def test_a_leaving_connection_notifies_the_group_unless_the_broker_drops_it_silently(notify_on_leave, expected):
+    sent = []
+    cm = ConsumerManager(notify=lambda ch, g: sent.append(ch), notify_on_leave=notify_on_leave)
+    heartbeat(cm, "ch-1", "a@1")
+    heartbeat(cm, "ch-2", "b@1")
+    sent.clear()
+    assert cm.do_channel_close_event("ch-1") == ["cg"]
+    assert sent == expected and cm.find_client_ids("cg") == ["b@1"]
 
 
 def test_an_unknown_listing_is_refused_naming_it():

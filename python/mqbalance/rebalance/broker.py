@@ -48,13 +48,12 @@ CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
 class ClientIdListing(enum.StrEnum):
     """How a broker's group table holds two connections that carry the same client id.
 
-    Both keep one entry per connection (notified, closed and expired one by one); they differ in
-    the consumer list (``GET_CONSUMER_LIST_BY_GROUP``) the clients allocate with.
-    ``PER_CONNECTION`` (Java's broker, the default): one id per connection, so the id is listed
+    ``PER_CONNECTION`` (Java's broker, the default): one entry per connection, so the id is listed
     twice; both holders compute the same share and the share after it goes to nobody.
-    ``PER_CLIENT_ID`` (the Rust port, rocketmq-rust 1.0.0, whose ``get_all_client_ids`` collects
-    the ids into a set): the id is listed once, so both holders take the same share and every
-    other share is taken as usual.
+    ``PER_CLIENT_ID`` (the Rust port, rocketmq-rust 1.0.0, measured): one connection per client
+    id — a second connection that heartbeats with a registered id takes the entry over and the
+    broker closes the older connection, whose process reconnects unregistered and takes the entry
+    back at its next heartbeat; the id is listed once, so both holders take the same share.
 
     >>> ClientIdListing("per-client-id") is ClientIdListing.PER_CLIENT_ID
     True
@@ -123,8 +122,12 @@ class ConsumerGroupInfo:
         self, info: ClientChannelInfo, consume_type: str, message_model: str, consume_from_where: str, now_ms: int
     ) -> bool:
         """Latest heartbeat wins for the group-level fields. A new channel → True; a known channel
-        whose client id changed is replaced → False; the timestamp is always refreshed."""
+        whose client id changed is replaced → False; the timestamp is always refreshed.
+        ``PER_CLIENT_ID``: a new channel carrying a registered id takes the id's entry over."""
         self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
+        if self.client_ids is ClientIdListing.PER_CLIENT_ID and info.channel not in self.channels:
+            for old in [c for c, i in self.channels.items() if i.client_id == info.client_id]:
+                del self.channels[old]
         known = self.channels.get(info.channel)
         if known is None:
             self.channels[info.channel] = replace(info, last_update_ms=now_ms)
@@ -160,7 +163,9 @@ class ConsumerManager:
     ``semantics`` (a :class:`~mqbalance.versions.Semantics` or its value): ``"5.x"`` (default) or
     ``"4.x"`` — 5.x fires CLIENT_* events and does not send
     CHANGE for BROADCASTING groups. ``client_ids``: how connections sharing a client id are
-    listed (:class:`ClientIdListing`, Java's per-connection by default). ``notify(channel, group)`` sends
+    listed (:class:`ClientIdListing`, Java's per-connection by default); ``notify_on_leave``: an
+    unregister or a closed connection fires ``CHANGE`` (Java; the Rust port 1.0.0, measured, removes
+    the connection without notifying anybody). ``notify(channel, group)`` sends
     ``NOTIFY_CONSUMER_IDS_CHANGED``; ``listener(event)`` sees every event (for simulations).
     """
 
@@ -173,6 +178,7 @@ class ConsumerManager:
         notify_consumer_ids_changed_enable: bool = True,
         channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS,
         client_ids: ClientIdListing | str = ClientIdListing.PER_CONNECTION,
+        notify_on_leave: bool = True,
     ) -> None:
         self.semantics = Semantics.parse(semantics)
         try:
@@ -187,6 +193,7 @@ class ConsumerManager:
         self.v5 = self.semantics is Semantics.V5
         self.notify_consumer_ids_changed_enable = notify_consumer_ids_changed_enable
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
+        self.notify_on_leave = notify_on_leave
 
     def _fire(self, event: Event, group: str, channels: Iterable[str] = ()) -> None:
         ev = ConsumerGroupEvent(event, group, tuple(channels))
@@ -233,7 +240,7 @@ class ConsumerManager:
             if not g.channels:
                 del self.groups[group]
                 self._fire(Event.UNREGISTER, group)
-        if notify:
+        if notify and self.notify_on_leave:
             self._change(group, self.groups.get(group) or g)
 
     def do_channel_close_event(self, channel: str) -> list[str]:
@@ -248,7 +255,8 @@ class ConsumerManager:
             if not g.channels:
                 del self.groups[name]
                 self._fire(Event.UNREGISTER, name)
-            self._change(name, self.groups.get(name) or g)
+            if self.notify_on_leave:
+                self._change(name, self.groups.get(name) or g)
         return touched
 
     def scan_not_active_channel(self, *, now_ms: int) -> list[str]:

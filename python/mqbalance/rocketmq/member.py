@@ -18,10 +18,13 @@ round; the committed progress stays on the broker.
 
 The duplicated client id (two processes with one id: Java's broker lists it twice and a share goes
 to nobody; the Rust port lists it once, both take the same share): after every rebalance the member
-compares the group's consumer list and connection list with its own connection. Found: logged as an
-error, ``on_duplicate_id`` called; with ``refuse_duplicate_id=True`` a member that finds it while still
-joining (the newcomer) releases its queues, leaves the group and stops (:attr:`state` ``REFUSED``); a
-member already consuming when the newcomer appears keeps going.
+compares the group's consumer list and connection list with its own connection, and before its first
+heartbeat it looks for its id already registered by a live process (confirmed through the broker with
+``GET_CONSUMER_RUNNING_INFO``: the Rust broker closes the older connection when a second one claims
+the id, so only the incumbent would see it afterwards). Found: logged as an error, ``on_duplicate_id``
+called; with ``refuse_duplicate_id=True`` a member that finds it while joining (the newcomer) does
+not join, or releases its queues and leaves (:attr:`state` ``REFUSED``); a member already consuming
+when a newcomer appears keeps going.
 
 >>> RocketMQMember("127.0.0.1:1", "cg", [], consume=lambda mq, msgs: None)
 Traceback (most recent call last):
@@ -241,6 +244,13 @@ class RocketMQMember:
         if self._state is not MemberState.CREATED:
             raise InvalidInputError(f"member {self.client_id!r} is {self._state}, not created", self.client_id)
         self._state = MemberState.RUNNING
+        for topic in self.topics:  # the brokers to look at before joining
+            self.transport.route(topic)
+        holder = self.transport.holder_before_join(self.group, self.client_id)
+        if holder is not None:
+            self._duplicate_found(holder, joining=True)
+            if self._state is not MemberState.RUNNING:
+                return self
         with self._lock:
             self.consumer.start(now_ms=self.now_ms())
             self.stats.heartbeats += 1
@@ -419,7 +429,7 @@ class RocketMQMember:
         if found is not None:
             self._duplicate_found(found)
 
-    def _duplicate_found(self, found: DuplicateClientId) -> None:
+    def _duplicate_found(self, found: DuplicateClientId, *, joining: bool = False) -> None:
         self.stats.duplicate_id_seen += 1
         first = self.duplicate is None
         self.duplicate = found
@@ -427,20 +437,21 @@ class RocketMQMember:
             log.error("%s: DUPLICATED CLIENT ID: %s", self.client_id, found.describe())
         if self._on_duplicate_id is not None:
             self._on_duplicate_id(found)
-        if self.refuse_duplicate_id and self.now_ms() <= self.joining_ms:
-            self._refuse()
+        if self.refuse_duplicate_id and (joining or self.now_ms() <= self.joining_ms):
+            self._refuse(joined=not joining)
 
-    def _refuse(self) -> None:
-        """Leave without consuming more: drop every queue without committing (the other holder of the
-        id owns them too) and close the connections without unregistering (on a per-id broker an
-        unregister of the id could remove the other process's entry)."""
+    def _refuse(self, *, joined: bool) -> None:
+        """Leave without consuming (more): drop every queue without committing (the other holder of
+        the id owns them too), close the connections without unregistering (an unregister names
+        the id, which the other process also holds)."""
         log.error("%s: refusing to consume: another process uses this client id", self.client_id)
         self._stop.set()
         with self._lock:
-            held = list(self.consumer.owned())
-            self.consumer.crash()
-            self.consumer.owned().clear()
-            self._report_revoked(held)
+            if joined and self.consumer.running:
+                held = list(self.consumer.owned())
+                self.consumer.crash()
+                self.consumer.owned().clear()
+                self._report_revoked(held)
             self._state = MemberState.REFUSED
         self.transport.close()
 

@@ -133,15 +133,15 @@ def window_figures(
     intervals: Mapping[str, list[tuple[float, float, str]]], queues: Iterable[str], t0: float, t1: float
 ) -> dict[str, float]:
     """Over ``[t0, t1)``: queue-seconds owned by nobody (``pause_queue_s``) and by two or more
-    (``owned_twice_queue_s``), and the time from ``t0`` to the last ownership change in the window
-    (``last_change_s``).
+    (``owned_twice_queue_s``), and the time from ``t0`` to the first and the last ownership change
+    in the window (``first_change_s``, ``last_change_s``; 0 when nothing changed).
 
     >>> iv = {"q0": [(0.0, 5.0, "m1"), (6.0, 10.0, "m2")], "q1": [(0.0, 10.0, "m2"), (2.0, 3.0, "m1")]}
     >>> window_figures(iv, ["q0", "q1"], 0.0, 10.0)
-    {'pause_queue_s': 1.0, 'owned_twice_queue_s': 1.0, 'last_change_s': 6.0}
+    {'pause_queue_s': 1.0, 'owned_twice_queue_s': 1.0, 'first_change_s': 2.0, 'last_change_s': 6.0}
     """
     pause = twice = 0.0
-    last = t0
+    last, first = t0, t1
     for q in queues:
         points: list[tuple[float, int]] = []
         for a, b, _ in intervals.get(q, ()):
@@ -151,7 +151,7 @@ def window_figures(
         for a, b, _ in intervals.get(q, ()):
             for t in (a, b):
                 if t0 < t < t1:
-                    last = max(last, t)
+                    last, first = max(last, t), min(first, t)
         points.sort()
         owners, prev = 0, t0
         for t, d in points:
@@ -165,7 +165,12 @@ def window_figures(
             pause += t1 - prev
         elif owners > 1:
             twice += t1 - prev
-    return {"pause_queue_s": pause, "owned_twice_queue_s": twice, "last_change_s": last - t0}
+    return {
+        "pause_queue_s": pause,
+        "owned_twice_queue_s": twice,
+        "first_change_s": (first - t0) if first < t1 else 0.0,
+        "last_change_s": last - t0,
+    }
 
 
 def duplicates_between(records: Mapping[str, list[dict[str, Any]]], t0: float, t1: float) -> int:

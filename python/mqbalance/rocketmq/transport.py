@@ -282,6 +282,32 @@ class ClusterTransport:
             return None
         return DuplicateClientId(client_id, group, listed, own, tuple(others))
 
+    def holder_before_join(self, group: str, client_id: str) -> Any:
+        """Before our first heartbeat: a live process already registered with ``client_id`` in
+        ``group`` (a :class:`~mqbalance.rocketmq.member.DuplicateClientId`), else ``None``. A listed
+        connection is confirmed alive by asking it for its running info through the broker
+        (``GET_CONSUMER_RUNNING_INFO``, forwarded to the connection): a stale entry (a host that
+        died silently, not yet expired) does not answer and does not count."""
+        from .member import DuplicateClientId
+
+        for addr in self._masters():
+            try:
+                bc = self._broker(addr)
+                info = bc.consumer_connections(group)
+            except MQBalanceError as e:
+                self._error(f"connections of {group} from {addr}", e)
+                continue
+            held = [_addr(c.client_addr) or "?" for c in (info.connections if info else ()) if c.client_id == client_id]
+            if not held:
+                continue
+            try:
+                bc.consumer_running_info(group, client_id, timeout=self.timeout)
+            except MQBalanceError as e:
+                log.info("%s listed on %s but did not answer (a stale entry): %s", client_id, addr, e)
+                continue
+            return DuplicateClientId(client_id, group, len(held), None, tuple(held))
+        return None
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
