@@ -122,8 +122,9 @@ class Producer(threading.Thread):
         try:
             while not self.stop.is_set():
                 due = start + self.sent / RATE
-                if time.monotonic() < due:
-                    time.sleep(min(0.01, due - time.monotonic()))
+                ahead = due - time.monotonic()
+                if ahead > 0:
+                    time.sleep(min(0.01, ahead))
                     continue
                 b, q = queues[self.sent % len(queues)]
                 try:

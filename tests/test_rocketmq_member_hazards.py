@@ -40,6 +40,15 @@ def make_topic(cluster, topic):
     return [f"{b.broker_name}/{topic}/{q}" for b in cluster.brokers for q in range(PER_BROKER)]
 
 
+@pytest.fixture
+def groups():
+    """Every Group a test starts is stopped at its end, whatever happened."""
+    made: list[Group] = []
+    yield made
+    for g in made:
+        g.stop_all()
+
+
 class Group:
     """Subprocess members of one group, each with its record file."""
 
@@ -89,7 +98,14 @@ class Group:
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
-        return {n: p.wait(30) for n, p in self.procs.items()}
+        codes = {}
+        for n, p in self.procs.items():
+            try:
+                codes[n] = p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes[n] = p.wait(10)
+        return codes
 
     def log(self, name: str) -> str:
         return (self.tmp / f"{name}.log").read_text(errors="replace")
@@ -128,10 +144,13 @@ def wait(predicate, timeout, what):
     raise AssertionError(f"not within {timeout} s: {what}")
 
 
-def test_a_member_killed_with_kill_9_is_unlisted_its_queues_are_taken_over_and_nothing_is_lost(cluster, tmp_path):
+def test_a_member_killed_with_kill_9_is_unlisted_its_queues_are_taken_over_and_nothing_is_lost(
+    cluster, tmp_path, groups
+):
     topic, group = "T-kill", "g-kill"
     queues = make_topic(cluster, topic)
     g = Group(cluster, tmp_path, group, topic)
+    groups.append(g)
     ids = {"m1": "10.2.0.1@1", "m2": "10.2.0.2@2", "m3": "10.2.0.3@3"}
     for name, cid in ids.items():
         g.start(name, cid)
@@ -146,12 +165,14 @@ def test_a_member_killed_with_kill_9_is_unlisted_its_queues_are_taken_over_and_n
         g.procs["m2"].wait(10)
         wait(lambda: ids["m2"] not in g.ids(), 150, "the killed member unlisted")
         unlisted = time.monotonic() - killed
+        assert unlisted < 5  # on one host the dead process's socket closes: no 120 s channel expiry
         wait(
             lambda: (h := g.held()) and sorted(h["m1"] | h["m3"]) == sorted(queues) and not (h["m1"] & h["m3"]),
             30,
             "the survivors hold every queue",
         )
         taken = time.monotonic() - killed
+        assert taken < 5 + 2  # nobody is notified (the Rust broker): the periodic rebalance, 5 s here
         time.sleep(2)
     finally:
         producer.halt.set()
@@ -165,10 +186,11 @@ def test_a_member_killed_with_kill_9_is_unlisted_its_queues_are_taken_over_and_n
     print(f"kill -9: unlisted after {unlisted:.1f} s, queues taken over after {taken:.1f} s, {check.duplicates} dup")
 
 
-def test_two_processes_with_one_client_id_are_listed_once_take_the_same_share_and_see_it(cluster, tmp_path):
+def test_two_processes_with_one_client_id_are_listed_once_take_the_same_share_and_see_it(cluster, tmp_path, groups):
     topic, group = "T-dup", "g-dup"
     queues = make_topic(cluster, topic)
     g = Group(cluster, tmp_path, group, topic)
+    groups.append(g)
     g.start("a", "10.3.0.1@1")
     g.start("b", "10.3.0.2@2")
     wait(lambda: sorted(q for h in g.held().values() for q in h) == sorted(queues), 30, "two members split")
@@ -193,10 +215,11 @@ def test_two_processes_with_one_client_id_are_listed_once_take_the_same_share_an
         g.stop_all()
 
 
-def test_a_member_configured_to_refuse_a_duplicated_id_leaves_and_nothing_is_lost(cluster, tmp_path):
+def test_a_member_configured_to_refuse_a_duplicated_id_leaves_and_nothing_is_lost(cluster, tmp_path, groups):
     topic, group = "T-refuse", "g-refuse"
     queues = make_topic(cluster, topic)
     g = Group(cluster, tmp_path, group, topic)
+    groups.append(g)
     g.start("a", "10.4.0.1@1", "--refuse-duplicate-id")
     g.start("b", "10.4.0.2@2", "--refuse-duplicate-id")
     wait(lambda: sorted(q for h in g.held().values() for q in h) == sorted(queues), 30, "two members split")

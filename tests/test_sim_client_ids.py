@@ -37,11 +37,11 @@ def test_per_client_id_keeps_one_connection_per_id_and_the_latest_takes_it_over(
     assert heartbeat(cm, "ch-3", "a@1", now=5)  # a new connection: CHANGE, the group is notified
     assert sorted(cm.find_client_ids("cg")) == ["a@1", "b@1"]
     assert set(cm.groups["cg"].channels) == {"ch-2", "ch-3"}
-    assert sorted(sent) == ["ch-2", "ch-3"]  # the connection that lost the entry is closed by the broker
+    assert sorted(sent) == ["ch-1", "ch-2", "ch-3"]  # the one losing the id is notified, then closed
     assert cm.do_channel_close_event("ch-1") == []  # no longer listed: its close changes nothing
     sent.clear()
     assert heartbeat(cm, "ch-1", "a@1", now=30_000)  # its next heartbeat takes the id back
-    assert set(cm.groups["cg"].channels) == {"ch-2", "ch-1"} and sorted(sent) == ["ch-1", "ch-2"]
+    assert set(cm.groups["cg"].channels) == {"ch-2", "ch-1"} and sorted(sent) == ["ch-1", "ch-2", "ch-3"]
 
 
 @pytest.mark.parametrize(("notify_on_leave", "expected"), [(True, ["ch-2"]), (False, [])])

@@ -111,6 +111,7 @@ class ConsumerGroupInfo:
     channels: dict[str, ClientChannelInfo] = field(default_factory=dict)
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
     client_ids: ClientIdListing = ClientIdListing.PER_CONNECTION
+    replaced: list[str] = field(default_factory=list)  # channels the last heartbeat took an id from
 
     def all_client_ids(self) -> list[str]:
         """One entry per channel, duplicates included (the duplicated-client-id hazard); each id
@@ -125,9 +126,11 @@ class ConsumerGroupInfo:
         whose client id changed is replaced → False; the timestamp is always refreshed.
         ``PER_CLIENT_ID``: a new channel carrying a registered id takes the id's entry over."""
         self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
+        self.replaced = []
         if self.client_ids is ClientIdListing.PER_CLIENT_ID and info.channel not in self.channels:
             for old in [c for c, i in self.channels.items() if i.client_id == info.client_id]:
                 del self.channels[old]
+                self.replaced.append(old)
         known = self.channels.get(info.channel)
         if known is None:
             self.channels[info.channel] = replace(info, last_update_ms=now_ms)
@@ -202,10 +205,10 @@ class ConsumerManager:
             for channel in ev.channels:
                 self._notify(channel, group)
 
-    def _change(self, group: str, info: ConsumerGroupInfo | None) -> None:
+    def _change(self, group: str, info: ConsumerGroupInfo | None, also: Iterable[str] = ()) -> None:
         if self.v5 and info is not None and info.message_model == "BROADCASTING":
             return
-        self._fire(Event.CHANGE, group, list(info.channels) if info else [])
+        self._fire(Event.CHANGE, group, [*(info.channels if info else ()), *also])
 
     def register_consumer(
         self,
@@ -225,7 +228,7 @@ class ConsumerManager:
         new_topics = g.update_subscription(subscriptions)
         changed = new_channel or new_topics
         if changed and notify:
-            self._change(group, g)
+            self._change(group, g, g.replaced)  # a connection losing its id hears it before it is closed
         self._fire(Event.REGISTER, group)
         if self.v5 and new_channel:
             self._fire(Event.CLIENT_REGISTER, group, [info.channel])
