@@ -106,3 +106,17 @@ def test_cli_simulate_takes_the_broker_listing(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "duplicated-client-id", "--client-ids", "per-host"])
     assert "invalid choice: 'per-host'" in capsys.readouterr().err
+
+
+def test_on_a_broker_that_notifies_nobody_on_leave_the_survivors_wait_for_their_periodic_rebalance():
+    d = {
+        "duration": "4m",
+        "topics": {"T": {"queues_per_broker": 4, "rate": 80}},
+        "group": {"consumers": 3, "throughput": 500},
+        "events": [{"at": "2m", "leave": "10.0.0.2@1002"}],
+    }
+    java = simulate(scenario_from_dict(d))
+    rust = simulate(scenario_from_dict({**d, "broker": {"notify_on_leave": False}}))
+    assert java.events[1]["time_to_stable_ms"] <= 1_500  # notified: the 5.x minimum interval + pull delay
+    assert 1_500 < rust.events[1]["time_to_stable_ms"] <= 20_000 + 1_500  # the 20 s periodic rebalance
+    assert rust.summary["pause_queue_s"] > java.summary["pause_queue_s"] and rust.summary["lost"] == 0
