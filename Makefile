@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq bench-coordination
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination
 
 # The venv with every dependency group; the package itself is installed editable, so only a Rust
 # change (or a dependency change) rebuilds the extension.
@@ -71,7 +71,18 @@ rocketmq:
 	    CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(ROCKETMQ_VERSION) --root $(ROCKETMQ_HOME) $$crate; \
 	  done; rm -rf $$tgt; }
 
-test-python: setup zookeeper rocketmq
+# The headless browser of the HTML report test: Debian's Chromium, installed when absent (as root with
+# apt-get; elsewhere install Chromium and set MQBALANCE_CHROMIUM to its binary).
+chromium:
+	@test -n "$$MQBALANCE_CHROMIUM" || command -v chromium >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; \
+	  else \
+	    echo "Chromium missing: sudo apt-get install -y --no-install-recommends chromium (Debian/Ubuntu)," \
+	         "or set MQBALANCE_CHROMIUM to a Chromium binary" >&2; exit 1; \
+	  fi; }
+
+test-python: setup zookeeper rocketmq chromium
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint test-rust test-python

@@ -25,7 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def make_fleet(queues: int, directory: Path, seed: int = 1) -> int:
+def make_fleet(queues: int, directory: Path, seed: int = 1, *, leave_every: int = 0) -> int:
+    """A fleet of about ``queues`` readable queues; ``leave_every`` > 0 drops every such consumer of
+    each group (the same fleet with some members gone: what ``--previous`` compares)."""
     rng = np.random.default_rng(seed)
     sizes = np.array([8, 16, 32, 64, 128, 256, 512, 1024])
     per_topic: list[int] = []
@@ -48,6 +50,8 @@ def make_fleet(queues: int, directory: Path, seed: int = 1) -> int:
         ids = [f"10.{i % 250}.{j // 250}.{j % 250}@{i}" for j in range(int(consumers[i]))]
         if i % 100 == 7 and len(ids) > 1:
             ids[1] = ids[0]  # a duplicated client id
+        if leave_every:
+            ids = [x for j, x in enumerate(ids) if j % leave_every != leave_every - 1] or ids[:1]
         group += [f"cg-{i:07d}"] * len(ids)
         client += ids
         strategy += [str(strategies[i])] * len(ids)
@@ -119,7 +123,11 @@ def main() -> None:
             queues = make_fleet(size, snap)
             mq = [sys.executable, "-m", "mqbalance.cli"]
             assign_s, assign_mem, _ = run([*mq, "assign", str(snap), "--top", "10"])
-            audit_s, audit_mem, code = run([*mq, "audit", str(snap), "--quiet", "--out", str(Path(tmp) / "audit")])
+            audit = [*mq, "audit", str(snap), "--quiet"]
+            audit_s, audit_mem, code = run([*audit, "--out", str(Path(tmp) / "audit")])
+            before = Path(tmp) / "before"
+            make_fleet(size, before, leave_every=10)
+            prev_s, prev_mem, _ = run([*audit, "--previous", str(before), "--out", str(Path(tmp) / "audit-previous")])
             row = {
                 "queues": queues,
                 "assign_s": round(assign_s, 1),
@@ -127,6 +135,9 @@ def main() -> None:
                 "audit_s": round(audit_s, 1),
                 "audit_peak_gib": round(audit_mem / 2**30, 2),
                 "audit_exit": code,
+                "audit_previous_s": round(prev_s, 1),
+                "audit_previous_peak_gib": round(prev_mem / 2**30, 2),
+                "previous_over_plain": round(prev_s / audit_s, 2),
             }
             print(json.dumps(row), flush=True)
             results.append(row)
@@ -139,6 +150,7 @@ def main() -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     q = [r["queues"] for r in results]
     left.plot(q, [r["audit_s"] for r in results], "o-", label="mqbalance audit (Spark local)")
+    left.plot(q, [r["audit_previous_s"] for r in results], "^-", label="audit --previous")
     left.plot(q, [r["assign_s"] for r in results], "s-", label="mqbalance assign (in-process)")
     right.plot(q, [r["audit_peak_gib"] for r in results], "o-", label="audit, all processes")
     right.plot(q, [r["assign_peak_gib"] for r in results], "s-", label="assign")

@@ -217,3 +217,85 @@ def test_time_sticky_join(compare, full_size: bool) -> None:
         baseline_rounds=5,
         label="AVG (same run)",
     )
+
+
+EPSILONS = [0.1, 0.25, 0.5, 1.0]
+
+
+def _cap(m: int, k: int, eps: float) -> int:
+    return min(m, math.ceil((1 + eps) * m / k))
+
+
+def movement_vs_epsilon(m: int, n: int, eps: float, steps: int = 3) -> dict[str, Any]:
+    """One member more or less (k-1 ↔ k: the same queues move either way) near ``n`` members, as a
+    multiple of the lower bound ⌊m/k⌋/m: on the nearest step at which the cap ⌈(1+ε)·m/k⌉ changes
+    (and the part of it any rule keeping queues on their CONSISTENT_HASH owner up to the cap must
+    move), and on the ``steps`` steps after it (where it does not). ``p``: the share of steps near ``n`` that
+    change the cap, ≈ (1+ε)·m/n² when that is below 1."""
+    k0 = next(k for d in range(n) for k in (n + d, n - d) if k > 1 and _cap(m, k, eps) != _cap(m, k - 1, eps))
+    pool = client_ids(k0 + steps + 1, random.Random(14))
+    g = Group("CONSISTENT_HASH_BOUNDED", m, {"epsilon": eps})
+    owners = {k: g.owners(sort_client_ids(pool[:k])) for k in range(k0 - 1, k0 + steps + 1)}
+    for k, o in owners.items():  # the cap holds at every size
+        assert np.unique(o.astype(str), return_counts=True)[1].max() <= _cap(m, k, eps)
+
+    def ratio(k: int) -> float:
+        return float((owners[k] != owners[k - 1]).sum()) / (m // k)
+
+    quiet = [ratio(k) for k in range(k0 + 1, k0 + steps + 1) if _cap(m, k, eps) == _cap(m, k - 1, eps)] or [math.nan]
+    # Forced on that step, read as a leave k0 -> k0-1 (the cap rises): the leaver's queues move, and
+    # every consumer whose CONSISTENT_HASH share reaches the new cap must gain one of its own queues
+    # (it held the old cap): one more move each, unless it can take that queue from the leaver's.
+    leaver = pool[k0 - 1]
+    home = Group("CONSISTENT_HASH", m, {}).owners(sort_client_ids(pool[: k0 - 1]))
+    names, shares = np.unique(home.astype(str), return_counts=True)
+    reclaimers = set(names[shares >= _cap(m, k0 - 1, eps)].tolist())
+    from_leaver = set(home[owners[k0] == leaver].astype(str).tolist())
+    forced = int((owners[k0] == leaver).sum()) + len(reclaimers - from_leaver)
+    window = range(max(2, n - 50), n + 51)
+    p = sum(_cap(m, k, eps) != _cap(m, k - 1, eps) for k in window) / len(window)
+    return {
+        "eps": eps,
+        "k0": k0,
+        "cap_change": ratio(k0),
+        "forced": forced / (m // k0),
+        "quiet": float(np.mean(quiet)),
+        "p": p,
+    }
+
+
+def test_movement_vs_epsilon(benchmark, full_size: bool, request: pytest.FixtureRequest) -> None:
+    """Movement of CONSISTENT_HASH_BOUNDED against ε (1,000,000/10,000 with timing on, else
+    100,000/1,000: the same 100 queues per consumer); writes ``out/bench_bounded_epsilon.md``. With
+    ε out of reach (cap = m) it is CONSISTENT_HASH exactly. Timed: the whole group at the smallest ε
+    (the most overflow)."""
+    m, n = (1_000_000, 10_000) if full_size else (100_000, 1_000)
+    rows = [movement_vs_epsilon(m, n, eps) for eps in EPSILONS]
+    ids = client_ids(n, random.Random(3))
+    same = Group("CONSISTENT_HASH_BOUNDED", m, {"epsilon": float(n)}).owners(ids)
+    assert (same == Group("CONSISTENT_HASH", m, {}).owners(ids)).all()
+    tight = Group("CONSISTENT_HASH_BOUNDED", m, {"epsilon": EPSILONS[0]})
+    benchmark.pedantic(lambda: bulk.owners(tight.s, *tight.cols, ids, presorted=True), rounds=3, iterations=1)
+    lines = [
+        f"Movement of one join/leave near {m:,}/{n:,}, as a multiple of the lower bound ⌊m/k⌋/m:",
+        "",
+        (
+            "| ε | when the cap ⌈(1+ε)·m/k⌉ changes (of which forced) | otherwise (mean of 3) "
+            "| share of group sizes where it changes | expected over group sizes |"
+        ),
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        expected = r["p"] * r["cap_change"] + (1 - r["p"]) * r["quiet"]
+        lines.append(
+            f"| {r['eps']} | {r['cap_change']:.2f}× ({r['forced']:.2f}×; k = {r['k0']:,}) | {r['quiet']:.2f}× "
+            f"| {100 * r['p']:.1f} % "
+            f"| {expected:.2f}× |"
+        )
+    OUT.mkdir(exist_ok=True)
+    (OUT / "bench_bounded_epsilon.md").write_text("\n".join(lines) + "\n")
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        for line in lines:
+            reporter.write_line(line)

@@ -296,7 +296,7 @@ def test_sticky_bad_previous_assignments() -> None:
         bulk.owners("STICKY", ["T"] * 2, ["b"] * 2, [0, 1], ids, previous=[1, None])
 
 
-def test_snapshots_and_scenarios_refuse_sticky_but_take_bounded() -> None:
+def test_snapshots_refuse_sticky_scenarios_take_it_and_bounded() -> None:
     from mqbalance.fleet.snapshot import SnapshotError, auditable_strategy
     from mqbalance.sim.scenario import ScenarioError, scenario_from_dict
 
@@ -309,7 +309,10 @@ def test_snapshots_and_scenarios_refuse_sticky_but_take_bounded() -> None:
         "topics": {"T": {"queues_per_broker": 4, "rate": 10}},
         "group": {"name": "g", "consumers": 2, "throughput": 10, "strategy": "STICKY"},
     }
-    with pytest.raises(ScenarioError, match="previous assignment"):
+    # A scenario runs STICKY through the simulator's group coordinator (sim/coordinator.py).
+    assert scenario_from_dict(base).strategy == "STICKY"
+    base["group"]["strategy"] = {"name": "STICKY", "epsilon": 0.5}  # type: ignore[index]
+    with pytest.raises(ScenarioError, match="epsilon"):
         scenario_from_dict(base)
     base["group"]["strategy"] = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": 0.5}  # type: ignore[index]
     assert scenario_from_dict(base).strategy == "CONSISTENT_HASH_BOUNDED"

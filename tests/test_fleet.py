@@ -5,18 +5,23 @@ snapshots give clear errors naming file and field, reports are written."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
+import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mqbalance import MessageQueue, strategy
+from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.fleet import (
     HAZARD_GROUPS,
     FindingKind,
     SnapshotError,
     assign_snapshot,
     audit_snapshot,
+    engine,
     example_fleet,
+    example_pair,
     load_snapshot,
     snapshot_from_dict,
     write_outputs,
@@ -265,6 +270,15 @@ def test_engine_blocks_are_bounded_and_facts_concatenate_to_the_whole_audit():
     from_facts = summarise(snap, *engine.split_facts(facts))
     assert from_facts.findings == whole.findings and from_facts.rows == whole.rows
     assert sorted(from_facts.fair_share) == sorted(whole.fair_share) and max(whole.fair_share) > 1
+    # The what-if rows computed batch by batch with the facts equal the whole fleet's.
+    candidates = engine.what_if_candidates("AVG,CONSISTENT_HASH_BOUNDED,STICKY")
+    facts = pa.Table.from_batches(list(engine.fact_blocks(batches, groups, candidates)), schema=engine.FACT_SCHEMA)
+    with_what_if = summarise(snap, *engine.split_facts(facts), what_if=engine.what_if_facts(facts))
+    whole = audit_snapshot(snap, what_if=candidates)
+    assert with_what_if.what_if == whole.what_if and len(whole.what_if) == 3 * sum(
+        1 for r in whole.rows if r.message_model == "CLUSTERING" and r.processes
+    )
+    assert with_what_if.findings == whole.findings
 
 
 def test_cli_assign_prints_fleet_totals_and_the_worst_pairs_first(capsys):
@@ -277,3 +291,169 @@ def test_cli_assign_prints_fleet_totals_and_the_worst_pairs_first(capsys):
     assert shown == ["cg-payments-dup", "cg-orders-mixed", "cg-audit-idle"]
     assert lines[7].startswith("... ") and "more group/topic pairs" in lines[7]
     assert main(["assign", "--top", "-1"]) == 2
+
+
+# ---- what if a group switched strategy ----------------------------------------------------------
+
+
+def _what_if_fleet():
+    """Groups on CONSISTENT_HASH (skewed), AVG, a duplicated id and a broadcasting one, over two
+    topics of different sizes."""
+    topics = {
+        "T": {
+            "queueDatas": [
+                {"brokerName": f"b{i}", "readQueueNums": 8, "writeQueueNums": 8, "perm": 6} for i in range(5)
+            ]
+        },
+        "U": {"queueDatas": [{"brokerName": "b0", "readQueueNums": 7, "writeQueueNums": 7, "perm": 6}]},
+    }
+    ids = [f"10.0.0.{i}@{i}" for i in range(6)]
+    groups = {
+        "cg-ch": {
+            "subscriptions": ["T", "U"],
+            "strategy": "CONSISTENT_HASH",
+            "connections": [{"clientId": c} for c in ids],
+        },
+        "cg-avg": {"subscriptions": ["T"], "strategy": "AVG", "connections": [{"clientId": c} for c in ids[:4]]},
+        "cg-dup": {"subscriptions": ["U"], "connections": [{"clientId": c} for c in (ids[0], ids[1], ids[1])]},
+        "cg-bc": {"messageModel": "BROADCASTING", "subscriptions": ["T"], "connections": [{"clientId": "x"}]},
+    }
+    return snapshot_from_dict({"topics": topics, "groups": groups}, "what-if")
+
+
+def _queues(snap, topic):
+    return [MessageQueue(topic, b, q) for b, n in snap.readable_routes()[topic] for q in range(n)]
+
+
+def test_what_if_moved_and_max_load_match_the_per_group_api():
+    """Moved = queues whose owner under the candidate (the per-group ``assign``, Java-sorted) is
+    not their owner now; max load = the longest list; STICKY moves exactly the excess over the
+    balanced quotas (the largest quotas to the members holding most) and is balanced."""
+    snap = _what_if_fleet()
+    groups = snap.consumer_groups()
+    result = audit_snapshot(snap, what_if="AVG,CONSISTENT_HASH_BOUNDED,STICKY,CONSISTENT_HASH")
+    rows = {(w.group, w.topic, w.strategy): w for w in result.what_if}
+    assert {(g, t) for g, t, _ in rows} == {("cg-ch", "T"), ("cg-ch", "U"), ("cg-avg", "T"), ("cg-dup", "U")}
+    for group, topic in (("cg-ch", "T"), ("cg-ch", "U"), ("cg-avg", "T")):
+        ids = groups[group].client_ids
+        qs = _queues(snap, topic)
+        now_name = groups[group].strategies[0].display_name
+        now = {q: c for c, share in strategy(now_name).assign(qs, ids, java_sort=True).items() for q in share}
+        for name in ("AVG", "CONSISTENT_HASH_BOUNDED", "CONSISTENT_HASH"):
+            after = strategy(name).assign(qs, ids, java_sort=True)
+            w = rows[(group, topic, name)]
+            assert w.queues == len(qs) and w.processes == len(ids)
+            assert w.moved == sum(1 for c, share in after.items() for q in share if now[q] != c), (group, topic, name)
+            assert w.max_load == max(len(share) for share in after.values())
+            assert w.idle == sum(1 for share in after.values() if not share)
+        assert rows[(group, topic, now_name)].moved == 0  # the strategy it runs moves nothing
+        held = sorted((sum(1 for c in now.values() if c == cid) for cid in ids), reverse=True)
+        base, extra = divmod(len(qs), len(ids))
+        quotas = [base + 1] * extra + [base] * (len(ids) - extra)
+        sticky = rows[(group, topic, "STICKY")]
+        assert sticky.moved == sum(max(0, h - q) for h, q in zip(held, quotas))
+        assert sticky.max_load == -(-len(qs) // len(ids))
+    skewed = rows[("cg-ch", "T", "CONSISTENT_HASH")]
+    assert skewed.now_max == skewed.max_load and rows[("cg-ch", "T", "STICKY")].moved > 0
+    # A duplicated id: both processes on it consume what Java's allocate gives that id (the third
+    # slot's queues stay unowned whatever the strategy).
+    dup = rows[("cg-dup", "U", "AVG")]
+    ids, qs = sort_client_ids(groups["cg-dup"].client_ids), sort_queues(_queues(snap, "U"))
+    assert (dup.processes, dup.queues) == (3, 7)
+    assert dup.max_load == max(len(strategy("AVG").allocate("cg-dup", c, qs, ids)) for c in ids)
+
+
+def test_what_if_report_section_and_csv(tmp_path):
+    snap = _what_if_fleet()
+    plain = write_outputs(audit_snapshot(snap), tmp_path / "plain", source="s")
+    assert "what_if_csv" not in plain and "What if" not in plain["report_md"].read_text()
+    result = audit_snapshot(snap, what_if=["AVG", "STICKY"])
+    paths = write_outputs(result, tmp_path / "wi", source="s")
+    md = paths["report_md"].read_text()
+    assert "## What if groups switched strategy" in md and "| STICKY |" in md and "| now |" in md
+    assert "| cg-ch |" in md  # the skewed group is listed with its moves per candidate
+    html = paths["report_html"].read_text()
+    assert '<section id="what-if">' in html and "<th>STICKY<br>" in html
+    lines = paths["what_if_csv"].read_text().splitlines()
+    assert lines[0] == "group,topic,strategy,queues,processes,moved,max_load,idle,now_max"
+    assert len(lines) == 1 + 2 * 4  # 4 clustering pairs x 2 candidates
+
+
+@pytest.mark.parametrize(
+    ("candidates", "error"),
+    [
+        ("CONFIG", "UnsupportedStrategyError"),
+        ("MACHINE_ROOM", "UnsupportedStrategyError"),
+        ("NOPE", "UnknownStrategyError"),
+    ],
+)
+def test_what_if_refuses_candidates_it_cannot_try(candidates, error):
+    from mqbalance import exceptions
+
+    with pytest.raises(getattr(exceptions, error)) as info:
+        audit_snapshot(_what_if_fleet(), what_if=candidates)
+    assert candidates in str(info.value)
+
+
+def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch):
+    from mqbalance import cli
+    from mqbalance.fleet import DEFAULT_WHAT_IF
+    from mqbalance.progress import Progress
+
+    snap, say = _what_if_fleet(), Progress(quiet=True)
+    assert [s.display_name for s in cli._what_if(None, snap, say)] == list(DEFAULT_WHAT_IF)
+    assert cli._what_if("none", snap, say) == ()
+    monkeypatch.setattr(cli, "WHAT_IF_DEFAULT_MAX_QUEUES", snap.readable_queue_count() - 1)
+    assert cli._what_if(None, snap, say) == ()
+    assert [s.display_name for s in cli._what_if("sticky", snap, say)] == ["STICKY"]
+
+
+def test_what_if_sticky_keeps_a_balanced_group_without_the_core_and_equals_it():
+    """The shortcut (a balanced previous assignment is STICKY's answer) gives exactly what the core
+    computes, on fleets with balanced, skewed, mixed, duplicated-id and broadcasting groups."""
+    from mqbalance.fleet import engine
+
+    candidates = engine.what_if_candidates("STICKY")
+    for snap in (_what_if_fleet(), snapshot_from_dict(example_fleet(7), "example")):
+        a, groups = assign_snapshot(snap), snap.consumer_groups()
+        fast = engine.what_if(a, groups, candidates)
+        assert fast.equals(engine.what_if(a, groups, candidates, _shortcut=False))
+        assert 0 < sum(fast.column("moved").to_pylist()) < fast.num_rows * max(fast.column("queues").to_pylist())
+
+
+_QUEUES = [(g, t, b, q) for g in ("g1", "g2") for t in ("T1", "T2") for b in ("b1", "b2") for q in range(3)]
+_OWNERS = st.lists(st.sampled_from(["c1", "c2", "c3"]), max_size=3)  # [] = nobody consumes the queue
+_ASSIGNMENT = st.dictionaries(st.sampled_from(_QUEUES), _OWNERS, min_size=1)
+
+
+def _assignment_table(assignment):
+    rows = [
+        {"group": g, "topic": t, "broker_name": b, "queue_id": q, "consumer": c}
+        for (g, t, b, q), owners in sorted(assignment.items())
+        for c in (owners or [None])
+    ]
+    return pa.Table.from_pylist(rows, schema=engine.ASSIGNMENT_SCHEMA)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ASSIGNMENT, _ASSIGNMENT)
+def test_churn_counts_the_queues_in_both_whose_consumers_differ(now, before):
+    expected: dict[tuple[str, str], int] = defaultdict(int)
+    for (g, t, b, q), owners in now.items():
+        expected[(g, t)] += (g, t, b, q) in before and Counter(owners) != Counter(before[(g, t, b, q)])
+    got = engine.churn(_assignment_table(now), _assignment_table(before))
+    assert {(r["group"], r["topic"]): r["moved"] for r in got.to_pylist()} == dict(expected)
+
+
+def test_in_process_audit_counts_churn_against_an_earlier_snapshot():
+    previous, current = example_pair(7)
+    snap, prev = snapshot_from_dict(current, "current"), snapshot_from_dict(previous, "previous")
+    now, before = consumers_by_queue(assign_snapshot(snap)), consumers_by_queue(assign_snapshot(prev))
+    expected: dict[tuple[str, str], int] = defaultdict(int)
+    for (g, t, b, q), owners in now.items():
+        expected[(g, t)] += (g, t, b, q) in before and owners != before[(g, t, b, q)]
+    result = audit_snapshot(snap, previous=prev)
+    assert {(r.group, r.topic): r.churn for r in result.rows} == {
+        (r.group, r.topic): expected[(r.group, r.topic)] for r in result.rows
+    }
+    assert result.totals["churned_queues"] == sum(expected.values()) > 0

@@ -6,6 +6,7 @@ they do not stand in for RocketMQ (that is tests/test_remoting.py, against the r
 from __future__ import annotations
 
 import json
+import pickle
 import socket
 import struct
 import threading
@@ -17,6 +18,7 @@ import pytest
 
 from mqbalance.exceptions import (
     BrokerResponseError,
+    InvalidInputError,
     MQBalanceError,
     RemotingConnectError,
     RemotingFrameError,
@@ -91,8 +93,13 @@ def test_nothing_listening_fails_fast():
 
 @pytest.mark.parametrize("addr", ["nohost", "h:", ":1", "h:0", "h:70000", "h:x"])
 def test_malformed_addresses(addr):
-    with pytest.raises(RemotingConnectError, match="is not HOST:PORT"):
+    with pytest.raises(InvalidInputError, match="is not HOST:PORT") as info:
         RemotingClient(addr)
+    assert isinstance(info.value, ValueError) and info.value.value == addr
+    with pytest.raises(InvalidInputError, match="timeout must be > 0 s"):
+        RemotingClient("127.0.0.1:1", timeout=0)
+    with pytest.raises(InvalidInputError, match="no name server address"):
+        NameServer(" ; ")
 
 
 def test_silent_peer_times_out(peer):
@@ -178,6 +185,8 @@ def test_non_json_header_and_unknown_response_code(peer):
         e = info.value
         assert str(e) == f"{p.addr} answered GET_BROKER_CLUSTER_INFO (106) with unknown code 9999: what is this"
         assert (e.code, e.remark, e.request_code, e.addr) == (9999, "what is this", 106, p.addr)
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is BrokerResponseError and (str(back), back.code, back.remark) == (str(e), 9999, e.remark)
         with pytest.raises(RemotingFrameError, match="not JSON"):
             client.invoke(1)
 

@@ -193,6 +193,52 @@ def test_consistent_hash_moves_fewer_queues_than_avg_on_a_join():
     assert ch.events[1]["duplicates"] < avg.events[1]["duplicates"]
 
 
+def _owner_map(sim):
+    owners = sim.ownership()
+    assert all(len(v) == 1 for v in owners.values()), "not settled: every queue must have exactly one puller"
+    return {q: v[0] for q, v in owners.items()}
+
+
+@pytest.mark.parametrize("event", ["join", "leave"])
+def test_sticky_in_the_simulator_moves_only_the_queues_that_must_move(event):
+    """STICKY runs through the group coordinator (one party keeps the last assignment): on a join of
+    a 7th member to 6 over 32 queues, the newcomer's floor(32/7) = 4 queues move and nothing else;
+    on a leave, exactly the leaver's queues (6 members hold 5 or 6: 32 = 6·5 + 2). Balanced after."""
+    change = {"at": "2m", "join": "10.0.0.9@9"} if event == "join" else {"at": "2m", "leave": "10.0.0.3@1003"}
+    s = scenario_from_dict(
+        base(
+            duration="4m",
+            topics={"T": {"queues_per_broker": 16, "rate": 800}},
+            group={"consumers": 6, "throughput": 400, "strategy": "STICKY"},
+            events=[change],
+        )
+    )
+    sim = Simulation(s)
+    sim.run_until(110_000)
+    before = _owner_map(sim)
+    leaver_share = sum(1 for c in before.values() if c == "10.0.0.3@1003")
+    sim.run_until(s.duration_ms)
+    after = _owner_map(sim)
+    moved = sum(1 for q in after if after[q] != before.get(q))
+    loads = [sum(1 for c in after.values() if c == cid) for cid in set(after.values())]
+    assert max(loads) - min(loads) <= 1 and len(loads) == (7 if event == "join" else 5)
+    if event == "leave":
+        assert leaver_share in (32 // 6, 32 // 6 + 1) and moved == leaver_share
+    else:
+        assert moved == 32 // 7
+    assert sim.result().summary["lost"] == 0
+
+
+def test_the_strategies_scenario_compares_every_strategy_including_bounded_and_sticky():
+    results = {r.strategy: r for r in compare("strategies")}
+    assert list(results) == ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONSISTENT_HASH_BOUNDED", "STICKY"]
+    for r in results.values():
+        assert r.summary["lost"] == 0 and not r.summary["never_stable_after"]
+    # STICKY moves the minimum on every change, AVG much more: fewer duplicates, less pause.
+    assert results["STICKY"].summary["duplicates"] < results["AVG"].summary["duplicates"]
+    assert results["STICKY"].summary["pause_queue_s"] < results["AVG"].summary["pause_queue_s"]
+
+
 # ---- the stateful property: a quiet group owns every queue exactly once -------------------------
 
 QUIET_MS = 120_000 + 10_000 + 20_000 + 2_000  # silent expiry + scan period + rebalance interval + pull
@@ -210,7 +256,7 @@ class QuietGroupOwnsEveryQueueOnce(RuleBasedStateMachine):
         self.next_id = 4
 
     @initialize(
-        strategy_name=st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]),
+        strategy_name=st.sampled_from(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONSISTENT_HASH_BOUNDED", "STICKY"]),
         semantics=st.sampled_from(["4.x", "5.x"]),
         notify=st.booleans(),
     )

@@ -68,6 +68,7 @@ def test_cli_audit_end_to_end(tmp_path, capsys):
     text = capsys.readouterr()
     assert code == 3 and "failing on: unowned, duplicate-client-id" in text.err
     assert "unowned_queues" in text.out and "Report:" in text.out
+    assert "What if every group switched" in text.out and "  STICKY " in text.out
     for name in (
         "report.md",
         "report.html",
@@ -76,8 +77,10 @@ def test_cli_audit_end_to_end(tmp_path, capsys):
         "group_topics.csv",
         "worst_groups.png",
         "churn.png",
+        "what_if.csv",  # on by default for a fleet this small
     ):
         assert (out / name).exists(), name
+    assert '<section id="what-if">' in (out / "report.html").read_text()
     assert any(p.suffix == ".parquet" for p in (out / "assignments").iterdir())
     assert main(["audit", "--out", str(out), "--fail-on", "nonsense"]) == 2
 
@@ -91,12 +94,28 @@ def test_one_pass_audit_equals_the_in_process_audit(spark):
     from mqbalance.fleet.spark import audit_fleet
 
     snap = snapshot_from_dict(example_fleet(9), "example")
+    local = audit_snapshot(snap, what_if="AVG,CONSISTENT_HASH_BOUNDED,STICKY")
+    assert local.what_if
     for partitions in (None, 3):
-        result = audit_fleet(spark, snap, partitions=partitions)
-        local = audit_snapshot(snap)
+        result = audit_fleet(spark, snap, partitions=partitions, what_if="AVG,CONSISTENT_HASH_BOUNDED,STICKY")
         assert result.findings == local.findings and result.rows == local.rows and result.totals == local.totals
+        assert result.what_if == local.what_if  # computed in the executors, in the same pass
 
 
 def test_cli_audit_refuses_bad_settings_before_starting(tmp_path, capsys):
     assert main(["audit", "--out", str(tmp_path), "--conf", "spark.sql.shuffle.partitions"]) == 2
     assert "--conf: expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_one_pass_churn_equals_the_joined_churn_and_the_in_process_one(spark):
+    from mqbalance.fleet.spark import audit_fleet
+
+    previous, current = example_pair(7)
+    snap, prev = snapshot_from_dict(current, "current"), snapshot_from_dict(previous, "previous")
+    joined = audit_fleet(spark, snap, previous=(assign_fleet(spark, snap), assign_fleet(spark, prev)))
+    local = audit_snapshot(snap, previous=prev)
+    for partitions in (None, 3):
+        one_pass = audit_fleet(spark, snap, partitions=partitions, previous=prev)
+        assert one_pass.rows == joined.rows == local.rows  # PairRow.churn included
+        assert one_pass.findings == joined.findings == local.findings
+    assert local.totals["churned_queues"] > 0

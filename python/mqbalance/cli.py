@@ -1,11 +1,19 @@
 """Command line.
 
-``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]``
-— the main job: the owner of every readable queue of every (group, topic) computed on Spark as the
-clients compute it, and the audit of it (see :mod:`mqbalance.fleet`). Without ``SNAPSHOT`` it
-audits the bundled example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
+``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]
+[--what-if STRATEGIES]`` — the main job: the owner of every readable queue of every (group, topic)
+computed on Spark as the clients compute it, and the audit of it (see :mod:`mqbalance.fleet`), with
+what switching strategy would do (``--what-if``). Without ``SNAPSHOT`` it audits the bundled
+example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
+
+``mqbalance snapshot --namesrv HOST:PORT[;HOST:PORT] -o fleet.json|DIR`` — read a live RocketMQ
+cluster (topics, routes, groups, connections, reported strategies, committed offsets) into a
+snapshot (:mod:`mqbalance.fleet.live`): JSON, or the Parquet layout for any other ``-o``. Brokers
+that did not answer are listed in the snapshot and on stderr. ``audit`` and ``assign`` take
+``--namesrv`` instead of a snapshot file to read the cluster directly. With
+``MQBALANCE_ACCESS_KEY`` and ``MQBALANCE_SECRET_KEY`` set, every request is signed (ACL).
 
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
@@ -29,10 +37,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
+from mqbalance.registry import StrategySpec
+
+if TYPE_CHECKING:
+    from mqbalance.remoting import AclCredentials
 
 __all__ = ["SnapshotError", "main"]
 
@@ -46,12 +59,94 @@ def _example(seed: int) -> tuple[Snapshot, Snapshot]:
     )
 
 
+def _credentials() -> AclCredentials | None:
+    """ACL credentials from ``MQBALANCE_ACCESS_KEY`` / ``MQBALANCE_SECRET_KEY`` (not options: a
+    secret on the command line shows in ``ps``)."""
+    from mqbalance.remoting import AclCredentials
+
+    access, secret = os.environ.get("MQBALANCE_ACCESS_KEY"), os.environ.get("MQBALANCE_SECRET_KEY")
+    if not access and not secret:
+        return None
+    if not access or not secret:
+        raise SnapshotError("set both MQBALANCE_ACCESS_KEY and MQBALANCE_SECRET_KEY, or neither", None)
+    return AclCredentials(access, secret)
+
+
+def _live(args: argparse.Namespace, say: Progress) -> Snapshot:
+    """The live snapshot of ``--namesrv``; its read errors are printed on stderr."""
+    from mqbalance.fleet.live import live_snapshot
+
+    if args.timeout is not None and not args.timeout > 0:
+        raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
+    snap = live_snapshot(
+        args.namesrv,
+        timeout=args.timeout or 3.0,
+        running_info=not args.no_running_info,
+        progress=say,
+        credentials=_credentials(),
+    )
+    _warn_partial(snap)
+    return snap
+
+
+def _warn_partial(snap: Snapshot) -> None:
+    lines = snap.error_lines()
+    if lines:
+        print(f"mqbalance: warning: {snap.source} is partial, {len(lines)} read error(s):", file=sys.stderr)
+        for line in lines:
+            print(f"  {line}", file=sys.stderr)
+
+
+def _snapshot_arg(args: argparse.Namespace, say: Progress) -> Snapshot | None:
+    if args.namesrv and args.snapshot:
+        raise SnapshotError("give a snapshot file or --namesrv, not both", args.snapshot)
+    if args.namesrv:
+        return _live(args, say)
+    if args.snapshot:
+        snap = load_snapshot(args.snapshot)
+        _warn_partial(snap)
+        return snap
+    return None
+
+
+def _cmd_snapshot(args: argparse.Namespace) -> int:
+    import json
+
+    from mqbalance.fleet.live import read_cluster
+    from mqbalance.fleet.snapshot import write_parquet
+
+    if not args.timeout > 0:
+        raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
+    say = Progress(quiet=args.quiet, stream=sys.stderr)
+    data = read_cluster(
+        args.namesrv,
+        timeout=args.timeout,
+        running_info=not args.no_running_info,
+        progress=say,
+        credentials=_credentials(),
+    )
+    snap = snapshot_from_dict(data, f"rocketmq://{args.namesrv}")  # validated before anything is written
+    out = Path(args.out)
+    if out.suffix.lower() == ".json":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    else:
+        write_parquet(snap, out)
+    print(
+        f"{out}: {len(data['topics']):,} topics, {snap.readable_queue_count():,} readable queues, "
+        f"{len(data['groups']):,} groups online ({data['meta']['groupsOffline']:,} offline), "
+        f"{snap.connections.num_rows:,} connections, {snap.offsets.num_rows:,} committed offsets"
+    )
+    _warn_partial(snap)
+    return 4 if args.fail_on_partial and snap.errors.num_rows else 0
+
+
 def _cmd_assign(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FindingKind, audit_snapshot
 
     if args.top is not None and args.top < 0:
         raise SnapshotError(f"--top: must be >= 0, got {args.top}", args.top)
-    snap = load_snapshot(args.snapshot) if args.snapshot else _example(args.seed)[0]
+    snap = _snapshot_arg(args, Progress(quiet=True)) or _example(args.seed)[0]
     result = audit_snapshot(snap)
     rows = {(r.group, r.topic): r for r in result.rows}
     groups = snap.consumer_groups()
@@ -117,8 +212,28 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
+#: ``audit`` tries the default what-if candidates unasked up to this many readable queues.
+WHAT_IF_DEFAULT_MAX_QUEUES = 100_000
+
+
+def _what_if(option: str | None, snap: Snapshot, say: Progress) -> tuple[StrategySpec, ...]:
+    """The candidate strategies of ``--what-if`` (``none``: off; unset: the defaults on fleets of up
+    to :data:`WHAT_IF_DEFAULT_MAX_QUEUES` readable queues)."""
+    from mqbalance.fleet import DEFAULT_WHAT_IF, what_if_candidates
+
+    if option is None:
+        if snap.readable_queue_count() > WHAT_IF_DEFAULT_MAX_QUEUES:
+            say(f"what-if skipped above {WHAT_IF_DEFAULT_MAX_QUEUES:,} queues (--what-if {','.join(DEFAULT_WHAT_IF)})")
+            return ()
+        option = ",".join(DEFAULT_WHAT_IF)
+    if option.strip().lower() == "none":
+        return ()
+    return what_if_candidates(option)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
+    from mqbalance.fleet.report import what_if_summary
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
     from mqbalance.fleet.spark import assign_fleet, audit_fleet, session
 
@@ -127,8 +242,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if unknown:
         raise SnapshotError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
     say = Progress(quiet=args.quiet)
-    if args.snapshot:
-        snap = load_snapshot(args.snapshot)
+    live = _snapshot_arg(args, say)
+    if live is not None:
+        snap = live
         prev = load_snapshot(args.previous) if args.previous else None
     else:
         snap, prev = _example(args.seed)
@@ -142,6 +258,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         say("local mode: the executors run this Python already; --ship-environment ignored")
     if ship:
         environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
+    what_if = _what_if(args.what_if, snap, say)
     conf = _spark_conf(args)
     driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 10_000_000}g"
     with (
@@ -149,13 +266,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         session(args.master, ship_environment=ship, driver_memory=driver_memory, conf=conf) as spark,
     ):
         say("assigning and auditing every (group, topic) in the executors")
-        previous = None
-        if prev is not None:
-            previous = (assign_fleet(spark, snap, partitions=args.partitions), assign_fleet(spark, prev))
         with say.spark_stages(spark, "audit"):
-            result = audit_fleet(spark, snap, partitions=args.partitions, previous=previous)
+            result = audit_fleet(spark, snap, partitions=args.partitions, previous=prev, what_if=what_if)
         say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
-        paths = write_outputs(result, args.out, source=snap.source)
+        paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
         if not args.no_assignments:
             target = Path(args.out) / "assignments"
@@ -166,6 +280,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print("Summary")
     for k, v in result.totals.items():
         print(f"  {k:<20} {v:,}")
+    switched = what_if_summary(result)
+    if switched:
+        print("What if every group switched (queues moved, pairs above 1.25x fair share, idle processes)")
+        for c in switched:
+            print(f"  {c.name:<24} {c.moved:>12,} {c.over:>8,} {c.idle:>8,}")
     worst = result.worst(8)
     if worst:
         print("Top findings")
@@ -244,14 +363,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         ]
         (out / "compare.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
         print()
+        w = max(18, *(len(row["strategy"]) for row in table))
         print(
-            f"{'strategy':<18} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} "
+            f"{'strategy':<{w}} {'duplicates':>10} {'pause q-s':>10} {'twice q-s':>10} {'to stable s':>11} "
             f"{'max backlog':>11}"
         )
         for row in table:
             stable = "never" if row["max_time_to_stable_s"] is None else f"{row['max_time_to_stable_s']:.1f}"
             print(
-                f"{row['strategy']:<18} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} "
+                f"{row['strategy']:<{w}} {row['duplicates']:>10,} {row['pause_queue_s']:>10,.1f} "
                 f"{row['owned_twice_queue_s']:>10,.1f} {stable:>11} {row['max_backlog']:>11,}"
             )
         try:
@@ -265,6 +385,27 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         print("never stable after: " + "; ".join(f"{e} [{s}]" for s, e in unstable), file=sys.stderr)
         return 3
     return 0
+
+
+def _live_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    p.add_argument(
+        "--namesrv",
+        required=required,
+        metavar="HOST:PORT[;HOST:PORT]",
+        help="read the live cluster behind these RocketMQ name servers"
+        + ("" if required else " instead of a snapshot file"),
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=3.0 if required else None,
+        help="seconds per request to a name server or broker (default: 3)",
+    )
+    p.add_argument(
+        "--no-running-info",
+        action="store_true",
+        help="do not ask each client for its strategy (GET_CONSUMER_RUNNING_INFO): every client counts as AVG",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -300,11 +441,30 @@ def main(argv: list[str] | None = None) -> int:
     au.add_argument(
         "--fail-on", help="comma-separated finding kinds that make the exit code 3, e.g. unowned,double-owned"
     )
+    au.add_argument(
+        "--what-if",
+        metavar="STRATEGIES",
+        help="comma-separated strategies to try on every clustering group: queues that would move on a switch, "
+        "max load, idle processes (a report section; computed in the same executor pass, about 1x the assignment's "
+        "work per candidate, more for STICKY). Default: AVG,CONSISTENT_HASH_BOUNDED,STICKY on fleets of up to 10^5 "
+        "readable queues; 'none' turns it off",
+    )
     au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
     au.add_argument("--quiet", action="store_true", help="no progress lines")
     a = sub.add_parser("assign", help="who consumes which queue, per group and topic, in-process")
     a.add_argument(
         "snapshot", nargs="?", help="snapshot JSON file or Parquet directory (default: the bundled example fleet)"
+    )
+    for p in (au, a):
+        _live_options(p, required=False)
+    sn = sub.add_parser("snapshot", help="read a live RocketMQ cluster (name server + brokers) into a snapshot file")
+    _live_options(sn, required=True)
+    sn.add_argument(
+        "-o", "--out", required=True, help="fleet.json (JSON) or a directory, e.g. fleet.parquet (Parquet layout)"
+    )
+    sn.add_argument("--quiet", action="store_true", help="no progress lines")
+    sn.add_argument(
+        "--fail-on-partial", action="store_true", help="exit 4 when some broker or request could not be read"
     )
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--top", type=int, help="print only the N worst group/topic pairs (default: all, by name)")
@@ -353,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {
         "audit": _cmd_audit,
         "assign": _cmd_assign,
+        "snapshot": _cmd_snapshot,
         "simulate": _cmd_simulate,
         **coordination_commands,
         **rocketmq_commands,

@@ -13,9 +13,12 @@
 ['cg-payments-dup']
 """
 
-from mqbalance.fleet.engine import assign_snapshot, pair_counts
+from collections.abc import Iterable
+
+from mqbalance.fleet.engine import DEFAULT_WHAT_IF, assign_snapshot, churn, pair_counts, what_if_candidates
+from mqbalance.fleet.engine import what_if as engine_what_if
 from mqbalance.fleet.example import HAZARD_GROUPS, example_fleet, example_pair, scaled_fleet
-from mqbalance.fleet.findings import FINDING_KINDS, AuditResult, Finding, FindingKind, PairRow, summarise
+from mqbalance.fleet.findings import FINDING_KINDS, AuditResult, Finding, FindingKind, PairRow, WhatIfRow, summarise
 from mqbalance.fleet.report import write_outputs
 from mqbalance.fleet.snapshot import (
     Connection,
@@ -27,8 +30,10 @@ from mqbalance.fleet.snapshot import (
     snapshot_from_dict,
     write_parquet,
 )
+from mqbalance.registry import StrategySpec
 
 __all__ = [
+    "DEFAULT_WHAT_IF",
     "FINDING_KINDS",
     "HAZARD_GROUPS",
     "AuditResult",
@@ -39,6 +44,7 @@ __all__ = [
     "MessageModel",
     "PairRow",
     "Snapshot",
+    "WhatIfRow",
     "SnapshotError",
     "assign_snapshot",
     "audit_snapshot",
@@ -48,12 +54,25 @@ __all__ = [
     "scaled_fleet",
     "snapshot_from_dict",
     "summarise",
+    "what_if_candidates",
     "write_outputs",
     "write_parquet",
 ]
 
 
-def audit_snapshot(snapshot: Snapshot) -> AuditResult:
+def audit_snapshot(
+    snapshot: Snapshot, *, what_if: Iterable[StrategySpec | str] = (), previous: Snapshot | None = None
+) -> AuditResult:
     """The audit of one snapshot, in-process (no Spark): :func:`assign_snapshot` then
-    :func:`summarise`."""
-    return summarise(snapshot, *pair_counts(assign_snapshot(snapshot)))
+    :func:`summarise`; ``what_if``: candidate strategies to try on every clustering group
+    (:func:`mqbalance.fleet.engine.what_if`); ``previous``: an earlier snapshot, for churn
+    (:func:`mqbalance.fleet.engine.churn`)."""
+    candidates = what_if_candidates(what_if)
+    assignments = assign_snapshot(snapshot)
+    rows = engine_what_if(assignments, snapshot.consumer_groups(), candidates) if candidates else None
+    moved = None
+    if previous is not None:
+        per_pair = churn(assignments, assign_snapshot(previous))
+        keys = zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist())
+        moved = dict(zip(keys, per_pair.column("moved").to_pylist()))
+    return summarise(snapshot, *pair_counts(assignments), moved, what_if=rows)

@@ -14,6 +14,10 @@ The steps:
    broadcasting groups consume every queue on every connection.
 4. :func:`pair_counts` — per pair: queues, unowned, double-owned, and per (pair, consumer) the
    queue count: what :mod:`mqbalance.fleet.findings` turns into findings.
+5. :func:`what_if` (optional) — per pair and candidate strategy: the queues that would move if
+   the group switched to it now, and the max load and idle processes it would give.
+6. :func:`churn` (optional) — per pair: the queues whose consumers differ from an earlier
+   snapshot's assignment of the same pair, computed in the same batch (no join across the fleet).
 
 The output of 3 is one row per (queue, consuming process) — ``group, topic, broker_name,
 queue_id, consumer`` — and a queue nobody consumes has one row with a null consumer.
@@ -28,26 +32,36 @@ queue_id, consumer`` — and a queue nobody consumes has one row with a null con
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance import bulk
+from mqbalance.exceptions import UnsupportedStrategyError
 from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
 from mqbalance.registry import StrategySpec
 
 __all__ = [
     "ASSIGNMENT_SCHEMA",
+    "DEFAULT_WHAT_IF",
+    "FACT_SCHEMA",
     "PAIR_SCHEMA",
+    "WHAT_IF_SCHEMA",
     "assign_batch",
     "assign_pair",
     "assign_snapshot",
+    "churn",
     "expand_pairs",
     "pair_counts",
     "subscription_pairs",
+    "what_if",
+    "with_previous_routes",
+    "what_if_candidates",
+    "what_if_facts",
 ]
 
 ROUTE_TYPE = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
@@ -75,6 +89,29 @@ def subscription_pairs(snapshot: Snapshot) -> pa.Table:
     return pa.table(
         [pa.array(group, pa.string()), pa.array(topic, pa.string()), pa.array(route, ROUTE_TYPE)], schema=PAIR_SCHEMA
     )
+
+
+def with_previous_routes(pairs: pa.Table, previous: pa.Table) -> pa.Table:
+    """``pairs`` (:func:`subscription_pairs`) with a ``previous_route`` column: the route the same
+    (group, topic) had in ``previous`` (the pairs of an earlier snapshot), null where it had none.
+
+    >>> now = pa.table({"group": ["g", "g"], "topic": ["A", "B"], "route": [[], []]}, schema=PAIR_SCHEMA)
+    >>> before = pa.table({"group": ["g"], "topic": ["B"], "route": [[{"broker_name": "b", "read_queue_nums": 4}]]},
+    ...                   schema=PAIR_SCHEMA)
+    >>> with_previous_routes(now, before).column("previous_route").to_pylist()
+    [None, [{'broker_name': 'b', 'read_queue_nums': 4}]]
+    """
+    where = {
+        key: i for i, key in enumerate(zip(previous.column("group").to_pylist(), previous.column("topic").to_pylist()))
+    }
+    rows = [where.get(key) for key in zip(pairs.column("group").to_pylist(), pairs.column("topic").to_pylist())]
+    return pairs.append_column("previous_route", previous.column("route").take(pa.array(rows, pa.int64())))
+
+
+def _previous_pairs(pairs: pa.Table) -> pa.Table:
+    """The pairs of a :func:`with_previous_routes` table that had a route before, with that route."""
+    had = pairs.filter(pc.is_valid(pairs.column("previous_route")))
+    return pa.table([had.column("group"), had.column("topic"), had.column("previous_route")], schema=PAIR_SCHEMA)
 
 
 def _route_entries(pairs: pa.Table) -> tuple[pa.StructArray, np.ndarray, np.ndarray]:
@@ -241,8 +278,7 @@ def assign_batches(
 ) -> Iterator[pa.Table]:
     """:func:`assign_batch` over ``pairs`` in slices of at most ``max_queues`` queues."""
     for part in pair_slices(pairs, max_queues):
-        table, bounds = expand_pairs(part)
-        yield assign_batch(table, groups, bounds)
+        yield _assign_pairs(part, groups)
 
 
 def assignment_blocks(
@@ -256,13 +292,31 @@ def assignment_blocks(
 
 
 def fact_blocks(
-    pair_batches: Iterable[pa.RecordBatch], groups: Mapping[str, ConsumerGroup]
+    pair_batches: Iterable[pa.RecordBatch],
+    groups: Mapping[str, ConsumerGroup],
+    candidates: Sequence[StrategySpec] = (),
+    previous_groups: Mapping[str, ConsumerGroup] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """What an executor does for :func:`mqbalance.fleet.spark.audit_fleet`: assign the pairs and
-    hand back only their audit facts (:data:`FACT_SCHEMA`); the queue rows never leave the task."""
+    hand back only their audit facts (:data:`FACT_SCHEMA`), with the :func:`what_if` rows of
+    ``candidates`` computed from the same assignment; the queue rows never leave the task. With
+    ``previous_groups`` (an earlier snapshot's groups; the pairs then carry
+    :func:`with_previous_routes`), each pair is also assigned as it was then and its :func:`churn`
+    is the pair row's ``moved``."""
     for batch in pair_batches:
-        for table in assign_batches(pa.Table.from_batches([batch]), groups):
-            yield from facts(table).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+        for part in pair_slices(pa.Table.from_batches([batch])):
+            table = _assign_pairs(part.select(PAIR_SCHEMA.names), groups)
+            rows = what_if(table, groups, candidates) if candidates else None
+            moved = None
+            if previous_groups is not None:
+                before = _assign_pairs(_previous_pairs(part), previous_groups)
+                moved = churn(table, before)
+            yield from facts(table, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+
+
+def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Table:
+    table, bounds = expand_pairs(pairs)
+    return assign_batch(table, groups, bounds)
 
 
 def assign_snapshot(snapshot: Snapshot) -> pa.Table:
@@ -309,45 +363,282 @@ FACT_SCHEMA = pa.schema(
         ("unowned", pa.int64()),
         ("double_owned", pa.int64()),
         ("count", pa.int64()),
+        ("strategy", pa.string()),
+        ("moved", pa.int64()),
+        ("max_load", pa.int64()),
+        ("idle", pa.int64()),
     ]
 )
-"""Audit facts in one table: a pair row (``consumer`` null) with ``queues, unowned, double_owned``,
-or a (pair, consumer) row with ``count``, the queues that id consumes."""
+"""Audit facts in one table: a pair row (``consumer`` and ``strategy`` null) with ``queues, unowned,
+double_owned`` (and ``moved``, its :func:`churn`, when an earlier snapshot was compared); a
+(pair, consumer) row with ``count``, the queues that id consumes; or a what-if
+row (``strategy`` set, :func:`what_if`) with ``queues, moved, max_load, idle``."""
+
+WHAT_IF_SCHEMA = pa.schema(
+    [
+        ("group", pa.string()),
+        ("topic", pa.string()),
+        ("strategy", pa.string()),
+        ("queues", pa.int64()),
+        ("moved", pa.int64()),
+        ("max_load", pa.int64()),
+        ("idle", pa.int64()),
+    ]
+)
 
 
-def facts(assignments: pa.Table) -> pa.Table:
-    """:func:`pair_counts` of an assignment table as :data:`FACT_SCHEMA` rows. Every queue of a
-    pair is in the same assignment table, so the facts of separate tables simply concatenate."""
+#: The candidates of ``mqbalance audit --what-if`` by default: the balanced one clients compute
+#: today, the bounded ring every client can compute, and the sticky one a leader computes.
+DEFAULT_WHAT_IF = ("AVG", "CONSISTENT_HASH_BOUNDED", "STICKY")
+
+
+def what_if_candidates(values: Iterable[StrategySpec | str] | str) -> tuple[StrategySpec, ...]:
+    """Candidate strategies for :func:`what_if`, parsed and checked once: names (``"AVG,STICKY"``
+    or a list) or specs, duplicates dropped. A strategy without an owner per queue (``CONFIG``) or
+    needing per-client configuration (``MACHINE_ROOM*``) cannot be tried on a whole fleet:
+    :class:`~mqbalance.exceptions.UnsupportedStrategyError`.
+
+    >>> [s.display_name for s in what_if_candidates("avg, STICKY,AVG")]
+    ['AVG', 'STICKY']
+    """
+    items = [v.strip() for v in values.split(",") if v.strip()] if isinstance(values, str) else list(values)
+    out: dict[StrategySpec, None] = {}
+    for item in items:
+        spec = item if isinstance(item, StrategySpec) else StrategySpec.parse(item, where="what-if")
+        if not spec.info.has_owners or spec.info.per_client_config:
+            raise UnsupportedStrategyError(
+                f"what-if: {spec.display_name} needs per-client configuration or has no owner per queue; "
+                "try AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, CONSISTENT_HASH_BOUNDED or STICKY",
+                spec.display_name,
+            )
+        out[spec] = None
+    return tuple(out)
+
+
+def _changes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """``True`` where a value differs from the one before (the first row always starts a run)."""
+    col = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    n = len(col)
+    out = np.ones(n, dtype=bool)
+    if n > 1:
+        out[1:] = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True).to_numpy(zero_copy_only=False)
+    return out
+
+
+def _kept_if_balanced(now: list[str], ids: list[str]) -> list[int] | None:
+    """STICKY's answer without the core when the previous assignment (``now``: the one consumer of
+    every queue, all in ``ids``, no id repeated) is already balanced: its rules keep every queue (the
+    members holding ⌈q/k⌉ are exactly those that get the larger quotas), so the owners are the
+    current ones, as positions in ``ids``; ``None`` when it is not balanced."""
+    held = Counter(now)
+    low = min(held.values()) if len(held) == len(ids) else 0
+    if max(held.values(), default=0) - low > 1:
+        return None
+    slot = {cid: j for j, cid in enumerate(ids)}
+    return [slot[c] for c in now]
+
+
+def what_if(
+    assignments: pa.Table,
+    groups: Mapping[str, ConsumerGroup],
+    candidates: Iterable[StrategySpec],
+    *,
+    _shortcut: bool = True,
+) -> pa.Table:
+    """What would happen if each clustering (group, topic) of an assignment table switched to each
+    candidate strategy (:data:`WHAT_IF_SCHEMA`): ``queues``; ``moved``, the queues consumed now
+    whose owner under the candidate is not one of their current consumers (each a pause and a
+    burst of duplicates at the switch); ``max_load``, the most queues one process would consume;
+    ``idle``, the processes that would consume nothing. The candidate runs over the group's client
+    ids as the clients would compute it; a candidate that needs the previous assignment (``STICKY``)
+    starts from the current one (what a leader taking over would do; a pair already balanced keeps
+    its assignment without a core call). Every queue of a pair must be in the table (as
+    :func:`assign_batch` hands them over).
+
+    >>> from mqbalance.fleet.snapshot import snapshot_from_dict
+    >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
+    ...     {"brokerName": "b", "readQueueNums": 8, "writeQueueNums": 8, "perm": 6}]}},
+    ...     "groups": {"g": {"subscriptions": ["T"], "connections": [
+    ...         {"clientId": c, "strategy": "CONSISTENT_HASH"} for c in ("c1", "c2", "c3", "c4")]}}})
+    >>> rows = what_if(assign_snapshot(snap), snap.consumer_groups(), what_if_candidates("AVG,STICKY"))
+    >>> [(r["strategy"], r["queues"], r["max_load"]) for r in rows.to_pylist()]  # both balanced: 2 each
+    [('AVG', 8, 2), ('STICKY', 8, 2)]
+    >>> rows.column("moved").to_pylist()[1] <= rows.column("moved").to_pylist()[0]  # STICKY moves the fewest
+    True
+    """
+    specs = list(candidates)
+    if not specs or assignments.num_rows == 0:
+        return WHAT_IF_SCHEMA.empty_table()
+    clustering = [
+        g
+        for g in pc.unique(assignments.column("group")).to_pylist()
+        if (found := groups.get(g)) is not None and found.connections and found.message_model is MessageModel.CLUSTERING
+    ]
+    a = assignments.filter(pc.is_in(assignments.column("group"), value_set=pa.array(clustering, pa.string())))
+    if a.num_rows == 0:
+        return WHAT_IF_SCHEMA.empty_table()
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    a = a.take(pc.sort_indices(a, sort_keys=[(k, "ascending") for k in keys]))
+    new_pair = _changes(a.column("group")) | _changes(a.column("topic"))
+    new_queue = new_pair | _changes(a.column("broker_name")) | _changes(a.column("queue_id"))
+    queue_rows = np.flatnonzero(new_queue)  # first row of every queue
+    queue_of_row = np.cumsum(new_queue) - 1
+    pair_starts = np.searchsorted(queue_rows, np.flatnonzero(new_pair))  # in queue numbers
+    bounds = np.append(pair_starts, len(queue_rows))
+    uq = a.take(pa.array(queue_rows))
+    topics = pc.dictionary_encode(uq.column("topic").combine_chunks())
+    brokers = pc.dictionary_encode(uq.column("broker_name").combine_chunks())
+    qids = uq.column("queue_id").to_numpy().astype(np.int64)
+    current = uq.column("consumer").combine_chunks()
+    pair_group = uq.column("group").take(pa.array(pair_starts)).to_pylist()
+    pair_topic = uq.column("topic").take(pa.array(pair_starts)).to_pylist()
+    ids = [groups[g].client_ids for g in pair_group]
+    offsets = np.cumsum([0] + [len(x) for x in ids])
+    flat_ids = pa.array([cid for x in ids for cid in x], type=pa.string())
+    weight = np.ones(offsets[-1], dtype=np.int64)  # processes per slot: its id's count on its first slot
+    for p, x in enumerate(ids):
+        found = groups[pair_group[p]]
+        if found.duplicated_ids:
+            seen: set[str] = set()
+            for j, cid in enumerate(x):
+                weight[offsets[p] + j] = 0 if cid in seen else found.id_counts[cid]
+                seen.add(cid)
+    pair_of_queue = np.repeat(np.arange(len(ids)), np.diff(bounds))
+    owned = pc.is_valid(current).to_numpy(zero_copy_only=False)
+    n_queues = np.diff(bounds)
+    # Pairs where every queue has exactly one consumer now (a balanced one is what STICKY keeps).
+    rows_per_queue = np.diff(np.append(queue_rows, a.num_rows))
+    once = np.minimum.reduceat(((rows_per_queue == 1) & owned).astype(np.int8), pair_starts).astype(bool)
+    parts = []
+    for spec in specs:
+        if spec.info.batchable:
+            owners = bulk.owners_by_pair(topics, brokers, qids, bounds, [spec.build()] * len(ids), ids)
+        else:
+            owners = np.empty(len(qids), dtype=np.int64)
+            built = spec.build()
+            for p, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+                prev = current.slice(lo, hi - lo) if spec.info.needs_previous else None
+                if prev is not None and _shortcut and once[p] and not groups[pair_group[p]].duplicated_ids:
+                    unchanged = _kept_if_balanced(prev.to_pylist(), ids[p])
+                    if unchanged is not None:
+                        owners[lo:hi] = unchanged
+                        continue
+                owners[lo:hi] = bulk.owners(
+                    built, topics.slice(lo, hi - lo), brokers.slice(lo, hi - lo), qids[lo:hi], ids[p], previous=prev
+                )
+        has = owners >= 0
+        slot = offsets[pair_of_queue] + np.maximum(owners, 0)
+        candidate = flat_ids.take(pa.array(slot, mask=~has)).take(pa.array(queue_of_row))
+        same = pc.fill_null(pc.equal(a.column("consumer"), candidate), False).to_numpy(zero_copy_only=False)
+        kept = np.bitwise_or.reduceat(same, queue_rows) if len(same) else same
+        moved = np.add.reduceat((owned & ~kept).astype(np.int64), pair_starts)
+        load = np.bincount(slot[has], minlength=offsets[-1])
+        max_load = np.maximum.reduceat(load, offsets[:-1])
+        idle = np.add.reduceat(np.where(load == 0, weight, 0), offsets[:-1])
+        parts.append(
+            pa.table(
+                {
+                    "group": pair_group,
+                    "topic": pair_topic,
+                    "strategy": [spec.display_name] * len(ids),
+                    "queues": n_queues,
+                    "moved": moved,
+                    "max_load": max_load,
+                    "idle": idle,
+                },
+                schema=WHAT_IF_SCHEMA,
+            )
+        )
+    return pa.concat_tables(parts)
+
+
+def churn(current: pa.Table, previous: pa.Table) -> pa.Table:
+    """Per (group, topic) of ``current``: ``moved``, the queues whose set of consumers differs in
+    ``previous`` (two assignment tables, e.g. of the same pairs in this and an earlier snapshot). A
+    queue in only one of them was added or removed, not moved: it does not count. Exact: consumers
+    are compared as multisets (an id consuming a queue twice is not the same as once).
+
+    >>> now = pa.table({"group": ["g"] * 3, "topic": ["T"] * 3, "broker_name": ["b"] * 3,
+    ...                 "queue_id": [0, 1, 2], "consumer": ["c1", "c2", None]})
+    >>> before = pa.table({"group": ["g"] * 2, "topic": ["T"] * 2, "broker_name": ["b"] * 2,
+    ...                    "queue_id": [0, 1], "consumer": ["c1", "c1"]})
+    >>> churn(now, before).to_pylist()  # queue 1 moved; queue 2 is new
+    [{'group': 'g', 'topic': 'T', 'moved': 1}]
+    """
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    both = pa.concat_tables([current.select([*keys, "consumer"]), previous.select([*keys, "consumer"])])
+    if current.num_rows == 0:
+        return pa.table({"group": pa.array([], pa.string()), "topic": pa.array([], pa.string()), "moved": []})
+
+    def codes(column: pa.ChunkedArray) -> np.ndarray:
+        # One dictionary over both tables, so equal strings get equal codes on either side.
+        encoded = pc.dictionary_encode(pc.fill_null(column, "").combine_chunks())
+        return np.asarray(encoded.indices.to_numpy(zero_copy_only=False))
+
+    side = np.repeat(np.array([0, 1], dtype=np.int8), [current.num_rows, previous.num_rows])
+    columns = [codes(both.column(k)) for k in ("group", "topic", "broker_name")]
+    qid = both.column("queue_id").to_numpy()
+    consumer = codes(both.column("consumer"))
+    order = np.lexsort((consumer, side, qid, *reversed(columns)))  # by queue, then side, then consumer
+    queue_key = [c[order] for c in (*columns, qid)]
+    new = np.ones(len(order), dtype=bool)
+    new[1:] = np.logical_or.reduce([k[1:] != k[:-1] for k in queue_key])
+    queue = np.cumsum(new) - 1
+    side, consumer = side[order], consumer[order]
+    now = np.bincount(queue, weights=side == 0).astype(np.int64)  # rows per queue in each table
+    before = np.bincount(queue, weights=side == 1).astype(np.int64)
+    # Sorted by side then consumer, a queue's rows are its current consumers then its previous
+    # ones: with equal counts, row i differs from row i + count exactly when the multisets differ.
+    row = np.arange(len(order))
+    pairable = (side == 0) & (now[queue] == before[queue])
+    partner = np.where(pairable, row + now[queue], row)
+    differs = np.bincount(queue, weights=pairable & (consumer != consumer[partner])) > 0
+    moved = (now > 0) & (before > 0) & ((now != before) | differs)
+    first = np.flatnonzero(new)
+    in_current = now > 0
+    queues = both.take(pa.array(order[first[in_current]])).select(["group", "topic"])
+    per_pair = queues.append_column("moved", pa.array(moved[in_current].astype(np.int64))).group_by(
+        ["group", "topic"], use_threads=False
+    )
+    out = per_pair.aggregate([("moved", "sum")])
+    return pa.table({"group": out.column("group"), "topic": out.column("topic"), "moved": out.column("moved_sum")})
+
+
+def facts(assignments: pa.Table, what_if_rows: pa.Table | None = None, moved: pa.Table | None = None) -> pa.Table:
+    """:func:`pair_counts` of an assignment table (and :func:`what_if` rows, if given) as
+    :data:`FACT_SCHEMA` rows; ``moved`` (:func:`churn`) fills the pair rows' ``moved``. Every queue
+    of a pair is in the same assignment table, so the facts of separate tables simply concatenate."""
     per_pair, per_id = pair_counts(assignments)
+    if moved is not None:
+        per_pair = per_pair.join(moved, ["group", "topic"], join_type="left outer", use_threads=False)
+        per_pair = per_pair.set_column(
+            per_pair.schema.get_field_index("moved"), "moved", pc.fill_null(per_pair.column("moved"), 0)
+        )
     n, m = per_pair.num_rows, per_id.num_rows
-    pair_rows = pa.table(
-        {
-            "group": per_pair.column("group"),
-            "topic": per_pair.column("topic"),
-            "consumer": pa.nulls(n, pa.string()),
-            "queues": per_pair.column("queues"),
-            "unowned": per_pair.column("unowned"),
-            "double_owned": per_pair.column("double_owned"),
-            "count": pa.nulls(n, pa.int64()),
-        }
-    )
-    id_rows = pa.table(
-        {
-            "group": per_id.column("group"),
-            "topic": per_id.column("topic"),
-            "consumer": per_id.column("consumer"),
-            "queues": pa.nulls(m, pa.int64()),
-            "unowned": pa.nulls(m, pa.int64()),
-            "double_owned": pa.nulls(m, pa.int64()),
-            "count": per_id.column("count"),
-        }
-    )
-    return pa.concat_tables([pair_rows.cast(FACT_SCHEMA), id_rows.cast(FACT_SCHEMA)])
+
+    def rows(n: int, **columns: Any) -> pa.Table:
+        return pa.table({f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in FACT_SCHEMA}, schema=FACT_SCHEMA)
+
+    parts = [
+        rows(n, **{k: per_pair.column(k) for k in per_pair.column_names}),
+        rows(m, **{k: per_id.column(k) for k in ("group", "topic", "consumer", "count")}),
+    ]
+    if what_if_rows is not None and what_if_rows.num_rows:
+        parts.append(rows(what_if_rows.num_rows, **{k: what_if_rows.column(k) for k in WHAT_IF_SCHEMA.names}))
+    return pa.concat_tables(parts)
 
 
 def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """``(per pair, per consumer)`` back from :data:`FACT_SCHEMA` rows (as :func:`pair_counts`)."""
-    is_pair = pc.is_null(table.column("consumer"))
-    per_pair = table.filter(is_pair).select(["group", "topic", "queues", "unowned", "double_owned"])
-    per_id = table.filter(pc.invert(is_pair)).select(["group", "topic", "consumer", "count"])
+    """``(per pair, per consumer)`` back from :data:`FACT_SCHEMA` rows (as :func:`pair_counts`);
+    the what-if rows are :func:`what_if_facts`."""
+    is_what_if = pc.is_valid(table.column("strategy"))
+    is_id = pc.is_valid(table.column("consumer"))
+    is_pair = pc.invert(pc.or_(is_what_if, is_id))
+    per_pair = table.filter(is_pair).select(["group", "topic", "queues", "unowned", "double_owned", "moved"])
+    per_id = table.filter(is_id).select(["group", "topic", "consumer", "count"])
     return per_pair, per_id
+
+
+def what_if_facts(table: pa.Table) -> pa.Table:
+    """The :func:`what_if` rows (:data:`WHAT_IF_SCHEMA`) back from :data:`FACT_SCHEMA` rows."""
+    return table.filter(pc.is_valid(table.column("strategy"))).select(WHAT_IF_SCHEMA.names).cast(WHAT_IF_SCHEMA)

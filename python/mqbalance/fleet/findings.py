@@ -25,7 +25,7 @@ from typing import Any
 
 from mqbalance.fleet.snapshot import MessageModel, Snapshot
 
-__all__ = ["FINDING_KINDS", "AuditResult", "Finding", "FindingKind", "PairRow", "summarise"]
+__all__ = ["FINDING_KINDS", "AuditResult", "Finding", "FindingKind", "PairRow", "WhatIfRow", "summarise"]
 
 
 class FindingKind(enum.StrEnum):
@@ -115,6 +115,26 @@ class PairRow:
         return {name: getattr(self, name) for name in self.__slots__}
 
 
+@dataclass(frozen=True, slots=True)
+class WhatIfRow:
+    """One (group, topic) under one candidate strategy (:func:`mqbalance.fleet.engine.what_if`):
+    the queues that would move if the group switched now, the most queues one process would
+    consume, and the processes that would consume nothing; ``now_max`` is today's max load."""
+
+    group: str
+    topic: str
+    strategy: str
+    queues: int
+    processes: int
+    moved: int
+    max_load: int
+    idle: int
+    now_max: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
 @dataclass
 class AuditResult:
     """Per (group, topic) rows, findings (most urgent kind first) and fleet totals."""
@@ -125,6 +145,8 @@ class AuditResult:
     per_process: list[int] = field(default_factory=list)
     #: per clustering process and subscribed topic: its queues over its fair share (queues / processes)
     fair_share: list[float] = field(default_factory=list)
+    #: per clustering (group, topic) and candidate strategy: what a switch would do (empty unless asked)
+    what_if: list[WhatIfRow] = field(default_factory=list)
 
     def count(self, kind: FindingKind | str) -> int:
         """How many findings of ``kind``."""
@@ -147,10 +169,12 @@ def summarise(
     per_pair: Any,
     per_id: Any,
     churn: Mapping[tuple[str, str], int] | None = None,
+    what_if: Any = None,
 ) -> AuditResult:
     """The audit of one snapshot from the engine's counts: ``per_pair`` rows ``(group, topic,
     queues, unowned, double_owned)``, ``per_id`` rows ``(group, topic, consumer, count)``;
-    ``churn`` (moved queues per pair) when a previous snapshot was compared."""
+    ``churn`` (moved queues per pair) when a previous snapshot was compared; ``what_if`` rows
+    (:func:`mqbalance.fleet.engine.what_if`) when candidate strategies were tried."""
     groups = snapshot.consumer_groups()
     owned_by_id: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     for r in _records(per_id):
@@ -253,4 +277,19 @@ def summarise(
     }
     if churn is not None:
         totals["churned_queues"] = total(FindingKind.CHURN)
-    return AuditResult(rows, findings, totals, per_process, fair_share)
+    now_max = {(r.group, r.topic): (r.processes, r.max_per_process) for r in rows}
+    switched = [
+        WhatIfRow(
+            group=w["group"],
+            topic=w["topic"],
+            strategy=w["strategy"],
+            queues=int(w["queues"]),
+            processes=now_max.get((w["group"], w["topic"]), (0, 0))[0],
+            moved=int(w["moved"]),
+            max_load=int(w["max_load"]),
+            idle=int(w["idle"]),
+            now_max=now_max.get((w["group"], w["topic"]), (0, 0))[1],
+        )
+        for w in sorted(_records(what_if or []), key=lambda w: (w["group"], w["topic"], w["strategy"]))
+    ]
+    return AuditResult(rows, findings, totals, per_process, fair_share, switched)

@@ -1,5 +1,6 @@
 """Audit outputs: findings as JSON and CSV, the per-(group, topic) table as CSV, a report in
-Markdown and HTML (from ``templates/report.html``) and PNG plots.
+Markdown and HTML (from ``templates/report.html``) and PNG plots; with candidate strategies
+tried, a "what if groups switched strategy" section and ``what_if.csv``.
 
 >>> import tempfile
 >>> from mqbalance.fleet.findings import AuditResult
@@ -13,6 +14,10 @@ from __future__ import annotations
 import csv
 import html
 import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -20,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from mqbalance.fleet.findings import AuditResult, Finding, FindingKind
+from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, WhatIfRow
 
-__all__ = ["write_outputs"]
+__all__ = ["CandidateSummary", "what_if_summary", "write_outputs"]
 
 FINDING_COLUMNS = ("kind", "group", "topic", "count", "detail")
 
@@ -110,8 +115,158 @@ def _by_kind(result: AuditResult) -> list[tuple[FindingKind, list[Finding]]]:
     return out
 
 
-def _markdown(result: AuditResult, source: str, images: list[str]) -> str:
-    lines = [f"# mqbalance audit — {source}", "", "| total | value |", "|---|---|"]
+@dataclass(frozen=True, slots=True)
+class CandidateSummary:
+    """One candidate strategy over the clustering pairs of the fleet (or today's assignment,
+    ``name="now"``): pairs, queues, queues moved by a switch, pairs with a process above
+    ⌈1.25 × fair share⌉, the most queues one process holds above ⌈queues / processes⌉, idle processes."""
+
+    name: str
+    pairs: int
+    queues: int
+    moved: int
+    over: int  # pairs with a process above 1.25x its fair share
+    worst: int  # the most queues one process holds above a balanced share, ⌈queues / processes⌉
+    idle: int
+
+
+def _over(max_load: int, queues: int, processes: int) -> bool:
+    return processes > 0 and max_load > math.ceil(1.25 * queues / processes)
+
+
+def what_if_summary(result: AuditResult) -> list[CandidateSummary]:
+    """Today's assignment, then every candidate, over the clustering pairs the what-if covered."""
+    by_name: dict[str, list[WhatIfRow]] = defaultdict(list)
+    for w in result.what_if:
+        by_name[w.strategy].append(w)
+    if not by_name:
+        return []
+    covered = {(w.group, w.topic) for w in result.what_if}
+    now_rows = [r for r in result.rows if (r.group, r.topic) in covered]
+
+    def excess(max_load: int, queues: int, processes: int) -> int:
+        return max_load - -(-queues // processes) if processes else 0
+
+    out = [
+        CandidateSummary(
+            "now",
+            len(now_rows),
+            sum(r.queues for r in now_rows),
+            0,
+            sum(_over(r.max_per_process, r.queues, r.processes) for r in now_rows),
+            max((excess(r.max_per_process, r.queues, r.processes) for r in now_rows), default=0),
+            sum(r.idle_processes for r in now_rows),
+        )
+    ]
+    for name, ws in by_name.items():
+        out.append(
+            CandidateSummary(
+                name,
+                len(ws),
+                sum(w.queues for w in ws),
+                sum(w.moved for w in ws),
+                sum(_over(w.max_load, w.queues, w.processes) for w in ws),
+                max((excess(w.max_load, w.queues, w.processes) for w in ws), default=0),
+                sum(w.idle for w in ws),
+            )
+        )
+    return out
+
+
+def _what_if_groups(result: AuditResult, n: int) -> tuple[list[str], list[tuple[str, int, int, list[tuple[int, int]]]]]:
+    """Candidate names and the ``n`` groups whose busiest process holds the most queues above a
+    balanced share (⌈queues / processes⌉) today: ``(group, queues, max load now, [(moved, max load)
+    per candidate])``, summed (moved, queues) or maximised (loads) over the group's topics; balanced
+    groups are left out."""
+    names = list(dict.fromkeys(w.strategy for w in result.what_if))
+    per_group: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
+    now: dict[str, list[int]] = {}
+    for w in result.what_if:
+        cell = per_group[w.group][w.strategy]
+        cell[0] += w.moved
+        cell[1] = max(cell[1], w.max_load)
+        if w.strategy == names[0]:
+            q, m, excess = now.get(w.group, [0, 0, 0])
+            balanced = -(-w.queues // w.processes) if w.processes else 0
+            now[w.group] = [q + w.queues, max(m, w.now_max), max(excess, w.now_max - balanced)]
+    ranked = sorted((g for g in now if now[g][2] > 0), key=lambda g: (-now[g][2], -now[g][1], g))[:n]
+    rows = [(g, now[g][0], now[g][1], [(per_group[g][c][0], per_group[g][c][1]) for c in names]) for g in ranked]
+    return names, rows
+
+
+_WHAT_IF_INTRO = (
+    "If every clustering group switched to a candidate strategy now: the queues whose consumer would change "
+    "(each a pause and a burst of duplicates at the switch), group/topic pairs where a process would hold more "
+    "than ⌈1.25 × its fair share⌉ (queues / processes), the most queues one process would hold above a balanced "
+    "share ⌈queues / processes⌉, and idle processes. STICKY starts from today's assignment (a leader taking over)."
+)
+
+
+def _what_if_markdown(result: AuditResult) -> list[str]:
+    summary = what_if_summary(result)
+    if not summary:
+        return []
+    lines = ["", "## What if groups switched strategy", "", _WHAT_IF_INTRO, ""]
+    lines += [
+        "| strategy | pairs | queues moved | pairs above 1.25× fair share | most above balanced | idle processes |"
+    ]
+    lines += ["|---|---:|---:|---:|---:|---:|"]
+    for c in summary:
+        share = f" ({c.moved / c.queues:.1%})" if c.queues else ""
+        lines.append(f"| {c.name} | {c.pairs:,} | {c.moved:,}{share} | {c.over:,} | {c.worst:,} | {c.idle:,} |")
+    names, groups = _what_if_groups(result, TOP_PER_KIND)
+    lines += ["", "Groups whose busiest process is furthest above a balanced share today (moved / max load):", ""]
+    lines += ["| group | queues | max load now | " + " | ".join(names) + " |", "|---|---:|---:|" + "---:|" * len(names)]
+    for g, q, m, cells in groups:
+        lines.append(f"| {g} | {q:,} | {m:,} | " + " | ".join(f"{mv:,} / {ml:,}" for mv, ml in cells) + " |")
+    lines.append("")
+    lines.append("Every group/topic under every candidate: what_if.csv.")
+    return lines
+
+
+def _what_if_html(result: AuditResult) -> str:
+    summary = what_if_summary(result)
+    if not summary:
+        return ""
+    head = (
+        "<tr><th>strategy</th><th>pairs</th><th>queues moved</th><th>pairs above 1.25× fair share</th>"
+        "<th>most above balanced</th><th>idle processes</th></tr>"
+    )
+    body = "\n".join(
+        f'<tr><td>{html.escape(c.name)}</td><td class="n">{c.pairs:,}</td>'
+        f'<td class="n">{c.moved:,}{f" ({c.moved / c.queues:.1%})" if c.queues else ""}</td>'
+        f'<td class="n">{c.over:,}</td><td class="n">{c.worst:,}</td><td class="n">{c.idle:,}</td></tr>'
+        for c in summary
+    )
+    names, groups = _what_if_groups(result, TOP_PER_KIND)
+    ghead = "<tr><th>group</th><th>queues</th><th>max load now</th>" + "".join(
+        f"<th>{html.escape(n)}<br><small>moved / max load</small></th>" for n in names
+    )
+    grows = "\n".join(
+        f'<tr><td>{html.escape(g)}</td><td class="n">{q:,}</td><td class="n">{m:,}</td>'
+        + "".join(f'<td class="n">{mv:,} / {ml:,}</td>' for mv, ml in cells)
+        + "</tr>"
+        for g, q, m, cells in groups
+    )
+    return (
+        f'<section id="what-if">\n<h2>What if groups switched strategy</h2>\n<p>{html.escape(_WHAT_IF_INTRO)}</p>\n'
+        f"<table>\n{head}\n{body}\n</table>\n"
+        "<p>Groups whose busiest process is furthest above a balanced share today:</p>\n"
+        f"<table>\n{ghead}</tr>\n{grows}\n</table>\n"
+        '<p class="more">Every group/topic under every candidate: what_if.csv.</p>\n</section>'
+    )
+
+
+def _markdown(result: AuditResult, source: str, images: list[str], snapshot_errors: Sequence[str] = ()) -> str:
+    lines = [f"# mqbalance audit — {source}", ""]
+    if snapshot_errors:
+        lines += [
+            f"**Partial snapshot**: {len(snapshot_errors)} read error(s); what they hide is not audited.",
+            "",
+            *[f"- {e}" for e in snapshot_errors],
+            "",
+        ]
+    lines += ["| total | value |", "|---|---|"]
     lines += [f"| {k} | {v:,} |" for k, v in result.totals.items()]
     lines += ["", "## Findings by kind", "", "| kind | findings | count | meaning |", "|---|---|---|---|"]
     grouped = _by_kind(result)
@@ -123,12 +278,13 @@ def _markdown(result: AuditResult, source: str, images: list[str]) -> str:
         lines += [f"| {f.group} | {f.topic or ''} | {f.count:,} | {f.detail} |" for f in found[:TOP_PER_KIND]]
         if len(found) > TOP_PER_KIND:
             lines.append(f"| … {len(found) - TOP_PER_KIND:,} more in findings.csv | | | |")
+    lines += _what_if_markdown(result)
     lines += [""] + [f"![{img}]({img})" for img in images]
     return "\n".join(lines) + "\n"
 
 
 def _html_finding(f: Finding) -> str:
-    cells = [f.kind.value, f.group, f.topic or ""]
+    cells = [f.group, f.topic or ""]
     tds = "".join(f"<td>{html.escape(c)}</td>" for c in cells)
     return f'<tr>{tds}<td class="n">{f.count}</td><td>{html.escape(f.detail)}</td></tr>'
 
@@ -147,16 +303,18 @@ def _html(result: AuditResult, source: str, images: list[str]) -> str:
         more = len(found) - TOP_PER_KIND
         tail = f'<p class="more">… {more:,} more in findings.csv</p>' if more > 0 else ""
         sections.append(
-            f"<h3>{kind.value}</h3>\n<table>\n<tr><th>kind</th><th>group</th><th>topic</th><th>count</th>"
+            f"<h3>{kind.value}</h3>\n<table>\n<tr><th>group</th><th>topic</th><th>count</th>"
             f"<th>detail</th></tr>\n{rows}\n</table>{tail}"
         )
     return template.substitute(
         source=html.escape(source),
         totals="\n".join(
-            f'<tr><th>{html.escape(k)}</th><td class="n">{v:,}</td></tr>' for k, v in result.totals.items()
+            f'<tr><th>{html.escape(k.replace("_", " "))}</th><td class="n">{v:,}</td></tr>'
+            for k, v in result.totals.items()
         ),
         summary=summary,
         findings="\n".join(sections) or "<p>none</p>",
+        what_if=_what_if_html(result),
         images="\n".join(f'<p><img src="{html.escape(i)}" alt="{html.escape(i)}"></p>' for i in images),
     )
 
@@ -170,7 +328,12 @@ def _csv(path: Path, columns: list[str] | tuple[str, ...], rows: list[dict[str, 
 
 
 def write_outputs(
-    result: AuditResult, out_dir: str | Path, *, assignments: Any = None, source: str = ""
+    result: AuditResult,
+    out_dir: str | Path,
+    *,
+    assignments: Any = None,
+    source: str = "",
+    snapshot_errors: Sequence[str] = (),
 ) -> dict[str, Path]:
     """Write assignments (Parquet, when a Spark DataFrame or Arrow table is given), findings (JSON,
     CSV), the per-group table (CSV) and a report (Markdown and HTML) with plots (PNG). Returns the
@@ -190,15 +353,22 @@ def write_outputs(
     findings = [f.to_dict() for _, found in _by_kind(result) for f in found]  # most urgent first
     paths["findings_json"] = out / "findings.json"
     paths["findings_json"].write_text(
-        json.dumps({"source": source, "totals": result.totals, "findings": findings}, indent=2, ensure_ascii=False),
+        json.dumps(
+            {"source": source, "totals": result.totals, "findings": findings, "snapshot_errors": list(snapshot_errors)},
+            indent=2,
+            ensure_ascii=False,
+        ),
         encoding="utf-8",
     )
     paths["findings_csv"] = _csv(out / "findings.csv", FINDING_COLUMNS, findings)
     rows = [r.to_dict() for r in result.rows]
     paths["groups_csv"] = _csv(out / "group_topics.csv", list(rows[0]) if rows else ["group"], rows)
+    if result.what_if:
+        switched = [w.to_dict() for w in result.what_if]
+        paths["what_if_csv"] = _csv(out / "what_if.csv", list(switched[0]), switched)
     images = _plots(result, out)
     paths["report_md"] = out / "report.md"
-    paths["report_md"].write_text(_markdown(result, source, images), encoding="utf-8")
+    paths["report_md"].write_text(_markdown(result, source, images, snapshot_errors), encoding="utf-8")
     paths["report_html"] = out / "report.html"
     paths["report_html"].write_text(_html(result, source, images), encoding="utf-8")
     for img in images:

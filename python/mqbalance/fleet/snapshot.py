@@ -29,10 +29,17 @@ connections as ``mqadmin consumerConnection`` shows them)::
       }
     }
 
+A live snapshot (``mqbalance snapshot --namesrv``, :mod:`mqbalance.fleet.live`) adds two optional
+top-level lists: ``offsets`` (committed offsets: ``{"group", "topic", "brokerName", "queueId",
+"offset"}``) and ``errors`` (what could not be read: ``{"broker", "address", "request", "error"}``,
+e.g. a broker that did not answer). Files without them read as before.
+
 Parquet layout (a directory): ``queue_data.parquet`` (topic, broker_name, read_queue_nums,
 write_queue_nums, perm), ``connections.parquet`` (group, client_id, client_addr, language, version,
 message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon), ``subscriptions.parquet``
-(group, topic); optional ``brokers.parquet`` (topic, cluster, broker_name, broker_id, address).
+(group, topic); optional ``brokers.parquet`` (topic, cluster, broker_name, broker_id, address),
+``offsets.parquet`` (group, topic, broker_name, queue_id, offset) and ``errors.parquet`` (broker_name,
+address, request, error).
 
 Strategies are read by :meth:`mqbalance.registry.StrategySpec.parse` (``AVG``, ``AVG_BY_CIRCLE``,
 ``CONSISTENT_HASH`` with ``virtualNodeCnt``/``charset``, ``MACHINE_ROOM`` with ``consumeridcs``,
@@ -125,12 +132,28 @@ SCHEMAS = {
             ("address", pa.string()),
         ]
     ),
+    "offsets": pa.schema(
+        [
+            ("group", pa.string()),
+            ("topic", pa.string()),
+            ("broker_name", pa.string()),
+            ("queue_id", pa.int64()),
+            ("offset", pa.int64()),
+        ]
+    ),
+    "errors": pa.schema(
+        [("broker_name", pa.string()), ("address", pa.string()), ("request", pa.string()), ("error", pa.string())]
+    ),
 }
+#: tables a snapshot may lack (files written before them, hand-made snapshots)
+OPTIONAL_TABLES = ("brokers", "offsets", "errors")
 REQUIRED = {
     "queue_data": tuple(SCHEMAS["queue_data"].names),
     "connections": ("group", "client_id", "strategy"),
     "subscriptions": ("group", "topic"),
     "brokers": (),
+    "offsets": ("group", "topic", "broker_name", "queue_id", "offset"),
+    "errors": ("error",),
 }
 
 
@@ -184,6 +207,18 @@ class Snapshot:
     subscriptions: pa.Table
     brokers: pa.Table
     _strategies: tuple[StrategySpec, ...] = field(repr=False, default=())
+    #: committed offsets (live snapshots): group, topic, broker_name, queue_id, offset
+    offsets: pa.Table = field(default_factory=lambda: SCHEMAS["offsets"].empty_table())
+    #: what a live snapshot could not read (a broker that did not answer ...): broker_name, address, request, error
+    errors: pa.Table = field(default_factory=lambda: SCHEMAS["errors"].empty_table())
+
+    def error_lines(self) -> list[str]:
+        """The snapshot's recorded read errors, one line each (``[]`` for a complete snapshot)."""
+        e = self.errors.to_pydict()
+        return [
+            f"{b or a or 'name server'}: {r}: {m}" if r else f"{b or a or 'name server'}: {m}"
+            for b, a, r, m in zip(e["broker_name"], e["address"], e["request"], e["error"])
+        ]
 
     @property
     def groups(self) -> list[str]:
@@ -466,6 +501,29 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
             for c, v in zip(cn, row):
                 cn[c].append(v)
             specs.append(spec)
+    of: dict[str, list[Any]] = {c: [] for c in SCHEMAS["offsets"].names}
+    for k, o in enumerate(_get(data, "offsets", list, source, optional=True) or []):
+        w = f"{source}: offsets[{k}]"
+        row_o = (
+            _get(o, "group", str, w),
+            _get(o, "topic", str, w),
+            _get(o, "brokerName", str, w),
+            _get(o, "queueId", int, w),
+            _get(o, "offset", int, w),
+        )
+        for c, v in zip(of, row_o):
+            of[c].append(v)
+    er: dict[str, list[Any]] = {c: [] for c in SCHEMAS["errors"].names}
+    for k, e in enumerate(_get(data, "errors", list, source, optional=True) or []):
+        w = f"{source}: errors[{k}]"
+        row_e = (
+            _get(e, "broker", str, w, optional=True),
+            _get(e, "address", str, w, optional=True),
+            _get(e, "request", str, w, optional=True),
+            _get(e, "error", str, w),
+        )
+        for c, v in zip(er, row_e):
+            er[c].append(v)
     return Snapshot(
         source,
         _table("queue_data", qd),
@@ -473,6 +531,8 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         _table("subscriptions", sb),
         _table("brokers", br),
         tuple(specs),
+        _table("offsets", of),
+        _table("errors", er),
     )
 
 
@@ -563,20 +623,22 @@ def load_snapshot(path: str | Path) -> Snapshot:
         qd = _read_parquet(p / "queue_data.parquet", "queue_data")
         cn = _read_parquet(p / "connections.parquet", "connections")
         sb = _read_parquet(p / "subscriptions.parquet", "subscriptions")
-        has_brokers = (p / "brokers.parquet").exists()
-        br = (
-            _read_parquet(p / "brokers.parquet", "brokers")
-            if has_brokers
-            else {c: [] for c in SCHEMAS["brokers"].names}
-        )
+        extra = {
+            name: _read_parquet(p / f"{name}.parquet", name)
+            if (p / f"{name}.parquet").exists()
+            else {c: [] for c in SCHEMAS[name].names}
+            for name in OPTIONAL_TABLES
+        }
         specs = _validate_tables(str(p), qd, cn, sb)
         tables = (
             _table("queue_data", qd),
             _table("connections", cn),
             _table("subscriptions", sb),
-            _table("brokers", br),
+            _table("brokers", extra["brokers"]),
         )
-        return Snapshot(str(p), *tables, tuple(specs))
+        return Snapshot(
+            str(p), *tables, tuple(specs), _table("offsets", extra["offsets"]), _table("errors", extra["errors"])
+        )
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:

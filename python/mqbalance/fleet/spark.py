@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ import pyarrow as pa
 from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
 from mqbalance.fleet.snapshot import GroupIndex, Snapshot
+from mqbalance.registry import StrategySpec
 
 __all__ = ["assign_fleet", "audit", "audit_fleet", "local_session", "session", "stop_session"]
 
@@ -139,11 +141,14 @@ def _map_pairs(
     spark: Any,
     snapshot: Snapshot,
     partitions: int | None,
-    blocks: Callable[[Iterable[pa.RecordBatch], GroupIndex], Iterator[pa.RecordBatch]],
+    blocks: Callable[..., Iterator[pa.RecordBatch]],
     schema: str,
+    previous: Snapshot | None = None,
 ) -> Any:
     """The (group, topic, route) pairs spread over the partitions by work, mapped by ``blocks`` in
-    the executors with the consumer groups broadcast once; ``None`` when there are no pairs."""
+    the executors with the consumer groups broadcast once; ``None`` when there are no pairs. With
+    ``previous`` (an earlier snapshot) each pair also carries its earlier route, and ``blocks``
+    receives the earlier groups as ``previous_groups``."""
     pairs_table = engine.subscription_pairs(snapshot)
     if pairs_table.num_rows == 0:
         return None
@@ -151,11 +156,17 @@ def _map_pairs(
     # One partition per core by default: each Python task's start-up costs more than a bigger batch.
     n = partitions or spark.sparkContext.defaultParallelism
     table = _work_partitions(pairs_table, index, n)
+    if previous is not None:
+        table = engine.with_previous_routes(table, engine.subscription_pairs(previous))
     pairs = spark.createDataFrame(table).repartitionByRange(n, "part").drop("part")
     groups = spark.sparkContext.broadcast(index)
+    before = None if previous is None else spark.sparkContext.broadcast(previous.group_index())
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from blocks(batches, groups.value)
+        if before is None:
+            yield from blocks(batches, groups.value)
+        else:
+            yield from blocks(batches, groups.value, previous_groups=before.value)
 
     return pairs.mapInArrow(run, schema)
 
@@ -169,18 +180,38 @@ def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = Non
     return spark.createDataFrame([], schema) if assigned is None else assigned
 
 
-def audit_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None, previous: Any = None) -> AuditResult:
+def audit_fleet(
+    spark: Any,
+    snapshot: Snapshot,
+    *,
+    partitions: int | None = None,
+    previous: Snapshot | tuple[Any, Any] | None = None,
+    what_if: Iterable[StrategySpec | str] | str = (),
+) -> AuditResult:
     """The audit in one pass: each task assigns its pairs and hands back only their facts
     (:data:`mqbalance.fleet.engine.FACT_SCHEMA`), so no queue row is shuffled, cached or collected.
-    ``previous`` (the assignment DataFrames of this and an earlier snapshot, ``(current,
-    before)``) adds churn."""
-    schema = "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long"
-    churn = None if previous is None else _churn(*previous)
-    facts = _map_pairs(spark, snapshot, partitions, engine.fact_blocks, schema)
+    ``previous``, an earlier :class:`Snapshot`, adds churn in the same pass: each task also
+    assigns its pairs as they were then and compares queue by queue (:func:`engine.churn`). (The
+    assignment DataFrames of this and an earlier snapshot, ``(current, before)``, are still taken:
+    they are joined in Spark, a shuffle of every queue.) ``what_if``: candidate strategies whose
+    switch each task also computes from the same assignment (:func:`mqbalance.fleet.engine.what_if`)."""
+    schema = (
+        "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long, "
+        "strategy string, moved long, max_load long, idle long"
+    )
+    candidates = engine.what_if_candidates(what_if)
+    earlier = previous if isinstance(previous, Snapshot) else None
+    churn = None if previous is None or isinstance(previous, Snapshot) else _churn(previous[0], previous[1])
+    blocks = partial(engine.fact_blocks, candidates=candidates)
+    facts = _map_pairs(spark, snapshot, partitions, blocks, schema, previous=earlier)
     if facts is None:
-        return summarise(snapshot, [], [], churn)
+        return summarise(snapshot, [], [], churn if earlier is None else {})
     table = pa.Table.from_batches(facts._collect_as_arrow(), schema=engine.FACT_SCHEMA)
-    return summarise(snapshot, *engine.split_facts(table), churn)
+    per_pair, per_id = engine.split_facts(table)
+    if earlier is not None:
+        moved = per_pair.column("moved").to_pylist()
+        churn = dict(zip(zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist()), moved))
+    return summarise(snapshot, per_pair, per_id, churn, what_if=engine.what_if_facts(table))
 
 
 def _churn(assignments: Any, previous: Any) -> dict[tuple[str, str], int]:

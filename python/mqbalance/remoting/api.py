@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from mqbalance.exceptions import RemotingConnectError, RemotingFrameError
+from mqbalance.exceptions import InvalidInputError, RemotingConnectError, RemotingFrameError
 from mqbalance.remoting.client import AclCredentials, RemotingClient, RequestHandler
 from mqbalance.remoting.codes import RequestCode, ResponseCode
 from mqbalance.remoting.frame import RemotingCommand, loads_json
@@ -140,7 +140,7 @@ class NameServer:
     def __init__(self, addrs: str, *, timeout: float = 3.0, credentials: AclCredentials | None = None) -> None:
         self.addrs = [a.strip() for a in str(addrs).split(";") if a.strip()]
         if not self.addrs:
-            raise RemotingConnectError(f"no name server address in {addrs!r}", str(addrs))
+            raise InvalidInputError(f"no name server address in {addrs!r}", addrs)
         self.timeout = timeout
         self.credentials = credentials
         self._client: RemotingClient | None = None

@@ -35,6 +35,7 @@ from typing import Any
 
 from mqbalance.exceptions import (
     BrokerResponseError,
+    InvalidInputError,
     RemotingConnectError,
     RemotingError,
     RemotingFrameError,
@@ -79,10 +80,10 @@ class AclCredentials:
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
-    """``"host:port"`` → ``(host, port)``; a :class:`RemotingConnectError` naming it otherwise."""
+    """``"host:port"`` → ``(host, port)``; an :class:`InvalidInputError` naming it otherwise."""
     host, sep, port = str(addr).strip().rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise RemotingConnectError(f"{addr!r} is not HOST:PORT", str(addr))
+        raise InvalidInputError(f"address {addr!r} is not HOST:PORT", addr)
     return host.strip("[]"), int(port)
 
 
@@ -226,7 +227,7 @@ class RemotingClient:
         self.host, self.port = parse_addr(addr)
         self.addr = f"{self.host}:{self.port}"
         if not timeout > 0:
-            raise RemotingConnectError(f"timeout must be > 0 s, got {timeout!r}", self.addr)
+            raise InvalidInputError(f"timeout must be > 0 s, got {timeout!r}", timeout)
         self.timeout = float(timeout)
         self.on_request = on_request
         self.max_frame_bytes = max_frame_bytes

@@ -14,7 +14,9 @@ Model choices: a running consumer is always pulling (no pull expiry); offsets re
 the 5 s persistence, when a queue is dropped and at shutdown (not piggy-backed on pulls, so the
 duplicate figures are upper bounds); queue routes change by the name server and are seen at each
 side's next route poll; a queue without a stored offset is read from 0 (the broker's young-queue
-answer, see :class:`~mqbalance.rebalance.memory.InMemoryBroker`).
+answer, see :class:`~mqbalance.rebalance.memory.InMemoryBroker`). A strategy that needs the previous
+assignment (``STICKY``) is computed for the whole group by a coordinator that keeps the last one
+(:class:`~mqbalance.sim.coordinator.GroupCoordinator`, the leader mode / a broker-side assignment).
 
 >>> from mqbalance.sim.scenario import scenario_from_dict
 >>> s = scenario_from_dict({"topics": {"T": {"queues_per_broker": 4, "rate": 100}}, "duration": "2m",
@@ -42,8 +44,10 @@ from mqbalance.rebalance.broker import ConsumerManager
 from mqbalance.rebalance.client import ConsumeFromWhere, RebalanceImpl
 from mqbalance.rebalance.consumer import PushConsumer
 from mqbalance.rebalance.memory import InMemoryBroker
+from mqbalance.registry import StrategySpec
 from mqbalance.strategies import strategy as make_strategy
 
+from .coordinator import GroupCoordinator
 from .metrics import EndState, MetricsRecorder, SimulationResult
 from .model import (
     Crash,
@@ -124,6 +128,8 @@ class Simulation:
         )
         self.broker = InMemoryBroker(self.manager)
         self.strategy = make_strategy(s.strategy, **dict(s.strategy_params))
+        if StrategySpec.parse({"name": s.strategy, **dict(s.strategy_params)}).info.needs_previous:
+            self.strategy = GroupCoordinator(self.strategy)  # STICKY: one party computes the group
         self.metrics = MetricsRecorder(sample_interval_ms=s.sample_interval_ms)
         # queues: every queue that ever existed, by index (the metrics' queue numbers)
         self.queues: list[MessageQueue] = []

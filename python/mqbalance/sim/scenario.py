@@ -115,23 +115,17 @@ def parse_duration_ms(value: Any, where: str) -> int:
 
 def _check_strategy(name: str, params: dict[str, Any], where: str) -> str:
     """The registry's name of a strategy a scenario can run: one needing per-client configuration
-    (``CONFIG``, ``MACHINE_ROOM*``) is refused; the others must build with their parameters."""
+    (``CONFIG``, ``MACHINE_ROOM*``) is refused; the others must build with their parameters (``STICKY``
+    runs through the simulator's group coordinator, :mod:`mqbalance.sim.coordinator`)."""
     from mqbalance.registry import StrategySpec
 
     try:
         spec = StrategySpec.parse({"name": name, **params})
-        if spec.info.needs_previous:
-            fail(
-                where,
-                f"strategy {name!r} is computed by one party from the group's previous assignment; a scenario's "
-                "clients each allocate for themselves: use CONSISTENT_HASH_BOUNDED for a balanced, stable one",
-                name,
-            )
         if spec.info.per_client_config:
             fail(
                 where,
                 f"strategy {name!r} needs per-client configuration a scenario does not carry; use AVG, "
-                "AVG_BY_CIRCLE or CONSISTENT_HASH",
+                "AVG_BY_CIRCLE, CONSISTENT_HASH, CONSISTENT_HASH_BOUNDED or STICKY",
                 name,
             )
         spec.build()

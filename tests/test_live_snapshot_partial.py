@@ -1,0 +1,87 @@
+"""Partial failure against real servers: a broker that stops answering (SIGSTOP: its socket
+still accepts, nothing replies) and one that is gone (SIGKILL) are recorded in the snapshot and
+shown by the CLI and the audit report; the rest of the cluster is still read, within the timeout."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from mqbalance.cli import main
+from mqbalance.fleet.live import live_snapshot
+from mqbalance.remoting import BrokerClient, ConsumerData
+from rocketmq_cluster import RocketMQCluster
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RocketMQCluster]:
+    with RocketMQCluster(brokers=2) as c:
+        clients = []
+        for b in c.brokers:
+            with BrokerClient(b.addr) as admin:
+                admin.create_topic("TopicP", read=4, write=4)
+            client = BrokerClient(b.addr)
+            client.heartbeat("10.0.0.1@p", [ConsumerData("cg-p", ["TopicP"])])
+            clients.append(client)
+        yield c
+        for client in clients:
+            client.close()
+
+
+def test_a_silent_broker_is_recorded_not_waited_for(cluster: RocketMQCluster, tmp_path, capsys):
+    b = cluster.broker("broker-b")
+    assert b.proc is not None
+    b.proc.send_signal(signal.SIGSTOP)
+    try:
+        start = time.monotonic()
+        snap = live_snapshot(cluster.namesrv_addr, timeout=1.0)
+        elapsed = time.monotonic() - start
+        assert elapsed < 10, elapsed  # one timeout for the broker, then it is skipped
+        errors = snap.errors.to_pylist()
+        assert [(e["broker_name"], e["address"]) for e in errors] == [("broker-b", b.addr)]
+        assert "no response to GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) within 1 s" in errors[0]["error"]
+        assert snap.consumer_groups()["cg-p"].client_ids == ["10.0.0.1@p"]  # read from broker-a
+        assert snap.readable_routes()["TopicP"] == [("broker-a", 4), ("broker-b", 4)]  # the name server's view
+        code = main(
+            ["snapshot", "--namesrv", cluster.namesrv_addr, "-o", str(tmp_path / "f.json"), "--timeout", "1"]
+            + ["--quiet", "--fail-on-partial"]
+        )
+        assert code == 4
+        err = capsys.readouterr().err
+        assert "is partial, 1 read error(s)" in err and "broker-b: GET_ALL_SUBSCRIPTIONGROUP_CONFIG" in err
+        assert json.loads((tmp_path / "f.json").read_text())["meta"]["unreachableBrokers"] == ["broker-b"]
+    finally:
+        b.proc.send_signal(signal.SIGCONT)
+
+
+def test_the_audit_report_shows_a_partial_snapshot(cluster: RocketMQCluster, tmp_path, capsys):
+    b = cluster.broker("broker-b")
+    assert b.proc is not None
+    b.proc.send_signal(signal.SIGSTOP)
+    try:
+        out = tmp_path / "audit"
+        code = main(["audit", "--namesrv", cluster.namesrv_addr, "--timeout", "1", "--out", str(out), "--quiet"])
+    finally:
+        b.proc.send_signal(signal.SIGCONT)
+    assert code == 0
+    report = (out / "report.md").read_text()
+    assert "**Partial snapshot**: 1 read error(s)" in report
+    assert "- broker-b: GET_ALL_SUBSCRIPTIONGROUP_CONFIG: " in report and "within 1 s" in report
+    [error] = json.loads((out / "findings.json").read_text())["snapshot_errors"]
+    assert error.startswith("broker-b: GET_ALL_SUBSCRIPTIONGROUP_CONFIG:")
+    assert "is partial, 1 read error(s)" in capsys.readouterr().err
+
+
+def test_a_killed_broker_leaves_the_cluster(cluster: RocketMQCluster):
+    """Measured: the name server drops a broker whose registration connection closes, so a killed
+    broker is simply no longer part of the cluster (no error; its queues leave the routes)."""
+    cluster.broker("broker-b").stop(kill=True)
+    time.sleep(0.5)
+    snap = live_snapshot(cluster.namesrv_addr, timeout=1.0)
+    assert snap.error_lines() == []
+    assert snap.readable_routes()["TopicP"] == [("broker-a", 4)]
+    assert snap.consumer_groups()["cg-p"].client_ids == ["10.0.0.1@p"]
