@@ -232,6 +232,29 @@ def test_an_unknown_topic_is_reported_and_does_not_stop_the_member(cluster):
     assert any("route of NoSuchTopic-xyz" in w and "TOPIC_NOT_EXIST" in e for w, e in seen), seen[:3]
 
 
+def test_a_consume_callback_that_raises_gets_the_batch_again_and_the_member_goes_on(cluster):
+    topic = "T-raise"
+    queues = make_topic(cluster, topic)
+    sink = Sink()
+    record = sink.for_member("m")
+    failed: set = set()
+
+    def consume(mq, messages):
+        if mq not in failed:
+            failed.add(mq)
+            raise RuntimeError("downstream unavailable")
+        record(mq, messages)
+
+    m = RocketMQMember(
+        cluster.namesrv_addr, "g-raise", [topic], consume=consume, client_id="x@1", consume_from_where=_first(), **FAST
+    )
+    with m:
+        wait(lambda: set(m.owned()) == set(queues), 20, "the member takes every queue")
+        ends = produce(cluster, queues, 3)
+        wait(lambda: check_consumed(sink.records, ends).ok, 20, "everything consumed after the failures")
+        assert m.state is MemberState.RUNNING and m.stats.errors >= len(queues)
+
+
 def test_cli_consume_refuses_bad_input(capsys):
     assert main(["consume", "--namesrv", "127.0.0.1:1", "--group", "g", "--topic", "T", "--strategy", "NOPE"]) == 2
     assert "NOPE" in capsys.readouterr().err

@@ -8,8 +8,9 @@ two threads, over :class:`~mqbalance.rocketmq.transport.ClusterTransport`.
   arrived (``rebalanceImmediately``), and after each rebalance looks for its own client id held by
   another connection (:class:`DuplicateClientId`);
 * the **pull** thread pulls every queue the member holds from its process queue's offset and hands
-  the messages to ``consume(mq, messages)``; the offset moves on only after the callback returned,
-  so a crash or a lost queue means messages consumed again, never skipped (at-least-once).
+  the messages to ``consume(mq, messages)``; the offset moves on only after the callback returned
+  (a callback that raises gets the batch again), so a crash or a lost queue means messages consumed
+  again, never skipped (at-least-once).
 
 Offsets reach the broker as in Java: every 5 s, when a queue is dropped, at shutdown. Errors of the
 cluster (unreachable broker, rejected request, unknown topic, unknown code) never stop the member:
@@ -480,7 +481,11 @@ class RocketMQMember:
             return 0
         messages, next_offset = result
         if messages:
-            self._consume(mq, messages)
+            try:
+                self._consume(mq, messages)
+            except Exception as e:  # the callback failed: the batch is pulled and offered again
+                self._error(f"consume of {mq}", e)
+                return 0
             self.stats.consumed += len(messages)
         with self._lock:
             if pq.dropped or self.consumer.owned().get(mq) is not pq:
