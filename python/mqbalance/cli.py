@@ -18,10 +18,13 @@ that did not answer are listed in the snapshot and on stderr. ``audit`` and ``as
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
 
-``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N]`` — run a rebalance
+``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N] [--client-ids L]`` — run a rebalance
 scenario (a YAML/JSON file or a bundled name, see ``--list``) through :mod:`mqbalance.sim`:
 ``metrics.json``, ``timeline.png`` and ``queues.png`` per strategy, ``compare.json`` and
 ``compare.png`` when several strategies run.
+
+``mqbalance consume --namesrv HOST:PORT --group G --topic T --strategy S`` — one consumer-group
+member on a real RocketMQ cluster, recording what it processed (see :mod:`mqbalance.rocketmq.cli`).
 
 Exit codes: 0 done; 2 bad input (the message names file and field); 3 findings of a kind listed
 in ``--fail-on`` (``--fail-on-unowned`` for ``assign``; ``--fail-on-unstable`` for ``simulate``:
@@ -338,6 +341,10 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario)
     if args.seed is not None:
         scenario = dataclasses.replace(scenario, seed=args.seed)
+    if args.client_ids is not None:
+        scenario = dataclasses.replace(
+            scenario, broker=dataclasses.replace(scenario.broker, client_ids=args.client_ids)
+        )
     names = [n.strip() for n in (args.strategy or "").split(",") if n.strip()] or None
     if names:  # the same check a scenario file's strategy gets, before anything runs
         from .sim.scenario import checked_strategy
@@ -514,6 +521,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     sim.add_argument("--out", default="out/sim", help="output directory (default: out/sim; one folder per scenario)")
     sim.add_argument("--seed", type=int, help="override the scenario's seed")
+    sim.add_argument(
+        "--client-ids",
+        choices=["per-connection", "per-client-id"],
+        help="how the broker lists connections sharing a client id: per-connection (Java, the id twice: a share "
+        "goes to nobody) or per-client-id (the Rust port: the id once, both take the same share); default: the "
+        "scenario's broker.client_ids, else per-connection",
+    )
     sim.add_argument("--list", action="store_true", help="list the bundled scenarios")
     sim.add_argument(
         "--fail-on-unstable", action="store_true", help="exit 3 when the group never settles after some event"
@@ -521,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     from mqbalance.coordination.cli import add_subcommands as _coordination_subcommands
 
     coordination_commands = _coordination_subcommands(sub)  # member, group status
+    from mqbalance.rocketmq.cli import add_subcommands as _rocketmq_subcommands
+
+    rocketmq_commands = _rocketmq_subcommands(sub)  # consume
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["fault-seed"]:  # the former name of fault-latency-demo, kept as a hidden alias
         argv[0] = "fault-latency-demo"
@@ -539,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         "snapshot": _cmd_snapshot,
         "simulate": _cmd_simulate,
         **coordination_commands,
+        **rocketmq_commands,
     }
     try:
         return commands[args.command](args)

@@ -6,6 +6,7 @@ in-memory broker to wire them (:mod:`.memory`). :mod:`mqbalance.sim` runs them a
 
 from .broker import (
     ClientChannelInfo,
+    ClientIdListing,
     ConsumerGroupEvent,
     ConsumerGroupInfo,
     ConsumerManager,
@@ -19,6 +20,7 @@ from .service import RebalanceService
 
 __all__ = [
     "ClientChannelInfo",
+    "ClientIdListing",
     "ConsumerGroupEvent",
     "ConsumerGroupInfo",
     "ConsumerManager",

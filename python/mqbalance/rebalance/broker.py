@@ -28,9 +28,11 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from mqbalance.exceptions import InvalidInputError
 from mqbalance.versions import Semantics
 
 __all__ = [
+    "ClientIdListing",
     "ClientChannelInfo",
     "SubscriptionData",
     "Event",
@@ -41,6 +43,24 @@ __all__ = [
 ]
 
 CHANNEL_EXPIRED_TIMEOUT_MS = 120_000
+
+
+class ClientIdListing(enum.StrEnum):
+    """How a broker's group table holds two connections that carry the same client id.
+
+    ``PER_CONNECTION`` (Java's broker, the default): one entry per connection, so the id is listed
+    twice; both holders compute the same share and the share after it goes to nobody.
+    ``PER_CLIENT_ID`` (the Rust port, rocketmq-rust 1.0.0, measured): one connection per client
+    id — a second connection that heartbeats with a registered id takes the entry over and the
+    broker closes the older connection, whose process reconnects unregistered and takes the entry
+    back at its next heartbeat; the id is listed once, so both holders take the same share.
+
+    >>> ClientIdListing("per-client-id") is ClientIdListing.PER_CLIENT_ID
+    True
+    """
+
+    PER_CONNECTION = "per-connection"
+    PER_CLIENT_ID = "per-client-id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,17 +110,27 @@ class ConsumerGroupInfo:
     consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
     channels: dict[str, ClientChannelInfo] = field(default_factory=dict)
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+    client_ids: ClientIdListing = ClientIdListing.PER_CONNECTION
+    replaced: list[str] = field(default_factory=list)  # channels the last heartbeat took an id from
 
     def all_client_ids(self) -> list[str]:
-        """One entry per channel, duplicates included (the duplicated-client-id hazard)."""
-        return [c.client_id for c in self.channels.values()]
+        """One entry per channel, duplicates included (the duplicated-client-id hazard); each id
+        once under ``PER_CLIENT_ID``."""
+        ids = [c.client_id for c in self.channels.values()]
+        return list(dict.fromkeys(ids)) if self.client_ids is ClientIdListing.PER_CLIENT_ID else ids
 
     def update_channel(
         self, info: ClientChannelInfo, consume_type: str, message_model: str, consume_from_where: str, now_ms: int
     ) -> bool:
         """Latest heartbeat wins for the group-level fields. A new channel → True; a known channel
-        whose client id changed is replaced → False; the timestamp is always refreshed."""
+        whose client id changed is replaced → False; the timestamp is always refreshed.
+        ``PER_CLIENT_ID``: a new channel carrying a registered id takes the id's entry over."""
         self.consume_type, self.message_model, self.consume_from_where = consume_type, message_model, consume_from_where
+        self.replaced = []
+        if self.client_ids is ClientIdListing.PER_CLIENT_ID and info.channel not in self.channels:
+            for old in [c for c, i in self.channels.items() if i.client_id == info.client_id]:
+                del self.channels[old]
+                self.replaced.append(old)
         known = self.channels.get(info.channel)
         if known is None:
             self.channels[info.channel] = replace(info, last_update_ms=now_ms)
@@ -135,7 +165,10 @@ class ConsumerManager:
 
     ``semantics`` (a :class:`~mqbalance.versions.Semantics` or its value): ``"5.x"`` (default) or
     ``"4.x"`` — 5.x fires CLIENT_* events and does not send
-    CHANGE for BROADCASTING groups. ``notify(channel, group)`` sends
+    CHANGE for BROADCASTING groups. ``client_ids``: how connections sharing a client id are
+    listed (:class:`ClientIdListing`, Java's per-connection by default); ``notify_on_leave``: an
+    unregister or a closed connection fires ``CHANGE`` (Java; the Rust port 1.0.0, measured, removes
+    the connection without notifying anybody). ``notify(channel, group)`` sends
     ``NOTIFY_CONSUMER_IDS_CHANGED``; ``listener(event)`` sees every event (for simulations).
     """
 
@@ -147,14 +180,23 @@ class ConsumerManager:
         semantics: Semantics | str = Semantics.V5,
         notify_consumer_ids_changed_enable: bool = True,
         channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS,
+        client_ids: ClientIdListing | str = ClientIdListing.PER_CONNECTION,
+        notify_on_leave: bool = True,
     ) -> None:
         self.semantics = Semantics.parse(semantics)
+        try:
+            self.client_ids = ClientIdListing(client_ids)
+        except ValueError:
+            raise InvalidInputError(
+                f"client_ids must be 'per-connection' or 'per-client-id', got {client_ids!r}", client_ids
+            ) from None
         self.groups: dict[str, ConsumerGroupInfo] = {}
         self._notify = notify or (lambda channel, group: None)
         self._listener = listener or (lambda event: None)
         self.v5 = self.semantics is Semantics.V5
         self.notify_consumer_ids_changed_enable = notify_consumer_ids_changed_enable
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
+        self.notify_on_leave = notify_on_leave
 
     def _fire(self, event: Event, group: str, channels: Iterable[str] = ()) -> None:
         ev = ConsumerGroupEvent(event, group, tuple(channels))
@@ -163,10 +205,10 @@ class ConsumerManager:
             for channel in ev.channels:
                 self._notify(channel, group)
 
-    def _change(self, group: str, info: ConsumerGroupInfo | None) -> None:
+    def _change(self, group: str, info: ConsumerGroupInfo | None, also: Iterable[str] = ()) -> None:
         if self.v5 and info is not None and info.message_model == "BROADCASTING":
             return
-        self._fire(Event.CHANGE, group, list(info.channels) if info else [])
+        self._fire(Event.CHANGE, group, [*(info.channels if info else ()), *also])
 
     def register_consumer(
         self,
@@ -181,12 +223,12 @@ class ConsumerManager:
         notify: bool = True,
     ) -> bool:
         """A heartbeat. Returns whether it changed the group (and so fired ``CHANGE``)."""
-        g = self.groups.setdefault(group, ConsumerGroupInfo(group))
+        g = self.groups.setdefault(group, ConsumerGroupInfo(group, client_ids=self.client_ids))
         new_channel = g.update_channel(info, consume_type, message_model, consume_from_where, now_ms)
         new_topics = g.update_subscription(subscriptions)
         changed = new_channel or new_topics
         if changed and notify:
-            self._change(group, g)
+            self._change(group, g, g.replaced)  # a connection losing its id hears it before it is closed
         self._fire(Event.REGISTER, group)
         if self.v5 and new_channel:
             self._fire(Event.CLIENT_REGISTER, group, [info.channel])
@@ -201,7 +243,7 @@ class ConsumerManager:
             if not g.channels:
                 del self.groups[group]
                 self._fire(Event.UNREGISTER, group)
-        if notify:
+        if notify and self.notify_on_leave:
             self._change(group, self.groups.get(group) or g)
 
     def do_channel_close_event(self, channel: str) -> list[str]:
@@ -216,7 +258,8 @@ class ConsumerManager:
             if not g.channels:
                 del self.groups[name]
                 self._fire(Event.UNREGISTER, name)
-            self._change(name, self.groups.get(name) or g)
+            if self.notify_on_leave:
+                self._change(name, self.groups.get(name) or g)
         return touched
 
     def scan_not_active_channel(self, *, now_ms: int) -> list[str]:

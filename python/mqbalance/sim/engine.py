@@ -126,6 +126,8 @@ class Simulation:
             semantics=s.semantics,
             notify_consumer_ids_changed_enable=s.broker.notify,
             channel_expired_timeout_ms=s.broker.channel_expired_timeout_ms,
+            client_ids=s.broker.client_ids,
+            notify_on_leave=s.broker.notify_on_leave,
         )
         self.broker = InMemoryBroker(self.manager)
         self.strategy = make_strategy(s.strategy, **dict(s.strategy_params))

@@ -58,11 +58,19 @@ class ClientSettings:
 
 @dataclass(frozen=True, slots=True)
 class BrokerSettings:
-    """The broker side (``ConsumerManager``, ``ClientHousekeepingService``)."""
+    """The broker side (``ConsumerManager``, ``ClientHousekeepingService``). ``client_ids``: how
+    it lists connections that share a client id — ``"per-connection"`` (Java, the default: the id
+    twice, a share goes to nobody) or ``"per-client-id"`` (the Rust port: the id once, both take
+    the same share); see :class:`~mqbalance.rebalance.broker.ClientIdListing`. ``notify_on_leave``:
+    a consumer that unregisters (a graceful leave) or whose connection closes (a crash with
+    ``close_connection``) makes the broker notify the group — Java does; the Rust port (1.0.0,
+    measured) removes it without a notification, so the others catch up at their periodic rebalance."""
 
     notify: bool = True
     channel_expired_timeout_ms: int = 120_000
     scan_interval_ms: int = 10_000
+    client_ids: str = "per-connection"
+    notify_on_leave: bool = True
 
 
 @dataclass(frozen=True, slots=True)

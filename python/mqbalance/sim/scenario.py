@@ -20,7 +20,9 @@ Durations are seconds (a number) or strings with a unit: ``"500ms"``, ``"20s"``,
       start_spread: 10s             # each starts at a seeded moment in [0, spread] unless given a start
     client: {rebalance_interval: 20s, min_interval: 1s, heartbeat_interval: 30s,
              persist_interval: 5s, poll_name_server_interval: 30s, pull_delay: 500ms}
-    broker: {notify: true, channel_expired_timeout: 120s, scan_interval: 10s}
+    broker: {notify: true, channel_expired_timeout: 120s, scan_interval: 10s,
+             client_ids: per-connection,    # Java; per-client-id: the Rust port's one connection per id
+             notify_on_leave: true}         # Java; the Rust port drops a leaver silently
     network: {delay: 0s, loss: 0.0} # on notifications, heartbeats, offset commits, member queries
     compare: [AVG, AVG_BY_CIRCLE]   # optional: run once per strategy
     events:
@@ -186,6 +188,8 @@ _BROKER = Schema(
         "notify": Key("notify", flag),
         "channel_expired_timeout": Key("channel_expired_timeout_ms", duration()),
         "scan_interval": Key("scan_interval_ms", duration(positive=True)),
+        "client_ids": Key("client_ids", text("per-connection", "per-client-id")),
+        "notify_on_leave": Key("notify_on_leave", flag),
     },
 )
 _TOPIC = Schema(

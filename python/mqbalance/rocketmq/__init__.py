@@ -1,0 +1,25 @@
+"""Consumer-group members on a real RocketMQ cluster: our rebalance state machines
+(:mod:`mqbalance.rebalance`, 4.x or 5.x semantics, any strategy of the registry) driven by a real
+clock over RocketMQ's own remoting protocol (:mod:`mqbalance.remoting`).
+
+:class:`RocketMQMember` (:mod:`.member`) is the member; :class:`ClusterTransport` (:mod:`.transport`)
+its link to the name servers and brokers; :mod:`.worker` the runnable form behind ``mqbalance
+consume`` (:mod:`.cli`), which records what it processed; :mod:`.records` checks those records.
+"""
+
+from .member import DuplicateClientId, MemberState, MemberStats, RocketMQMember, default_client_id
+from .records import ConsumeCheck, check_consumed, load_records
+from .transport import ClusterTransport, PulledMessage
+
+__all__ = [
+    "RocketMQMember",
+    "MemberState",
+    "MemberStats",
+    "DuplicateClientId",
+    "default_client_id",
+    "ClusterTransport",
+    "PulledMessage",
+    "ConsumeCheck",
+    "check_consumed",
+    "load_records",
+]

@@ -1,0 +1,152 @@
+"""The runnable member behind ``mqbalance consume``: a :class:`~.member.RocketMQMember` whose
+``consume`` callback records every message it processed in an append-only file, like
+``mqbalance member`` does for ZooKeeper (:mod:`mqbalance.coordination.worker`).
+
+The record file holds one JSON object per line, ``e`` giving the kind, ``t`` a ``time.monotonic()``
+stamp (system-wide on Linux, so comparable across processes):
+``start`` (``m`` client id, ``pid``), ``a`` assigned (``q`` list of ``"broker/topic/queue"``, ``o``
+start offsets), ``r`` revoked (``q``), ``p`` processed (``q``, queue offsets ``[a, b)``, ``n``
+messages, ``t0``/``t1``), ``c`` committed (``q``, offset ``o``), ``n`` notified by the broker,
+``rb`` rebalanced (``notified``: when the notification that caused it arrived, or null),
+``dup`` duplicated client id seen (``listed``, ``others``), ``refused``, ``err`` (``w`` what, ``msg``),
+``stop`` (``stats``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from mqbalance.models import MessageQueue
+from mqbalance.rebalance.client import ConsumeFromWhere
+
+from .member import DuplicateClientId, MemberState, RocketMQMember
+from .transport import PulledMessage
+
+__all__ = ["ConsumeConfig", "run_consumer", "queue_name", "EXIT_REFUSED"]
+
+log = logging.getLogger("mqbalance.rocketmq")
+
+EXIT_REFUSED = 4
+"""``mqbalance consume`` exit code when it refused to consume (its client id is in use)."""
+
+
+def queue_name(mq: MessageQueue) -> str:
+    """``"broker/topic/queue"``, the records' queue key."""
+    return f"{mq.broker_name}/{mq.topic}/{mq.queue_id}"
+
+
+@dataclass
+class ConsumeConfig:
+    namesrv: str
+    group: str
+    topics: list[str]
+    records: Path
+    strategy: str = "AVG"
+    strategy_params: dict[str, Any] = field(default_factory=dict)
+    client_id: str | None = None
+    semantics: str = "5.x"
+    consume_from: str = "last"  # or "first"
+    refuse_duplicate_id: bool = False
+    duration: float | None = None
+    work_ms: float = 0.0
+    timeout: float = 3.0
+    heartbeat_interval_ms: int = 30_000
+    persist_interval_ms: int = 5_000
+    rebalance_interval_ms: int = 20_000
+
+
+class Records:
+    """An append-only JSON-lines file; one ``os.write`` per line (whole lines survive ``kill -9``)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lock = threading.Lock()
+
+    def write(self, **fields: Any) -> None:
+        fields.setdefault("t", time.monotonic())
+        line = (json.dumps(fields, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            os.write(self.fd, line)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def run_consumer(cfg: ConsumeConfig, *, install_signals: bool = True) -> int:
+    """Run until SIGTERM/SIGINT or ``cfg.duration``; leave gracefully. Returns the exit code
+    (:data:`EXIT_REFUSED` when it refused a duplicated client id)."""
+    rec = Records(cfg.records)
+    stop = threading.Event()
+
+    def consume(mq: MessageQueue, messages: Sequence[PulledMessage]) -> None:
+        t0 = time.monotonic()
+        if cfg.work_ms:
+            time.sleep(cfg.work_ms / 1000)
+        offsets = [m.queue_offset for m in messages]
+        rec.write(
+            e="p", q=queue_name(mq), a=min(offsets), b=max(offsets) + 1, n=len(offsets), t0=t0, t1=time.monotonic()
+        )
+
+    def duplicate(found: DuplicateClientId) -> None:
+        rec.write(e="dup", listed=found.listed, own=found.own_address, others=list(found.other_addresses))
+
+    member = RocketMQMember(
+        cfg.namesrv,
+        cfg.group,
+        cfg.topics,
+        consume=consume,
+        strategy=cfg.strategy,
+        strategy_params=cfg.strategy_params,
+        client_id=cfg.client_id,
+        semantics=cfg.semantics,
+        consume_from_where=ConsumeFromWhere.FIRST_OFFSET
+        if cfg.consume_from == "first"
+        else ConsumeFromWhere.LAST_OFFSET,
+        refuse_duplicate_id=cfg.refuse_duplicate_id,
+        timeout=cfg.timeout,
+        heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+        persist_interval_ms=cfg.persist_interval_ms,
+        rebalance_wait_interval_ms=cfg.rebalance_interval_ms,
+        on_assigned=lambda mqs, offs: rec.write(e="a", q=[queue_name(q) for q in mqs], o=offs),
+        on_revoked=lambda mqs: rec.write(e="r", q=[queue_name(q) for q in mqs]),
+        on_commit=lambda mq, o: rec.write(e="c", q=queue_name(mq), o=o),
+        on_error=lambda what, e: rec.write(e="err", w=what, msg=str(e)[:300]),
+        on_duplicate_id=duplicate,
+        on_notified=lambda: rec.write(e="n"),
+        on_rebalanced=lambda notified_ms: rec.write(e="rb", notified=notified_ms),
+    )
+    if install_signals:
+
+        def _stop(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+    rec.write(e="start", m=member.client_id, pid=os.getpid(), group=cfg.group, strategy=cfg.strategy)
+    code = 0
+    try:
+        member.start()
+        end_at = None if cfg.duration is None else time.monotonic() + cfg.duration
+        while not stop.is_set() and member.state is MemberState.RUNNING:
+            if end_at is not None and time.monotonic() >= end_at:
+                break
+            stop.wait(0.1)
+        if member.state is MemberState.REFUSED:
+            rec.write(e="refused", m=member.client_id)
+            code = EXIT_REFUSED
+    finally:
+        member.close()
+        rec.write(e="stop", m=member.client_id, stats=member.stats.as_dict())
+        rec.close()
+    return code
