@@ -46,17 +46,20 @@ from hypothesis import strategies as st
 import mqbalance
 from mqbalance import bulk, kafka, ordering, sticky_user_data
 from mqbalance import fault as fault_mod
+from mqbalance import rocketmq as rocketmq_mod
 from mqbalance import sim as sim_mod
 from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning, RemotingConnectError
 from mqbalance.fleet import live as live_mod
 from mqbalance.fleet import snapshot as snap_mod
 from mqbalance.models import MessageQueue
 from mqbalance.rebalance import PushConsumer, RebalanceService
+from mqbalance.rebalance.client import ConsumeFromWhere
 from mqbalance.registry import StrategySpec, lookup
 from mqbalance.remoting import AclCredentials, BrokerClient, NameServer, RemotingClient, RemotingCommand, ResponseCode
 from mqbalance.remoting import api as remoting_api
 from mqbalance.remoting.codes import code_name
 from mqbalance.remoting.frame import MAX_FRAME_BYTES, frame_length, loads_json
+from mqbalance.rocketmq import ClusterTransport, RocketMQMember
 from mqbalance.rooms import PrefixRoomResolver
 from mqbalance.strategies import (
     Avg,
@@ -836,6 +839,194 @@ TABLE: list[Entry] = [
     ),
 ]
 
+# rocketmq: members and their records (no server: a closed loopback port as the name server; the
+# member is built and closed, never started, so no thread or socket exists)
+_RECORDS_DIR = Path(tempfile.mkdtemp(prefix="mqbalance-bad-records-"))
+_GOOD_ROW = {"e": "p", "q": "b/T/0", "a": 0, "b": 5, "n": 5}
+_GOOD_RECORDS = _RECORDS_DIR / "m1.jsonl"
+_GOOD_RECORDS.write_text(json.dumps(_GOOD_ROW) + "\n")
+_TORN_RECORDS = _RECORDS_DIR / "torn.jsonl"  # a kill -9 mid-write: the torn last line is ignored
+_TORN_RECORDS.write_text(json.dumps(_GOOD_ROW) + '\n{"e": "p", "q"')
+#: record files wrong in one way each: each must be a typed error naming the file
+_BAD_RECORD_FILES: dict[str, bytes] = {
+    "latin1.jsonl": b'{"e": "\xe9"}\n',
+    "notjson.jsonl": b'{e: p}\n{"e": "stop"}\n',
+    "number.jsonl": b"5\n",
+    "list.jsonl": b"[1, 2]\n",
+    "deep.jsonl": b"[" * 100_000 + b"\n{}\n",
+    "bigint.jsonl": b"9" * 5000 + b"\n{}\n",
+}
+for _name, _content in _BAD_RECORD_FILES.items():
+    (_RECORDS_DIR / _name).write_bytes(_content)
+(_RECORDS_DIR / "dir.jsonl").mkdir()
+_BAD_RECORD_PATHS = [
+    *(str(_RECORDS_DIR / n) for n in _BAD_RECORD_FILES),
+    str(_RECORDS_DIR / "dir.jsonl"),
+    str(_RECORDS_DIR / "missing.jsonl"),
+    str(_RECORDS_DIR / "nul\x00.jsonl"),
+    str(_RECORDS_DIR / "\ud800.jsonl"),
+    str(_GOOD_RECORDS / "below-a-file.jsonl"),
+]
+KINDS |= {
+    # record files of `mqbalance consume` (paths): unreadable or garbage content is refused
+    "record_files": _tag(st.sampled_from(_BAD_RECORD_PATHS).map(lambda p: [str(_GOOD_RECORDS), p]), REFUSE)
+    | _tag(st.sampled_from(_BAD_RECORD_PATHS).map(Path).map(lambda p: [p]), REFUSE)
+    | _tag(st.sampled_from([[str(_GOOD_RECORDS)], [_TORN_RECORDS], [], (_GOOD_RECORDS, _TORN_RECORDS)]), MAY),
+    # {member: [record, ...]} as load_records returns them
+    "consume_records": _tag(
+        st.sampled_from(
+            [
+                {"m": [{**_GOOD_ROW, "a": "0"}]},
+                {"m": [{**_GOOD_ROW, "a": 0.0}]},
+                {"m": [{**_GOOD_ROW, "b": math.nan}]},
+                {"m": [{**_GOOD_ROW, "a": True}]},
+                {"m": [{**_GOOD_ROW, "a": -1}]},
+                {"m": [{**_GOOD_ROW, "a": 7, "b": 2}]},
+                {"m": [{**_GOOD_ROW, "b": 2**70}]},
+                {"m": [{**_GOOD_ROW, "q": 3}]},
+                {"m": [{"e": "p"}]},
+                {"m": [5]},
+                {"m": [[1, 2]]},
+                {"m": "rows"},
+                {"m": {"e": "p"}},
+                {"m": None},
+                [_GOOD_ROW],
+                "m",
+            ]
+        ),
+        REFUSE,
+    )
+    | _tag(
+        st.sampled_from(
+            [
+                {},
+                {"m": []},
+                {"m": [{"e": "stop"}, {"e": "a", "q": ["b/T/0"]}]},
+                {"m": [{**_GOOD_ROW, "a": 0, "b": 2**62}]},  # a huge range: ranges, not offsets, are counted
+                {"m": [_GOOD_ROW], "m2": [{**_GOOD_ROW, "a": 3, "b": 8}]},
+            ]
+        ),
+        MAY,
+    ),
+}
+
+
+def _member(**kw: Any) -> None:
+    """A member built with ``kw`` (over good defaults), then closed without being started."""
+    args: dict[str, Any] = {"namesrv": _UNREACHABLE[0], "group": "cg", "topics": ["T"], "client_id": "c1"}
+    args |= kw
+    RocketMQMember(args.pop("namesrv"), args.pop("group"), args.pop("topics"), **args).close()
+
+
+TABLE += [
+    E(
+        "rocketmq.member.RocketMQMember",
+        lambda namesrv, group, topics, consume, strategy, client_id, semantics, timeout: _member(
+            namesrv=namesrv,
+            group=group,
+            topics=topics,
+            consume=consume,
+            strategy=strategy,
+            client_id=client_id,
+            semantics=semantics,
+            timeout=timeout,
+        ),
+        namesrv=("namesrv", _UNREACHABLE[0]),
+        group=("str", "cg"),
+        topics=("strs", ["T", "U"]),
+        consume=("object", lambda mq, messages: None),
+        strategy=("strategy", "AVG"),
+        client_id=("str?", "c1"),
+        semantics=("str", "5.x"),
+        timeout=("timeout", 0.5),
+    ),
+    E(
+        "rocketmq.member.RocketMQMember(settings)",
+        lambda strategy_params, consume_from_where, pull_batch_size: _member(
+            consume=print,
+            strategy="CONSISTENT_HASH",
+            strategy_params=strategy_params,
+            consume_from_where=consume_from_where,
+            pull_batch_size=pull_batch_size,
+        ),
+        strategy_params=("mapping", {"virtualNodeCnt": 5}),
+        consume_from_where=("object", ConsumeFromWhere.FIRST_OFFSET),
+        pull_batch_size=("count", 32),
+    ),
+    E(
+        "rocketmq.member.RocketMQMember(intervals)",
+        lambda idle, heartbeat, persist, poll, wait, minimum, joining: _member(
+            consume=print,
+            idle_pull_ms=idle,
+            heartbeat_interval_ms=heartbeat,
+            persist_interval_ms=persist,
+            poll_name_server_interval_ms=poll,
+            rebalance_wait_interval_ms=wait,
+            rebalance_min_interval_ms=minimum,
+            joining_ms=joining,
+        ),
+        idle=("duration", 50),
+        heartbeat=("duration", 30_000),
+        persist=("duration", 5_000),
+        poll=("duration", 30_000),
+        wait=("duration", 20_000),
+        minimum=("duration?", 1_000),
+        joining=("duration?", None),
+    ),
+    E(
+        "rocketmq.member.RocketMQMember(callbacks)",
+        lambda assigned, revoked, commit, error, duplicate, notified, rebalanced: _member(
+            consume=print,
+            on_assigned=assigned,
+            on_revoked=revoked,
+            on_commit=commit,
+            on_error=error,
+            on_duplicate_id=duplicate,
+            on_notified=notified,
+            on_rebalanced=rebalanced,
+        ),
+        assigned=("object?", None),
+        revoked=("object?", None),
+        commit=("object?", None),
+        error=("object?", None),
+        duplicate=("object?", None),
+        notified=("object?", None),
+        rebalanced=("object?", None),
+    ),
+    E("rocketmq.member.default_client_id", rocketmq_mod.default_client_id),
+    E(
+        "rocketmq.transport.ClusterTransport",
+        lambda namesrv, timeout, on_notify, on_error, on_commit, running_info: ClusterTransport(
+            namesrv,
+            timeout=timeout,
+            on_notify=on_notify,
+            on_error=on_error,
+            on_commit=on_commit,
+            running_info=running_info,
+        ).close(),
+        namesrv=("namesrv", _UNREACHABLE[0]),
+        timeout=("timeout", 0.5),
+        on_notify=("object?", None),
+        on_error=("object?", None),
+        on_commit=("object?", None),
+        running_info=("object?", None),
+    ),
+    E("rocketmq.records.load_records", rocketmq_mod.load_records, paths=("strs", [str(_GOOD_RECORDS)])),
+    E("rocketmq.records.load_records(content)", rocketmq_mod.load_records, paths=("record_files", [_GOOD_RECORDS])),
+    E(
+        "rocketmq.records.check_consumed",
+        rocketmq_mod.check_consumed,
+        records=("mapping", {"m1": [_GOOD_ROW]}),
+        max_offsets=("partitions", {"b/T/0": 8, "b/T/1": 2}),
+    ),
+    E(
+        "rocketmq.records.check_consumed(records)",
+        lambda records: rocketmq_mod.check_consumed(records, {"b/T/0": 8}),
+        records=("consume_records", {"m1": [_GOOD_ROW]}),
+    ),
+]
+
+
 #: Public names not walked, each with the reason. Keys are ``module.name`` or ``module.*``.
 EXEMPT: dict[str, str] = {
     "mqbalance.coordination.*": "needs a ZooKeeper server; config: InvalidCoordinationConfigError (test_coordination)",
@@ -936,6 +1127,25 @@ for _module in ("mqbalance.remoting", "mqbalance.remoting.api", "mqbalance.remot
     }.items():
         EXEMPT[f"{_module}.{_name}"] = _reason
 
+EXEMPT |= {
+    "mqbalance.rebalance.ClientIdListing": "an enum; parsed by ConsumerManager (broker-side, driven by the simulator)",
+    "mqbalance.rocketmq.cli.*": "`mqbalance consume`: walked by test_cli_refuses_bad_input",
+    "mqbalance.rocketmq.worker.*": "the runnable behind `mqbalance consume` (CLI walker): settings = the member's",
+    "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_consumed (walked)",
+    "mqbalance.rocketmq.records.window_figures": "analysis of ownership_intervals' result (library-built)",
+    "mqbalance.rocketmq.records.duplicates_between": "analysis of records already checked by check_consumed (walked)",
+}
+for _module in ("mqbalance.rocketmq", "mqbalance.rocketmq.member", "mqbalance.rocketmq.transport"):
+    for _name, _reason in {
+        "MemberState": "an enum",
+        "MemberStats": "result type (counters of a running member)",
+        "DuplicateClientId": "record built by the member from the broker's lists (test_rocketmq_member_hazards)",
+        "PulledMessage": "record decoded by decode_messages (walked)",
+    }.items():
+        EXEMPT[f"{_module}.{_name}"] = _reason
+for _module in ("mqbalance.rocketmq", "mqbalance.rocketmq.records"):
+    EXEMPT[f"{_module}.ConsumeCheck"] = "result type of check_consumed (walked)"
+
 #: ``module.name`` of each public object → the TABLE entries that walk it.
 ALIASES = {
     "mqbalance.MessageQueue": "models.MessageQueue",
@@ -973,6 +1183,14 @@ for _name, _entry in {
     "strategy_from_running_info": "remoting.api.strategy_from_running_info",
 }.items():
     ALIASES[f"mqbalance.remoting.{_name}"] = _entry
+for _name, _entry in {
+    "RocketMQMember": "rocketmq.member.RocketMQMember",
+    "default_client_id": "rocketmq.member.default_client_id",
+    "ClusterTransport": "rocketmq.transport.ClusterTransport",
+    "load_records": "rocketmq.records.load_records",
+    "check_consumed": "rocketmq.records.check_consumed",
+}.items():
+    ALIASES[f"mqbalance.rocketmq.{_name}"] = _entry
 for _cls in ("Avg", "AvgByCircle", "Config", "ConsistentHash", "ConsistentHashBounded", "Sticky"):
     ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.strategies.{_cls}"] = f"strategies.{_cls}"
 for _cls in ("MachineRoom", "MachineRoomNearby", "QueueTable"):
@@ -1357,6 +1575,43 @@ CLI: dict[str, list[list[str]]] = {
         ["snapshot", "--namesrv", "127.0.0.1:{closed}"],
     ],
 }
+#: `consume`: a good command line but for the parts a case replaces (a closed port as the name server)
+_CONSUME = ["consume", "--namesrv", "127.0.0.1:{closed}", "--group", "g", "--topic", "T", "--record", "{tmp}/r.jsonl"]
+
+
+def _consume(*extra: str, drop: str | None = None) -> list[str]:
+    argv = list(_CONSUME)
+    if drop is not None:
+        i = argv.index(drop)
+        del argv[i : i + 2]
+    return argv + list(extra)
+
+
+CLI["consume"] = (
+    [_consume(drop=option) for option in ("--namesrv", "--group", "--topic")]
+    + [
+        _consume(drop="--namesrv") + ["--namesrv", namesrv]
+        for namesrv in ("host", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:x", "", ";", "h:{closed};x")
+    ]
+    + [_consume(drop="--group") + ["--group", group] for group in ("", " ", "\ud800")]
+    + [_consume(drop="--topic") + ["--topic", topic] for topic in ("", " ", "\ud800")]
+    + [_consume("--topic", "")]
+    + [_consume("--strategy", strategy) for strategy in ("NOPE", "", "CONFIG", "MACHINE_ROOM")]
+    + [_consume("--timeout", t) for t in ("0", "-1", "nan", "inf", "-inf", "1e400", "1e10", "x")]
+    + [
+        _consume(f"--{option}", value)
+        for option in ("heartbeat-interval-ms", "persist-interval-ms", "rebalance-interval-ms")
+        for value in ("0", "-1", "nan", "1.5", "x")
+    ]
+    + [_consume("--duration", d) for d in ("0", "-1", "nan", "inf", "-inf", "x")]
+    + [_consume("--work-ms", w) for w in ("-1", "nan", "inf", "1e400", "x")]
+    + [_consume("--semantics", "3.x"), _consume("--from", "middle"), _consume("--client-id", "\ud800")]
+    + [
+        _consume(drop="--record") + ["--record", record]
+        for record in ("{unwritable}", "{unwritable}.jsonl", "{tmp}", "{tmp}/nul\x00.jsonl")
+    ]
+    + [_consume("--timeout", "0.5"), _consume("--timeout", "0.5", "--namesrv", "127.0.0.1:{closed};[::1]:{closed}")]
+)
 #: Subcommands not walked, with the reason.
 CLI_EXEMPT = {
     "member": "a ZooKeeper group member (needs a server); its options are checked by InvalidCoordinationConfigError",
@@ -1432,6 +1687,50 @@ def test_snapshot_of_an_unreachable_name_server_fails_within_its_timeout(tmp_pat
     addr = f"127.0.0.1:{CLOSED_PORT}"
     assert err.strip() == f"mqbalance: error: no name server answered: {addr}: cannot connect: Connection refused", err
     assert not (tmp_path / "s.json").exists()
+
+
+def test_consume_of_an_unreachable_name_server_fails_at_once(tmp_path: Path) -> None:
+    """A closed port: exit 2 at once, one line naming the address, before the member joins; the
+    record file it had created is removed (it holds nothing)."""
+    record = tmp_path / "r.jsonl"
+    argv = [*_CONSUME, "--timeout", "0.5"]
+    argv = [a.replace("{closed}", str(CLOSED_PORT)).replace("{tmp}", str(tmp_path)) for a in argv]
+    started = time.monotonic()
+    code, err = _cli(argv)
+    assert time.monotonic() - started < 1.5
+    addr = f"127.0.0.1:{CLOSED_PORT}"
+    assert code == 2, err
+    assert err.strip() == f"mqbalance: error: no name server answered: {addr}: cannot connect: Connection refused", err
+    assert not record.exists()
+
+
+def test_consume_checks_its_record_file_before_the_cluster(tmp_path: Path) -> None:
+    """An unwritable ``--record`` is named, not the (here unreachable) name server."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    argv = [a.replace("{closed}", str(CLOSED_PORT)) for a in _consume(drop="--record")]
+    code, err = _cli([*argv, "--record", str(blocker / "r.jsonl")])
+    assert code == 2, err
+    assert str(blocker) in err and "name server" not in err, err
+
+
+@pytest.mark.parametrize("path", _BAD_RECORD_PATHS, ids=[Path(p).name for p in _BAD_RECORD_PATHS])
+def test_a_bad_record_file_is_named(path: str) -> None:
+    """An unreadable or garbage record file: a typed error whose message names the file."""
+    with pytest.raises(MQBalanceError) as e:
+        rocketmq_mod.load_records([_GOOD_RECORDS, path])
+    name = Path(path).name
+    assert name in str(e.value) or repr(name)[1:-1] in str(e.value), e.value
+
+
+def test_check_consumed_counts_ranges_not_offsets() -> None:
+    """A queue whose max offset is 2**62 with nothing processed, and a record of 2**62 offsets: the
+    answer at once (an offset-by-offset count would not finish)."""
+    started = time.monotonic()
+    check = rocketmq_mod.check_consumed({"m": [{**_GOOD_ROW, "a": 1, "b": 2**62}]}, {"b/T/0": 2**62, "b/T/1": 2**62})
+    assert time.monotonic() - started < 1
+    assert check.lost == {"b/T/0": [(0, 1)], "b/T/1": [(0, 2**62)]}
+    assert (check.processed, check.unique, check.duplicates) == (2**62 - 1, 2**62 - 1, 0)
 
 
 def test_a_long_simulation_stops_on_ctrl_c(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mqbalance._validate import number
 from mqbalance.exceptions import InvalidInputError
+from mqbalance.remoting.client import check_timeout
 
 __all__ = ["add_subcommands"]
 
@@ -25,9 +27,12 @@ def _cmd_consume(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(message)s")
     for name in ("heartbeat_interval_ms", "persist_interval_ms", "rebalance_interval_ms"):
         if getattr(args, name) <= 0:
-            raise InvalidInputError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}", None)
-    if args.timeout <= 0:
-        raise InvalidInputError(f"--timeout must be > 0, got {args.timeout}", args.timeout)
+            value = getattr(args, name)
+            raise InvalidInputError(f"--{name.replace('_', '-')} must be > 0, got {value}", value)
+    check_timeout(args.timeout, "--timeout")
+    if args.duration is not None:
+        number(args.duration, "--duration", positive=True)
+    number(args.work_ms, "--work-ms")
     cid = args.client_id
     record = (
         Path(args.record) if args.record else Path("out/consumers") / f"{(cid or 'consumer').replace('@', '_')}.jsonl"

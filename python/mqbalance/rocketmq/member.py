@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass
 from types import TracebackType
 from typing import Any
 
+from mqbalance._validate import duration_ms, java_int, mapping, str_sequence, text
 from mqbalance.exceptions import InvalidInputError, MQBalanceError
 from mqbalance.models import MessageQueue
 from mqbalance.rebalance.client import ConsumeFromWhere, ProcessQueue
@@ -57,6 +58,7 @@ from mqbalance.rebalance.consumer import (
 )
 from mqbalance.rebalance.service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS
 from mqbalance.registry import StrategySpec
+from mqbalance.remoting.client import check_timeout
 from mqbalance.versions import Semantics
 
 from .transport import ClusterTransport, PulledMessage
@@ -66,6 +68,9 @@ __all__ = ["RocketMQMember", "MemberState", "MemberStats", "DuplicateClientId", 
 log = logging.getLogger("mqbalance.rocketmq")
 
 Consume = Callable[[MessageQueue, Sequence[PulledMessage]], None]
+
+#: the largest ``pull_batch_size`` (Java's ``DefaultMQPushConsumer`` refuses more: ``[1, 1024]``)
+MAX_PULL_BATCH_SIZE = 1024
 
 
 def default_client_id() -> str:
@@ -119,9 +124,10 @@ class DuplicateClientId:
         )
 
 
-def _positive(name: str, value: float) -> None:
-    if not value > 0:
-        raise InvalidInputError(f"{name} must be positive, got {value!r}", value)
+def _callable(name: str, value: Any, *, optional: bool = True) -> None:
+    if not (callable(value) or (optional and value is None)):
+        what = "a callable or None" if optional else "a callable"
+        raise InvalidInputError(f"{name} must be {what}, got {type(value).__name__} {value!r:.80}", value)
 
 
 class RocketMQMember:
@@ -164,18 +170,64 @@ class RocketMQMember:
         on_notified: Callable[[], None] | None = None,
         on_rebalanced: Callable[[int | None], None] | None = None,
     ) -> None:
-        self.topics = list(topics)
+        # every argument is checked here, before any connection or thread exists
+        self.topics = str_sequence(topics, "topics")
         if not self.topics:
             raise InvalidInputError(f"topics: give at least one topic, got {self.topics!r}", self.topics)
-        if not group:
-            raise InvalidInputError(f"group: must not be empty, got {group!r}", group)
-        _positive("timeout", timeout)
-        _positive("pull_batch_size", pull_batch_size)
-        _positive("idle_pull_ms", idle_pull_ms)
+        for i, topic in enumerate(self.topics):
+            if not topic.strip():
+                raise InvalidInputError(f"topics[{i}] must not be blank, got {topic!r}", topic)
+        group = text(group, "group")
+        if not group.strip():
+            raise InvalidInputError(f"group must not be blank, got {group!r}", group)
+        if client_id is not None:
+            client_id = text(client_id, "client_id")
+        timeout = check_timeout(timeout)
+        pull_batch_size = java_int(pull_batch_size, "pull_batch_size", minimum=1)
+        if pull_batch_size > MAX_PULL_BATCH_SIZE:  # the Java client's checkConfig range
+            raise InvalidInputError(
+                f"pull_batch_size must be between 1 and {MAX_PULL_BATCH_SIZE}, got {pull_batch_size!r}", pull_batch_size
+            )
+        idle_pull_ms = duration_ms(idle_pull_ms, "idle_pull_ms", positive=True)
+        heartbeat_interval_ms = duration_ms(heartbeat_interval_ms, "heartbeat_interval_ms", positive=True)
+        persist_interval_ms = duration_ms(persist_interval_ms, "persist_interval_ms", positive=True)
+        poll_name_server_interval_ms = duration_ms(
+            poll_name_server_interval_ms, "poll_name_server_interval_ms", positive=True
+        )
+        rebalance_wait_interval_ms = duration_ms(
+            rebalance_wait_interval_ms, "rebalance_wait_interval_ms", positive=True
+        )
+        if rebalance_min_interval_ms is not None:
+            rebalance_min_interval_ms = duration_ms(rebalance_min_interval_ms, "rebalance_min_interval_ms")
+        if joining_ms is not None:
+            joining_ms = duration_ms(joining_ms, "joining_ms")
+        if not isinstance(refuse_duplicate_id, bool):
+            raise InvalidInputError(
+                f"refuse_duplicate_id must be a bool, got {refuse_duplicate_id!r}", refuse_duplicate_id
+            )
+        try:
+            consume_from_where = ConsumeFromWhere(consume_from_where)
+        except ValueError:
+            choices = ", ".join(c.name for c in ConsumeFromWhere)
+            raise InvalidInputError(
+                f"consume_from_where must be one of {choices}, got {consume_from_where!r}", consume_from_where
+            ) from None
+        _callable("consume", consume, optional=False)
+        for name, callback in (
+            ("on_assigned", on_assigned),
+            ("on_revoked", on_revoked),
+            ("on_commit", on_commit),
+            ("on_error", on_error),
+            ("on_duplicate_id", on_duplicate_id),
+            ("on_notified", on_notified),
+            ("on_rebalanced", on_rebalanced),
+        ):
+            _callable(name, callback)
+        params = {} if strategy_params is None else dict(mapping(strategy_params, "strategy_params"))
+        self.strategy = StrategySpec.parse({"name": strategy, **params}).build()
+        self.semantics = Semantics.parse(semantics)
         self.group = group
         self.client_id = client_id or default_client_id()
-        self.semantics = Semantics.parse(semantics)
-        self.strategy = StrategySpec.parse({"name": strategy, **dict(strategy_params or {})}).build()
         self.refuse_duplicate_id = refuse_duplicate_id
         self.pull_batch_size = pull_batch_size
         self.idle_pull_s = idle_pull_ms / 1000

@@ -15,10 +15,14 @@ what the brokers hold:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from mqbalance import _validate
+from mqbalance.exceptions import InvalidInputError
 
 __all__ = [
     "ConsumeCheck",
@@ -55,52 +59,111 @@ class ConsumeCheck:
 
 
 def load_records(paths: Iterable[Path | str]) -> dict[str, list[dict[str, Any]]]:
-    """``{file stem: [record, ...]}``; a torn last line (``kill -9`` mid-write) is ignored."""
+    """``{file stem: [record, ...]}``; a torn last line (``kill -9`` mid-write) is ignored. A file
+    that cannot be read, is not UTF-8, or holds a line that is not a JSON object (other than a torn
+    last one) is an :class:`~mqbalance.exceptions.InvalidInputError` naming the file and the line."""
+    if isinstance(paths, (str, bytes, os.PathLike)) or not isinstance(paths, Iterable):
+        raise InvalidInputError(
+            f"paths must be a sequence of record file paths, not a single {type(paths).__name__} {paths!r:.80}", paths
+        )
     out: dict[str, list[dict[str, Any]]] = {}
-    for p in paths:
+    for i, p in enumerate(list(paths)):
+        fs = os.fspath(p) if isinstance(p, (str, os.PathLike)) else None
+        if not isinstance(fs, str):
+            raise InvalidInputError(f"paths[{i}] must be a str or a path, got {type(p).__name__} {p!r:.80}", p)
+        name = _validate.text(fs, f"paths[{i}]")
+        try:
+            lines = Path(name).read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise InvalidInputError(f"record file {name!r}: not UTF-8 text (byte {e.start})", str(p)) from None
+        except (OSError, ValueError) as e:  # missing, a directory, a NUL in the name
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise InvalidInputError(f"record file {name!r}: cannot read: {reason}", str(p)) from None
         rows = []
-        for line in Path(p).read_text(encoding="utf-8").splitlines():
+        for n, line in enumerate(lines, 1):
             try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        out[Path(p).stem] = rows
+                row = json.loads(line)
+            except (ValueError, RecursionError):
+                if n == len(lines):  # torn by a kill -9 mid-write
+                    continue
+                raise InvalidInputError(f"record file {name!r}: line {n} is not JSON: {line[:60]!r}", str(p)) from None
+            if not isinstance(row, dict):
+                raise InvalidInputError(f"record file {name!r}: line {n} is not a JSON object: {line[:60]!r}", str(p))
+            rows.append(row)
+        out[Path(name).stem] = rows
     return out
 
 
+def _processed(member: Any, i: int, r: Any) -> tuple[str, int, int] | None:
+    """A ``p`` record's ``(queue, a, b)``; ``None`` for another kind; a typed error when malformed."""
+    if not isinstance(r, Mapping):
+        raise InvalidInputError(f"records[{member!r}][{i}] must be a record (a mapping), got {r!r:.80}", r)
+    if r.get("e") != "p":
+        return None
+    q, a, b = r.get("q"), r.get("a"), r.get("b")
+    if not isinstance(q, str):
+        raise InvalidInputError(f"records[{member!r}][{i}]: 'q' must be a queue name, got {q!r:.80}", q)
+    a = _validate.java_long(a, f"records[{member!r}][{i}].a", minimum=0)
+    b = _validate.java_long(b, f"records[{member!r}][{i}].b", minimum=0)
+    if b < a:
+        raise InvalidInputError(f"records[{member!r}][{i}]: offsets [a, b) = [{a}, {b}) run backwards", r)
+    return q, a, b
+
+
 def check_consumed(records: Mapping[str, list[dict[str, Any]]], max_offsets: Mapping[str, int]) -> ConsumeCheck:
-    """``max_offsets``: ``{"broker/topic/queue": the queue's max offset}`` read from the brokers."""
+    """``max_offsets``: ``{"broker/topic/queue": the queue's max offset}`` read from the brokers.
+    Works on offset ranges, so its cost follows the number of records, not of offsets."""
+    _validate.mapping(records, "records")
+    _validate.mapping(max_offsets, "max_offsets")
+    ends: dict[str, int] = {}
+    for q, end in max_offsets.items():
+        _validate.text(q, "max_offsets key")
+        ends[q] = _validate.java_long(end, f"max_offsets[{q!r}]", minimum=0)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for member, rows in records.items():
+        if _validate.not_a_collection(rows) or isinstance(rows, Mapping):
+            raise InvalidInputError(f"records[{member!r}] must be a list of records, got {rows!r:.80}", rows)
+        for i, r in enumerate(rows):
+            found = _processed(member, i, r)
+            if found is not None and found[1] < found[2]:
+                spans.setdefault(found[0], []).append(found[1:])
     res = ConsumeCheck(members=len(records))
-    seen: dict[str, dict[int, int]] = {}
-    for rows in records.values():
-        for r in rows:
-            if r.get("e") != "p":
-                continue
-            counts = seen.setdefault(r["q"], {})
-            for k in range(r["a"], r["b"]):
-                counts[k] = counts.get(k, 0) + 1
-            res.processed += r["b"] - r["a"]
-    for q, counts in seen.items():
-        dup = sum(n - 1 for n in counts.values())
-        res.unique += len(counts)
-        if dup:
-            res.duplicates_by_queue[q] = dup
-            res.duplicates += dup
-    for q, end in sorted(max_offsets.items()):
-        counts = seen.get(q, {})
+    covered: dict[str, list[tuple[int, int]]] = {}
+    for q, ranges in spans.items():
+        total = sum(b - a for a, b in ranges)
+        union = _union(ranges)
+        unique = sum(b - a for a, b in union)
+        covered[q] = union
+        res.processed += total
+        res.unique += unique
+        if total > unique:  # each offset processed n times counts n - 1
+            res.duplicates_by_queue[q] = total - unique
+            res.duplicates += total - unique
+    for q, end in sorted(ends.items()):
         gaps: list[tuple[int, int]] = []
         k = 0
-        while k < end:
-            if k in counts:
-                k += 1
-                continue
-            start = k
-            while k < end and k not in counts:
-                k += 1
-            gaps.append((start, k))
+        for a, b in covered.get(q, ()):
+            if a >= end:
+                break
+            if a > k:
+                gaps.append((k, a))
+            k = max(k, b)
+        if k < end:
+            gaps.append((k, end))
         if gaps:
             res.lost[q] = gaps
     return res
+
+
+def _union(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint, non-adjacent ``[a, b)`` ranges covering the same offsets."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def ownership_intervals(

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mqbalance.exceptions import MQBalanceError
+from mqbalance.exceptions import InvalidInputError, MQBalanceError
 from mqbalance.models import MessageQueue
 from mqbalance.rebalance.client import RebalanceImpl
 from mqbalance.remoting import BrokerClient, ConsumerData, NameServer, RemotingClient, RemotingCommand
@@ -65,8 +65,18 @@ class ClusterTransport:
         on_commit: Callable[[MessageQueue, int], None] | None = None,
         running_info: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
-        self.timeout = timeout
-        self.names = NameServer(namesrv, timeout=timeout)
+        for name, callback in (
+            ("on_notify", on_notify),
+            ("on_error", on_error),
+            ("on_commit", on_commit),
+            ("running_info", running_info),
+        ):
+            if not (callback is None or callable(callback)):
+                raise InvalidInputError(
+                    f"{name} must be a callable or None, got {type(callback).__name__} {callback!r:.80}", callback
+                )
+        self.names = NameServer(namesrv, timeout=timeout)  # checks the addresses and the timeout
+        self.timeout = self.names.timeout
         self._on_notify = on_notify or (lambda: None)
         self._on_error = on_error
         self._on_commit = on_commit

@@ -26,6 +26,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from mqbalance._validate import number
+from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingConnectError, RemotingTimeoutError
 from mqbalance.models import MessageQueue
 from mqbalance.rebalance.client import ConsumeFromWhere
 
@@ -69,8 +71,11 @@ class Records:
     """An append-only JSON-lines file; one ``os.write`` per line (whole lines survive ``kill -9``)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except ValueError as e:  # a NUL in the path; OSError (not writable, ...) goes to the caller as is
+            raise InvalidInputError(f"record file {str(path)!r}: {e}", str(path)) from None
         self._lock = threading.Lock()
 
     def write(self, **fields: Any) -> None:
@@ -83,23 +88,44 @@ class Records:
         os.close(self.fd)
 
 
+def _check_name_servers(member: RocketMQMember) -> None:
+    """One route request for the member's first topic: none of its name servers answering is an
+    error at start (the running member would only retry); any answer, even "no such topic", is fine."""
+    try:
+        member.transport.names.topic_route(member.topics[0])
+    except (RemotingConnectError, RemotingTimeoutError):
+        raise
+    except MQBalanceError:  # an answer (the topic may be created later): the member retries
+        return
+
+
 def run_consumer(cfg: ConsumeConfig, *, install_signals: bool = True) -> int:
     """Run until SIGTERM/SIGINT or ``cfg.duration``; leave gracefully. Returns the exit code
-    (:data:`EXIT_REFUSED` when it refused a duplicated client id)."""
-    rec = Records(cfg.records)
+    (:data:`EXIT_REFUSED` when it refused a duplicated client id).
+
+    Checked before anything starts, in this order: every setting (the member's constructor), the
+    record file (created, or appended to), the name servers (one route request: a
+    :class:`~mqbalance.exceptions.RemotingConnectError` when none answers — the record file is
+    then removed if this call created it)."""
+    if cfg.duration is not None:
+        number(cfg.duration, "duration", positive=True)
+    number(cfg.work_ms, "work_ms")
     stop = threading.Event()
+    rec: Records | None = None
+
+    def write(**fields: Any) -> None:
+        if rec is not None:
+            rec.write(**fields)
 
     def consume(mq: MessageQueue, messages: Sequence[PulledMessage]) -> None:
         t0 = time.monotonic()
         if cfg.work_ms:
             time.sleep(cfg.work_ms / 1000)
         offsets = [m.queue_offset for m in messages]
-        rec.write(
-            e="p", q=queue_name(mq), a=min(offsets), b=max(offsets) + 1, n=len(offsets), t0=t0, t1=time.monotonic()
-        )
+        write(e="p", q=queue_name(mq), a=min(offsets), b=max(offsets) + 1, n=len(offsets), t0=t0, t1=time.monotonic())
 
     def duplicate(found: DuplicateClientId) -> None:
-        rec.write(e="dup", listed=found.listed, own=found.own_address, others=list(found.other_addresses))
+        write(e="dup", listed=found.listed, own=found.own_address, others=list(found.other_addresses))
 
     member = RocketMQMember(
         cfg.namesrv,
@@ -118,14 +144,25 @@ def run_consumer(cfg: ConsumeConfig, *, install_signals: bool = True) -> int:
         heartbeat_interval_ms=cfg.heartbeat_interval_ms,
         persist_interval_ms=cfg.persist_interval_ms,
         rebalance_wait_interval_ms=cfg.rebalance_interval_ms,
-        on_assigned=lambda mqs, offs: rec.write(e="a", q=[queue_name(q) for q in mqs], o=offs),
-        on_revoked=lambda mqs: rec.write(e="r", q=[queue_name(q) for q in mqs]),
-        on_commit=lambda mq, o: rec.write(e="c", q=queue_name(mq), o=o),
-        on_error=lambda what, e: rec.write(e="err", w=what, msg=str(e)[:300]),
+        on_assigned=lambda mqs, offs: write(e="a", q=[queue_name(q) for q in mqs], o=offs),
+        on_revoked=lambda mqs: write(e="r", q=[queue_name(q) for q in mqs]),
+        on_commit=lambda mq, o: write(e="c", q=queue_name(mq), o=o),
+        on_error=lambda what, e: write(e="err", w=what, msg=str(e)[:300]),
         on_duplicate_id=duplicate,
-        on_notified=lambda: rec.write(e="n"),
-        on_rebalanced=lambda notified_ms: rec.write(e="rb", notified=notified_ms),
+        on_notified=lambda: write(e="n"),
+        on_rebalanced=lambda notified_ms: write(e="rb", notified=notified_ms),
     )
+    created = not os.path.lexists(cfg.records)
+    try:
+        rec = Records(cfg.records)
+        _check_name_servers(member)
+    except BaseException:
+        member.close()
+        if rec is not None:
+            rec.close()
+            if created and cfg.records.stat().st_size == 0:
+                cfg.records.unlink()
+        raise
     if install_signals:
 
         def _stop(signum: int, frame: FrameType | None) -> None:
