@@ -1191,6 +1191,7 @@ for _name, _entry in {
     "check_consumed": "rocketmq.records.check_consumed",
 }.items():
     ALIASES[f"mqbalance.rocketmq.{_name}"] = _entry
+ALIASES["mqbalance.record_files.load_records"] = "rocketmq.records.load_records"  # the same function
 for _cls in ("Avg", "AvgByCircle", "Config", "ConsistentHash", "ConsistentHashBounded", "Sticky"):
     ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.strategies.{_cls}"] = f"strategies.{_cls}"
 for _cls in ("MachineRoom", "MachineRoomNearby", "QueueTable"):

@@ -9,12 +9,12 @@ against the offsets committed in ZooKeeper:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from mqbalance.record_files import load_records
 
 __all__ = ["RecordCheck", "check_records", "load_records"]
 
@@ -48,20 +48,6 @@ class RecordCheck:
             "backwards": self.backwards[:10],
             "mismatched_final": self.mismatched_final[:10],
         }
-
-
-def load_records(paths: Iterable[Path]) -> dict[str, list[dict[str, Any]]]:
-    """``{file stem: [record, ...]}``; a torn last line (kill -9 mid-write) is ignored."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for p in paths:
-        rows = []
-        for line in Path(p).read_text(encoding="utf-8").splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        out[Path(p).stem] = rows
-    return out
 
 
 def check_records(records: Mapping[str, list[dict[str, Any]]], final_offsets: Mapping[str, int]) -> RecordCheck:
