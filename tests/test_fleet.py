@@ -457,3 +457,58 @@ def test_in_process_audit_counts_churn_against_an_earlier_snapshot():
         (r.group, r.topic): expected[(r.group, r.topic)] for r in result.rows
     }
     assert result.totals["churned_queues"] == sum(expected.values()) > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from(["g1", "g2"]),
+            st.sampled_from(["T1", "T2"]),
+            st.sampled_from(["b-a", "b-b", "b-c"]),
+            st.integers(0, 2**31 - 1) | st.integers(0, 3),
+            st.none() | st.sampled_from(["c1", "c2", "c3"]),
+        ),
+        max_size=40,
+    ),
+    packed=st.booleans(),
+)
+def test_pair_counts_match_a_count_of_every_row(rows, packed):
+    """Per pair: queues, queues with no consumer, queues with more than one; per (pair, consumer):
+    its queues — counted here row by row, against both of ``pair_counts``' keyings."""
+    import mqbalance.fleet.engine as engine_module
+
+    table = pa.table(
+        dict(zip(["group", "topic", "broker_name", "queue_id", "consumer"], zip(*rows)))
+        if rows
+        else {k: [] for k in ["group", "topic", "broker_name", "queue_id", "consumer"]},
+        schema=engine_module.ASSIGNMENT_SCHEMA,
+    )
+    consumers_of: dict[tuple, int] = Counter()
+    for g, t, b, q, c in rows:
+        consumers_of[(g, t, b, q)] += c is not None
+    want_pair: dict[tuple, list[int]] = {}
+    for (g, t, _, _), n in consumers_of.items():
+        acc = want_pair.setdefault((g, t), [0, 0, 0])
+        acc[0] += 1
+        acc[1] += n == 0
+        acc[2] += n > 1
+    want_id = Counter((g, t, c) for g, t, _, _, c in rows if c is not None)
+    limit = engine_module.PACKED_KEY_LIMIT
+    engine_module.PACKED_KEY_LIMIT = limit if packed else 0
+    try:
+        per_pair, per_id = engine_module.pair_counts(table)
+    finally:
+        engine_module.PACKED_KEY_LIMIT = limit
+    got_pair = {
+        (g, t): [n, u, d]
+        for g, t, n, u, d in zip(
+            *(per_pair.column(k).to_pylist() for k in ("group", "topic", "queues", "unowned", "double_owned"))
+        )
+    }
+    got_id = {
+        (g, t, c): n
+        for g, t, c, n in zip(*(per_id.column(k).to_pylist() for k in ("group", "topic", "consumer", "count")))
+    }
+    assert got_pair == want_pair
+    assert got_id == dict(want_id)

@@ -102,6 +102,28 @@ def test_one_pass_audit_equals_the_in_process_audit(spark):
         assert result.what_if == local.what_if  # computed in the executors, in the same pass
 
 
+def test_the_audit_writes_the_assignment_rows_from_its_tasks(spark, tmp_path):
+    """``assignments_dir``: every task writes the rows it assigned; together they are the
+    engine's assignment, and nothing of an earlier run is left."""
+    import pyarrow.parquet as pq
+
+    from mqbalance.fleet.spark import audit_fleet
+
+    snap = snapshot_from_dict(example_fleet(9), "example")
+    target = tmp_path / "assignments"
+    target.mkdir()
+    (target / "part-09999.parquet").write_text("from an earlier run")
+    result = audit_fleet(spark, snap, partitions=3, assignments_dir=target)
+    assert result.findings == audit_snapshot(snap).findings
+    assert sorted(p.name for p in target.iterdir()) == ["_SUCCESS"] + [f"part-{i:05d}.parquet" for i in range(3)]
+    written = pq.read_table(target)
+    assert written.num_rows == assign_snapshot(snap).num_rows
+    assert consumers_by_queue(written) == consumers_by_queue(assign_snapshot(snap))
+    empty = snapshot_from_dict({"topics": {}, "groups": {}}, "empty")
+    audit_fleet(spark, empty, assignments_dir=target)
+    assert pq.read_table(target).num_rows == 0 and (target / "_SUCCESS").exists()
+
+
 def test_cli_audit_refuses_bad_settings_before_starting(tmp_path, capsys):
     assert main(["audit", "--out", str(tmp_path), "--conf", "spark.sql.shuffle.partitions"]) == 2
     assert "--conf: expected KEY=VALUE" in capsys.readouterr().err

@@ -293,16 +293,27 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         explain_executor_errors(),
         session(args.master, ship_environment=ship, driver_memory=driver_memory, conf=conf) as spark,
     ):
+        target = Path(args.out) / "assignments"
+        # Local executors write the assignment rows as they compute them; a cluster's executors may
+        # not share this file system, so there Spark writes them in a second pass.
+        in_tasks = not args.no_assignments and spark.sparkContext.master.startswith("local")
         say("assigning and auditing every (group, topic) in the executors")
         with say.spark_stages(spark, "audit"):
-            result = audit_fleet(spark, snap, partitions=args.partitions, previous=prev, what_if=what_if)
+            result = audit_fleet(
+                spark,
+                snap,
+                partitions=args.partitions,
+                previous=prev,
+                what_if=what_if,
+                assignments_dir=target if in_tasks else None,
+            )
         say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
         paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
-        if not args.no_assignments:
-            target = Path(args.out) / "assignments"
+        if not args.no_assignments and not in_tasks:
             with say.spark_stages(spark, "assignments"):
                 assign_fleet(spark, snap, partitions=args.partitions).write.mode("overwrite").parquet(str(target))
+        if not args.no_assignments:
             say(f"wrote {target}/ (one row per queue and consuming process, Parquet)")
     print()
     print("Summary")

@@ -33,7 +33,7 @@ queue_id, consumer`` — and a queue nobody consumes has one row with a null con
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -297,16 +297,20 @@ def fact_blocks(
     groups: Mapping[str, ConsumerGroup],
     candidates: Sequence[StrategySpec] = (),
     previous_groups: Mapping[str, ConsumerGroup] | None = None,
+    assignments: Callable[[pa.Table], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """What an executor does for :func:`mqbalance.fleet.spark.audit_fleet`: assign the pairs and
     hand back only their audit facts (:data:`FACT_SCHEMA`), with the :func:`what_if` rows of
-    ``candidates`` computed from the same assignment; the queue rows never leave the task. With
+    ``candidates`` computed from the same assignment; the queue rows never leave the task (but to
+    ``assignments``, when given: it receives every assignment table, e.g. to write it). With
     ``previous_groups`` (an earlier snapshot's groups; the pairs then carry
     :func:`with_previous_routes`), each pair is also assigned as it was then and its :func:`churn`
     is the pair row's ``moved``."""
     for batch in pair_batches:
         for part in pair_slices(pa.Table.from_batches([batch])):
             table = _assign_pairs(part.select(PAIR_SCHEMA.names), groups)
+            if assignments is not None:
+                assignments(table)
             rows = what_if(table, groups, candidates) if candidates else None
             moved = None
             if previous_groups is not None:
@@ -328,31 +332,79 @@ def assign_snapshot(snapshot: Snapshot) -> pa.Table:
     return pa.concat_tables(parts) if parts else ASSIGNMENT_SCHEMA.empty_table()
 
 
+#: Above this many (pair, broker, queue id) combinations the per-queue key does not fit an int64.
+PACKED_KEY_LIMIT = 2**62
+
+
+def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Dictionary codes (int64, ``-1`` for null) and the distinct values of a string column."""
+    encoded = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, encoded.dictionary
+
+
 def pair_counts(assignments: pa.Table) -> tuple[pa.Table, pa.Table]:
     """``(per pair, per consumer)`` counts of an assignment table: ``group, topic, queues,
-    unowned, double_owned`` and ``group, topic, consumer, count`` (owned queues per id)."""
-    keys = ["group", "topic", "broker_name", "queue_id"]
-    per_queue = assignments.group_by(keys).aggregate([("consumer", "count")])
-    n = per_queue.column("consumer_count")
-    per_queue = per_queue.append_column("unowned", pc.cast(pc.equal(n, 0), pa.int64())).append_column(
-        "double_owned", pc.cast(pc.greater(n, 1), pa.int64())
-    )
-    per_pair = per_queue.group_by(["group", "topic"]).aggregate(
-        [("queue_id", "count"), ("unowned", "sum"), ("double_owned", "sum")]
-    )
+    unowned, double_owned`` and ``group, topic, consumer, count`` (owned queues per id).
+
+    Grouped on integer codes (the strings are dictionary-encoded once), which is what keeps this
+    cheap inside every executor task."""
+    if assignments.num_rows == 0:
+        per_pair = pa.table({"group": pa.array([], pa.string()), "topic": pa.array([], pa.string())})
+        for name in ("queues", "unowned", "double_owned"):
+            per_pair = per_pair.append_column(name, pa.array([], pa.int64()))
+        per_id = pa.table(
+            {"group": pa.array([], pa.string()), "topic": pa.array([], pa.string())}
+            | {"consumer": pa.array([], pa.string()), "count": pa.array([], pa.int64())}
+        )
+        return per_pair, per_id
+    g, groups = _codes(assignments.column("group"))
+    t, topics = _codes(assignments.column("topic"))
+    b, _ = _codes(assignments.column("broker_name"))
+    c, consumers = _codes(assignments.column("consumer"))
+    q = assignments.column("queue_id").to_numpy().astype(np.int64)
+    pair = g * len(topics) + t
+    pair_ids, pair_of_row = np.unique(pair, return_inverse=True)
+    # one row per (queue, consuming process): the consumers of a queue, counted
+    span = int(b.max()) + 1, int(q.max()) + 1
+    if len(pair_ids) * span[0] * span[1] < PACKED_KEY_LIMIT:  # one int64 key per queue
+        queue_key = (pair_of_row * span[0] + b) * span[1] + q
+        keys, queue_of_row = np.unique(queue_key, return_inverse=True)
+        consumers_per_queue = np.bincount(queue_of_row, weights=c >= 0, minlength=len(keys))
+        pair_of_queue = keys // (span[0] * span[1])
+    else:
+        per_queue = (
+            pa.table({"pair": pair_of_row, "broker": b, "queue": q, "owned": (c >= 0).astype(np.int64)})
+            .group_by(["pair", "broker", "queue"], use_threads=False)
+            .aggregate([("owned", "sum")])
+        )
+        pair_of_queue = per_queue.column("pair").to_numpy()
+        consumers_per_queue = per_queue.column("owned_sum").to_numpy()
+    n = len(pair_ids)
     per_pair = pa.table(
         {
-            "group": per_pair.column("group"),
-            "topic": per_pair.column("topic"),
-            "queues": per_pair.column("queue_id_count"),
-            "unowned": per_pair.column("unowned_sum"),
-            "double_owned": per_pair.column("double_owned_sum"),
+            "group": groups.take(pa.array(pair_ids // len(topics))),
+            "topic": topics.take(pa.array(pair_ids % len(topics))),
+            "queues": pa.array(np.bincount(pair_of_queue, minlength=n).astype(np.int64)),
+            "unowned": pa.array(
+                np.bincount(pair_of_queue, weights=consumers_per_queue == 0, minlength=n).astype(np.int64)
+            ),
+            "double_owned": pa.array(
+                np.bincount(pair_of_queue, weights=consumers_per_queue > 1, minlength=n).astype(np.int64)
+            ),
         }
     )
-    owned = assignments.filter(pc.is_valid(assignments.column("consumer")))
-    per_id = owned.group_by(["group", "topic", "consumer"]).aggregate([("queue_id", "count")])
+    owned = c >= 0
+    keys = pair_of_row[owned] * (len(consumers) + 1) + c[owned]
+    id_keys, counts = np.unique(keys, return_counts=True)
+    id_pairs = pair_ids[id_keys // (len(consumers) + 1)]
     per_id = pa.table(
-        {k: per_id.column(k) for k in ("group", "topic", "consumer")} | {"count": per_id.column("queue_id_count")}
+        {
+            "group": groups.take(pa.array(id_pairs // len(topics))),
+            "topic": topics.take(pa.array(id_pairs % len(topics))),
+            "consumer": consumers.take(pa.array(id_keys % (len(consumers) + 1))),
+            "count": pa.array(counts.astype(np.int64)),
+        }
     )
     return per_pair, per_id
 

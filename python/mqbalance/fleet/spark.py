@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
@@ -128,13 +129,24 @@ def _work_partitions(pairs_table: pa.Table, groups: GroupIndex, n: int) -> pa.Ta
     """``pairs_table`` with a ``part`` column spreading the estimated work (queues × consumers of
     each pair) evenly over ``n`` partitions: heaviest first, snake order."""
     queues = engine.pair_queue_counts(pairs_table)
-    names = pairs_table.column("group").to_pylist()
-    consumers = np.array([max(1, groups.size(g)) if g in groups else 1 for g in names], dtype=np.int64)
+    consumers = np.array([_size(groups, g) for g in pairs_table.column("group").to_pylist()], dtype=np.int64)
     order = np.argsort(-(queues * consumers), kind="stable")
     lap = np.arange(len(order)) % (2 * n)
     part = np.empty(len(order), dtype=np.int32)
     part[order] = np.where(lap < n, lap, 2 * n - 1 - lap)
     return pairs_table.append_column("part", pa.array(part))
+
+
+def _size(groups: GroupIndex, name: str) -> int:
+    try:
+        return max(1, groups.size(name))
+    except KeyError:  # subscribed, no connection
+        return 1
+
+
+#: Tasks per core by default: finer progress and balance; a Python worker (and the broadcast it
+#: reads) is reused from task to task, so more tasks cost little.
+TASKS_PER_CORE = 4
 
 
 def _map_pairs(
@@ -144,31 +156,62 @@ def _map_pairs(
     blocks: Callable[..., Iterator[pa.RecordBatch]],
     schema: str,
     previous: Snapshot | None = None,
+    assignments_dir: str | None = None,
 ) -> Any:
     """The (group, topic, route) pairs spread over the partitions by work, mapped by ``blocks`` in
-    the executors with the consumer groups broadcast once; ``None`` when there are no pairs. With
-    ``previous`` (an earlier snapshot) each pair also carries its earlier route, and ``blocks``
-    receives the earlier groups as ``previous_groups``."""
+    the executors; ``None`` when there are no pairs. Nothing but the partition numbers goes through
+    Spark's rows: the pairs (with their partition) and the consumer groups are broadcast once, and
+    task ``p`` takes the pairs of partition ``p``. With ``previous`` (an earlier snapshot) each pair
+    also carries its earlier route, and ``blocks`` receives the earlier groups as
+    ``previous_groups``. With ``assignments_dir``, ``blocks`` receives an ``assignments`` sink and
+    each task writes its assignment rows to ``part-<p>.parquet`` there."""
     pairs_table = engine.subscription_pairs(snapshot)
     if pairs_table.num_rows == 0:
         return None
     index = snapshot.group_index()
-    # One partition per core by default: each Python task's start-up costs more than a bigger batch.
-    n = partitions or spark.sparkContext.defaultParallelism
+    n = partitions or TASKS_PER_CORE * spark.sparkContext.defaultParallelism
+    n = min(n, pairs_table.num_rows)
     table = _work_partitions(pairs_table, index, n)
     if previous is not None:
         table = engine.with_previous_routes(table, engine.subscription_pairs(previous))
-    pairs = spark.createDataFrame(table).repartitionByRange(n, "part").drop("part")
-    groups = spark.sparkContext.broadcast(index)
-    before = None if previous is None else spark.sparkContext.broadcast(previous.group_index())
+    sc = spark.sparkContext
+    work, groups = sc.broadcast(table), sc.broadcast(index)
+    before = None if previous is None else sc.broadcast(previous.group_index())
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        if before is None:
-            yield from blocks(batches, groups.value)
-        else:
-            yield from blocks(batches, groups.value, previous_groups=before.value)
+        pairs = work.value
+        for batch in batches:
+            for part in batch.column(0).to_pylist():
+                mine = pairs.filter(pc.equal(pairs.column("part"), part)).drop_columns(["part"])
+                extra: dict[str, Any] = {} if before is None else {"previous_groups": before.value}
+                with _assignment_sink(assignments_dir, part) as sink:
+                    if sink is not None:
+                        extra["assignments"] = sink
+                    yield from blocks(mine.to_batches(), groups.value, **extra)
 
-    return pairs.mapInArrow(run, schema)
+    return spark.range(0, n, 1, numPartitions=n).mapInArrow(run, schema)
+
+
+@contextmanager
+def _assignment_sink(directory: str | None, part: int) -> Iterator[Callable[[pa.Table], None] | None]:
+    """A function writing assignment tables to ``directory/part-<part>.parquet`` (in place only
+    once the task is done: a retried task writes the same file again), or ``None``."""
+    if directory is None:
+        yield None
+        return
+    import pyarrow.parquet as pq
+
+    final = os.path.join(directory, f"part-{part:05d}.parquet")
+    tmp = f"{final}.{os.getpid()}.tmp"
+    writer = pq.ParquetWriter(tmp, engine.ASSIGNMENT_SCHEMA)
+    try:
+        yield lambda table: writer.write_table(table.cast(engine.ASSIGNMENT_SCHEMA))
+        writer.close()
+        os.replace(tmp, final)
+    finally:
+        writer.close()
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def assign_fleet(spark: Any, snapshot: Snapshot, *, partitions: int | None = None) -> Any:
@@ -187,6 +230,7 @@ def audit_fleet(
     partitions: int | None = None,
     previous: Snapshot | tuple[Any, Any] | None = None,
     what_if: Iterable[StrategySpec | str] | str = (),
+    assignments_dir: str | os.PathLike[str] | None = None,
 ) -> AuditResult:
     """The audit in one pass: each task assigns its pairs and hands back only their facts
     (:data:`mqbalance.fleet.engine.FACT_SCHEMA`), so no queue row is shuffled, cached or collected.
@@ -194,7 +238,10 @@ def audit_fleet(
     assigns its pairs as they were then and compares queue by queue (:func:`engine.churn`). (The
     assignment DataFrames of this and an earlier snapshot, ``(current, before)``, are still taken:
     they are joined in Spark, a shuffle of every queue.) ``what_if``: candidate strategies whose
-    switch each task also computes from the same assignment (:func:`mqbalance.fleet.engine.what_if`)."""
+    switch each task also computes from the same assignment (:func:`mqbalance.fleet.engine.what_if`).
+    ``assignments_dir``: a directory every executor can write (local mode, or a shared file system),
+    created or emptied; each task also writes its assignment rows there as ``part-<p>.parquet``
+    (what :func:`assign_fleet` gives, without assigning the fleet a second time), then ``_SUCCESS``."""
     schema = (
         "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long, "
         "strategy string, moved long, max_load long, idle long"
@@ -203,15 +250,36 @@ def audit_fleet(
     earlier = previous if isinstance(previous, Snapshot) else None
     churn = None if previous is None or isinstance(previous, Snapshot) else _churn(previous[0], previous[1])
     blocks = partial(engine.fact_blocks, candidates=candidates)
-    facts = _map_pairs(spark, snapshot, partitions, blocks, schema, previous=earlier)
+    target = None if assignments_dir is None else _empty_dir(assignments_dir)
+    facts = _map_pairs(spark, snapshot, partitions, blocks, schema, previous=earlier, assignments_dir=target)
     if facts is None:
+        if target is not None:
+            _write_empty_assignments(target)
         return summarise(snapshot, [], [], churn if earlier is None else {})
     table = pa.Table.from_batches(facts._collect_as_arrow(), schema=engine.FACT_SCHEMA)
+    if target is not None:
+        open(os.path.join(target, "_SUCCESS"), "w").close()
     per_pair, per_id = engine.split_facts(table)
     if earlier is not None:
         moved = per_pair.column("moved").to_pylist()
         churn = dict(zip(zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist()), moved))
     return summarise(snapshot, per_pair, per_id, churn, what_if=engine.what_if_facts(table))
+
+
+def _empty_dir(path: str | os.PathLike[str]) -> str:
+    """``path`` as an absolute str, created, with nothing left from an earlier run."""
+    target = os.path.abspath(os.fspath(path))
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+    os.makedirs(target)
+    return target
+
+
+def _write_empty_assignments(target: str) -> None:
+    import pyarrow.parquet as pq
+
+    pq.write_table(engine.ASSIGNMENT_SCHEMA.empty_table(), os.path.join(target, "part-00000.parquet"))
+    open(os.path.join(target, "_SUCCESS"), "w").close()
 
 
 def _churn(assignments: Any, previous: Any) -> dict[tuple[str, str], int]:
