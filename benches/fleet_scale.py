@@ -24,35 +24,50 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+#: Groups of a generated fleet: one per topic up to this many, then topics are shared out among
+#: them (a large fleet has thousands of groups, each subscribing to many topics, not one group per topic).
+MAX_GROUPS = 1_000
+#: ... and one more group per this many readable queues beyond (3×10^7 queues: 3,000 groups).
+QUEUES_PER_GROUP = 10_000
 
-def make_fleet(queues: int, directory: Path, seed: int = 1, *, leave_every: int = 0) -> int:
-    """A fleet of about ``queues`` readable queues; ``leave_every`` > 0 drops every such consumer of
-    each group (the same fleet with some members gone: what ``--previous`` compares)."""
+
+def make_fleet(
+    queues: int, directory: Path, seed: int = 1, *, leave_every: int = 0, connection_heavy: bool = False
+) -> int:
+    """A fleet of about ``queues`` readable queues: topics of 8-1,024 queues over 8 brokers, groups of
+    1-1,000 consumers (log-uniform) on AVG / AVG_BY_CIRCLE / CONSISTENT_HASH, 1 % of them with a
+    duplicated client id; ``max(MAX_GROUPS, queues / QUEUES_PER_GROUP)`` groups (at most one per
+    topic), topic ``i`` subscribed by group ``i mod groups``. ``connection_heavy``: one group per
+    topic instead (about one connection per queue: the per-connection cost at its worst).
+    ``leave_every`` > 0 drops every such consumer of each group (the same fleet with some members
+    gone: what ``--previous`` compares). Returns the readable queue count."""
     rng = np.random.default_rng(seed)
     sizes = np.array([8, 16, 32, 64, 128, 256, 512, 1024])
-    per_topic: list[int] = []
-    while sum(per_topic) < queues:
-        per_topic.append(int(rng.choice(sizes, p=[0.1, 0.15, 0.2, 0.2, 0.15, 0.1, 0.06, 0.04])))
+    counts = rng.choice(sizes, size=queues // 8 + 8, p=[0.1, 0.15, 0.2, 0.2, 0.15, 0.1, 0.06, 0.04])
+    per_topic = counts[: int(np.searchsorted(np.cumsum(counts), queues)) + 1]
     n = len(per_topic)
-    topics = [f"Topic{i:07d}" for i in range(n)]
-    brokers = [f"broker-{b:02d}" for b in range(8)]
+    groups = n if connection_heavy else min(n, max(MAX_GROUPS, queues // QUEUES_PER_GROUP))
+    topics = np.char.add("Topic", np.char.zfill(np.arange(n).astype(str), 8))
+    brokers = np.array([f"broker-{b:02d}" for b in range(8)])
+    per_broker = np.repeat(per_topic // 8, 8)
     qd = {
-        "topic": [t for t in topics for _ in brokers],
-        "broker_name": brokers * n,
-        "read_queue_nums": [q // 8 for q in per_topic for _ in brokers],
-        "write_queue_nums": [q // 8 for q in per_topic for _ in brokers],
-        "perm": [6] * (8 * n),
+        "topic": np.repeat(topics, 8),
+        "broker_name": np.tile(brokers, n),
+        "read_queue_nums": per_broker,
+        "write_queue_nums": per_broker,
+        "perm": np.full(8 * n, 6),
     }
-    consumers = np.minimum(np.exp(rng.uniform(0, np.log(1000), n)).astype(int) + 1, 1000)
-    strategies = np.array(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])[rng.integers(0, 3, n)]
+    consumers = np.minimum(np.exp(rng.uniform(0, np.log(1000), groups)).astype(int) + 1, 1000)
+    strategies = np.array(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])[rng.integers(0, 3, groups)]
+    names = np.char.add("cg-", np.char.zfill(np.arange(groups).astype(str), 7))
     group, client, strategy = [], [], []
-    for i in range(n):
+    for i in range(groups):
         ids = [f"10.{i % 250}.{j // 250}.{j % 250}@{i}" for j in range(int(consumers[i]))]
         if i % 100 == 7 and len(ids) > 1:
             ids[1] = ids[0]  # a duplicated client id
         if leave_every:
             ids = [x for j, x in enumerate(ids) if j % leave_every != leave_every - 1] or ids[:1]
-        group += [f"cg-{i:07d}"] * len(ids)
+        group += [str(names[i])] * len(ids)
         client += ids
         strategy += [str(strategies[i])] * len(ids)
     directory.mkdir(parents=True, exist_ok=True)
@@ -61,9 +76,9 @@ def make_fleet(queues: int, directory: Path, seed: int = 1, *, leave_every: int 
         pa.table({"group": group, "client_id": client, "strategy": strategy}), directory / "connections.parquet"
     )
     pq.write_table(
-        pa.table({"group": [f"cg-{i:07d}" for i in range(n)], "topic": topics}), directory / "subscriptions.parquet"
+        pa.table({"group": names[np.arange(n) % groups], "topic": topics}), directory / "subscriptions.parquet"
     )
-    return sum(per_topic)
+    return int(per_topic.sum())
 
 
 def _tree_rss(root: int) -> int:

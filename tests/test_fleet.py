@@ -512,3 +512,39 @@ def test_pair_counts_match_a_count_of_every_row(rows, packed):
     }
     assert got_pair == want_pair
     assert got_id == dict(want_id)
+
+
+def test_audit_rows_and_totals_match_a_count_per_connection():
+    """Loads, idle processes, fair shares and the idle total, counted here connection by
+    connection from the assignment rows, against the audit (which never loops per process)."""
+    snap = snapshot_from_dict(example_fleet(9), "example")
+    result = audit_snapshot(snap)
+    groups = snap.consumer_groups()
+    owned: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    queues: dict[tuple[str, str], set] = defaultdict(set)
+    for r in assign_snapshot(snap).to_pylist():
+        queues[(r["group"], r["topic"])].add((r["broker_name"], r["queue_id"]))
+        if r["consumer"] is not None:
+            owned[(r["group"], r["topic"])][r["consumer"]] += 1
+    per_process, fair_share, busy = [], [], defaultdict(set)
+    for row in result.rows:
+        group, key = groups[row.group], (row.group, row.topic)
+        ids = [c.client_id for c in group.connections]
+        loads = [owned[key][cid] // ids.count(cid) for cid in ids]
+        assert (row.processes, row.queues) == (len(ids), len(queues[key]))
+        assert (row.min_per_process, row.max_per_process) == (min(loads), max(loads))
+        assert row.idle_processes == loads.count(0)
+        assert row.mean_per_process == round(sum(loads) / len(loads), 3)
+        per_process += loads
+        if row.message_model == "CLUSTERING":
+            fair_share += [x / (row.queues / len(ids)) for x in loads]
+            busy[row.group] |= {j for j, x in enumerate(loads) if x}
+    assert sorted(result.per_process.tolist()) == sorted(per_process)
+    assert sorted(result.fair_share.tolist()) == pytest.approx(sorted(fair_share))
+    clustering = [g for g, v in groups.items() if v.message_model.value == "CLUSTERING"]
+    idle_anywhere = sum(len(groups[g].connections) - len(busy[g]) for g in clustering)
+    assert result.totals["idle_processes"] == idle_anywhere
+    assert result.totals["idle_process_topics"] == sum(
+        r.idle_processes for r in result.rows if r.message_model == "CLUSTERING"
+    )
+    assert any(groups[g].duplicated_ids for g in clustering)  # the example plants duplicated ids

@@ -18,12 +18,16 @@ min/max/mean queues per process, skew (max / mean), churn — and :class:`Findin
 from __future__ import annotations
 
 import enum
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqbalance.fleet.snapshot import MessageModel, Snapshot
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
 
 __all__ = ["FINDING_KINDS", "AuditResult", "Finding", "FindingKind", "PairRow", "WhatIfRow", "summarise"]
 
@@ -142,9 +146,10 @@ class AuditResult:
     rows: list[PairRow]
     findings: list[Finding]
     totals: dict[str, int]
-    per_process: list[int] = field(default_factory=list)
+    #: per process and subscribed topic: the queues it consumes
+    per_process: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: per clustering process and subscribed topic: its queues over its fair share (queues / processes)
-    fair_share: list[float] = field(default_factory=list)
+    fair_share: np.ndarray = field(default_factory=lambda: np.zeros(0))
     #: per clustering (group, topic) and candidate strategy: what a switch would do (empty unless asked)
     what_if: list[WhatIfRow] = field(default_factory=list)
 
@@ -164,6 +169,77 @@ def _records(table: Any) -> Iterable[Mapping[str, Any]]:
     return [r.asDict() if hasattr(r, "asDict") else r for r in table]
 
 
+def _arrow(table: Any, columns: Mapping[str, pa.DataType]) -> pa.Table:
+    """``columns`` of an Arrow table, a list of dicts or of Spark ``Row`` s, as an Arrow table."""
+    if isinstance(table, pa.Table):
+        return table.select(list(columns)).cast(pa.schema(list(columns.items())))
+    rows = list(_records(table))
+    return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in columns.items()})
+
+
+class _Loads:
+    """Queues per process of every (group, topic), from the per-id counts: only ids that consume
+    something have a count; every other process of the pair is idle. A duplicated id's ``k``
+    connections share its count (``count // k`` each, the engine's rows give the id all of them)."""
+
+    def __init__(self, pairs: pa.Table, per_id: pa.Table, groups: Mapping[str, ConsumerGroup]) -> None:
+        n = pairs.num_rows
+        index = pa.table({"group": pairs.column("group"), "topic": pairs.column("topic"), "p": np.arange(n)})
+        joined = per_id.join(index, ["group", "topic"], use_threads=False)
+        p = joined.column("p").to_numpy()
+        count = joined.column("count").to_numpy()
+        k = np.ones(len(p), dtype=np.int64)
+        dup_groups = [g for g in set(pairs.column("group").to_pylist()) if g in groups and groups[g].duplicated_ids]
+        if dup_groups:
+            mask = pc.is_in(joined.column("group"), pa.array(dup_groups, pa.string())).to_numpy(zero_copy_only=False)
+            for j, g, cid in zip(
+                np.flatnonzero(mask),
+                joined.column("group").filter(mask).to_pylist(),
+                joined.column("consumer").filter(mask).to_pylist(),
+            ):
+                k[j] = groups[g].id_counts.get(cid, 1)
+        load = count // k
+        names = pairs.column("group").to_pylist()
+        self.processes = np.array([len(groups[g].connections) if g in groups else 0 for g in names], dtype=np.int64)
+        busy = np.bincount(p, weights=k * (load > 0), minlength=n).astype(np.int64)
+        self.idle = self.processes - busy
+        self.total = np.bincount(p, weights=k * load, minlength=n).astype(np.int64)
+        self.max = np.zeros(n, dtype=np.int64)
+        np.maximum.at(self.max, p, load)
+        low = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(low, p, load)
+        self.min = np.where((self.idle > 0) | (low == np.iinfo(np.int64).max), 0, low)
+        self.p, self.load, self.k = p, load, k
+        busy_ids = pa.table({"group": joined.column("group"), "consumer": joined.column("consumer"), "k": k}).filter(
+            pa.array(load > 0)
+        )
+        per_group = (
+            busy_ids.group_by(["group", "consumer"], use_threads=False)
+            .aggregate([("k", "max")])
+            .group_by("group", use_threads=False)
+            .aggregate([("k_max", "sum")])
+        )
+        #: per group: its processes that consume something of some topic
+        self.busy_processes = dict(
+            zip(per_group.column("group").to_pylist(), per_group.column("k_max_sum").to_pylist())
+        )
+
+    def per_process(self) -> np.ndarray:
+        """Every process's queues on every subscribed topic (idle ones as 0)."""
+        busy = self.load > 0
+        return np.concatenate(
+            [np.repeat(self.load[busy], self.k[busy]), np.zeros(int(self.idle.sum()), dtype=np.int64)]
+        )
+
+    def fair_share(self, queues: np.ndarray, clustering: np.ndarray) -> np.ndarray:
+        """Per process and topic of clustering pairs: queues / (the pair's queues / processes)."""
+        fair = np.where(self.processes > 0, queues / np.maximum(self.processes, 1), 0.0)
+        keep = (clustering & (queues > 0) & (self.processes > 0))[self.p] & (self.load > 0)
+        shares = np.repeat(self.load[keep] / fair[self.p[keep]], self.k[keep])
+        idle = int(self.idle[clustering & (queues > 0) & (self.processes > 0)].sum())
+        return np.concatenate([shares, np.zeros(idle)])
+
+
 def summarise(
     snapshot: Snapshot,
     per_pair: Any,
@@ -174,16 +250,14 @@ def summarise(
     """The audit of one snapshot from the engine's counts: ``per_pair`` rows ``(group, topic,
     queues, unowned, double_owned)``, ``per_id`` rows ``(group, topic, consumer, count)``;
     ``churn`` (moved queues per pair) when a previous snapshot was compared; ``what_if`` rows
-    (:func:`mqbalance.fleet.engine.what_if`) when candidate strategies were tried."""
+    (:func:`mqbalance.fleet.engine.what_if`) when candidate strategies were tried. Vectorised over
+    the pairs: nothing here is per process."""
     groups = snapshot.consumer_groups()
-    owned_by_id: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    for r in _records(per_id):
-        owned_by_id[(r["group"], r["topic"])][r["consumer"]] = r["count"]
+    pairs = _arrow(per_pair, PAIR_COUNT_COLUMNS).sort_by([("group", "ascending"), ("topic", "ascending")])
+    ids = _arrow(per_id, ID_COUNT_COLUMNS)
     readable = snapshot.readable_routes()
     findings: list[Finding] = []
     rows: list[PairRow] = []
-    per_process: list[int] = []
-    fair_share: list[float] = []
 
     for g, group in sorted(groups.items()):
         for cid in group.duplicated_ids:
@@ -202,21 +276,19 @@ def summarise(
         if t not in readable:
             detail = f"no readable queue of {t} in the snapshot: the group consumes nothing of it"
             findings.append(Finding(FindingKind.MISSING_ROUTE, g, t, 1, detail))
-    for r in sorted(_records(per_pair), key=lambda r: (r["group"], r["topic"])):
-        g, t = r["group"], r["topic"]
+    loads = _Loads(pairs, ids, groups)
+    queues_of = pairs.column("queues").to_numpy()
+    pair_groups = pairs.column("group").to_pylist()
+    clustering_of = np.array(
+        [g not in groups or groups[g].message_model is MessageModel.CLUSTERING for g in pair_groups], dtype=bool
+    )
+    for p, (g, t, queues, unowned, double_owned) in enumerate(
+        zip(*(pairs.column(c).to_pylist() for c in ("group", "topic", "queues", "unowned", "double_owned")))
+    ):
         found = groups.get(g)
-        conns = found.connections if found else ()
         model = found.message_model if found else MessageModel.CLUSTERING
-        id_counts = found.id_counts if found else {}
-        owned = owned_by_id.get((g, t), {})
-        loads = [owned.get(c.client_id, 0) // id_counts[c.client_id] for c in conns]
-        per_process.extend(loads)
-        if model is MessageModel.CLUSTERING and loads and int(r["queues"]):
-            fair = int(r["queues"]) / len(loads)
-            fair_share.extend(x / fair for x in loads)
-        idle = sum(1 for x in loads if x == 0)
-        mean = (sum(loads) / len(loads)) if loads else 0.0
-        queues, unowned, double_owned = int(r["queues"]), int(r["unowned"]), int(r["double_owned"])
+        processes, idle = int(loads.processes[p]), int(loads.idle[p])
+        mean = float(loads.total[p]) / processes if processes else 0.0
         moved = None if churn is None else churn.get((g, t), 0)
         rows.append(
             PairRow(
@@ -225,15 +297,15 @@ def summarise(
                 message_model=model.value,
                 strategies=",".join(sorted({spec.display_name for spec in found.strategies} if found else ())),
                 queues=queues,
-                processes=len(conns),
-                client_ids=len(id_counts),
+                processes=processes,
+                client_ids=len(found.id_counts) if found else 0,
                 unowned=unowned,
                 double_owned=double_owned,
                 idle_processes=idle,
-                min_per_process=min(loads, default=0),
-                max_per_process=max(loads, default=0),
+                min_per_process=int(loads.min[p]),
+                max_per_process=int(loads.max[p]),
                 mean_per_process=round(mean, 3),
-                skew=round(max(loads, default=0) / mean, 3) if mean else None,
+                skew=round(int(loads.max[p]) / mean, 3) if mean else None,
                 churn=moved,
             )
         )
@@ -245,11 +317,13 @@ def summarise(
             detail = f"{double_owned} queues are consumed by more than one process"
             findings.append(Finding(FindingKind.DOUBLE_OWNED, g, t, double_owned, detail))
         if idle and clustering:
-            detail = f"{idle} of {len(conns)} processes consume nothing ({queues} queues)"
+            detail = f"{idle} of {processes} processes consume nothing ({queues} queues)"
             findings.append(Finding(FindingKind.IDLE_CONSUMER, g, t, idle, detail))
         if moved:
             detail = f"{moved} queues changed consumers since the previous snapshot"
             findings.append(Finding(FindingKind.CHURN, g, t, moved, detail))
+    per_process = loads.per_process()
+    fair_share = loads.fair_share(queues_of, clustering_of)
     stranded: Counter[str] = Counter()
     for row in rows:
         stranded[row.group] += row.unowned
@@ -271,7 +345,12 @@ def summarise(
         "unowned_queues": total(FindingKind.UNOWNED),
         "double_owned_queues": total(FindingKind.DOUBLE_OWNED),
         "duplicated_client_ids": number(FindingKind.DUPLICATE_CLIENT_ID),
-        "idle_processes": total(FindingKind.IDLE_CONSUMER),
+        "idle_processes": sum(
+            len(v.connections) - loads.busy_processes.get(g, 0)
+            for g, v in groups.items()
+            if v.message_model is MessageModel.CLUSTERING
+        ),
+        "idle_process_topics": total(FindingKind.IDLE_CONSUMER),
         "strategy_mismatched_groups": number(FindingKind.STRATEGY_MISMATCH),
         "missing_routes": number(FindingKind.MISSING_ROUTE),
     }
@@ -293,3 +372,13 @@ def summarise(
         for w in sorted(_records(what_if or []), key=lambda w: (w["group"], w["topic"], w["strategy"]))
     ]
     return AuditResult(rows, findings, totals, per_process, fair_share, switched)
+
+
+PAIR_COUNT_COLUMNS = {
+    "group": pa.string(),
+    "topic": pa.string(),
+    "queues": pa.int64(),
+    "unowned": pa.int64(),
+    "double_owned": pa.int64(),
+}
+ID_COUNT_COLUMNS = {"group": pa.string(), "topic": pa.string(), "consumer": pa.string(), "count": pa.int64()}
