@@ -1,4 +1,4 @@
-"""A real Spark standalone cluster on loopback for the tests: one master and one worker started
+"""A real Spark standalone cluster on loopback for the tests: one master and two workers started
 from the installed pyspark (``spark-class org.apache.spark.deploy.master.Master`` /
 ``…worker.Worker``) on free ports, ready when their logs say so, stopped by PID (the worker's
 whole process group, so its executors and their Python workers go too) and their temp dirs
@@ -114,7 +114,7 @@ class SparkCluster:
         return "\n".join(parts)
 
     def executor_dirs(self) -> list[Path]:
-        """The worker's executor directories (``work/app-…/N``), one per executor it started."""
+        """The workers' executor directories (``work/app-…/N``), one per executor started."""
         return sorted(p for p in (self.root / "work").glob("app-*/*") if p.is_dir())
 
     def stop(self) -> None:
@@ -154,9 +154,11 @@ def daemon_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def start_cluster(*, worker_env: Mapping[str, str] | None = None, timeout: float = START_TIMEOUT_S) -> SparkCluster:
-    """Start a master and one worker (1 core, :data:`WORKER_MEMORY`) on free loopback ports and
-    wait until the worker has registered. ``worker_env`` adds variables to the worker's
+def start_cluster(
+    *, workers: int = 2, worker_env: Mapping[str, str] | None = None, timeout: float = START_TIMEOUT_S
+) -> SparkCluster:
+    """Start a master and ``workers`` workers (1 core, :data:`WORKER_MEMORY` each) on free loopback
+    ports and wait until every worker has registered. ``worker_env`` adds variables to the worker's
     environment (its executors inherit it). Raises ``RuntimeError`` with the logs if either does
     not come up; nothing is left running then."""
     root = Path(tempfile.mkdtemp(prefix="mqbalance-spark-cluster-"))
@@ -176,21 +178,23 @@ def start_cluster(*, worker_env: Mapping[str, str] | None = None, timeout: float
         )
         cluster.daemons.append(master)
         master.wait_for("New state: ALIVE", timeout)
-        work = root / "work"
+        work = root / "work"  # shared: executor directories are app-…/<executor id>, unique per app
         work.mkdir()
-        worker = _start_daemon(
-            "worker",
-            [
-                "org.apache.spark.deploy.worker.Worker",
-                url,
-                *("--host", "127.0.0.1", "--port", str(free_port()), "--webui-port", "0"),
-                *("--cores", "1", "--memory", WORKER_MEMORY, "--work-dir", str(work)),
-            ],
-            daemon_env(worker_env),
-            root,
-        )
-        cluster.daemons.append(worker)
-        worker.wait_for("Successfully registered with master", timeout)
+        for k in range(workers):
+            worker = _start_daemon(
+                f"worker-{k}",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    url,
+                    *("--host", "127.0.0.1", "--port", str(free_port()), "--webui-port", "0"),
+                    *("--cores", "1", "--memory", WORKER_MEMORY, "--work-dir", str(work)),
+                ],
+                daemon_env(worker_env),
+                root,
+            )
+            cluster.daemons.append(worker)
+        for worker in cluster.daemons[1:]:
+            worker.wait_for("Successfully registered with master", timeout)
     except BaseException:
         cluster.stop()
         raise
@@ -249,7 +253,7 @@ def bare_python(root: Path) -> str:
 
 @pytest.fixture(scope="module")
 def spark_cluster() -> Iterator[SparkCluster]:
-    """A master and one worker for the tests of one module; stopped (by PID) and cleaned up
+    """A master and two workers for the tests of one module; stopped (by PID) and cleaned up
     after them, whatever happened."""
     cluster = start_cluster()
     try:

@@ -1,5 +1,5 @@
-"""``mqbalance audit --master spark://…`` end to end on a real standalone cluster (one master, one
-worker, on loopback; see ``spark_cluster.py``), each run in its own driver process, compared
+"""``mqbalance audit --master spark://…`` end to end on a real standalone cluster (one master, two
+workers, on loopback; see ``spark_cluster.py``), each run in its own driver process, compared
 with local mode: the same assignment rows, findings, totals and per-(group, topic) table.
 
 Two kinds of workers: one whose Python has mqbalance (this venv's interpreter, with this checkout
@@ -70,9 +70,10 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def assert_ran_on(cluster: SparkCluster, before: set[Path]) -> None:
-    """A new application got an executor on the worker (so the run did not fall back to local)."""
+    """A new application got an executor on each worker (so the run did not fall back to local,
+    and the work was spread over both)."""
     new = set(cluster.executor_dirs()) - before
-    assert new, "no executor was started on the cluster's worker"
+    assert len(new) >= 2, f"executors started on the workers: {sorted(map(str, new))}"
 
 
 def test_audit_on_a_standalone_cluster_equals_local_mode(spark_cluster, local_mode, tmp_path):
