@@ -15,7 +15,14 @@
 
 from collections.abc import Iterable
 
-from mqbalance.fleet.engine import DEFAULT_WHAT_IF, assign_snapshot, churn, pair_counts, what_if_candidates
+from mqbalance.fleet.engine import (
+    DEFAULT_WHAT_IF,
+    assign_snapshot,
+    churn,
+    load_facts,
+    pair_counts,
+    what_if_candidates,
+)
 from mqbalance.fleet.engine import what_if as engine_what_if
 from mqbalance.fleet.example import HAZARD_GROUPS, example_fleet, example_pair, scaled_fleet
 from mqbalance.fleet.findings import FINDING_KINDS, AuditResult, Finding, FindingKind, PairRow, WhatIfRow, summarise
@@ -81,4 +88,4 @@ def audit_snapshot(
         per_pair = churn(assignments, assign_snapshot(previous))
         keys = zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist())
         moved = dict(zip(keys, per_pair.column("moved").to_pylist()))
-    return summarise(snapshot, *pair_counts(assignments), moved, what_if=rows)
+    return summarise(snapshot, *load_facts(*pair_counts(assignments), snapshot.consumer_groups()), moved, what_if=rows)

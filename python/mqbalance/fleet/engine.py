@@ -49,7 +49,10 @@ from mqbalance.registry import StrategySpec
 __all__ = [
     "ASSIGNMENT_SCHEMA",
     "DEFAULT_WHAT_IF",
+    "BUSY_SCHEMA",
     "FACT_SCHEMA",
+    "LOAD_SCHEMA",
+    "PAIR_FACT_COLUMNS",
     "PAIR_SCHEMA",
     "WHAT_IF_SCHEMA",
     "assign_batch",
@@ -57,6 +60,7 @@ __all__ = [
     "assign_snapshot",
     "churn",
     "expand_pairs",
+    "load_facts",
     "pair_counts",
     "subscription_pairs",
     "what_if",
@@ -316,7 +320,7 @@ def fact_blocks(
             if previous_groups is not None:
                 before = _assign_pairs(_previous_pairs(part), previous_groups)
                 moved = churn(table, before)
-            yield from facts(table, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+            yield from facts(table, groups, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
 
 
 def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Table:
@@ -422,12 +426,93 @@ FACT_SCHEMA = pa.schema(
         ("moved", pa.int64()),
         ("max_load", pa.int64()),
         ("idle", pa.int64()),
+        ("processes", pa.int64()),
+        ("load_total", pa.int64()),
+        ("min_load", pa.int64()),
+        ("load", pa.int64()),
     ]
 )
-"""Audit facts in one table: a pair row (``consumer`` and ``strategy`` null) with ``queues, unowned,
-double_owned`` (and ``moved``, its :func:`churn`, when an earlier snapshot was compared); a
-(pair, consumer) row with ``count``, the queues that id consumes; or a what-if
-row (``strategy`` set, :func:`what_if`) with ``queues, moved, max_load, idle``."""
+"""Audit facts in one table, a few rows per pair whatever its size: a pair row (``consumer``,
+``strategy`` and ``load`` null) with ``queues, unowned, double_owned`` (and ``moved``, its
+:func:`churn`, when an earlier snapshot was compared) and its loads ``processes, idle, load_total,
+min_load, max_load``; a load row (``load`` set) with ``count``, the processes of the pair
+consuming that many queues (> 0); a busy row (``consumer`` set): an id consuming something of the
+pair; or a what-if row (``strategy`` set, :func:`what_if`) with ``queues, moved, max_load, idle``.
+:func:`load_facts` computes them, :func:`split_facts` takes them apart."""
+
+#: The pair columns of :func:`load_facts` (what :func:`mqbalance.fleet.findings.summarise` reads).
+PAIR_FACT_COLUMNS = (
+    *("group", "topic", "queues", "unowned", "double_owned"),
+    *("processes", "idle", "load_total", "min_load", "max_load"),
+)
+LOAD_SCHEMA = pa.schema([("group", pa.string()), ("topic", pa.string()), ("load", pa.int64()), ("count", pa.int64())])
+BUSY_SCHEMA = pa.schema([("group", pa.string()), ("consumer", pa.string())])
+
+
+def load_facts(
+    per_pair: pa.Table, per_id: pa.Table, groups: Mapping[str, ConsumerGroup]
+) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """:func:`pair_counts` ``(per_pair, per_id)`` folded into what an audit keeps, none of it per
+    process: ``per_pair`` with ``processes, idle, load_total, min_load, max_load`` (queues per
+    process); the loads (:data:`LOAD_SCHEMA`: per pair and load > 0, how many processes consume
+    that many); the busy ids (:data:`BUSY_SCHEMA`: per group, the distinct ids consuming
+    something). A duplicated id's ``k`` connections share its count (``count // k`` each).
+
+    >>> from mqbalance.fleet.snapshot import snapshot_from_dict
+    >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
+    ...     {"brokerName": "b", "readQueueNums": 3, "writeQueueNums": 3, "perm": 6}]}},
+    ...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": c} for c in "abcd"]}}})
+    >>> pairs, loads, busy = load_facts(*pair_counts(assign_snapshot(snap)), snap.consumer_groups())
+    >>> pairs.select(["processes", "idle", "min_load", "max_load"]).to_pylist(), loads["count"].to_pylist()
+    ([{'processes': 4, 'idle': 1, 'min_load': 0, 'max_load': 1}], [3])
+    """
+    n = per_pair.num_rows
+    index = pa.table({"group": per_pair.column("group"), "topic": per_pair.column("topic"), "p": np.arange(n)})
+    joined = per_id.select(["group", "topic", "consumer", "count"]).join(index, ["group", "topic"], use_threads=False)
+    p = joined.column("p").to_numpy()
+    k = np.ones(len(p), dtype=np.int64)
+    names = per_pair.column("group").to_pylist()
+    duplicated = [g for g in set(names) if g in groups and groups[g].duplicated_ids]
+    if duplicated:
+        mask = pc.is_in(joined.column("group"), pa.array(duplicated, pa.string())).to_numpy(zero_copy_only=False)
+        rows = zip(joined.column("group").filter(mask).to_pylist(), joined.column("consumer").filter(mask).to_pylist())
+        k[mask] = [groups[g].id_counts.get(cid, 1) for g, cid in rows]
+    load = joined.column("count").to_numpy() // k
+    processes = np.array([len(groups[g].connections) if g in groups else 0 for g in names], dtype=np.int64)
+    busy = load > 0
+    idle = processes - np.bincount(p[busy], weights=k[busy], minlength=n).astype(np.int64)
+    high = np.zeros(n, dtype=np.int64)
+    np.maximum.at(high, p, load)
+    low = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(low, p[busy], load[busy])
+    pairs = per_pair.select(["group", "topic", "queues", "unowned", "double_owned"])
+    for name, values in (
+        ("processes", processes),
+        ("idle", idle),
+        ("load_total", np.bincount(p, weights=k * load, minlength=n).astype(np.int64)),
+        ("min_load", np.where((idle > 0) | (low == np.iinfo(np.int64).max), 0, low)),
+        ("max_load", high),
+    ):
+        pairs = pairs.append_column(name, pa.array(values, pa.int64()))
+    per_load = (
+        pa.table({"p": p[busy], "load": load[busy], "k": k[busy]})
+        .group_by(["p", "load"], use_threads=False)
+        .aggregate([("k", "sum")])
+    )
+    at = pa.array(per_load.column("p").to_numpy())
+    loads = pa.table(
+        [
+            pairs.column("group").take(at),
+            pairs.column("topic").take(at),
+            per_load.column("load"),
+            per_load.column("k_sum"),
+        ],
+        schema=LOAD_SCHEMA,
+    )
+    used = pa.table({"group": joined.column("group"), "consumer": joined.column("consumer")}).filter(pa.array(busy))
+    busy_ids = used.group_by(["group", "consumer"], use_threads=False).aggregate([]).cast(BUSY_SCHEMA)
+    return pairs, loads, busy_ids
+
 
 WHAT_IF_SCHEMA = pa.schema(
     [
@@ -666,39 +751,51 @@ def churn(current: pa.Table, previous: pa.Table) -> pa.Table:
     return pa.table({"group": out.column("group"), "topic": out.column("topic"), "moved": out.column("moved_sum")})
 
 
-def facts(assignments: pa.Table, what_if_rows: pa.Table | None = None, moved: pa.Table | None = None) -> pa.Table:
-    """:func:`pair_counts` of an assignment table (and :func:`what_if` rows, if given) as
+def facts(
+    assignments: pa.Table,
+    groups: Mapping[str, ConsumerGroup],
+    what_if_rows: pa.Table | None = None,
+    moved: pa.Table | None = None,
+) -> pa.Table:
+    """:func:`load_facts` of an assignment table (and :func:`what_if` rows, if given) as
     :data:`FACT_SCHEMA` rows; ``moved`` (:func:`churn`) fills the pair rows' ``moved``. Every queue
-    of a pair is in the same assignment table, so the facts of separate tables simply concatenate."""
-    per_pair, per_id = pair_counts(assignments)
+    of a pair is in the same assignment table, so the facts of separate tables simply concatenate
+    (busy rows may repeat across tables: :func:`split_facts` keeps each once)."""
+    per_pair, loads, busy = load_facts(*pair_counts(assignments), groups)
     if moved is not None:
         per_pair = per_pair.join(moved, ["group", "topic"], join_type="left outer", use_threads=False)
         per_pair = per_pair.set_column(
             per_pair.schema.get_field_index("moved"), "moved", pc.fill_null(per_pair.column("moved"), 0)
         )
-    n, m = per_pair.num_rows, per_id.num_rows
 
-    def rows(n: int, **columns: Any) -> pa.Table:
-        return pa.table({f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in FACT_SCHEMA}, schema=FACT_SCHEMA)
+    def rows(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+        n = table.num_rows
+        return pa.table(
+            {f.name: table.column(f.name) if f.name in columns else pa.nulls(n, f.type) for f in FACT_SCHEMA},
+            schema=FACT_SCHEMA,
+        )
 
     parts = [
-        rows(n, **{k: per_pair.column(k) for k in per_pair.column_names}),
-        rows(m, **{k: per_id.column(k) for k in ("group", "topic", "consumer", "count")}),
+        rows(per_pair, per_pair.column_names),
+        rows(loads, LOAD_SCHEMA.names),
+        rows(busy, BUSY_SCHEMA.names),
     ]
     if what_if_rows is not None and what_if_rows.num_rows:
-        parts.append(rows(what_if_rows.num_rows, **{k: what_if_rows.column(k) for k in WHAT_IF_SCHEMA.names}))
+        parts.append(rows(what_if_rows, WHAT_IF_SCHEMA.names))
     return pa.concat_tables(parts)
 
 
-def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """``(per pair, per consumer)`` back from :data:`FACT_SCHEMA` rows (as :func:`pair_counts`);
-    the what-if rows are :func:`what_if_facts`."""
+def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """``(per pair, loads, busy ids)`` back from :data:`FACT_SCHEMA` rows (as :func:`load_facts`
+    gives them; busy ids once each); the what-if rows are :func:`what_if_facts`."""
     is_what_if = pc.is_valid(table.column("strategy"))
-    is_id = pc.is_valid(table.column("consumer"))
-    is_pair = pc.invert(pc.or_(is_what_if, is_id))
-    per_pair = table.filter(is_pair).select(["group", "topic", "queues", "unowned", "double_owned", "moved"])
-    per_id = table.filter(is_id).select(["group", "topic", "consumer", "count"])
-    return per_pair, per_id
+    is_busy = pc.is_valid(table.column("consumer"))
+    is_load = pc.is_valid(table.column("load"))
+    is_pair = pc.invert(pc.or_(pc.or_(is_what_if, is_busy), is_load))
+    per_pair = table.filter(is_pair).select([*PAIR_FACT_COLUMNS, "moved"])
+    loads = table.filter(is_load).select(LOAD_SCHEMA.names)
+    busy = table.filter(is_busy).select(BUSY_SCHEMA.names).group_by(BUSY_SCHEMA.names, use_threads=False).aggregate([])
+    return per_pair, loads, busy.cast(BUSY_SCHEMA)
 
 
 def what_if_facts(table: pa.Table) -> pa.Table:

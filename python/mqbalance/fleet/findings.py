@@ -1,16 +1,16 @@
 """Findings: what the clients' own assignment means for every (group, topic).
 
-:func:`summarise` turns the engine's counts (:func:`mqbalance.fleet.engine.pair_counts`, computed
+:func:`summarise` turns the engine's facts (:func:`mqbalance.fleet.engine.load_facts`, computed
 in-process or by Spark) into one row per (group, topic) — queues, processes, distinct ids,
 min/max/mean queues per process, skew (max / mean), churn — and :class:`Finding` s, each of a
 :class:`FindingKind`, listed most urgent first.
 
->>> from mqbalance.fleet.engine import assign_snapshot, pair_counts
+>>> from mqbalance.fleet.engine import assign_snapshot, load_facts, pair_counts
 >>> from mqbalance.fleet.snapshot import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
 ...     {"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
 ...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "a"}, {"clientId": "a"}]}}})
->>> result = summarise(snap, *pair_counts(assign_snapshot(snap)))
+>>> result = summarise(snap, *load_facts(*pair_counts(assign_snapshot(snap)), snap.consumer_groups()))
 >>> [(f.kind.value, f.count) for f in result.findings]  # AVG gives "a" the first slot's 2 queues, twice
 [('duplicate-client-id', 2), ('unowned', 2), ('double-owned', 2)]
 """
@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
 
@@ -146,10 +145,11 @@ class AuditResult:
     rows: list[PairRow]
     findings: list[Finding]
     totals: dict[str, int]
-    #: per process and subscribed topic: the queues it consumes
-    per_process: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    #: per clustering process and subscribed topic: its queues over its fair share (queues / processes)
+    #: per clustering process and subscribed topic: its queues over its fair share (queues /
+    #: processes), as distinct values ...
     fair_share: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: ... and how many (process, topic) have each
+    fair_share_processes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: per clustering (group, topic) and candidate strategy: what a switch would do (empty unless asked)
     what_if: list[WhatIfRow] = field(default_factory=list)
 
@@ -177,84 +177,22 @@ def _arrow(table: Any, columns: Mapping[str, pa.DataType]) -> pa.Table:
     return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in columns.items()})
 
 
-class _Loads:
-    """Queues per process of every (group, topic), from the per-id counts: only ids that consume
-    something have a count; every other process of the pair is idle. A duplicated id's ``k``
-    connections share its count (``count // k`` each, the engine's rows give the id all of them)."""
-
-    def __init__(self, pairs: pa.Table, per_id: pa.Table, groups: Mapping[str, ConsumerGroup]) -> None:
-        n = pairs.num_rows
-        index = pa.table({"group": pairs.column("group"), "topic": pairs.column("topic"), "p": np.arange(n)})
-        joined = per_id.join(index, ["group", "topic"], use_threads=False)
-        p = joined.column("p").to_numpy()
-        count = joined.column("count").to_numpy()
-        k = np.ones(len(p), dtype=np.int64)
-        dup_groups = [g for g in set(pairs.column("group").to_pylist()) if g in groups and groups[g].duplicated_ids]
-        if dup_groups:
-            mask = pc.is_in(joined.column("group"), pa.array(dup_groups, pa.string())).to_numpy(zero_copy_only=False)
-            for j, g, cid in zip(
-                np.flatnonzero(mask),
-                joined.column("group").filter(mask).to_pylist(),
-                joined.column("consumer").filter(mask).to_pylist(),
-            ):
-                k[j] = groups[g].id_counts.get(cid, 1)
-        load = count // k
-        names = pairs.column("group").to_pylist()
-        self.processes = np.array([len(groups[g].connections) if g in groups else 0 for g in names], dtype=np.int64)
-        busy = np.bincount(p, weights=k * (load > 0), minlength=n).astype(np.int64)
-        self.idle = self.processes - busy
-        self.total = np.bincount(p, weights=k * load, minlength=n).astype(np.int64)
-        self.max = np.zeros(n, dtype=np.int64)
-        np.maximum.at(self.max, p, load)
-        low = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(low, p, load)
-        self.min = np.where((self.idle > 0) | (low == np.iinfo(np.int64).max), 0, low)
-        self.p, self.load, self.k = p, load, k
-        busy_ids = pa.table({"group": joined.column("group"), "consumer": joined.column("consumer"), "k": k}).filter(
-            pa.array(load > 0)
-        )
-        per_group = (
-            busy_ids.group_by(["group", "consumer"], use_threads=False)
-            .aggregate([("k", "max")])
-            .group_by("group", use_threads=False)
-            .aggregate([("k_max", "sum")])
-        )
-        #: per group: its processes that consume something of some topic
-        self.busy_processes = dict(
-            zip(per_group.column("group").to_pylist(), per_group.column("k_max_sum").to_pylist())
-        )
-
-    def per_process(self) -> np.ndarray:
-        """Every process's queues on every subscribed topic (idle ones as 0)."""
-        busy = self.load > 0
-        return np.concatenate(
-            [np.repeat(self.load[busy], self.k[busy]), np.zeros(int(self.idle.sum()), dtype=np.int64)]
-        )
-
-    def fair_share(self, queues: np.ndarray, clustering: np.ndarray) -> np.ndarray:
-        """Per process and topic of clustering pairs: queues / (the pair's queues / processes)."""
-        fair = np.where(self.processes > 0, queues / np.maximum(self.processes, 1), 0.0)
-        keep = (clustering & (queues > 0) & (self.processes > 0))[self.p] & (self.load > 0)
-        shares = np.repeat(self.load[keep] / fair[self.p[keep]], self.k[keep])
-        idle = int(self.idle[clustering & (queues > 0) & (self.processes > 0)].sum())
-        return np.concatenate([shares, np.zeros(idle)])
-
-
 def summarise(
     snapshot: Snapshot,
     per_pair: Any,
-    per_id: Any,
+    loads: Any,
+    busy: Any,
     churn: Mapping[tuple[str, str], int] | None = None,
     what_if: Any = None,
 ) -> AuditResult:
-    """The audit of one snapshot from the engine's counts: ``per_pair`` rows ``(group, topic,
-    queues, unowned, double_owned)``, ``per_id`` rows ``(group, topic, consumer, count)``;
-    ``churn`` (moved queues per pair) when a previous snapshot was compared; ``what_if`` rows
-    (:func:`mqbalance.fleet.engine.what_if`) when candidate strategies were tried. Vectorised over
-    the pairs: nothing here is per process."""
+    """The audit of one snapshot from the engine's facts (:func:`mqbalance.fleet.engine.load_facts`):
+    ``per_pair`` rows ``(group, topic, queues, unowned, double_owned, processes, idle, load_total,
+    min_load, max_load)``, ``loads`` rows ``(group, topic, load, count)``, ``busy`` rows ``(group,
+    consumer)``; ``churn`` (moved queues per pair) when a previous snapshot was compared;
+    ``what_if`` rows (:func:`mqbalance.fleet.engine.what_if`) when candidate strategies were tried.
+    Nothing here is per process."""
     groups = snapshot.consumer_groups()
-    pairs = _arrow(per_pair, PAIR_COUNT_COLUMNS).sort_by([("group", "ascending"), ("topic", "ascending")])
-    ids = _arrow(per_id, ID_COUNT_COLUMNS)
+    pairs = _arrow(per_pair, PAIR_FACT_TYPES).sort_by([("group", "ascending"), ("topic", "ascending")])
     readable = snapshot.readable_routes()
     findings: list[Finding] = []
     rows: list[PairRow] = []
@@ -276,19 +214,13 @@ def summarise(
         if t not in readable:
             detail = f"no readable queue of {t} in the snapshot: the group consumes nothing of it"
             findings.append(Finding(FindingKind.MISSING_ROUTE, g, t, 1, detail))
-    loads = _Loads(pairs, ids, groups)
-    queues_of = pairs.column("queues").to_numpy()
-    pair_groups = pairs.column("group").to_pylist()
-    clustering_of = np.array(
-        [g not in groups or groups[g].message_model is MessageModel.CLUSTERING for g in pair_groups], dtype=bool
-    )
-    for p, (g, t, queues, unowned, double_owned) in enumerate(
-        zip(*(pairs.column(c).to_pylist() for c in ("group", "topic", "queues", "unowned", "double_owned")))
+    columns = ("group", "topic", "queues", "unowned", "double_owned", "processes", "idle", "load_total")
+    for g, t, queues, unowned, double_owned, processes, idle, load_total, low, high in zip(
+        *(pairs.column(c).to_pylist() for c in (*columns, "min_load", "max_load"))
     ):
         found = groups.get(g)
         model = found.message_model if found else MessageModel.CLUSTERING
-        processes, idle = int(loads.processes[p]), int(loads.idle[p])
-        mean = float(loads.total[p]) / processes if processes else 0.0
+        mean = load_total / processes if processes else 0.0
         moved = None if churn is None else churn.get((g, t), 0)
         rows.append(
             PairRow(
@@ -302,10 +234,10 @@ def summarise(
                 unowned=unowned,
                 double_owned=double_owned,
                 idle_processes=idle,
-                min_per_process=int(loads.min[p]),
-                max_per_process=int(loads.max[p]),
+                min_per_process=low,
+                max_per_process=high,
                 mean_per_process=round(mean, 3),
-                skew=round(int(loads.max[p]) / mean, 3) if mean else None,
+                skew=round(high / mean, 3) if mean else None,
                 churn=moved,
             )
         )
@@ -322,8 +254,7 @@ def summarise(
         if moved:
             detail = f"{moved} queues changed consumers since the previous snapshot"
             findings.append(Finding(FindingKind.CHURN, g, t, moved, detail))
-    per_process = loads.per_process()
-    fair_share = loads.fair_share(queues_of, clustering_of)
+    share, weight = _fair_shares(pairs, _arrow(loads, LOAD_TYPES), groups)
     stranded: Counter[str] = Counter()
     for row in rows:
         stranded[row.group] += row.unowned
@@ -345,11 +276,7 @@ def summarise(
         "unowned_queues": total(FindingKind.UNOWNED),
         "double_owned_queues": total(FindingKind.DOUBLE_OWNED),
         "duplicated_client_ids": number(FindingKind.DUPLICATE_CLIENT_ID),
-        "idle_processes": sum(
-            len(v.connections) - loads.busy_processes.get(g, 0)
-            for g, v in groups.items()
-            if v.message_model is MessageModel.CLUSTERING
-        ),
+        "idle_processes": _idle_anywhere(_arrow(busy, BUSY_TYPES), groups),
         "idle_process_topics": total(FindingKind.IDLE_CONSUMER),
         "strategy_mismatched_groups": number(FindingKind.STRATEGY_MISMATCH),
         "missing_routes": number(FindingKind.MISSING_ROUTE),
@@ -371,14 +298,49 @@ def summarise(
         )
         for w in sorted(_records(what_if or []), key=lambda w: (w["group"], w["topic"], w["strategy"]))
     ]
-    return AuditResult(rows, findings, totals, per_process, fair_share, switched)
+    return AuditResult(rows, findings, totals, share, weight, switched)
 
 
-PAIR_COUNT_COLUMNS = {
-    "group": pa.string(),
-    "topic": pa.string(),
-    "queues": pa.int64(),
-    "unowned": pa.int64(),
-    "double_owned": pa.int64(),
+def _fair_shares(
+    pairs: pa.Table, loads: pa.Table, groups: Mapping[str, ConsumerGroup]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct (pair, load) of clustering pairs as load / fair share (queues / processes), with
+    how many processes each; a pair's idle processes are its share 0."""
+    names = pairs.column("group").to_pylist()
+    model = MessageModel.CLUSTERING
+    counted = np.array([g not in groups or groups[g].message_model is model for g in names], dtype=bool)
+    queues, processes = pairs.column("queues").to_numpy(), pairs.column("processes").to_numpy()
+    counted &= (queues > 0) & (processes > 0)
+    index = pa.table({"group": pairs.column("group"), "topic": pairs.column("topic"), "p": np.arange(len(names))})
+    joined = loads.join(index, ["group", "topic"], use_threads=False)
+    p = joined.column("p").to_numpy()
+    keep = counted[p]
+    fair = queues[p[keep]] / processes[p[keep]]
+    share = np.concatenate([joined.column("load").to_numpy()[keep] / fair, [0.0]])
+    weight = np.concatenate([joined.column("count").to_numpy()[keep], [pairs.column("idle").to_numpy()[counted].sum()]])
+    return share, weight.astype(np.int64)
+
+
+def _idle_anywhere(busy: pa.Table, groups: Mapping[str, ConsumerGroup]) -> int:
+    """Processes of clustering groups that consume nothing of any topic (``busy``: the distinct
+    ids of a group consuming something; a duplicated id counts once per connection)."""
+    ids: dict[str, list[str]] = {}
+    for g, cid in zip(busy.column("group").to_pylist(), busy.column("consumer").to_pylist()):
+        ids.setdefault(g, []).append(cid)
+    idle = 0
+    for g, group in groups.items():
+        if group.message_model is MessageModel.CLUSTERING:
+            used = ids.get(g, [])
+            counts = group.id_counts
+            idle += len(group.connections) - (
+                sum(counts.get(c, 1) for c in used) if group.duplicated_ids else len(used)
+            )
+    return idle
+
+
+PAIR_FACT_TYPES = {"group": pa.string(), "topic": pa.string()} | {
+    c: pa.int64()
+    for c in ("queues", "unowned", "double_owned", "processes", "idle", "load_total", "min_load", "max_load")
 }
-ID_COUNT_COLUMNS = {"group": pa.string(), "topic": pa.string(), "consumer": pa.string(), "count": pa.int64()}
+LOAD_TYPES = {"group": pa.string(), "topic": pa.string(), "load": pa.int64(), "count": pa.int64()}
+BUSY_TYPES = {"group": pa.string(), "consumer": pa.string()}

@@ -41,11 +41,13 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
     except ImportError:  # pragma: no cover - matplotlib is in the spark extra
         return []
     made = []
-    if len(result.fair_share):
-        everyone = np.sort(np.asarray(result.fair_share))
-        # A quantile curve: at most 4,096 points, whatever the fleet (the last is the maximum).
-        at = np.unique(np.linspace(0, len(everyone) - 1, min(len(everyone), 4096)).astype(np.int64))
-        share, frac = everyone[at], (at + 0.5) / len(everyone)
+    if int(result.fair_share_processes.sum()):
+        # A quantile curve of the (share, processes) pairs: at most 4,096 points, whatever the fleet.
+        order = np.argsort(result.fair_share, kind="stable")
+        values, upto = result.fair_share[order], np.cumsum(result.fair_share_processes[order])
+        everyone = int(upto[-1])
+        frac = (np.unique(np.linspace(0, everyone - 1, min(everyone, 4096)).astype(np.int64)) + 0.5) / everyone
+        share = values[np.searchsorted(upto, frac * everyone)]
         fig, ax = plt.subplots(figsize=(7, 3.8))
         floor = 1 / 64  # idle processes (share 0) drawn on the bottom edge of the log scale
         ax.plot(frac, np.maximum(share, floor), color="#3b7dd8", drawstyle="steps-mid")
@@ -54,8 +56,8 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
         ax.set_ylim(floor / 1.2, max(4.0, float(share[-1]) * 1.2))
         ax.set_xlabel("fraction of consumer processes (per subscribed topic), least loaded first")
         ax.set_ylabel("queues / fair share")
-        idle = float(np.mean(everyone == 0))
-        ax.set_title(f"Load against fair share ({len(everyone):,} processes; {idle:.1%} idle, drawn at 1/64)")
+        idle = float(result.fair_share_processes[result.fair_share == 0].sum() / everyone)
+        ax.set_title(f"Load against fair share ({everyone:,} processes; {idle:.1%} idle, drawn at 1/64)")
         ax.legend(loc="upper left")
         fig.tight_layout()
         fig.savefig(out / "load_vs_fair_share.png", dpi=100)

@@ -242,10 +242,7 @@ def audit_fleet(
     ``assignments_dir``: a directory every executor can write (local mode, or a shared file system),
     created or emptied; each task also writes its assignment rows there as ``part-<p>.parquet``
     (what :func:`assign_fleet` gives, without assigning the fleet a second time), then ``_SUCCESS``."""
-    schema = (
-        "group string, topic string, consumer string, queues long, unowned long, double_owned long, count long, "
-        "strategy string, moved long, max_load long, idle long"
-    )
+    schema = ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in engine.FACT_SCHEMA)
     candidates = engine.what_if_candidates(what_if)
     earlier = previous if isinstance(previous, Snapshot) else None
     churn = None if previous is None or isinstance(previous, Snapshot) else _churn(previous[0], previous[1])
@@ -255,15 +252,18 @@ def audit_fleet(
     if facts is None:
         if target is not None:
             _write_empty_assignments(target)
-        return summarise(snapshot, [], [], churn if earlier is None else {})
+        return summarise(snapshot, [], [], [], churn if earlier is None else {})
     table = pa.Table.from_batches(facts._collect_as_arrow(), schema=engine.FACT_SCHEMA)
     if target is not None:
         open(os.path.join(target, "_SUCCESS"), "w").close()
-    per_pair, per_id = engine.split_facts(table)
+    per_pair, loads, busy = engine.split_facts(table)
     if earlier is not None:
         moved = per_pair.column("moved").to_pylist()
         churn = dict(zip(zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist()), moved))
-    return summarise(snapshot, per_pair, per_id, churn, what_if=engine.what_if_facts(table))
+    return summarise(snapshot, per_pair, loads, busy, churn, what_if=engine.what_if_facts(table))
+
+
+_SPARK_TYPES = {pa.string(): "string", pa.int64(): "long"}
 
 
 def _empty_dir(path: str | os.PathLike[str]) -> str:
@@ -311,4 +311,15 @@ def audit(snapshot: Snapshot, assignments: Any, *, previous: Any = None) -> Audi
     )
     per_id = assignments.where(F.col("consumer").isNotNull()).groupBy("group", "topic", "consumer").count().collect()
     churn = None if previous is None else _churn(assignments, previous)
-    return summarise(snapshot, per_pair, per_id, churn)
+    facts = engine.load_facts(
+        pa.Table.from_pylist([r.asDict() for r in per_pair], schema=_PER_PAIR),
+        pa.Table.from_pylist([r.asDict() for r in per_id], schema=_PER_ID),
+        snapshot.consumer_groups(),
+    )
+    return summarise(snapshot, *facts, churn)
+
+
+_PER_PAIR = pa.schema(
+    [("group", pa.string()), ("topic", pa.string())] + [(c, pa.int64()) for c in ("queues", "unowned", "double_owned")]
+)
+_PER_ID = pa.schema([("group", pa.string()), ("topic", pa.string()), ("consumer", pa.string()), ("count", pa.int64())])
