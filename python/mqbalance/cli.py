@@ -288,7 +288,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
     what_if = _what_if(args.what_if, snap, say)
     conf = _spark_conf(args)
-    driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 10_000_000}g"
+    # The driver holds the snapshot's tables and a few fact rows per (group, topic), never a row per queue.
+    driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 50_000_000}g"
     with (
         explain_executor_errors(),
         session(args.master, ship_environment=ship, driver_memory=driver_memory, conf=conf) as spark,
@@ -470,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
     au.add_argument("--out", default="out/audit", help="output directory (default: out/audit)")
     au.add_argument("--master", help="Spark master URL (default: local[2])")
     au.add_argument("--partitions", type=int, help="Spark partitions of the work (default: one per core)")
-    au.add_argument("--driver-memory", help="Spark driver memory, e.g. 4g (default: 2g, +1g per 10^7 queues)")
+    au.add_argument("--driver-memory", help="Spark driver memory, e.g. 4g (default: 2g, +1g per 5×10^7 queues)")
     au.add_argument("--executor-memory", help="Spark executor memory on a cluster, e.g. 4g")
     au.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="any Spark setting (repeatable)")
     au.add_argument(
