@@ -551,3 +551,39 @@ def test_audit_rows_and_totals_match_a_count_per_connection():
         r.idle_processes for r in result.rows if r.message_model == "CLUSTERING"
     )
     assert any(groups[g].duplicated_ids for g in clustering)  # the example plants duplicated ids
+
+
+def test_parquet_snapshots_load_by_columns_exactly_as_row_by_row(tmp_path):
+    """A valid Parquet snapshot is read with Arrow kernels (no object per row); what it gives is
+    what the row-by-row reader (the one that names a bad row) gives: the same tables and groups."""
+    import pyarrow.parquet as pq
+
+    from mqbalance.fleet import snapshot as snap_mod
+
+    data = example_fleet(9)
+    data["groups"]["cg-mixed"] = {
+        "subscriptions": [next(iter(data["topics"]))],
+        "connections": [{"clientId": "a", "strategy": "AVG"}, {"clientId": "b", "strategy": "CONSISTENT_HASH"}],
+    }
+    d = write_parquet(snapshot_from_dict(data, "e"), tmp_path / "p")
+    raw = {n: pq.read_table(d / f"{n}.parquet") for n in ("queue_data", "connections", "subscriptions")}
+    fast = snap_mod._columnar_tables(str(d), raw)
+    assert fast is not None
+    qd, cn, sb = (snap_mod._columns_of(raw[n], n) for n in ("queue_data", "connections", "subscriptions"))
+    specs = snap_mod._validate_tables(str(d), qd, cn, sb)
+    assert fast[0].equals(snap_mod._table("queue_data", qd))
+    assert fast[1].equals(snap_mod._table("connections", cn))
+    assert fast[2].equals(snap_mod._table("subscriptions", sb))
+    assert [fast[4][c] for c in fast[3]] == specs
+    loaded = load_snapshot(d)
+    assert dict(loaded.consumer_groups()) == dict(snapshot_from_dict(data, "e").consumer_groups())
+    assert loaded.consumer_groups()["cg-mixed"].strategies == [specs[-2], specs[-1]]
+    # one bad row anywhere sends the load down the row-by-row path, which names it
+    t = raw["connections"]
+    bad = t.set_column(t.column_names.index("client_id"), "client_id", pa.array([*t["client_id"].to_pylist()[:-1], ""]))
+    assert snap_mod._columnar_tables(str(d), {**raw, "connections": bad}) is None
+    pq.write_table(bad, d / "connections.parquet")
+    with pytest.raises(
+        SnapshotError, match=rf"connections.parquet row {t.num_rows - 1}.client_id: expected a non-empty"
+    ):
+        load_snapshot(d)

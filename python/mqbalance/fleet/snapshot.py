@@ -59,11 +59,11 @@ import enum
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -187,6 +187,25 @@ class ConsumerGroup:
     id_counts: dict[str, int] = field(default_factory=dict, compare=False)
 
     @classmethod
+    def from_columns(
+        cls,
+        name: str,
+        message_model: MessageModel,
+        client_ids: list[str],
+        spec_codes: np.ndarray,
+        specs: Sequence[StrategySpec],
+        details: pa.Table | None = None,
+    ) -> ConsumerGroup:
+        """The same group from columns (ids, a code into ``specs`` per connection, optionally
+        ``client_addr, language, version``): no object per connection until one is asked for."""
+        counts = Counter(client_ids)
+        duplicated = sorted(cid for cid, n in counts.items() if n > 1)
+        _, first = np.unique(spec_codes, return_index=True)
+        distinct = [specs[int(spec_codes[i])] for i in sorted(first.tolist())]
+        view = ConnectionColumns(client_ids, spec_codes, specs, details)
+        return cls(name, message_model, view, client_ids, duplicated, distinct, dict(counts))  # type: ignore[arg-type]
+
+    @classmethod
     def of(cls, name: str, message_model: MessageModel, connections: tuple[Connection, ...]) -> ConsumerGroup:
         ids = [c.client_id for c in connections]
         counts = dict(Counter(ids))
@@ -198,6 +217,52 @@ class ConsumerGroup:
         return cls(name, message_model, connections, ids, duplicated, distinct, counts)
 
 
+class ConnectionColumns(Sequence[Connection]):
+    """A group's connections kept as columns; a :class:`Connection` is made when one is read.
+    Compares equal to the tuple of the same connections."""
+
+    __slots__ = ("_details", "_ids", "_codes", "_specs")
+
+    def __init__(
+        self, ids: list[str], codes: np.ndarray, specs: Sequence[StrategySpec], details: pa.Table | None = None
+    ) -> None:
+        self._ids, self._codes, self._specs, self._details = ids, codes, specs, details
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, i: int) -> Connection: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Connection, ...]: ...
+    def __getitem__(self, i: int | slice) -> Connection | tuple[Connection, ...]:
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        spec = self._specs[int(self._codes[i])]
+        if self._details is None:
+            return Connection(self._ids[i], spec)
+        addr, language, version = (self._details.column(k)[i].as_py() for k in ("client_addr", "language", "version"))
+        return Connection(self._ids[i], spec, addr, language, version)
+
+    def __iter__(self) -> Iterator[Connection]:
+        return (self[i] for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (tuple, ConnectionColumns)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"ConnectionColumns({len(self)} connections)"
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """A validated fleet snapshot: four Arrow tables (the Parquet layout) and typed views of them."""
@@ -207,7 +272,9 @@ class Snapshot:
     connections: pa.Table
     subscriptions: pa.Table
     brokers: pa.Table
-    _strategies: tuple[StrategySpec, ...] = field(repr=False, default=())
+    #: per connection row: its strategy, as a code into ``_specs``
+    _spec_codes: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, np.int32))
+    _specs: tuple[StrategySpec, ...] = field(repr=False, compare=False, default=())
     #: committed offsets (live snapshots): group, topic, broker_name, queue_id, offset
     offsets: pa.Table = field(default_factory=lambda: SCHEMAS["offsets"].empty_table())
     #: what a live snapshot could not read (a broker that did not answer ...): broker_name, address, request, error
@@ -228,22 +295,13 @@ class Snapshot:
         return sorted(names)
 
     @cached_property
-    def _groups(self) -> dict[str, ConsumerGroup]:
-        c = self.connections.to_pydict()
-        rows: dict[str, list[Connection]] = {}
-        models: dict[str, MessageModel] = {}
-        for i, g in enumerate(c["group"]):
-            models.setdefault(g, MessageModel(c["message_model"][i]))
-            rows.setdefault(g, []).append(
-                Connection(
-                    c["client_id"][i], self._strategies[i], c["client_addr"][i], c["language"][i], c["version"][i]
-                )
-            )
-        return {g: ConsumerGroup.of(g, models[g], tuple(conns)) for g, conns in rows.items()}
+    def _index(self) -> GroupIndex:
+        return GroupIndex.from_snapshot(self, details=True)
 
-    def consumer_groups(self) -> dict[str, ConsumerGroup]:
-        """Every group with connections, by name."""
-        return self._groups
+    def consumer_groups(self) -> GroupIndex:
+        """Every group with connections, by name: a read-only mapping that builds a group the first
+        time it is looked up (:class:`GroupIndex`)."""
+        return self._index
 
     def group_index(self) -> GroupIndex:
         """The groups as compact columns that build a :class:`ConsumerGroup` on demand: what
@@ -295,42 +353,46 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
         client_ids: pa.Array,
         spec_codes: np.ndarray,
         specs: list[StrategySpec],
+        details: pa.Table | None = None,
     ) -> None:
         self._bounds, self._ids, self._codes, self._specs = bounds, client_ids, spec_codes, specs
+        self._details = details
         self._built: dict[str, ConsumerGroup] = {}
 
     @classmethod
-    def from_snapshot(cls, snapshot: Snapshot) -> GroupIndex:
+    def from_snapshot(cls, snapshot: Snapshot, *, details: bool = False) -> GroupIndex:
+        """The snapshot's groups; ``details`` keeps each connection's address, language and version
+        (what :meth:`Snapshot.consumer_groups` shows; executors do without)."""
         c = snapshot.connections
-        order = pc.sort_indices(c, sort_keys=[("group", "ascending")]).to_numpy()  # stable
-        groups = c.column("group").take(order).to_pylist()
-        models = c.column("message_model").take(order).to_pylist()
-        code_of: dict[int, int] = {}
-        specs: list[StrategySpec] = []
-        codes = np.empty(len(order), dtype=np.int32)
-        per_row = snapshot._strategies
-        for k, i in enumerate(order.tolist()):
-            spec = per_row[i]
-            code = code_of.get(id(spec))
-            if code is None:
-                code = code_of[id(spec)] = len(specs)
-                specs.append(spec)
-            codes[k] = code
-        bounds: dict[str, tuple[int, int, str]] = {}
-        for k, g in enumerate(groups):
-            start = bounds[g][0] if g in bounds else k
-            bounds[g] = (start, k + 1, models[k])
-        return cls(bounds, c.column("client_id").take(order).combine_chunks(), codes, specs)
+        order = pc.sort_indices(c, sort_keys=[("group", "ascending")])  # stable
+        groups = c.column("group").take(order).combine_chunks()
+        models = c.column("message_model").take(order).combine_chunks()
+        n = len(groups)
+        starts = np.flatnonzero(_changes(groups)) if n else np.zeros(0, dtype=np.int64)
+        stops = np.append(starts[1:], n)
+        at = pa.array(starts)
+        bounds = {
+            g: (int(a), int(b), m)
+            for g, a, b, m in zip(groups.take(at).to_pylist(), starts, stops, models.take(at).to_pylist())
+        }
+        codes = snapshot._spec_codes[order.to_numpy()] if n else np.zeros(0, dtype=np.int32)
+        kept = c.select(["client_addr", "language", "version"]).take(order).combine_chunks() if details else None
+        return cls(bounds, c.column("client_id").take(order).combine_chunks(), codes, list(snapshot._specs), kept)
 
     def __getitem__(self, name: str) -> ConsumerGroup:
         group = self._built.get(name)
         if group is None:
             start, stop, model = self._bounds[name]
             ids = self._ids.slice(start, stop - start).to_pylist()
-            specs = [self._specs[k] for k in self._codes[start:stop].tolist()]
-            conns = tuple(Connection(cid, spec) for cid, spec in zip(ids, specs))
-            group = self._built[name] = ConsumerGroup.of(name, MessageModel(model), conns)
+            details = None if self._details is None else self._details.slice(start, stop - start)
+            group = ConsumerGroup.from_columns(
+                name, MessageModel(model), ids, self._codes[start:stop], self._specs, details
+            )
+            self._built[name] = group
         return group
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._bounds
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._bounds)
@@ -344,10 +406,35 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
         return stop - start
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"bounds": self._bounds, "ids": self._ids, "codes": self._codes, "specs": self._specs}
+        return {"bounds": self._bounds, "ids": self._ids, "codes": self._codes, "specs": self._specs}  # no details
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["bounds"], state["ids"], state["codes"], state["specs"])  # type: ignore[misc]
+
+
+def _changes(column: pa.Array) -> np.ndarray:
+    """``True`` where a value differs from the one before (the first row always starts a run)."""
+    n = len(column)
+    out = np.ones(n, dtype=bool)
+    if n > 1:
+        out[1:] = pc.fill_null(pc.not_equal(column.slice(1), column.slice(0, n - 1)), True).to_numpy(
+            zero_copy_only=False
+        )
+    return out
+
+
+def _spec_codes(specs: Sequence[StrategySpec]) -> tuple[np.ndarray, tuple[StrategySpec, ...]]:
+    """One code per row into the distinct specs (shared objects: identities compared first)."""
+    code_of: dict[int, int] = {}
+    distinct: list[StrategySpec] = []
+    codes = np.empty(len(specs), dtype=np.int32)
+    for i, spec in enumerate(specs):
+        code = code_of.get(id(spec))
+        if code is None:
+            code = code_of[id(spec)] = len(distinct)
+            distinct.append(spec)
+        codes[i] = code
+    return codes, tuple(distinct)
 
 
 def _err(where: str, message: str, value: Any = None) -> SnapshotError:
@@ -398,9 +485,12 @@ def _java_int(value: Any, where: str, *, count: bool) -> Any:
 
 def _check_queue_budget(source: str, read_queue_nums: list[Any], perms: list[Any]) -> None:
     """Refuse, before anything is built, a snapshot whose readable queues would not fit in memory."""
+    _check_queue_budget_total(source, sum(n for n, p in zip(read_queue_nums, perms) if p & PERM_READ and n > 0))
+
+
+def _check_queue_budget_total(source: str, total: int) -> None:
     from mqbalance._validate import check_memory
 
-    total = sum(n for n, p in zip(read_queue_nums, perms) if p & PERM_READ and n > 0)
     try:
         check_memory(f"{source}: readable queues (sum of readQueueNums)", total, total * QUEUE_BYTES)
     except MQBalanceError as e:
@@ -582,10 +672,149 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         _table("connections", cn),
         _table("subscriptions", sb),
         _table("brokers", br),
-        tuple(specs),
+        *_spec_codes(specs),
         _table("offsets", of),
         _table("errors", er),
     )
+
+
+def _read_arrow(path: Path, name: str) -> pa.Table:
+    """A snapshot table as stored, its required columns checked."""
+    import pyarrow.parquet as pq
+
+    if not path.exists():
+        raise _err(str(path), "missing table", str(path))
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:
+        raise _err(str(path), f"not a readable Parquet file: {_first_line(e)}", str(path)) from None
+    for c in REQUIRED[name]:
+        if c not in table.column_names:
+            raise _err(str(path), f"missing column {c!r}", c)
+    return table
+
+
+def _columns_of(table: pa.Table, name: str) -> dict[str, list[Any]]:
+    """The table as Python lists, one per column of the layout (``None`` where a column is absent)."""
+    names = set(table.column_names)
+    return {c: table.column(c).to_pylist() if c in names else [None] * table.num_rows for c in SCHEMAS[name].names}
+
+
+_NULL_KEY = "\x00null\x00"
+
+
+def _columnar_tables(
+    source: str, raw: dict[str, pa.Table]
+) -> tuple[pa.Table, pa.Table, pa.Table, np.ndarray, tuple[StrategySpec, ...]] | None:
+    """The three tables validated and normalised with Arrow kernels, no Python object per row:
+    ``(queue_data, connections, subscriptions, strategy codes, specs)``; ``None`` when a row is bad
+    or a column has a type this path does not read (the row-by-row path then raises or reads it)."""
+    qd, cn, sb = raw["queue_data"], raw["connections"], raw["subscriptions"]
+
+    def strings(table: pa.Table, column: str, *, empty: bool = True) -> bool:
+        col = table.column(column)
+        if not pa.types.is_string(col.type) or col.null_count:
+            return False
+        return empty or not pc.any(pc.equal(col, "")).as_py()
+
+    def ints(table: pa.Table, column: str, low: int, high: int) -> bool:
+        col = table.column(column)
+        if not pa.types.is_integer(col.type) or col.null_count:
+            return False
+        if not len(col):
+            return True
+        bounds = pc.min_max(col)
+        return bool(low <= bounds["min"].as_py() and bounds["max"].as_py() <= high)
+
+    java = (-(2**31), 2**31 - 1)
+    if not (
+        strings(qd, "topic")
+        and strings(qd, "broker_name")
+        and ints(qd, "read_queue_nums", 0, java[1])
+        and ints(qd, "write_queue_nums", 0, java[1])
+        and ints(qd, "perm", *java)
+        and _distinct(qd, ["topic", "broker_name"])
+    ):
+        return None
+    readable = pc.and_(
+        pc.not_equal(pc.bit_wise_and(qd.column("perm"), PERM_READ), 0), pc.greater(qd.column("read_queue_nums"), 0)
+    )
+    _check_queue_budget_total(
+        f"{source}/queue_data.parquet", pc.sum(pc.if_else(readable, qd.column("read_queue_nums"), 0)).as_py() or 0
+    )
+    if not (strings(sb, "group") and strings(sb, "topic")):
+        return None
+    if not (strings(cn, "group", empty=False) and strings(cn, "client_id", empty=False)):
+        return None
+    n = cn.num_rows
+    columns: dict[str, Any] = {
+        c: cn.column(c) if c in cn.column_names else pa.nulls(n, t)
+        for c, t in zip(SCHEMAS["connections"].names, SCHEMAS["connections"].types)
+    }
+    model = columns["message_model"]
+    if not (pa.types.is_string(model.type) or pa.types.is_null(model.type)):
+        return None
+    model = pc.fill_null(model.cast(pa.string()), "CLUSTERING")
+    model = pc.if_else(pc.equal(model, ""), "CLUSTERING", model)
+    if not pc.all(pc.is_in(model, pa.array(list(MessageModel.__members__)))).as_py():
+        return None
+    columns["message_model"] = model
+    keys = [_key_column(columns[c]) for c in ("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon")]
+    if any(k is None for k in keys):
+        return None
+    joined = pc.binary_join_element_wise(*keys, "\x1e", null_handling="replace", null_replacement=_NULL_KEY)
+    encoded = pc.dictionary_encode(joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined)
+    row_key = encoded.indices.to_numpy()
+    _, first = np.unique(row_key, return_index=True)
+    code_of_spec: dict[StrategySpec, int] = {}
+    canonical = np.empty(len(encoded.dictionary), dtype=np.int32)
+    for row in sorted(first.tolist()):
+        values = [
+            columns[c][row].as_py() for c in ("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon")
+        ]
+        where = f"{source}/connections.parquet row {row}.strategy"
+        spec = _spec_from_columns(values[0], values[1], values[2], values[3], where, values[4])
+        canonical[row_key[row]] = code_of_spec.setdefault(spec, len(code_of_spec))
+    specs = tuple(code_of_spec)
+    codes = canonical[row_key]
+    per_spec = list(zip(*(_strategy_columns(spec) for spec in specs)))
+    at = pa.array(codes)
+    for c, canonical_values in zip(("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon"), per_spec):
+        columns[c] = pa.array(list(canonical_values), SCHEMAS["connections"].field(c).type).take(at)
+    try:
+        connections = pa.table({c: columns[c] for c in SCHEMAS["connections"].names}).cast(SCHEMAS["connections"])
+        queue_data = qd.select(SCHEMAS["queue_data"].names).cast(SCHEMAS["queue_data"])
+        subscriptions = sb.select(SCHEMAS["subscriptions"].names).cast(SCHEMAS["subscriptions"])
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if not _distinct(subscriptions, ["group", "topic"]):
+        return None
+    return queue_data, connections, subscriptions, codes, specs
+
+
+def _key_column(column: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray | None:
+    """A strategy parameter column as strings for keying (``None``: a type this path does not key)."""
+    kind = column.type
+    if pa.types.is_null(kind):
+        return column.cast(pa.string())
+    if pa.types.is_string(kind):
+        return column
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
+        prefix = "i" if pa.types.is_integer(kind) else "f" if pa.types.is_floating(kind) else "b"
+        return pc.binary_join_element_wise(prefix, column.cast(pa.string()), "")
+    if pa.types.is_list(kind) and pa.types.is_string(kind.value_type):
+        if pc.list_flatten(column).null_count:
+            return None
+        return pc.binary_join_element_wise("l", pc.binary_join(column, "\x1f"), "")
+    return None
+
+
+def _distinct(table: pa.Table, keys: list[str]) -> bool:
+    """No two rows of ``table`` share ``keys``."""
+    if table.num_rows == 0:
+        return True
+    counts = table.select(keys).group_by(keys, use_threads=False).aggregate([])
+    return bool(counts.num_rows == table.num_rows)
 
 
 def _read_parquet(path: Path, name: str) -> dict[str, list[Any]]:
@@ -692,24 +921,30 @@ def load_snapshot(path: str | Path) -> Snapshot:
     except UnicodeEncodeError:
         raise SnapshotError(f"a snapshot path that no file system can hold: {path!r}", path) from None
     if p.is_dir():
-        qd = _read_parquet(p / "queue_data.parquet", "queue_data")
-        cn = _read_parquet(p / "connections.parquet", "connections")
-        sb = _read_parquet(p / "subscriptions.parquet", "subscriptions")
+        raw = {
+            name: _read_arrow(p / f"{name}.parquet", name) for name in ("queue_data", "connections", "subscriptions")
+        }
         extra = {
             name: _read_parquet(p / f"{name}.parquet", name)
             if (p / f"{name}.parquet").exists()
             else {c: [] for c in SCHEMAS[name].names}
             for name in OPTIONAL_TABLES
         }
-        specs = _validate_tables(str(p), qd, cn, sb)
-        tables = (
-            _table("queue_data", qd),
-            _table("connections", cn),
-            _table("subscriptions", sb),
-            _table("brokers", extra["brokers"]),
-        )
+        fast = _columnar_tables(str(p), raw)
+        if fast is None:  # some row is bad (or of an unusual type): the row-by-row path names it
+            qd, cn, sb = (_columns_of(raw[name], name) for name in ("queue_data", "connections", "subscriptions"))
+            codes, specs = _spec_codes(_validate_tables(str(p), qd, cn, sb))
+            tables = (_table("queue_data", qd), _table("connections", cn), _table("subscriptions", sb))
+        else:
+            *tables, codes, specs = fast  # type: ignore[assignment]
         return Snapshot(
-            str(p), *tables, tuple(specs), _table("offsets", extra["offsets"]), _table("errors", extra["errors"])
+            str(p),
+            *tables,
+            _table("brokers", extra["brokers"]),
+            codes,
+            specs,
+            _table("offsets", extra["offsets"]),
+            _table("errors", extra["errors"]),
         )
     try:
         text = p.read_text(encoding="utf-8")
