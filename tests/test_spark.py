@@ -141,3 +141,32 @@ def test_one_pass_churn_equals_the_joined_churn_and_the_in_process_one(spark):
         assert one_pass.rows == joined.rows == local.rows  # PairRow.churn included
         assert one_pass.findings == joined.findings == local.findings
     assert local.totals["churned_queues"] > 0
+
+
+def test_work_is_spread_by_group_and_every_pair_of_a_group_shares_a_task():
+    """A task counts a group's busy processes, so a group's pairs must never be split; groups go
+    to the least loaded partition by estimated work (queues × consumers)."""
+    from mqbalance.fleet import engine
+    from mqbalance.fleet.spark import _work_partitions
+
+    snap = snapshot_from_dict(example_fleet(9), "example")
+    pairs = engine.subscription_pairs(snap)
+    table = _work_partitions(pairs, snap.group_index(), 4)
+    part_of: dict[str, set[int]] = defaultdict(set)
+    work = [0] * 4
+    for g, p, q in zip(
+        table.column("group").to_pylist(), table.column("part").to_pylist(), engine.pair_queue_counts(pairs)
+    ):
+        part_of[g].add(p)
+        work[p] += int(q) * max(1, snap.group_index().size(g))
+    assert all(len(parts) == 1 for parts in part_of.values()) and len(part_of) > 4
+    assert sorted({p for parts in part_of.values() for p in parts}) == [0, 1, 2, 3]
+    heaviest = max(
+        sum(
+            int(q) * snap.group_index().size(g)
+            for g2, q in zip(pairs["group"].to_pylist(), engine.pair_queue_counts(pairs))
+            if g2 == g
+        )
+        for g in part_of
+    )
+    assert max(work) - min(work) <= heaviest  # greedy: no partition exceeds another by more than one group

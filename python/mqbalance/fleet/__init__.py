@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from mqbalance.fleet.engine import (
     DEFAULT_WHAT_IF,
     assign_snapshot,
+    busy_processes,
     churn,
     load_facts,
     pair_counts,
@@ -88,4 +89,6 @@ def audit_snapshot(
         per_pair = churn(assignments, assign_snapshot(previous))
         keys = zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist())
         moved = dict(zip(keys, per_pair.column("moved").to_pylist()))
-    return summarise(snapshot, *load_facts(*pair_counts(assignments), snapshot.consumer_groups()), moved, what_if=rows)
+    groups = snapshot.consumer_groups()
+    per_pair, loads, busy = load_facts(*pair_counts(assignments), groups)
+    return summarise(snapshot, per_pair, loads, busy_processes(busy, groups), moved, what_if=rows)

@@ -51,6 +51,7 @@ __all__ = [
     "DEFAULT_WHAT_IF",
     "BUSY_SCHEMA",
     "FACT_SCHEMA",
+    "GROUP_BUSY_SCHEMA",
     "LOAD_SCHEMA",
     "PAIR_FACT_COLUMNS",
     "PAIR_SCHEMA",
@@ -58,6 +59,7 @@ __all__ = [
     "assign_batch",
     "assign_pair",
     "assign_snapshot",
+    "busy_processes",
     "churn",
     "expand_pairs",
     "load_facts",
@@ -304,12 +306,14 @@ def fact_blocks(
     assignments: Callable[[pa.Table], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """What an executor does for :func:`mqbalance.fleet.spark.audit_fleet`: assign the pairs and
-    hand back only their audit facts (:data:`FACT_SCHEMA`), with the :func:`what_if` rows of
+    hand back only their audit facts (:data:`FACT_SCHEMA`; every pair of a group must be in the same
+    call, as the group's busy processes are counted at its end), with the :func:`what_if` rows of
     ``candidates`` computed from the same assignment; the queue rows never leave the task (but to
     ``assignments``, when given: it receives every assignment table, e.g. to write it). With
     ``previous_groups`` (an earlier snapshot's groups; the pairs then carry
     :func:`with_previous_routes`), each pair is also assigned as it was then and its :func:`churn`
     is the pair row's ``moved``."""
+    busy_ids: list[pa.Table] = []
     for batch in pair_batches:
         for part in pair_slices(pa.Table.from_batches([batch])):
             table = _assign_pairs(part.select(PAIR_SCHEMA.names), groups)
@@ -320,7 +324,10 @@ def fact_blocks(
             if previous_groups is not None:
                 before = _assign_pairs(_previous_pairs(part), previous_groups)
                 moved = churn(table, before)
-            yield from facts(table, groups, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+            yield from facts(table, groups, busy_ids, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+    if busy_ids:
+        busy = busy_processes(pa.concat_tables(busy_ids), groups)
+        yield from _fact_rows(busy, GROUP_BUSY_SCHEMA.names).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
 
 
 def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Table:
@@ -436,9 +443,10 @@ FACT_SCHEMA = pa.schema(
 ``strategy`` and ``load`` null) with ``queues, unowned, double_owned`` (and ``moved``, its
 :func:`churn`, when an earlier snapshot was compared) and its loads ``processes, idle, load_total,
 min_load, max_load``; a load row (``load`` set) with ``count``, the processes of the pair
-consuming that many queues (> 0); a busy row (``consumer`` set): an id consuming something of the
-pair; or a what-if row (``strategy`` set, :func:`what_if`) with ``queues, moved, max_load, idle``.
-:func:`load_facts` computes them, :func:`split_facts` takes them apart."""
+consuming that many queues (> 0); a group row (``topic`` null): ``processes``, those of the group
+consuming something of some topic (:func:`busy_processes`); or a what-if row (``strategy`` set,
+:func:`what_if`) with ``queues, moved, max_load, idle``. :func:`load_facts` computes them,
+:func:`split_facts` takes them apart."""
 
 #: The pair columns of :func:`load_facts` (what :func:`mqbalance.fleet.findings.summarise` reads).
 PAIR_FACT_COLUMNS = (
@@ -447,6 +455,7 @@ PAIR_FACT_COLUMNS = (
 )
 LOAD_SCHEMA = pa.schema([("group", pa.string()), ("topic", pa.string()), ("load", pa.int64()), ("count", pa.int64())])
 BUSY_SCHEMA = pa.schema([("group", pa.string()), ("consumer", pa.string())])
+GROUP_BUSY_SCHEMA = pa.schema([("group", pa.string()), ("processes", pa.int64())])
 
 
 def load_facts(
@@ -754,48 +763,67 @@ def churn(current: pa.Table, previous: pa.Table) -> pa.Table:
 def facts(
     assignments: pa.Table,
     groups: Mapping[str, ConsumerGroup],
+    busy_ids: list[pa.Table],
     what_if_rows: pa.Table | None = None,
     moved: pa.Table | None = None,
 ) -> pa.Table:
     """:func:`load_facts` of an assignment table (and :func:`what_if` rows, if given) as
-    :data:`FACT_SCHEMA` rows; ``moved`` (:func:`churn`) fills the pair rows' ``moved``. Every queue
-    of a pair is in the same assignment table, so the facts of separate tables simply concatenate
-    (busy rows may repeat across tables: :func:`split_facts` keeps each once)."""
+    :data:`FACT_SCHEMA` rows; ``moved`` (:func:`churn`) fills the pair rows' ``moved``; the busy
+    ids are appended to ``busy_ids`` (a group's count is only known once all its pairs are done:
+    :func:`busy_processes`). Every queue of a pair is in the same assignment table, so the facts
+    of separate tables simply concatenate."""
     per_pair, loads, busy = load_facts(*pair_counts(assignments), groups)
+    busy_ids.append(busy)
     if moved is not None:
         per_pair = per_pair.join(moved, ["group", "topic"], join_type="left outer", use_threads=False)
         per_pair = per_pair.set_column(
             per_pair.schema.get_field_index("moved"), "moved", pc.fill_null(per_pair.column("moved"), 0)
         )
-
-    def rows(table: pa.Table, columns: Sequence[str]) -> pa.Table:
-        n = table.num_rows
-        return pa.table(
-            {f.name: table.column(f.name) if f.name in columns else pa.nulls(n, f.type) for f in FACT_SCHEMA},
-            schema=FACT_SCHEMA,
-        )
-
-    parts = [
-        rows(per_pair, per_pair.column_names),
-        rows(loads, LOAD_SCHEMA.names),
-        rows(busy, BUSY_SCHEMA.names),
-    ]
+    parts = [_fact_rows(per_pair, per_pair.column_names), _fact_rows(loads, LOAD_SCHEMA.names)]
     if what_if_rows is not None and what_if_rows.num_rows:
-        parts.append(rows(what_if_rows, WHAT_IF_SCHEMA.names))
+        parts.append(_fact_rows(what_if_rows, WHAT_IF_SCHEMA.names))
     return pa.concat_tables(parts)
 
 
+def _fact_rows(table: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of ``table`` as :data:`FACT_SCHEMA` rows (the other columns null)."""
+    n = table.num_rows
+    return pa.table(
+        {f.name: table.column(f.name) if f.name in columns else pa.nulls(n, f.type) for f in FACT_SCHEMA},
+        schema=FACT_SCHEMA,
+    )
+
+
+def busy_processes(busy_ids: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Table:
+    """Per group, its processes that consume something of some topic (:data:`GROUP_BUSY_SCHEMA`),
+    from the ids doing so (:data:`BUSY_SCHEMA` rows, repeats allowed); a duplicated id counts once
+    per connection using it."""
+    ids = busy_ids.group_by(BUSY_SCHEMA.names, use_threads=False).aggregate([])
+    per_group = ids.group_by("group", use_threads=False).aggregate([("consumer", "count")])
+    names = per_group.column("group").to_pylist()
+    counts = per_group.column("consumer_count").to_pylist()
+    duplicated = {g for g in names if g in groups and groups[g].duplicated_ids}
+    if duplicated:
+        weighted: dict[str, int] = dict.fromkeys(duplicated, 0)
+        for g, cid in zip(ids.column("group").to_pylist(), ids.column("consumer").to_pylist()):
+            if g in weighted:
+                weighted[g] += groups[g].id_counts.get(cid, 1)
+        counts = [weighted.get(g, n) for g, n in zip(names, counts)]
+    return pa.table([pa.array(names, pa.string()), pa.array(counts, pa.int64())], schema=GROUP_BUSY_SCHEMA)
+
+
 def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """``(per pair, loads, busy ids)`` back from :data:`FACT_SCHEMA` rows (as :func:`load_facts`
-    gives them; busy ids once each); the what-if rows are :func:`what_if_facts`."""
+    """``(per pair, loads, busy processes per group)`` back from :data:`FACT_SCHEMA` rows (as
+    :func:`load_facts` and :func:`busy_processes` give them); the what-if rows are
+    :func:`what_if_facts`."""
     is_what_if = pc.is_valid(table.column("strategy"))
-    is_busy = pc.is_valid(table.column("consumer"))
+    is_group = pc.is_null(table.column("topic"))
     is_load = pc.is_valid(table.column("load"))
-    is_pair = pc.invert(pc.or_(pc.or_(is_what_if, is_busy), is_load))
+    is_pair = pc.invert(pc.or_(pc.or_(is_what_if, is_group), is_load))
     per_pair = table.filter(is_pair).select([*PAIR_FACT_COLUMNS, "moved"])
     loads = table.filter(is_load).select(LOAD_SCHEMA.names)
-    busy = table.filter(is_busy).select(BUSY_SCHEMA.names).group_by(BUSY_SCHEMA.names, use_threads=False).aggregate([])
-    return per_pair, loads, busy.cast(BUSY_SCHEMA)
+    busy = table.filter(is_group).select(GROUP_BUSY_SCHEMA.names)
+    return per_pair, loads, busy
 
 
 def what_if_facts(table: pa.Table) -> pa.Table:

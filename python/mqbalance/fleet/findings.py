@@ -5,12 +5,13 @@ in-process or by Spark) into one row per (group, topic) — queues, processes, d
 min/max/mean queues per process, skew (max / mean), churn — and :class:`Finding` s, each of a
 :class:`FindingKind`, listed most urgent first.
 
->>> from mqbalance.fleet.engine import assign_snapshot, load_facts, pair_counts
+>>> from mqbalance.fleet.engine import assign_snapshot, busy_processes, load_facts, pair_counts
 >>> from mqbalance.fleet.snapshot import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
 ...     {"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
 ...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "a"}, {"clientId": "a"}]}}})
->>> result = summarise(snap, *load_facts(*pair_counts(assign_snapshot(snap)), snap.consumer_groups()))
+>>> pairs, loads, busy = load_facts(*pair_counts(assign_snapshot(snap)), snap.consumer_groups())
+>>> result = summarise(snap, pairs, loads, busy_processes(busy, snap.consumer_groups()))
 >>> [(f.kind.value, f.count) for f in result.findings]  # AVG gives "a" the first slot's 2 queues, twice
 [('duplicate-client-id', 2), ('unowned', 2), ('double-owned', 2)]
 """
@@ -188,9 +189,9 @@ def summarise(
     """The audit of one snapshot from the engine's facts (:func:`mqbalance.fleet.engine.load_facts`):
     ``per_pair`` rows ``(group, topic, queues, unowned, double_owned, processes, idle, load_total,
     min_load, max_load)``, ``loads`` rows ``(group, topic, load, count)``, ``busy`` rows ``(group,
-    consumer)``; ``churn`` (moved queues per pair) when a previous snapshot was compared;
-    ``what_if`` rows (:func:`mqbalance.fleet.engine.what_if`) when candidate strategies were tried.
-    Nothing here is per process."""
+    processes)`` (:func:`mqbalance.fleet.engine.busy_processes`); ``churn`` (moved queues per pair)
+    when a previous snapshot was compared; ``what_if`` rows (:func:`mqbalance.fleet.engine.what_if`)
+    when candidate strategies were tried. Nothing here is per process."""
     groups = snapshot.consumer_groups()
     pairs = _arrow(per_pair, PAIR_FACT_TYPES).sort_by([("group", "ascending"), ("topic", "ascending")])
     readable = snapshot.readable_routes()
@@ -322,20 +323,14 @@ def _fair_shares(
 
 
 def _idle_anywhere(busy: pa.Table, groups: Mapping[str, ConsumerGroup]) -> int:
-    """Processes of clustering groups that consume nothing of any topic (``busy``: the distinct
-    ids of a group consuming something; a duplicated id counts once per connection)."""
-    ids: dict[str, list[str]] = {}
-    for g, cid in zip(busy.column("group").to_pylist(), busy.column("consumer").to_pylist()):
-        ids.setdefault(g, []).append(cid)
-    idle = 0
-    for g, group in groups.items():
-        if group.message_model is MessageModel.CLUSTERING:
-            used = ids.get(g, [])
-            counts = group.id_counts
-            idle += len(group.connections) - (
-                sum(counts.get(c, 1) for c in used) if group.duplicated_ids else len(used)
-            )
-    return idle
+    """Processes of clustering groups that consume nothing of any topic (``busy``: per group, its
+    processes consuming something, :func:`mqbalance.fleet.engine.busy_processes`)."""
+    working = dict(zip(busy.column("group").to_pylist(), busy.column("processes").to_pylist()))
+    return sum(
+        len(group.connections) - working.get(g, 0)
+        for g, group in groups.items()
+        if group.message_model is MessageModel.CLUSTERING
+    )
 
 
 PAIR_FACT_TYPES = {"group": pa.string(), "topic": pa.string()} | {
@@ -343,4 +338,4 @@ PAIR_FACT_TYPES = {"group": pa.string(), "topic": pa.string()} | {
     for c in ("queues", "unowned", "double_owned", "processes", "idle", "load_total", "min_load", "max_load")
 }
 LOAD_TYPES = {"group": pa.string(), "topic": pa.string(), "load": pa.int64(), "count": pa.int64()}
-BUSY_TYPES = {"group": pa.string(), "consumer": pa.string()}
+BUSY_TYPES = {"group": pa.string(), "processes": pa.int64()}

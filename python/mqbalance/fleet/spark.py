@@ -126,15 +126,20 @@ def session(master: str | None = None, **options: Any) -> Iterator[Any]:
 
 
 def _work_partitions(pairs_table: pa.Table, groups: GroupIndex, n: int) -> pa.Table:
-    """``pairs_table`` with a ``part`` column spreading the estimated work (queues × consumers of
-    each pair) evenly over ``n`` partitions: heaviest first, snake order."""
+    """``pairs_table`` with a ``part`` column: every pair of a group in the same partition (a task
+    counts the group's busy processes), the groups spread by estimated work (queues × consumers of
+    their pairs) evenly over ``n`` partitions, heaviest first, each to the least loaded so far."""
     queues = engine.pair_queue_counts(pairs_table)
-    consumers = np.array([_size(groups, g) for g in pairs_table.column("group").to_pylist()], dtype=np.int64)
-    order = np.argsort(-(queues * consumers), kind="stable")
-    lap = np.arange(len(order)) % (2 * n)
-    part = np.empty(len(order), dtype=np.int32)
-    part[order] = np.where(lap < n, lap, 2 * n - 1 - lap)
-    return pairs_table.append_column("part", pa.array(part))
+    names = pairs_table.column("group").to_pylist()
+    consumers = np.array([_size(groups, g) for g in names], dtype=np.int64)
+    group_of = pc.dictionary_encode(pairs_table.column("group").combine_chunks()).indices.to_numpy()
+    work = np.bincount(group_of, weights=queues * consumers)
+    load = np.zeros(n)
+    part_of_group = np.empty(len(work), dtype=np.int32)
+    for g in np.argsort(-work, kind="stable").tolist():
+        part_of_group[g] = k = int(np.argmin(load))
+        load[k] += work[g]
+    return pairs_table.append_column("part", pa.array(part_of_group[group_of]))
 
 
 def _size(groups: GroupIndex, name: str) -> int:
@@ -311,12 +316,13 @@ def audit(snapshot: Snapshot, assignments: Any, *, previous: Any = None) -> Audi
     )
     per_id = assignments.where(F.col("consumer").isNotNull()).groupBy("group", "topic", "consumer").count().collect()
     churn = None if previous is None else _churn(assignments, previous)
-    facts = engine.load_facts(
+    groups = snapshot.consumer_groups()
+    pairs, loads, busy = engine.load_facts(
         pa.Table.from_pylist([r.asDict() for r in per_pair], schema=_PER_PAIR),
         pa.Table.from_pylist([r.asDict() for r in per_id], schema=_PER_ID),
-        snapshot.consumer_groups(),
+        groups,
     )
-    return summarise(snapshot, *facts, churn)
+    return summarise(snapshot, pairs, loads, engine.busy_processes(busy, groups), churn)
 
 
 _PER_PAIR = pa.schema(
