@@ -587,3 +587,26 @@ def test_parquet_snapshots_load_by_columns_exactly_as_row_by_row(tmp_path):
         SnapshotError, match=rf"connections.parquet row {t.num_rows - 1}.client_id: expected a non-empty"
     ):
         load_snapshot(d)
+
+
+def test_a_snapshot_too_large_to_assign_in_process_still_loads_for_the_spark_audit(tmp_path, monkeypatch):
+    """The in-process assignment holds every row (``ASSIGNMENT_QUEUE_BYTES`` a queue), the Spark
+    audit only the pairs and groups (``QUEUE_BYTES``): a budget between the two loads the snapshot
+    and refuses ``assign_snapshot`` by name; below both, the load refuses."""
+    from mqbalance.fleet import snapshot as snap_mod
+
+    data = {
+        "topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 100, "writeQueueNums": 100, "perm": 6}]}},
+        "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "c"}]}},
+    }
+    monkeypatch.setenv(
+        "MQBALANCE_MEMORY_BUDGET", str(100 * (snap_mod.QUEUE_BYTES + snap_mod.ASSIGNMENT_QUEUE_BYTES) // 2)
+    )
+    snap = snapshot_from_dict(data, "big")
+    with pytest.raises(SnapshotError, match=r"big: readable queues \(sum of readQueueNums\) = 100 would need"):
+        assign_snapshot(snap)
+    with pytest.raises(SnapshotError, match="would need"):
+        audit_snapshot(snap)
+    monkeypatch.setenv("MQBALANCE_MEMORY_BUDGET", str(100 * snap_mod.QUEUE_BYTES - 1))
+    with pytest.raises(SnapshotError, match="would need"):
+        snapshot_from_dict(data, "big")

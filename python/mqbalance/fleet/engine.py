@@ -339,6 +339,7 @@ def assign_snapshot(snapshot: Snapshot) -> pa.Table:
     """Every (group, topic) of a snapshot, in-process: the assignment rows."""
     if not isinstance(snapshot, Snapshot):
         raise SnapshotError(f"assign_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
+    snapshot.check_assignable()
     parts = list(assign_batches(subscription_pairs(snapshot), snapshot.consumer_groups()))
     return pa.concat_tables(parts) if parts else ASSIGNMENT_SCHEMA.empty_table()
 

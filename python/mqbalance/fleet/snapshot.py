@@ -330,6 +330,11 @@ class Snapshot:
     def readable_queue_count(self) -> int:
         return sum(n for route in self._routes.values() for _, n in route)
 
+    def check_assignable(self) -> None:
+        """Refuse (:class:`SnapshotError`) a snapshot too large to assign in-process within the
+        memory budget (every assignment row at once); the Spark audit needs far less per queue."""
+        _check_queue_budget_total(self.source, self.readable_queue_count(), ASSIGNMENT_QUEUE_BYTES)
+
     def to_arrow(self) -> dict[str, pa.Table]:
         """The four tables by name (the Parquet layout)."""
         return {name: getattr(self, name) for name in SCHEMAS}
@@ -468,8 +473,13 @@ def _unicode(text: str, where: str) -> str:
     return text
 
 
-#: Memory per readable queue of a snapshot, through assignment and audit (rows, owners, strings).
-QUEUE_BYTES = 400
+#: Memory per readable queue to audit a snapshot on Spark: the driver holds the pairs, routes and
+#: groups and a few fact rows per pair, the tasks slices of at most 10^6 queues (measured: 2.4 GiB
+#: for the Python driver at 3×10^7 queues, ~80 bytes a queue; with room).
+QUEUE_BYTES = 128
+#: ... and to assign it in-process (``mqbalance assign``, :func:`mqbalance.fleet.engine.assign_snapshot`),
+#: every assignment row in memory at once (measured: 6.7 GiB at 3×10^7 queues, ~240 bytes a queue).
+ASSIGNMENT_QUEUE_BYTES = 400
 
 
 def _java_int(value: Any, where: str, *, count: bool) -> Any:
@@ -488,11 +498,11 @@ def _check_queue_budget(source: str, read_queue_nums: list[Any], perms: list[Any
     _check_queue_budget_total(source, sum(n for n, p in zip(read_queue_nums, perms) if p & PERM_READ and n > 0))
 
 
-def _check_queue_budget_total(source: str, total: int) -> None:
+def _check_queue_budget_total(source: str, total: int, per_queue: int = QUEUE_BYTES) -> None:
     from mqbalance._validate import check_memory
 
     try:
-        check_memory(f"{source}: readable queues (sum of readQueueNums)", total, total * QUEUE_BYTES)
+        check_memory(f"{source}: readable queues (sum of readQueueNums)", total, total * per_queue)
     except MQBalanceError as e:
         raise SnapshotError(str(e), total) from None
 
