@@ -85,16 +85,19 @@ ASSIGNMENT_SCHEMA = pa.schema(
 
 
 def subscription_pairs(snapshot: Snapshot) -> pa.Table:
-    """``(group, topic, route)`` for every subscribed topic that has a readable queue."""
-    routes = snapshot.readable_routes()
-    group, topic, route = [], [], []
-    for g, t in snapshot.subscription_pairs():
-        if t in routes:
-            group.append(g)
-            topic.append(t)
-            route.append([{"broker_name": b, "read_queue_nums": n} for b, n in routes[t]])
+    """``(group, topic, route)`` for every subscribed topic that has a readable queue, in
+    subscription order (:attr:`Snapshot.route_table` joined by topic, no object per row)."""
+    routes = snapshot.route_table
+    subs = snapshot.subscriptions
+    at = pc.index_in(subs.column("topic"), value_set=routes.column("topic").combine_chunks())
+    known = pc.is_valid(at)
     return pa.table(
-        [pa.array(group, pa.string()), pa.array(topic, pa.string()), pa.array(route, ROUTE_TYPE)], schema=PAIR_SCHEMA
+        [
+            subs.column("group").filter(known).combine_chunks(),
+            subs.column("topic").filter(known).combine_chunks(),
+            routes.column("route").combine_chunks().take(pc.drop_null(at).combine_chunks()),
+        ],
+        schema=PAIR_SCHEMA,
     )
 
 

@@ -194,7 +194,7 @@ def summarise(
     when candidate strategies were tried. Nothing here is per process."""
     groups = snapshot.consumer_groups()
     pairs = _arrow(per_pair, PAIR_FACT_TYPES).sort_by([("group", "ascending"), ("topic", "ascending")])
-    readable = snapshot.readable_routes()
+    readable = snapshot.readable_topics()
     findings: list[Finding] = []
     rows: list[PairRow] = []
 
