@@ -441,12 +441,19 @@ def _assignment_table(assignment):
 
 
 @settings(max_examples=300, deadline=None)
-@given(_ASSIGNMENT, _ASSIGNMENT)
-def test_churn_counts_the_queues_in_both_whose_consumers_differ(now, before):
+@given(_ASSIGNMENT, _ASSIGNMENT, st.booleans())
+def test_churn_counts_the_queues_in_both_whose_consumers_differ(now, before, packed):
+    """Against a count here, with both of ``churn``'s keyings (one packed int64 per queue, or the
+    key columns one by one when they would not fit)."""
     expected: dict[tuple[str, str], int] = defaultdict(int)
     for (g, t, b, q), owners in now.items():
         expected[(g, t)] += (g, t, b, q) in before and Counter(owners) != Counter(before[(g, t, b, q)])
-    got = engine.churn(_assignment_table(now), _assignment_table(before))
+    limit = engine.PACKED_KEY_LIMIT
+    engine.PACKED_KEY_LIMIT = limit if packed else 0
+    try:
+        got = engine.churn(_assignment_table(now), _assignment_table(before))
+    finally:
+        engine.PACKED_KEY_LIMIT = limit
     assert {(r["group"], r["topic"]): r["moved"] for r in got.to_pylist()} == dict(expected)
 
 

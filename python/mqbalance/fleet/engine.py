@@ -735,14 +735,22 @@ def churn(current: pa.Table, previous: pa.Table) -> pa.Table:
         encoded = pc.dictionary_encode(pc.fill_null(column, "").combine_chunks())
         return np.asarray(encoded.indices.to_numpy(zero_copy_only=False))
 
-    side = np.repeat(np.array([0, 1], dtype=np.int8), [current.num_rows, previous.num_rows])
+    side = np.repeat(np.array([0, 1], dtype=np.int64), [current.num_rows, previous.num_rows])
     columns = [codes(both.column(k)) for k in ("group", "topic", "broker_name")]
-    qid = both.column("queue_id").to_numpy()
-    consumer = codes(both.column("consumer"))
-    order = np.lexsort((consumer, side, qid, *reversed(columns)))  # by queue, then side, then consumer
-    queue_key = [c[order] for c in (*columns, qid)]
-    new = np.ones(len(order), dtype=bool)
-    new[1:] = np.logical_or.reduce([k[1:] != k[:-1] for k in queue_key])
+    qid = both.column("queue_id").to_numpy().astype(np.int64)
+    consumer = codes(both.column("consumer")).astype(np.int64)
+    spans = [int(c.max()) + 1 for c in columns] + [int(qid.max()) + 1]
+    if np.prod(np.array(spans, dtype=float)) < PACKED_KEY_LIMIT:  # one int64 per queue, one per (side, consumer)
+        key = ((columns[0] * spans[1] + columns[1]) * spans[2] + columns[2]) * spans[3] + qid
+        order = np.lexsort((side * (int(consumer.max()) + 1) + consumer, key))
+        sorted_key = key[order]
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = sorted_key[1:] != sorted_key[:-1]
+    else:
+        order = np.lexsort((consumer, side, qid, *reversed(columns)))  # by queue, then side, then consumer
+        queue_key = [c[order] for c in (*columns, qid)]
+        new = np.ones(len(order), dtype=bool)
+        new[1:] = np.logical_or.reduce([k[1:] != k[:-1] for k in queue_key])
     queue = np.cumsum(new) - 1
     side, consumer = side[order], consumer[order]
     now = np.bincount(queue, weights=side == 0).astype(np.int64)  # rows per queue in each table
