@@ -617,3 +617,50 @@ def test_a_snapshot_too_large_to_assign_in_process_still_loads_for_the_spark_aud
     monkeypatch.setenv("MQBALANCE_MEMORY_BUDGET", str(100 * snap_mod.QUEUE_BYTES - 1))
     with pytest.raises(SnapshotError, match="would need"):
         snapshot_from_dict(data, "big")
+
+
+def test_one_pass_churn_skips_only_pairs_that_cannot_have_moved():
+    """Pairs whose group and route are unchanged are not assigned again; every other kind of
+    change (a member gone, the strategy switched with the same ids, a queue count or a broker
+    changed, a new pair) is, and the per-pair churn equals the full comparison's."""
+
+    def fleet(changes: dict[str, object]) -> dict:
+        route = {"queueDatas": [{"brokerName": b, "readQueueNums": 8, "writeQueueNums": 8, "perm": 6} for b in "ab"]}
+        topics = {t: json.loads(json.dumps(route)) for t in ("T1", "T2", "T3", "T4")}
+        ids = [f"10.0.0.{i}@p" for i in range(5)]
+        groups = {
+            g: {"subscriptions": ["T1", "T2", "T3"], "strategy": "AVG", "connections": [{"clientId": c} for c in ids]}
+            for g in ("same", "left", "switched", "routes")
+        }
+        if changes.get("left"):
+            groups["left"]["connections"].pop(2)
+        if changes.get("switched"):
+            groups["switched"]["strategy"] = "AVG_BY_CIRCLE"
+        if changes.get("routes"):
+            topics["T2"]["queueDatas"][0]["readQueueNums"] = 6
+            topics["T3"]["queueDatas"][1]["brokerName"] = "c"
+            groups["routes"]["subscriptions"].append("T4")
+        return {"topics": topics, "groups": groups}
+
+    flags = {"left": True, "switched": True, "routes": True}
+    before, now = snapshot_from_dict(fleet({}), "before"), snapshot_from_dict(fleet(flags), "now")
+    full = engine.churn(assign_snapshot(now), assign_snapshot(before))
+    expected = {(g, t): m for g, t, m in zip(*(full.column(k).to_pylist() for k in ("group", "topic", "moved")))}
+    pairs = engine.with_previous_routes(engine.subscription_pairs(now), engine.subscription_pairs(before))
+    changed = engine._changed_pairs(pairs, now.consumer_groups(), before.consumer_groups(), {})
+    which = {
+        (g, t) for g, t, c in zip(pairs["group"].to_pylist(), pairs["topic"].to_pylist(), changed.to_pylist()) if c
+    }
+    assert ("same", "T1") not in which and ("left", "T1") in which and ("switched", "T1") in which
+    assert {("same", "T2"), ("same", "T3"), ("routes", "T2"), ("routes", "T3")} <= which
+    assert ("routes", "T1") not in which and ("routes", "T4") not in which  # unchanged; new (nothing to compare)
+    facts = pa.Table.from_batches(
+        list(
+            engine.fact_blocks(pairs.to_batches(max_chunksize=5), now.consumer_groups(), (), before.consumer_groups())
+        ),
+        schema=engine.FACT_SCHEMA,
+    )
+    per_pair, _, _ = engine.split_facts(facts)
+    got = {(g, t): m for g, t, m in zip(*(per_pair.column(k).to_pylist() for k in ("group", "topic", "moved")))}
+    assert {k: v for k, v in got.items() if v} == {k: v for k, v in expected.items() if v}
+    assert got[("left", "T1")] > 0 and got[("switched", "T1")] > 0 and got[("same", "T1")] == 0

@@ -118,6 +118,50 @@ def with_previous_routes(pairs: pa.Table, previous: pa.Table) -> pa.Table:
     return pairs.append_column("previous_route", previous.column("route").take(pa.array(rows, pa.int64())))
 
 
+def _changed_pairs(
+    pairs: pa.Table,
+    groups: Mapping[str, ConsumerGroup],
+    previous_groups: Mapping[str, ConsumerGroup],
+    same_group: dict[str, bool],
+) -> pa.Array:
+    """Per pair of a :func:`with_previous_routes` table: whether it had a route before and its
+    route or its group (connections, strategies, model) differs now; ``same_group`` caches the
+    comparison of each group."""
+    route, before = pairs.column("route").combine_chunks(), pairs.column("previous_route").combine_chunks()
+    n = pairs.num_rows
+    had = pc.is_valid(before).to_numpy(zero_copy_only=False)
+    lengths = pc.fill_null(pc.list_value_length(route), -1).to_numpy(zero_copy_only=False)
+    was = pc.fill_null(pc.list_value_length(before), -2).to_numpy(zero_copy_only=False)
+    route_changed = lengths != was
+    aligned = np.flatnonzero(~route_changed)
+    if len(aligned):
+        at = pa.array(aligned)
+        now_flat, then_flat = route.take(at).flatten(), before.take(at).flatten()
+        entry_differs = pc.or_(
+            pc.not_equal(now_flat.field("broker_name"), then_flat.field("broker_name")),
+            pc.not_equal(now_flat.field("read_queue_nums"), then_flat.field("read_queue_nums")),
+        ).to_numpy(zero_copy_only=False)
+        parent = pc.list_parent_indices(route.take(at)).to_numpy()
+        route_changed[aligned] = np.bincount(parent, weights=entry_differs, minlength=len(aligned)) > 0
+    names = pairs.column("group").to_pylist()
+    for g in set(names) - same_group.keys():
+        same_group[g] = _same_group(groups.get(g), previous_groups.get(g))
+    group_changed = np.array([not same_group[g] for g in names], dtype=bool).reshape(n)
+    return pa.array(had & (route_changed | group_changed))
+
+
+def _same_group(now: ConsumerGroup | None, before: ConsumerGroup | None) -> bool:
+    """The group assigns its queues the same way in both snapshots: the same model, client ids
+    in the same order and the same strategy on every connection."""
+    if now is None or before is None:
+        return now is before
+    if now.message_model is not before.message_model or now.client_ids != before.client_ids:
+        return False
+    if len(now.strategies) == 1 and len(before.strategies) == 1:
+        return now.strategies[0] == before.strategies[0]
+    return [c.strategy for c in now.connections] == [c.strategy for c in before.connections]
+
+
 def _previous_pairs(pairs: pa.Table) -> pa.Table:
     """The pairs of a :func:`with_previous_routes` table that had a route before, with that route."""
     had = pairs.filter(pc.is_valid(pairs.column("previous_route")))
@@ -317,6 +361,7 @@ def fact_blocks(
     :func:`with_previous_routes`), each pair is also assigned as it was then and its :func:`churn`
     is the pair row's ``moved``."""
     busy_ids: list[pa.Table] = []
+    same_group: dict[str, bool] = {}
     for batch in pair_batches:
         for part in pair_slices(pa.Table.from_batches([batch])):
             table = _assign_pairs(part.select(PAIR_SCHEMA.names), groups)
@@ -325,8 +370,16 @@ def fact_blocks(
             rows = what_if(table, groups, candidates) if candidates else None
             moved = None
             if previous_groups is not None:
-                before = _assign_pairs(_previous_pairs(part), previous_groups)
-                moved = churn(table, before)
+                # Only pairs whose group or route changed can have moved queues: the others are
+                # neither assigned again nor compared.
+                changed = _changed_pairs(part, groups, previous_groups, same_group)
+                before = _assign_pairs(_previous_pairs(part.filter(changed)), previous_groups)
+                keys = part.filter(changed)
+                mask = pc.or_(
+                    pc.is_in(table.column("group"), pc.unique(keys.column("group"))),
+                    pc.is_in(table.column("topic"), pc.unique(keys.column("topic"))),
+                )
+                moved = churn(table.filter(mask), before)
             yield from facts(table, groups, busy_ids, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
     if busy_ids:
         busy = busy_processes(pa.concat_tables(busy_ids), groups)
@@ -728,7 +781,9 @@ def churn(current: pa.Table, previous: pa.Table) -> pa.Table:
     keys = ["group", "topic", "broker_name", "queue_id"]
     both = pa.concat_tables([current.select([*keys, "consumer"]), previous.select([*keys, "consumer"])])
     if current.num_rows == 0:
-        return pa.table({"group": pa.array([], pa.string()), "topic": pa.array([], pa.string()), "moved": []})
+        return pa.table(
+            {"group": pa.array([], pa.string()), "topic": pa.array([], pa.string()), "moved": pa.array([], pa.int64())}
+        )
 
     def codes(column: pa.ChunkedArray) -> np.ndarray:
         # One dictionary over both tables, so equal strings get equal codes on either side.
