@@ -194,7 +194,8 @@ def main() -> None:
     q = [r["queues"] for r in results]
     left.plot(q, [r["audit_s"] for r in results], "o-", label="mqbalance audit (Spark local)")
     left.plot(q, [r["audit_previous_s"] for r in results], "^-", label="audit --previous (every group changed)")
-    left.plot(q, [r["audit_previous_tenth_changed_s"] for r in results], "v-", label="audit --previous (a tenth changed)")
+    some = [r["audit_previous_tenth_changed_s"] for r in results]
+    left.plot(q, some, "v-", label="audit --previous (a tenth changed)")
     left.plot(q, [r["assign_s"] for r in results], "s-", label="mqbalance assign (in-process)")
     right.plot(q, [r["audit_peak_gib"] for r in results], "o-", label="audit, all processes")
     right.plot(q, [r["audit_previous_peak_gib"] for r in results], "^-", label="audit --previous")
