@@ -170,3 +170,27 @@ def test_work_is_spread_by_group_and_every_pair_of_a_group_shares_a_task():
         for g in part_of
     )
     assert max(work) - min(work) <= heaviest  # greedy: no partition exceeds another by more than one group
+
+
+def test_too_little_driver_memory_is_one_line_and_leaves_no_temp_dir(tmp_path):
+    """Spark refuses a driver below its minimum: the user reads one line naming the setting to
+    raise (exit code 2, no Java stack), and the session's temp dir is gone."""
+    import os
+    import subprocess
+    import sys
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    done = subprocess.run(
+        [sys.executable, "-m", "mqbalance.cli", "audit", "--out", str(tmp_path / "a"), "--driver-memory", "300m"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert errors == ["mqbalance: error: Spark needs at least 450m of driver memory: raise --driver-memory"]
+    assert "at org.apache" not in done.stderr and "Traceback" not in done.stderr
+    assert not [p for p in temp.iterdir() if p.name.startswith("mqbalance-spark-")]

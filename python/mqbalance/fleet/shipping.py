@@ -297,10 +297,19 @@ class SparkMemoryError(MQBalanceError):
 
 
 _MEMORY = re.compile(r"(OutOfDirectMemoryError|OutOfMemoryError|Java heap space|GC overhead limit exceeded)")
+_TOO_LITTLE = re.compile(r"Insufficient (driver|executor) memory: System memory (\d+) must be at least (\d+)")
 
 
 def memory_problem(error: BaseException) -> SparkMemoryError | None:
-    """A short :class:`SparkMemoryError` for a job that failed for lack of memory, else ``None``."""
+    """A short :class:`SparkMemoryError` for a job that failed for lack of memory (or a session
+    given less than Spark's minimum), else ``None``."""
+    small = _TOO_LITTLE.search(str(error))
+    if small is not None:
+        which, minimum = small.group(1), int(small.group(3))
+        return SparkMemoryError(
+            f"Spark needs at least {-(-minimum // 2**20)}m of {which} memory: raise --{which}-memory",
+            int(small.group(2)),
+        )
     found = _MEMORY.search(str(error))
     if found is None:
         return None

@@ -33,6 +33,9 @@ from mqbalance.registry import StrategySpec
 
 __all__ = ["assign_fleet", "audit", "audit_fleet", "local_session", "session", "stop_session"]
 
+# Spark's own ERROR lines (a stack trace per failed task, hundreds of lines when memory runs out)
+# are off: a failure reaches the driver as an exception, which the CLI turns into one line where
+# the cause is known (:mod:`mqbalance.fleet.shipping`) and otherwise raises with Spark's message.
 _LOG4J = """status = warn
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = STDERR
@@ -42,7 +45,7 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 logger.spark.name = org.apache.spark
-logger.spark.level = error
+logger.spark.level = fatal
 logger.hadoop.name = org.apache.hadoop
 logger.hadoop.level = error
 """
@@ -95,8 +98,12 @@ def local_session(
     shipped = shipping.environment_conf() if ship_environment and not master.startswith("local") else {}
     for key, value in shipped.items():
         builder = builder.config(key, value)
-    with shipping.executor_python(shipped):
-        spark = builder.getOrCreate()
+    try:
+        with shipping.executor_python(shipped):
+            spark = builder.getOrCreate()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     spark.sparkContext.setLogLevel("ERROR")
     setattr(spark, "_mqbalance_tmp", tmp)  # removed by stop_session  # noqa: B010
     return spark
@@ -105,9 +112,11 @@ def local_session(
 def stop_session(spark: Any) -> None:
     """Stop a session and remove the temp dir :func:`local_session` gave it."""
     tmp = getattr(spark, "_mqbalance_tmp", None)
-    spark.stop()
-    if tmp:
-        shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        spark.stop()
+    finally:  # also when the JVM is gone (it ran out of memory, say)
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager
