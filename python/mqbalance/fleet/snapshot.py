@@ -862,19 +862,7 @@ def _distinct(table: pa.Table, keys: list[str]) -> bool:
 
 
 def _read_parquet(path: Path, name: str) -> dict[str, list[Any]]:
-    import pyarrow.parquet as pq
-
-    if not path.exists():
-        raise _err(str(path), "missing table", str(path))
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as e:
-        raise _err(str(path), f"not a readable Parquet file: {_first_line(e)}", str(path)) from None
-    names = set(table.column_names)
-    for c in REQUIRED[name]:
-        if c not in names:
-            raise _err(str(path), f"missing column {c!r}", c)
-    return {c: table.column(c).to_pylist() if c in names else [None] * table.num_rows for c in SCHEMAS[name].names}
+    return _columns_of(_read_arrow(path, name), name)
 
 
 def _first_line(e: BaseException) -> str:
