@@ -5,6 +5,7 @@ snapshots give clear errors naming file and field, reports are written."""
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter, defaultdict
 
 import pyarrow as pa
@@ -664,3 +665,70 @@ def test_one_pass_churn_skips_only_pairs_that_cannot_have_moved():
     got = {(g, t): m for g, t, m in zip(*(per_pair.column(k).to_pylist() for k in ("group", "topic", "moved")))}
     assert {k: v for k, v in got.items() if v} == {k: v for k, v in expected.items() if v}
     assert got[("left", "T1")] > 0 and got[("switched", "T1")] > 0 and got[("same", "T1")] == 0
+
+
+def _random_fleet(rng: random.Random, base: dict | None = None) -> dict:
+    """A small fleet (or, from ``base``, the same fleet a while later: members gone or joined, ids
+    duplicated, strategies switched, queue counts and brokers changed, groups broadcasting)."""
+    if base is None:
+        topics = {
+            f"T{t}": {
+                "queueDatas": [
+                    {"brokerName": b, "readQueueNums": rng.randint(1, 6), "writeQueueNums": 6, "perm": 6}
+                    for b in rng.sample(["a", "b", "c"], rng.randint(1, 3))
+                ]
+            }
+            for t in range(4)
+        }
+        groups = {
+            f"g{g}": {
+                "subscriptions": rng.sample(sorted(topics), rng.randint(1, 4)),
+                "strategy": rng.choice(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"]),
+                "connections": [{"clientId": f"10.0.{g}.{i}@p"} for i in range(rng.randint(1, 6))],
+            }
+            for g in range(5)
+        }
+        return {"topics": topics, "groups": groups}
+    fleet = json.loads(json.dumps(base))
+    for name, group in fleet["groups"].items():
+        change = rng.randrange(7)
+        conns = group["connections"]
+        if change == 0 and len(conns) > 1:
+            conns.pop(rng.randrange(len(conns)))
+        elif change == 1:
+            conns.insert(rng.randrange(len(conns) + 1), {"clientId": f"10.9.9.{rng.randrange(50)}@{name}"})
+        elif change == 2:
+            conns.append({"clientId": rng.choice(conns)["clientId"]})  # a duplicated id
+        elif change == 3:
+            group["strategy"] = rng.choice(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])
+        elif change == 4:
+            group["messageModel"] = "BROADCASTING"
+    for topic in fleet["topics"].values():
+        if rng.random() < 0.3:
+            entry = rng.choice(topic["queueDatas"])
+            entry["readQueueNums"] = rng.randint(1, 6)
+        if rng.random() < 0.15:
+            rng.choice(topic["queueDatas"])["brokerName"] = "d"
+    return fleet
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32))
+def test_one_pass_churn_is_the_full_comparison_on_random_fleets(seed: int) -> None:
+    """The in-place comparison of aligned queues (with the full comparison for the rest) gives
+    exactly the full comparison's moved queues per pair."""
+    rng = random.Random(seed)
+    first = _random_fleet(rng)
+    before, now = snapshot_from_dict(first, "before"), snapshot_from_dict(_random_fleet(rng, first), "now")
+    full = engine.churn(assign_snapshot(now), assign_snapshot(before))
+    expected = {(g, t): m for g, t, m in zip(*(full.column(k).to_pylist() for k in ("group", "topic", "moved"))) if m}
+    pairs = engine.with_previous_routes(engine.subscription_pairs(now), engine.subscription_pairs(before))
+    facts = pa.Table.from_batches(
+        list(
+            engine.fact_blocks(pairs.to_batches(max_chunksize=3), now.consumer_groups(), (), before.consumer_groups())
+        ),
+        schema=engine.FACT_SCHEMA,
+    )
+    per_pair, _, _ = engine.split_facts(facts)
+    got = {(g, t): m for g, t, m in zip(*(per_pair.column(k).to_pylist() for k in ("group", "topic", "moved"))) if m}
+    assert got == expected

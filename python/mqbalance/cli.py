@@ -173,8 +173,11 @@ def _cmd_assign(args: argparse.Namespace) -> int:
 
     if args.top is not None and args.top < 0:
         raise SnapshotError(f"--top: must be >= 0, got {args.top}", args.top)
-    snap = _snapshot_arg(args, Progress(quiet=True)) or _example(args.seed)[0]
-    result = audit_snapshot(snap)
+    say = Progress(quiet=args.quiet, stream=sys.stderr)  # stdout is the table
+    snap = _snapshot_arg(args, say) or _example(args.seed)[0]
+    say(f"loaded {snap.source}: {len(snap.groups):,} groups, {snap.readable_queue_count():,} readable queues")
+    with say.counter("assigning", "queues") as update:
+        result = audit_snapshot(snap, progress=update)
     rows = {(r.group, r.topic): r for r in result.rows}
     groups = snap.consumer_groups()
     lines = []  # (queues at risk, idle, missing route, group, topic, line)
@@ -517,6 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--top", type=int, help="print only the N worst group/topic pairs (default: all, by name)")
     a.add_argument("--seed", type=int, default=7)
+    a.add_argument("--quiet", action="store_true", help="no progress lines (they go to standard error)")
     f = sub.add_parser(
         "fault-latency-demo",
         help="the two-broker latency experiment: producer fault isolation (MQFaultStrategy), pre-4.9 vs 4.x vs 5.x",

@@ -13,7 +13,7 @@
 ['cg-payments-dup']
 """
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from mqbalance.fleet.engine import (
     DEFAULT_WHAT_IF,
@@ -69,12 +69,16 @@ __all__ = [
 
 
 def audit_snapshot(
-    snapshot: Snapshot, *, what_if: Iterable[StrategySpec | str] = (), previous: Snapshot | None = None
+    snapshot: Snapshot,
+    *,
+    what_if: Iterable[StrategySpec | str] = (),
+    previous: Snapshot | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> AuditResult:
     """The audit of one snapshot, in-process (no Spark): :func:`assign_snapshot` then
     :func:`summarise`; ``what_if``: candidate strategies to try on every clustering group
     (:func:`mqbalance.fleet.engine.what_if`); ``previous``: an earlier snapshot, for churn
-    (:func:`mqbalance.fleet.engine.churn`)."""
+    (:func:`mqbalance.fleet.engine.churn`); ``progress(done, total)``: queues assigned so far."""
     if not isinstance(snapshot, Snapshot):
         raise SnapshotError(f"audit_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
     if previous is not None and not isinstance(previous, Snapshot):
@@ -82,7 +86,7 @@ def audit_snapshot(
             f"audit_snapshot: previous must be a Snapshot (see load_snapshot), got {previous!r}", previous
         )
     candidates = what_if_candidates(what_if)
-    assignments = assign_snapshot(snapshot)
+    assignments = assign_snapshot(snapshot, progress=progress)
     rows = engine_what_if(assignments, snapshot.consumer_groups(), candidates) if candidates else None
     moved = None
     if previous is not None:

@@ -127,13 +127,24 @@ def _changed_pairs(
     """Per pair of a :func:`with_previous_routes` table: whether it had a route before and its
     route or its group (connections, strategies, model) differs now; ``same_group`` caches the
     comparison of each group."""
-    route, before = pairs.column("route").combine_chunks(), pairs.column("previous_route").combine_chunks()
     n = pairs.num_rows
-    had = pc.is_valid(before).to_numpy(zero_copy_only=False)
+    had = pc.is_valid(pairs.column("previous_route")).to_numpy(zero_copy_only=False)
+    route_changed = _route_changed(pairs)
+    names = pairs.column("group").to_pylist()
+    for g in set(names) - same_group.keys():
+        same_group[g] = _same_group(groups.get(g), previous_groups.get(g))
+    group_changed = np.array([not same_group[g] for g in names], dtype=bool).reshape(n)
+    return pa.array(had & (route_changed | group_changed))
+
+
+def _route_changed(pairs: pa.Table) -> np.ndarray:
+    """Per pair of a :func:`with_previous_routes` table: its route differs from its previous one
+    (a pair without a previous route counts as changed)."""
+    route, before = pairs.column("route").combine_chunks(), pairs.column("previous_route").combine_chunks()
     lengths = pc.fill_null(pc.list_value_length(route), -1).to_numpy(zero_copy_only=False)
     was = pc.fill_null(pc.list_value_length(before), -2).to_numpy(zero_copy_only=False)
-    route_changed = lengths != was
-    aligned = np.flatnonzero(~route_changed)
+    changed = np.asarray(lengths != was, dtype=bool)
+    aligned = np.flatnonzero(~changed)
     if len(aligned):
         at = pa.array(aligned)
         now_flat, then_flat = route.take(at).flatten(), before.take(at).flatten()
@@ -142,12 +153,8 @@ def _changed_pairs(
             pc.not_equal(now_flat.field("read_queue_nums"), then_flat.field("read_queue_nums")),
         ).to_numpy(zero_copy_only=False)
         parent = pc.list_parent_indices(route.take(at)).to_numpy()
-        route_changed[aligned] = np.bincount(parent, weights=entry_differs, minlength=len(aligned)) > 0
-    names = pairs.column("group").to_pylist()
-    for g in set(names) - same_group.keys():
-        same_group[g] = _same_group(groups.get(g), previous_groups.get(g))
-    group_changed = np.array([not same_group[g] for g in names], dtype=bool).reshape(n)
-    return pa.array(had & (route_changed | group_changed))
+        changed[aligned] = np.bincount(parent, weights=entry_differs, minlength=len(aligned)) > 0
+    return changed
 
 
 def _same_group(now: ConsumerGroup | None, before: ConsumerGroup | None) -> bool:
@@ -238,18 +245,27 @@ def assign_batch(table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: n
     """Every (group, topic) of a table of queue rows ``(group, topic, broker_name, queue_id)``
     contiguous per pair (:func:`expand_pairs` gives both) → the assignment rows
     (:data:`ASSIGNMENT_SCHEMA`)."""
+    return assign_batch_rows(table, groups, bounds)[0]
+
+
+def assign_batch_rows(
+    table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: np.ndarray
+) -> tuple[pa.Table, np.ndarray]:
+    """:func:`assign_batch`, and for every assignment row the queue row of ``table`` it is about."""
     if table.num_rows == 0:
-        return ASSIGNMENT_SCHEMA.empty_table()
+        return ASSIGNMENT_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64)
     pair_groups = table.column("group").take(pa.array(bounds[:-1])).to_pylist()
     brokers = pc.dictionary_encode(table.column("broker_name").combine_chunks())
     topics = pc.dictionary_encode(table.column("topic").combine_chunks())
     qids = table.column("queue_id").to_numpy().astype(np.int64)
     parts: list[pa.Table] = []
+    sources: list[np.ndarray] = []
     owned_mask = np.zeros(table.num_rows, dtype=bool)
     base = table.select(["group", "topic", "broker_name", "queue_id"])
 
     def emit(rows: np.ndarray, consumer: pa.Array) -> None:
         parts.append(base.take(pa.array(rows)).append_column("consumer", consumer))
+        sources.append(rows)
         owned_mask[rows] = True
 
     batched: list[np.ndarray] = []
@@ -283,6 +299,7 @@ def assign_batch(table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: n
         positions = np.where(owned, offsets[seg_of_row] + np.maximum(owners, 0), 0)
         consumer = flat_ids.take(pa.array(positions, mask=~owned))
         parts.insert(0, (base if everything else base.take(idx)).append_column("consumer", consumer))
+        sources.insert(0, sub)
         owned_mask[sub] = True  # their unowned rows are already in, with a null consumer
         # A duplicated id: every further process with it consumes the same queues.
         for s, ids in enumerate(batched_ids):
@@ -298,7 +315,10 @@ def assign_batch(table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: n
     unowned = np.flatnonzero(~owned_mask)
     if len(unowned):
         parts.append(base.take(pa.array(unowned)).append_column("consumer", pa.nulls(len(unowned), type=pa.string())))
-    return pa.concat_tables(parts).cast(ASSIGNMENT_SCHEMA) if parts else ASSIGNMENT_SCHEMA.empty_table()
+        sources.append(unowned)
+    if not parts:
+        return ASSIGNMENT_SCHEMA.empty_table(), np.zeros(0, dtype=np.int64)
+    return pa.concat_tables(parts).cast(ASSIGNMENT_SCHEMA), np.concatenate(sources).astype(np.int64)
 
 
 #: Queue rows expanded and assigned at once (a pair larger than this is assigned alone).
@@ -364,7 +384,7 @@ def fact_blocks(
     same_group: dict[str, bool] = {}
     for batch in pair_batches:
         for part in pair_slices(pa.Table.from_batches([batch])):
-            table = _assign_pairs(part.select(PAIR_SCHEMA.names), groups)
+            table, queue_rows = _assign_pairs_rows(part.select(PAIR_SCHEMA.names), groups)
             if assignments is not None:
                 assignments(table)
             rows = what_if(table, groups, candidates) if candidates else None
@@ -372,14 +392,12 @@ def fact_blocks(
             if previous_groups is not None:
                 # Only pairs whose group or route changed can have moved queues: the others are
                 # neither assigned again nor compared.
-                changed = _changed_pairs(part, groups, previous_groups, same_group)
-                before = _assign_pairs(_previous_pairs(part.filter(changed)), previous_groups)
-                keys = part.filter(changed)
-                mask = pc.or_(
-                    pc.is_in(table.column("group"), pc.unique(keys.column("group"))),
-                    pc.is_in(table.column("topic"), pc.unique(keys.column("topic"))),
+                changed = np.flatnonzero(
+                    _changed_pairs(part, groups, previous_groups, same_group).to_numpy(zero_copy_only=False)
                 )
-                moved = churn(table.filter(mask), before)
+                earlier = _previous_pairs(part.take(changed))
+                before, before_rows = _assign_pairs_rows(earlier, previous_groups)
+                moved = pair_churn(part, changed, (table, queue_rows), (before, before_rows))
             yield from facts(table, groups, busy_ids, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
     if busy_ids:
         busy = busy_processes(pa.concat_tables(busy_ids), groups)
@@ -391,12 +409,29 @@ def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Ta
     return assign_batch(table, groups, bounds)
 
 
-def assign_snapshot(snapshot: Snapshot) -> pa.Table:
-    """Every (group, topic) of a snapshot, in-process: the assignment rows."""
+def _assign_pairs_rows(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> tuple[pa.Table, np.ndarray]:
+    """:func:`_assign_pairs`, with the queue row (in the pairs' expansion) of every assignment row."""
+    table, bounds = expand_pairs(pairs)
+    return assign_batch_rows(table, groups, bounds)
+
+
+def assign_snapshot(snapshot: Snapshot, *, progress: Callable[[int, int], None] | None = None) -> pa.Table:
+    """Every (group, topic) of a snapshot, in-process: the assignment rows. ``progress(done, total)``
+    is called after each slice of at most :data:`MAX_QUEUES_PER_SLICE` queues (counted per pair)."""
     if not isinstance(snapshot, Snapshot):
         raise SnapshotError(f"assign_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
+    if progress is not None and not callable(progress):
+        raise SnapshotError(f"assign_snapshot: progress must be callable, got {progress!r:.80}", progress)
     snapshot.check_assignable()
-    parts = list(assign_batches(subscription_pairs(snapshot), snapshot.consumer_groups()))
+    pairs, groups = subscription_pairs(snapshot), snapshot.consumer_groups()
+    done = np.cumsum(pair_queue_counts(pairs))
+    total = int(done[-1]) if len(done) else 0
+    parts, rows = [], 0
+    for part in pair_slices(pairs):
+        parts.append(_assign_pairs(part, groups))
+        rows += part.num_rows
+        if progress is not None:
+            progress(int(done[rows - 1]), total)
     return pa.concat_tables(parts) if parts else ASSIGNMENT_SCHEMA.empty_table()
 
 
@@ -825,6 +860,84 @@ def churn(current: pa.Table, previous: pa.Table) -> pa.Table:
     )
     out = per_pair.aggregate([("moved", "sum")])
     return pa.table({"group": out.column("group"), "topic": out.column("topic"), "moved": out.column("moved_sum")})
+
+
+def _no_churn() -> pa.Table:
+    return pa.table(
+        {"group": pa.array([], pa.string()), "topic": pa.array([], pa.string()), "moved": pa.array([], pa.int64())}
+    )
+
+
+def pair_churn(
+    pairs: pa.Table,
+    changed: np.ndarray,
+    now: tuple[pa.Table, np.ndarray],
+    before: tuple[pa.Table, np.ndarray],
+) -> pa.Table:
+    """:func:`churn` of the pairs at positions ``changed`` of ``pairs`` (a :func:`with_previous_routes`
+    table; each of them had a route), computed from ``now`` — the assignment of ``pairs`` with the
+    queue row of every assignment row (:func:`assign_batch_rows`) — and ``before``, the same for
+    their previous routes and groups. Where a pair's route is unchanged, queue row ``k`` of its
+    expansion is the same queue on both sides, so a queue with one consumer on each side is compared
+    in place; pairs with another route or a queue consumed by several processes go through
+    :func:`churn`. The result is :func:`churn`'s, one row per changed pair.
+
+    >>> route = [{"broker_name": "b", "read_queue_nums": 3}]
+    >>> pairs = pa.table({"group": ["g"], "topic": ["T"], "route": [route], "previous_route": [route]})
+    >>> now = (pa.table({"consumer": ["c1", "c2", "c2"]}), np.array([0, 1, 2]))
+    >>> before = (pa.table({"consumer": ["c1", "c1", "c2"]}), np.array([0, 1, 2]))
+    >>> pair_churn(pairs, np.array([0]), now, before).to_pylist()  # queue 1 moved
+    [{'group': 'g', 'topic': 'T', 'moved': 1}]
+    """
+    table, rows = now
+    earlier, earlier_rows = before
+    if len(changed) == 0:
+        return _no_churn()
+    changed = np.asarray(changed, dtype=np.int64)
+    sub = pairs.take(pa.array(changed))
+    now_start = np.concatenate(([0], np.cumsum(pair_queue_counts(pairs))))
+    then_start = np.concatenate(([0], np.cumsum(pair_queue_counts(_previous_pairs(sub)))))
+    same_route = ~_route_changed(sub)
+    n = int(now_start[-1])
+    # The queues of the changed pairs in the current expansion, and the pair (0..len(changed)) of each.
+    lengths = now_start[changed + 1] - now_start[changed]
+    pair_of = np.repeat(np.arange(len(changed)), lengths)
+    queues = np.arange(len(pair_of)) - np.repeat(np.cumsum(lengths) - lengths, lengths) + now_start[changed][pair_of]
+    # Rows before, mapped onto the current queue rows where the route is unchanged (-1 elsewhere).
+    before_pair = np.searchsorted(then_start, earlier_rows, side="right") - 1
+    aligned = same_route[before_pair]
+    mapped = np.where(aligned, earlier_rows - then_start[before_pair] + now_start[changed][before_pair], -1)
+    count_now = np.bincount(rows, minlength=n)
+    count_before = np.bincount(mapped[aligned], minlength=n)
+    odd = (count_now[queues] != 1) | (count_before[queues] != 1)
+    general = ~same_route | (np.bincount(pair_of, weights=odd, minlength=len(changed)) > 0)
+    parts = []
+    simple = ~general[pair_of]
+    if simple.any():
+        now_row = np.full(n, -1, dtype=np.int64)
+        now_row[rows] = np.arange(len(rows))
+        then_row = np.full(n, -1, dtype=np.int64)
+        then_row[mapped[aligned]] = np.flatnonzero(aligned)
+        at = queues[simple]
+        a = pc.fill_null(table.column("consumer").take(pa.array(now_row[at])), "")
+        b = pc.fill_null(earlier.column("consumer").take(pa.array(then_row[at])), "")
+        differs = pc.not_equal(a, b).to_numpy(zero_copy_only=False)
+        moved = np.bincount(pair_of[simple], weights=differs, minlength=len(changed)).astype(np.int64)
+        keep = pa.array(np.flatnonzero(~general))
+        parts.append(
+            pa.table(
+                {
+                    "group": sub.column("group").take(keep),
+                    "topic": sub.column("topic").take(keep),
+                    "moved": pa.array(moved[~general]),
+                }
+            )
+        )
+    if general.any():
+        in_general = np.zeros(n, dtype=bool)
+        in_general[queues[general[pair_of]]] = True
+        parts.append(churn(table.filter(pa.array(in_general[rows])), earlier.filter(pa.array(general[before_pair]))))
+    return pa.concat_tables(parts)
 
 
 def facts(

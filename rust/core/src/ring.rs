@@ -29,7 +29,7 @@ pub const MAX_RING_ENTRIES: usize = 1 << 24;
 
 /// How strings become bytes before hashing. RocketMQ 5.x always uses UTF-8; 4.x used the JVM's
 /// default charset, where characters the charset cannot map become `?` (one per code point).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Charset {
     /// UTF-8 (RocketMQ 5.x, and 4.x on a UTF-8 JVM).
     #[default]

@@ -261,3 +261,44 @@ fn sticky_first_run_is_avg_and_sticky_needs_a_previous_assignment() {
         Err(mqbalance_core::AllocateError::PreviousRequired { .. })
     ));
 }
+
+proptest! {
+    /// Segments that share a consumer list (and so its sorted order and ring) get what each would
+    /// get in a call of its own.
+    #[test]
+    fn a_batch_sharing_groups_is_each_segment_alone(
+        segs in prop::collection::vec(
+            (prop::collection::vec((0..TOPICS.len(), 0..BROKERS.len(), 0..30i32), 1..25), 0..3usize, 0..4usize),
+            1..8,
+        ),
+        lists in prop::collection::vec(prop::collection::vec(0..IDS.len(), 1..8), 3),
+    ) {
+        use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
+        let kinds = [
+            Strategy::Avg,
+            Strategy::AvgByCircle,
+            Strategy::consistent_hash(4, Charset::Utf8).unwrap(),
+            Strategy::consistent_hash(7, Charset::Iso8859_1).unwrap(),
+        ];
+        let groups: Vec<ConsumerList> = lists
+            .iter()
+            .map(|ids| ConsumerList::new(ids.iter().map(|&i| IDS[i].to_string()).collect()))
+            .collect();
+        let rows: Vec<(usize, usize, i32)> = segs.iter().flat_map(|(r, _, _)| r.iter().copied()).collect();
+        let table = QueueTable::from_rows(rows.iter().map(|&(t, b, q)| (TOPICS[t], BROKERS[b], q)));
+        let mut bounds = vec![0usize];
+        for (r, _, _) in &segs {
+            bounds.push(bounds.last().unwrap() + r.len());
+        }
+        let segments: Vec<Segment<'_>> = segs
+            .iter()
+            .map(|&(_, g, k)| Segment { strategy: &kinds[k], group: &groups[g] })
+            .collect();
+        let batch = owners_by_segment(&table, &bounds, &segments).unwrap();
+        for (s, (r, g, k)) in segs.iter().enumerate() {
+            let alone = QueueTable::from_rows(r.iter().map(|&(t, b, q)| (TOPICS[t], BROKERS[b], q)));
+            let expected = allocate::rebalance_owners(&kinds[*k], &alone, &groups[*g], None).unwrap();
+            prop_assert_eq!(&batch[bounds[s]..bounds[s + 1]], &expected[..]);
+        }
+    }
+}

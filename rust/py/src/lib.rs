@@ -439,7 +439,7 @@ fn owners_by_pair<'py>(
     bounds: PyReadonlyArray1<'py, u64>,
     strategies: Vec<PyRef<'py, PyStrategy>>,
     seg_strategy: PyReadonlyArray1<'py, u32>,
-    consumers: Vec<Vec<String>>,
+    consumers: Vec<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
     let table = columns::queue_table(topics, brokers, queue_ids, true)?;
@@ -462,14 +462,28 @@ fn owners_by_pair<'py>(
             bad,
         )));
     }
-    let groups: Vec<ConsumerList> = consumers.into_iter().map(ConsumerList::new).collect();
+    // A group's pairs pass the same list object: it is converted once, and the core then shares
+    // its sorted order and ring between those pairs.
+    let mut seen: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<ConsumerList> = Vec::new();
+    let mut of_segment: Vec<usize> = Vec::with_capacity(consumers.len());
+    for item in &consumers {
+        let key = item.as_ptr() as usize;
+        if let Some(&g) = seen.get(&key) {
+            of_segment.push(g);
+            continue;
+        }
+        groups.push(ConsumerList::new(item.extract::<Vec<String>>()?));
+        seen.insert(key, groups.len() - 1);
+        of_segment.push(groups.len() - 1);
+    }
     let out = py.detach(|| {
         let segments: Vec<Segment<'_>> = which
             .iter()
-            .zip(&groups)
-            .map(|(&k, group)| Segment {
+            .zip(&of_segment)
+            .map(|(&k, &g)| Segment {
                 strategy: &kinds[k as usize],
-                group,
+                group: &groups[g],
             })
             .collect();
         owners_by_segment(&table, &bounds, &segments)

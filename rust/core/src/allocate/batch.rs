@@ -3,6 +3,10 @@
 //! `RebalanceImpl` way. Java ranks of the string dictionaries are computed once for the batch, and
 //! segments run on all cores. This is what a Spark executor calls for a whole bucket of groups.
 //!
+//! A group usually subscribes to many topics: segments that share one [`ConsumerList`] (the same
+//! reference) share its Java-sorted order and, under `CONSISTENT_HASH`, its ring, each built once
+//! per call instead of once per segment (a ring of 1,000 ids costs 10,000 MD5s).
+//!
 //! ```
 //! use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
 //! use mqbalance_core::{ConsumerList, QueueTable, Strategy};
@@ -16,10 +20,13 @@
 
 use rayon::prelude::*;
 
-use super::{owners, Strategy};
+use rustc_hash::FxHashMap as HashMap;
+
+use super::{check::check_lists, owners, unown_empty_ids, Strategy};
 use crate::error::AllocateError;
 use crate::order::{java_ranks, sort_order};
 use crate::queues::{ConsumerList, QueueTable};
+use crate::ring::{Charset, ConsistentHashRing};
 
 /// One (group, topic): its strategy and its consumers as listed (owners refer to positions here).
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +77,7 @@ pub fn owners_by_segment(
     }
     let trank = java_ranks(table.topic_dict());
     let brank = java_ranks(table.broker_dict());
+    let (groups, of_segment) = shared_groups(segments);
     let per: Vec<Result<Vec<i64>, (usize, AllocateError)>> = segments
         .par_iter()
         .enumerate()
@@ -85,19 +93,23 @@ pub fn owners_by_segment(
                     r,
                 )
             });
-            let cperm = sort_order(seg.group.ids());
-            let sorted = ConsumerList::new(
-                cperm
-                    .iter()
-                    .map(|&j| seg.group.ids()[j as usize].clone())
-                    .collect(),
-            );
-            let o = owners(seg.strategy, &table.view(&rows), &sorted, None).map_err(|e| (s, e))?;
+            let shared = &groups[of_segment[s]];
+            let view = table.view(&rows);
+            let o = match &shared.ring {
+                Some((ring, charset)) => (|| {
+                    check_lists(rows.len(), shared.sorted.len())?;
+                    let mut o = ring.as_ref().map_err(Clone::clone)?.owners(&view, *charset);
+                    unown_empty_ids(&mut o, &shared.sorted);
+                    Ok(o)
+                })(),
+                None => owners(seg.strategy, &view, &shared.sorted, None),
+            }
+            .map_err(|e| (s, e))?;
             let mut out = vec![-1i64; b - a];
             for (&row, &owner) in rows.iter().zip(&o) {
                 if owner >= 0 {
                     out[row as usize - a] =
-                        seg.group.first_of(cperm[owner as usize] as usize) as i64;
+                        seg.group.first_of(shared.order[owner as usize] as usize) as i64;
                 }
             }
             Ok(out)
@@ -109,4 +121,59 @@ pub fn owners_by_segment(
         all[a..b].copy_from_slice(&r?);
     }
     Ok(all)
+}
+
+/// What the segments of one group share: its ids sorted the Java way (`order[k]` = position in
+/// the group of sorted slot `k`) and, under `CONSISTENT_HASH`, the ring over them.
+struct SharedGroup {
+    order: Vec<u32>,
+    sorted: ConsumerList,
+    ring: Option<(Result<ConsistentHashRing, AllocateError>, Charset)>,
+}
+
+/// The distinct (consumer list, ring settings) of the segments, prepared on all cores, and the
+/// index of each segment's. Lists are told apart by reference, so equal lists passed separately
+/// are merely prepared twice.
+fn shared_groups(segments: &[Segment<'_>]) -> (Vec<SharedGroup>, Vec<usize>) {
+    type Key = (usize, Option<(u32, Charset)>);
+    let mut index: HashMap<Key, usize> = HashMap::default();
+    let mut distinct: Vec<(&ConsumerList, Option<(u32, Charset)>)> = Vec::new();
+    let of_segment = segments
+        .iter()
+        .map(|seg| {
+            let ring = match seg.strategy {
+                Strategy::ConsistentHash {
+                    virtual_node_cnt,
+                    charset,
+                } => Some((*virtual_node_cnt, *charset)),
+                _ => None,
+            };
+            *index
+                .entry((std::ptr::from_ref(seg.group) as usize, ring))
+                .or_insert_with(|| {
+                    distinct.push((seg.group, ring));
+                    distinct.len() - 1
+                })
+        })
+        .collect();
+    let groups = distinct
+        .par_iter()
+        .map(|&(group, ring)| {
+            let order = sort_order(group.ids());
+            let sorted = ConsumerList::new(
+                order
+                    .iter()
+                    .map(|&j| group.ids()[j as usize].clone())
+                    .collect(),
+            );
+            let ring =
+                ring.map(|(v, charset)| (ConsistentHashRing::build(&sorted, v, charset), charset));
+            SharedGroup {
+                order,
+                sorted,
+                ring,
+            }
+        })
+        .collect();
+    (groups, of_segment)
 }

@@ -184,14 +184,19 @@ pub fn owners_with_previous(
         (Strategy::Sticky, Some(previous)) => sticky::owners(queues.len(), group, previous)?,
         _ => owners_unchecked(strategy, queues, group, rooms)?,
     };
+    unown_empty_ids(&mut out, group);
+    Ok(out)
+}
+
+/// Queues that would go to an empty id `""` become unowned (that client's own call throws).
+pub(crate) fn unown_empty_ids(owners: &mut [i64], group: &ConsumerList) {
     if group.ids().iter().any(String::is_empty) {
-        for o in out.iter_mut().filter(|o| **o >= 0) {
+        for o in owners.iter_mut().filter(|o| **o >= 0) {
             if group.ids()[*o as usize].is_empty() {
                 *o = -1;
             }
         }
     }
-    Ok(out)
 }
 
 /// [`owners`] after the list check (NEARBY's inner calls run on non-empty sub-lists).
