@@ -13,6 +13,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from mqbalance import MessageQueue, UnknownStrategyError, strategy
@@ -355,3 +356,25 @@ def test_cli_group_status_and_unreachable(zk_server, zk, group, stack, capsys):
         hosts = dead.hosts
     assert main(["group", "status", "--zk", hosts, "--group", group, "--timeout", "1"]) == 2
     assert "no ZooKeeper server answered" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["every-member", "leader"])
+def test_members_watch_again_after_a_dropped_connection(stack, mode):
+    """kazoo drops every watch with a connection and does not set them again when the session
+    survives (here: the server killed and restarted under its members): members must, or they go
+    deaf, keep what they own, and a later joiner never gets its share."""
+    server = stack.enter_context(ZooKeeperServer(tick_ms=500))
+    admin = KazooClient(hosts=server.hosts, timeout=10.0, connection_retry={"max_tries": -1, "max_delay": 0.5})
+    admin.start(timeout=10)
+    stack.callback(admin.close)
+    stack.callback(admin.stop)
+    set_partitions(admin, "t", 12)
+    kw = {"mode": mode, "session_timeout": 8.0}
+    a, b = (start(stack, server.hosts, "g", cid, ["t"], **kw) for cid in ("a", "b"))
+    wait_until(lambda: settled([a, b], 12))
+    sessions = [m._client.client_id[0] for m in (a, b)]
+    server.restart(kill=True)
+    wait_until(lambda: all(m._client.connected for m in (a, b)) and settled([a, b], 12))
+    assert [m._client.client_id[0] for m in (a, b)] == sessions  # the same sessions: no re-registration
+    c = start(stack, server.hosts, "g", "c", ["t"], **kw)
+    wait_until(lambda: settled([a, b, c], 12) and all(len(m.assignment) == 4 for m in (a, b, c)))

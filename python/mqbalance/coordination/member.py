@@ -688,11 +688,23 @@ class GroupMember:
                 new_session = True
             elif self._state is not MemberState.ACQUIRED:  # same session: finish what the drop interrupted
                 kinds.add("retry")
+            else:  # same session, but kazoo dropped every watch with the connection and sets none again
+                kinds.add("rewatch")
             self._callback(self._on_state, self.state)
             with self._cond:
                 self._cond.notify_all()
         if self._session is None or not self._connected or self._state is MemberState.FAILED and self._error:
             return
+        if "rewatch" in kinds:
+            # Read again whatever is watched (setting the watches anew), as if each had fired: a
+            # change made while disconnected would otherwise go unnoticed for good.
+            self._member_cache.clear()
+            self._partition_cache.clear()
+            if self.mode is Mode.EVERY_MEMBER and not kinds & {"members", "partitions", "retry"}:
+                if self._share_changed():
+                    kinds.add("members")
+            else:
+                kinds |= {"members", "assignment", "election", "freed"}
         if self.mode is Mode.EVERY_MEMBER:
             if new_session or kinds & {"members", "partitions", "retry"}:
                 self._synced_rebalance()
@@ -711,6 +723,15 @@ class GroupMember:
             self._read_assignment()
         if kinds & {"freed", "retry"} and self._pending:
             self._claim_pending()
+
+    def _share_changed(self) -> bool:
+        """Every-member mode: read the members and partitions (watching them again) and tell
+        whether this member's share differs from what it owns."""
+        members = self._read_members(cached=False)
+        if self.consumer_id not in members:
+            return True
+        owners = group_assignment(self.spec, members, self._read_partitions(self.subscription, cached=False))
+        return {tp for tp, (m, _) in owners.items() if m == self.consumer_id} != set(self._owned)
 
     def _session_lost(self) -> None:
         """Stop work on everything first; the owner nodes went with the session."""
