@@ -47,7 +47,7 @@ def main() -> None:
         queues = make_fleet(int(float(args.size)), fleet)
         print(f"fleet: {queues:,} readable queues", flush=True)
         mq = [sys.executable, "-m", "mqbalance.cli", "audit", str(fleet), "--quiet", "--no-assignments"]
-        local_s, local_mem, code = run([*mq, "--out", str(Path(tmp) / "local")])
+        local_s, local_mem, _, code = run([*mq, "--out", str(Path(tmp) / "local")])
         assert code == 0, "local audit failed"
         print(f"local mode: {local_s:.1f} s, peak {local_mem / 2**30:.2f} GiB", flush=True)
         cluster = start_cluster(workers=2)

@@ -4,7 +4,9 @@ growing fleet sizes. Writes ``out/fleet_scale/results.json`` and ``fleet_scale.p
 
     python benches/fleet_scale.py --sizes 1e5,1e6,1e7,2e7,3e7 [--out out/fleet_scale] [--connection-heavy]
 
-Fleets are Parquet snapshots (:func:`make_fleet`): topics of 8-1,024 queues over 8 brokers, thousands
+Peak memory is also reported for the largest Spark Python worker alone (what each executor core
+needs: flat, whatever the fleet). Fleets are Parquet snapshots (:func:`make_fleet`): topics of
+8-1,024 queues over 8 brokers, thousands
 of groups of 1-1,000 consumers (log-uniform) each subscribing to many topics, strategies AVG /
 AVG_BY_CIRCLE / CONSISTENT_HASH, 1 % of groups with a duplicated client id; ``--connection-heavy``
 gives one group per topic instead (about one process per queue). Peak memory is sampled from /proc
@@ -91,7 +93,8 @@ def make_fleet(
     return int(per_topic.sum())
 
 
-def _tree_rss(root: int) -> int:
+def _tree_rss(root: int) -> tuple[int, int]:
+    """RSS of the process tree under ``root`` (bytes), and the largest of its Spark Python workers."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for proc in Path("/proc").iterdir():
@@ -104,25 +107,32 @@ def _tree_rss(root: int) -> int:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(proc.name))
-    total, todo = 0, [root]
+    total, worker, todo = 0, 0, [root]
     while todo:
         pid = todo.pop()
         total += rss.get(pid, 0)
+        try:
+            if b"pyspark.daemon" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                worker = max(worker, rss.get(pid, 0))
+        except OSError:
+            pass
         todo += children.get(pid, [])
-    return total
+    return total, worker
 
 
-def run(cmd: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS of the whole process tree (bytes), exit code."""
+def run(cmd: list[str]) -> tuple[float, int, int, int]:
+    """Wall seconds, peak RSS of the whole process tree and of its largest Spark Python worker
+    (bytes), exit code."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    peak = 0
+    peak = worker = 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, worker
         while not done.wait(0.2):
-            peak = max(peak, _tree_rss(proc.pid))
+            total, one = _tree_rss(proc.pid)
+            peak, worker = max(peak, total), max(worker, one)
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
@@ -131,7 +141,7 @@ def run(cmd: list[str]) -> tuple[float, int, int]:
     thread.join()
     if proc.returncode not in (0, 3):
         print(err[-3000:], file=sys.stderr)
-    return time.perf_counter() - start, peak, proc.returncode
+    return time.perf_counter() - start, peak, worker, proc.returncode
 
 
 def main() -> None:
@@ -148,7 +158,7 @@ def main() -> None:
         # imports, JVM, the job, the report), what every audit pays whatever the fleet.
         tiny = Path(tmp) / "tiny"
         make_fleet(64, tiny)
-        startup_s, _, _ = run([*mq, "audit", str(tiny), "--quiet", "--out", str(Path(tmp) / "audit")])
+        startup_s, _, _, _ = run([*mq, "audit", str(tiny), "--quiet", "--out", str(Path(tmp) / "audit")])
     print(json.dumps({"startup_s": round(startup_s, 1)}), flush=True)
     results = []
     for size in (int(float(s)) for s in args.sizes.split(",")):
@@ -156,16 +166,18 @@ def main() -> None:
             snap = Path(tmp) / "fleet"
             queues = make_fleet(size, snap, connection_heavy=args.connection_heavy)
             processes = pq.read_metadata(snap / "connections.parquet").num_rows
-            assign_s, assign_mem, _ = run([*mq, "assign", str(snap), "--top", "10"])
+            assign_s, assign_mem, _, _ = run([*mq, "assign", str(snap), "--top", "10", "--quiet"])
             audit = [*mq, "audit", str(snap), "--quiet"]
-            audit_s, audit_mem, code = run([*audit, "--out", str(Path(tmp) / "audit")])
+            audit_s, audit_mem, worker_mem, code = run([*audit, "--out", str(Path(tmp) / "audit")])
             before = Path(tmp) / "before"
             make_fleet(size, before, leave_every=10, connection_heavy=args.connection_heavy)
-            prev_s, prev_mem, _ = run([*audit, "--previous", str(before), "--out", str(Path(tmp) / "audit-previous")])
+            prev_s, prev_mem, _, _ = run(
+                [*audit, "--previous", str(before), "--out", str(Path(tmp) / "audit-previous")]
+            )
             # ... and as snapshots minutes apart usually are: a tenth of the groups changed
             some = Path(tmp) / "before-some"
             make_fleet(size, some, leave_every=10, changed_groups_every=10, connection_heavy=args.connection_heavy)
-            some_s, _, _ = run([*audit, "--previous", str(some), "--out", str(Path(tmp) / "audit-previous-some")])
+            some_s, _, _, _ = run([*audit, "--previous", str(some), "--out", str(Path(tmp) / "audit-previous-some")])
             row = {
                 "queues": queues,
                 "processes": processes,
@@ -173,6 +185,7 @@ def main() -> None:
                 "assign_peak_gib": round(assign_mem / 2**30, 2),
                 "audit_s": round(audit_s, 1),
                 "audit_peak_gib": round(audit_mem / 2**30, 2),
+                "audit_worker_peak_gib": round(worker_mem / 2**30, 2),
                 "audit_exit": code,
                 # the target: audit <= 2 x assign + Spark's start-up (<= 1.0 here)
                 "audit_over_target": round(audit_s / (2 * assign_s + startup_s), 2),
@@ -200,6 +213,7 @@ def main() -> None:
     right.plot(q, [r["audit_peak_gib"] for r in results], "o-", label="audit, all processes")
     right.plot(q, [r["audit_previous_peak_gib"] for r in results], "^-", label="audit --previous")
     right.plot(q, [r["assign_peak_gib"] for r in results], "s-", label="assign")
+    right.plot(q, [r["audit_worker_peak_gib"] for r in results], "D-", label="audit, each Spark Python worker")
     right.axhline(8, color="#d62728", linestyle="--", linewidth=1, label="8 GiB budget")
     for ax, label in ((left, "wall time (s)"), (right, "peak memory (GiB)")):
         ax.set_xscale("log")
