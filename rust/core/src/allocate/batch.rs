@@ -93,7 +93,14 @@ pub fn owners_by_segment(
                     r,
                 )
             });
-            let shared = &groups[of_segment[s]];
+            // A group seen in this segment only is prepared here and dropped with it.
+            let alone;
+            let shared = if let Some(shared) = &groups[of_segment[s]] {
+                shared
+            } else {
+                alone = SharedGroup::new(seg.group, ring_settings(seg.strategy));
+                &alone
+            };
             let view = table.view(&rows);
             let o = match &shared.ring {
                 Some((ring, charset)) => (|| {
@@ -131,49 +138,61 @@ struct SharedGroup {
     ring: Option<(Result<ConsistentHashRing, AllocateError>, Charset)>,
 }
 
-/// The distinct (consumer list, ring settings) of the segments, prepared on all cores, and the
-/// index of each segment's. Lists are told apart by reference, so equal lists passed separately
-/// are merely prepared twice.
-fn shared_groups(segments: &[Segment<'_>]) -> (Vec<SharedGroup>, Vec<usize>) {
-    type Key = (usize, Option<(u32, Charset)>);
-    let mut index: HashMap<Key, usize> = HashMap::default();
-    let mut distinct: Vec<(&ConsumerList, Option<(u32, Charset)>)> = Vec::new();
+impl SharedGroup {
+    fn new(group: &ConsumerList, ring: Option<(u32, Charset)>) -> Self {
+        let order = sort_order(group.ids());
+        let sorted = ConsumerList::new(
+            order
+                .iter()
+                .map(|&j| group.ids()[j as usize].clone())
+                .collect(),
+        );
+        let ring =
+            ring.map(|(v, charset)| (ConsistentHashRing::build(&sorted, v, charset), charset));
+        SharedGroup {
+            order,
+            sorted,
+            ring,
+        }
+    }
+}
+
+/// The ring a strategy routes on, if it is `CONSISTENT_HASH`: virtual nodes and charset.
+fn ring_settings(strategy: &Strategy) -> Option<(u32, Charset)> {
+    match strategy {
+        Strategy::ConsistentHash {
+            virtual_node_cnt,
+            charset,
+        } => Some((*virtual_node_cnt, *charset)),
+        _ => None,
+    }
+}
+
+/// The (consumer list, ring settings) that several segments use, prepared once on all cores
+/// (`None` for one used by a single segment, prepared by that segment), and the index of each
+/// segment's. Lists are told apart by reference, so equal lists passed separately are merely
+/// prepared twice.
+fn shared_groups(segments: &[Segment<'_>]) -> (Vec<Option<SharedGroup>>, Vec<usize>) {
+    type RingSettings = Option<(u32, Charset)>;
+    let mut index: HashMap<(usize, RingSettings), usize> = HashMap::default();
+    let mut distinct: Vec<(&ConsumerList, RingSettings, usize)> = Vec::new();
     let of_segment = segments
         .iter()
         .map(|seg| {
-            let ring = match seg.strategy {
-                Strategy::ConsistentHash {
-                    virtual_node_cnt,
-                    charset,
-                } => Some((*virtual_node_cnt, *charset)),
-                _ => None,
-            };
-            *index
+            let ring = ring_settings(seg.strategy);
+            let k = *index
                 .entry((std::ptr::from_ref(seg.group) as usize, ring))
                 .or_insert_with(|| {
-                    distinct.push((seg.group, ring));
+                    distinct.push((seg.group, ring, 0));
                     distinct.len() - 1
-                })
+                });
+            distinct[k].2 += 1;
+            k
         })
         .collect();
     let groups = distinct
         .par_iter()
-        .map(|&(group, ring)| {
-            let order = sort_order(group.ids());
-            let sorted = ConsumerList::new(
-                order
-                    .iter()
-                    .map(|&j| group.ids()[j as usize].clone())
-                    .collect(),
-            );
-            let ring =
-                ring.map(|(v, charset)| (ConsistentHashRing::build(&sorted, v, charset), charset));
-            SharedGroup {
-                order,
-                sorted,
-                ring,
-            }
-        })
+        .map(|&(group, ring, uses)| (uses > 1).then(|| SharedGroup::new(group, ring)))
         .collect();
     (groups, of_segment)
 }
