@@ -91,10 +91,7 @@ class Progress:
         finally:
             stop.set()
             thread.join()
-            with self._lock:
-                if self._open_line:
-                    self.stream.write("\n")
-                    self._open_line = False
+            self._end_line()
 
     @contextmanager
     def counter(self, what: str, unit: str, *, interval: float = 2.0) -> Iterator[Callable[[int, int], None]]:
@@ -126,7 +123,11 @@ class Progress:
         try:
             yield update
         finally:
-            with self._lock:
-                if self._open_line:
-                    self.stream.write("\n")
-                    self._open_line = False
+            self._end_line()
+
+    def _end_line(self) -> None:
+        """End a bar left open on a terminal."""
+        with self._lock:
+            if self._open_line:
+                self.stream.write("\n")
+                self._open_line = False

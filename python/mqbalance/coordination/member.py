@@ -730,8 +730,14 @@ class GroupMember:
         members = self._read_members(cached=False)
         if self.consumer_id not in members:
             return True
-        owners = group_assignment(self.spec, members, self._read_partitions(self.subscription, cached=False))
-        return {tp for tp, (m, _) in owners.items() if m == self.consumer_id} != set(self._owned)
+        return self._share(members, self._read_partitions(self.subscription, cached=False)).keys() != self._owned.keys()
+
+    def _share(
+        self, members: dict[str, MemberInfo], partitions: dict[str, dict[int, int]]
+    ) -> dict[TopicPartition, str]:
+        """Every-member mode: this member's partitions (and consumer thread of each) by the strategy."""
+        owners = group_assignment(self.spec, members, partitions)
+        return {tp: th for tp, (m, th) in sorted(owners.items()) if m == self.consumer_id}
 
     def _session_lost(self) -> None:
         """Stop work on everything first; the owner nodes went with the session."""
@@ -894,9 +900,7 @@ class GroupMember:
             log.warning("%s: own registration missing from %s; registering again", self.consumer_id, self.paths.ids)
             self._register()
             return False
-        partitions = self._read_partitions(self.subscription, cached=False)
-        owners = group_assignment(self.spec, members, partitions)
-        mine = {tp: th for tp, (m, th) in sorted(owners.items()) if m == self.consumer_id}
+        mine = self._share(members, self._read_partitions(self.subscription, cached=False))
         offsets = self._read_offsets(mine)
         claimed: dict[TopicPartition, _Claim] = {}
         for tp, thread in mine.items():

@@ -384,7 +384,7 @@ def fact_blocks(
     same_group: dict[str, bool] = {}
     for batch in pair_batches:
         for part in pair_slices(pa.Table.from_batches([batch])):
-            table, queue_rows = _assign_pairs_rows(part.select(PAIR_SCHEMA.names), groups)
+            table, queue_rows, bounds = _assign_pairs_rows(part.select(PAIR_SCHEMA.names), groups)
             if assignments is not None:
                 assignments(table)
             rows = what_if(table, groups, candidates) if candidates else None
@@ -395,9 +395,8 @@ def fact_blocks(
                 changed = np.flatnonzero(
                     _changed_pairs(part, groups, previous_groups, same_group).to_numpy(zero_copy_only=False)
                 )
-                earlier = _previous_pairs(part.take(changed))
-                before, before_rows = _assign_pairs_rows(earlier, previous_groups)
-                moved = pair_churn(part, changed, (table, queue_rows), (before, before_rows))
+                before = _assign_pairs_rows(_previous_pairs(part.take(changed)), previous_groups)
+                moved = pair_churn(part, changed, (table, queue_rows, bounds), before)
             yield from facts(table, groups, busy_ids, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
     if busy_ids:
         busy = busy_processes(pa.concat_tables(busy_ids), groups)
@@ -405,14 +404,14 @@ def fact_blocks(
 
 
 def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Table:
-    table, bounds = expand_pairs(pairs)
-    return assign_batch(table, groups, bounds)
+    return _assign_pairs_rows(pairs, groups)[0]
 
 
-def _assign_pairs_rows(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> tuple[pa.Table, np.ndarray]:
-    """:func:`_assign_pairs`, with the queue row (in the pairs' expansion) of every assignment row."""
+def _assign_pairs_rows(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> tuple[pa.Table, np.ndarray, np.ndarray]:
+    """:func:`_assign_pairs`, with the queue row (in the pairs' expansion) of every assignment row
+    and the expansion's pair boundaries (:func:`expand_pairs`)."""
     table, bounds = expand_pairs(pairs)
-    return assign_batch_rows(table, groups, bounds)
+    return (*assign_batch_rows(table, groups, bounds), bounds)
 
 
 def assign_snapshot(snapshot: Snapshot, *, progress: Callable[[int, int], None] | None = None) -> pa.Table:
@@ -871,32 +870,31 @@ def _no_churn() -> pa.Table:
 def pair_churn(
     pairs: pa.Table,
     changed: np.ndarray,
-    now: tuple[pa.Table, np.ndarray],
-    before: tuple[pa.Table, np.ndarray],
+    now: tuple[pa.Table, np.ndarray, np.ndarray],
+    before: tuple[pa.Table, np.ndarray, np.ndarray],
 ) -> pa.Table:
     """:func:`churn` of the pairs at positions ``changed`` of ``pairs`` (a :func:`with_previous_routes`
-    table; each of them had a route), computed from ``now`` — the assignment of ``pairs`` with the
-    queue row of every assignment row (:func:`assign_batch_rows`) — and ``before``, the same for
-    their previous routes and groups. Where a pair's route is unchanged, queue row ``k`` of its
-    expansion is the same queue on both sides, so a queue with one consumer on each side is compared
-    in place; pairs with another route or a queue consumed by several processes go through
-    :func:`churn`. The result is :func:`churn`'s, one row per changed pair.
+    table; each of them had a route), computed from ``now`` — the assignment of ``pairs``, the queue
+    row of every assignment row (:func:`assign_batch_rows`) and the pair boundaries of the expansion
+    (:func:`expand_pairs`) — and ``before``, the same for their previous routes and groups. Where a
+    pair's route is unchanged, queue row ``k`` of its expansion is the same queue on both sides, so a
+    queue with one consumer on each side is compared in place; pairs with another route or a queue
+    consumed by several processes go through :func:`churn`. The result is :func:`churn`'s, one row
+    per changed pair.
 
     >>> route = [{"broker_name": "b", "read_queue_nums": 3}]
     >>> pairs = pa.table({"group": ["g"], "topic": ["T"], "route": [route], "previous_route": [route]})
-    >>> now = (pa.table({"consumer": ["c1", "c2", "c2"]}), np.array([0, 1, 2]))
-    >>> before = (pa.table({"consumer": ["c1", "c1", "c2"]}), np.array([0, 1, 2]))
+    >>> now = (pa.table({"consumer": ["c1", "c2", "c2"]}), np.array([0, 1, 2]), np.array([0, 3]))
+    >>> before = (pa.table({"consumer": ["c1", "c1", "c2"]}), np.array([0, 1, 2]), np.array([0, 3]))
     >>> pair_churn(pairs, np.array([0]), now, before).to_pylist()  # queue 1 moved
     [{'group': 'g', 'topic': 'T', 'moved': 1}]
     """
-    table, rows = now
-    earlier, earlier_rows = before
+    table, rows, now_start = now
+    earlier, earlier_rows, then_start = before
     if len(changed) == 0:
         return _no_churn()
     changed = np.asarray(changed, dtype=np.int64)
     sub = pairs.take(pa.array(changed))
-    now_start = np.concatenate(([0], np.cumsum(pair_queue_counts(pairs))))
-    then_start = np.concatenate(([0], np.cumsum(pair_queue_counts(_previous_pairs(sub)))))
     same_route = ~_route_changed(sub)
     n = int(now_start[-1])
     # The queues of the changed pairs in the current expansion, and the pair (0..len(changed)) of each.

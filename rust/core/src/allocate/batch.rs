@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::{check::check_lists, owners, unown_empty_ids, Strategy};
 use crate::error::AllocateError;
 use crate::order::{java_ranks, sort_order};
-use crate::queues::{ConsumerList, QueueTable};
+use crate::queues::{ConsumerList, QueueTable, QueueView};
 use crate::ring::{Charset, ConsistentHashRing};
 
 /// One (group, topic): its strategy and its consumers as listed (owners refer to positions here).
@@ -101,17 +101,9 @@ pub fn owners_by_segment(
                 alone = SharedGroup::new(seg.group, ring_settings(seg.strategy));
                 &alone
             };
-            let view = table.view(&rows);
-            let o = match &shared.ring {
-                Some((ring, charset)) => (|| {
-                    check_lists(rows.len(), shared.sorted.len())?;
-                    let mut o = ring.as_ref().map_err(Clone::clone)?.owners(&view, *charset);
-                    unown_empty_ids(&mut o, &shared.sorted);
-                    Ok(o)
-                })(),
-                None => owners(seg.strategy, &view, &shared.sorted, None),
-            }
-            .map_err(|e| (s, e))?;
+            let o = shared
+                .owners(seg.strategy, &table.view(&rows))
+                .map_err(|e| (s, e))?;
             let mut out = vec![-1i64; b - a];
             for (&row, &owner) in rows.iter().zip(&o) {
                 if owner >= 0 {
@@ -154,6 +146,17 @@ impl SharedGroup {
             sorted,
             ring,
         }
+    }
+
+    /// [`owners`] of one segment over the sorted ids, on the prepared ring when there is one.
+    fn owners(&self, strategy: &Strategy, view: &QueueView<'_>) -> Result<Vec<i64>, AllocateError> {
+        let Some((ring, charset)) = &self.ring else {
+            return owners(strategy, view, &self.sorted, None);
+        };
+        check_lists(view.len(), self.sorted.len())?;
+        let mut o = ring.as_ref().map_err(Clone::clone)?.owners(view, *charset);
+        unown_empty_ids(&mut o, &self.sorted);
+        Ok(o)
     }
 }
 
