@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from mqbalance import sort_client_ids, sort_queues, strategy  # noqa: E402
-from mqbalance.models import MessageQueue  # noqa: E402
+from mqbalance.allocation.models import MessageQueue  # noqa: E402
 from mqbalance.remoting import BrokerClient  # noqa: E402
 from mqbalance.rocketmq import RocketMQMember  # noqa: E402
 from rocketmq_cluster import RocketMQCluster  # noqa: E402

@@ -17,7 +17,7 @@ import pytest
 import reference as ref
 from conftest import median_of
 from mqbalance import MessageQueue, _core, bulk, sort_client_ids, sort_queues, strategy
-from mqbalance.strategies import QueueTable
+from mqbalance.allocation.strategies import QueueTable
 
 
 def fleet(n: int, c: int, *, shuffled: bool, brokers: int = 64):

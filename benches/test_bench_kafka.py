@@ -2,7 +2,7 @@
 
 Every baseline is called the way ``ConsumerCoordinator`` calls an assignor: a real
 ``ClusterMetadata`` and ``JoinGroupResponseMember``s whose subscriptions went through the wire and
-were decoded; the drop-in classes (``mqbalance.kafka_python``) get the very same objects. Rows for
+were decoded; the drop-in classes (``mqbalance.kafka.kafka_python``) get the very same objects. Rows for
 ``assignor(name).assign`` (dict in, a ``TopicPartitionList`` per member out), ``assign_lists``
 (the same with plain ``list[TopicPartition]``) and ``assign_columns`` (columns out) time our other
 interfaces from their own inputs to their own outputs against the same baseline, as separate

@@ -48,20 +48,10 @@ from mqbalance import bulk, kafka, ordering, sticky_user_data
 from mqbalance import fault as fault_mod
 from mqbalance import rocketmq as rocketmq_mod
 from mqbalance import sim as sim_mod
-from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning, RemotingConnectError
-from mqbalance.fleet import live as live_mod
-from mqbalance.fleet import snapshot as snap_mod
-from mqbalance.models import MessageQueue
-from mqbalance.rebalance import PushConsumer, RebalanceService
-from mqbalance.rebalance.client import ConsumeFromWhere
-from mqbalance.registry import StrategySpec, lookup
-from mqbalance.remoting import AclCredentials, BrokerClient, NameServer, RemotingClient, RemotingCommand, ResponseCode
-from mqbalance.remoting import api as remoting_api
-from mqbalance.remoting.codes import code_name
-from mqbalance.remoting.frame import MAX_FRAME_BYTES, frame_length, loads_json
-from mqbalance.rocketmq import ClusterTransport, RocketMQMember
-from mqbalance.rooms import PrefixRoomResolver
-from mqbalance.strategies import (
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.registry import StrategySpec, lookup
+from mqbalance.allocation.rooms import PrefixRoomResolver
+from mqbalance.allocation.strategies import (
     Avg,
     AvgByCircle,
     Config,
@@ -72,6 +62,16 @@ from mqbalance.strategies import (
     QueueTable,
     Sticky,
 )
+from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning, RemotingConnectError
+from mqbalance.fleet import live as live_mod
+from mqbalance.fleet import snapshot as snap_mod
+from mqbalance.rebalance import PushConsumer, RebalanceService
+from mqbalance.rebalance.client import ConsumeFromWhere
+from mqbalance.remoting import AclCredentials, BrokerClient, NameServer, RemotingClient, RemotingCommand, ResponseCode
+from mqbalance.remoting import api as remoting_api
+from mqbalance.remoting.codes import code_name
+from mqbalance.remoting.frame import MAX_FRAME_BYTES, frame_length, loads_json
+from mqbalance.rocketmq import ClusterTransport, RocketMQMember
 from mqbalance.versions import Semantics
 
 # ---- kinds of values: what is bad for each ------------------------------------------------------
@@ -1045,7 +1045,7 @@ EXEMPT: dict[str, str] = {
     "mqbalance.sim.metrics.*": "result types built by the simulator",
     "mqbalance.sim.coverage.*": "result type built by the simulator",
     "mqbalance.sim.model.*": "scenario dataclasses built by scenario_from_dict / load_scenario (walked)",
-    "mqbalance.kafka_python.*": "kafka-python's assignor interface over its own objects (test_kafka_python_dropin)",
+    "mqbalance.kafka.kafka_python.*": "kafka-python's assignor interface over its objects (test_kafka_python_dropin)",
     "mqbalance.rebalance.broker.*": "broker-side state driven by the simulator and tests, not user input",
     "mqbalance.rebalance.memory.*": "in-memory broker of the simulator",
     "mqbalance.rebalance.client.*": "RebalanceImpl is driven by PushConsumer (walked); topics: a sequence of str",
@@ -1055,10 +1055,10 @@ EXEMPT: dict[str, str] = {
     "mqbalance.kafka.ColumnarAssignment": "result type",
     "mqbalance.kafka.TopicPartitionList": "result type built by the binding (test_kafka_topic_partition_list)",
     "mqbalance.kafka.AssignmentReport": "result type",
-    "mqbalance.registry.StrategyInfo": "registry metadata",
-    "mqbalance.registry.StrategyName": "an enum of names; parsing is walked through strategy()/lookup()",
+    "mqbalance.allocation.registry.StrategyInfo": "registry metadata",
+    "mqbalance.allocation.registry.StrategyName": "an enum of names; parsing is walked through strategy()/lookup()",
     "mqbalance.StrategyName": "an enum of names; parsing is walked through strategy()/lookup()",
-    "mqbalance.rooms.RoomResolver": "a protocol (abstract)",
+    "mqbalance.allocation.rooms.RoomResolver": "a protocol (abstract)",
     "mqbalance.RoomResolver": "a protocol (abstract)",
     "mqbalance.sim.SimulationResult": "result type",
     "mqbalance.sim.MetricsRecorder": "result type",
@@ -1104,7 +1104,7 @@ EXEMPT: dict[str, str] = {
     "mqbalance.rebalance.InMemoryBroker": "in-memory broker of the simulator",
     "mqbalance.rebalance.consumer.*": "walked through mqbalance.rebalance (same objects)",
     "mqbalance.rebalance.service.*": "walked through mqbalance.rebalance (same objects)",
-    "mqbalance.bulk": "a module (its functions are walked)",
+    "mqbalance.allocation.bulk": "a module (its functions are walked)",
     "mqbalance.StrategySpec": "walked as registry.StrategySpec.parse",
     "mqbalance.remoting.client.RequestHandler": "a callable type alias; on_request is walked with RemotingClient",
     "mqbalance.remoting.RequestHandler": "a callable type alias; on_request is walked with RemotingClient",
@@ -1155,10 +1155,10 @@ ALIASES = {
     "mqbalance.strategy": "registry.strategy",
     "mqbalance.AllocateStrategy": "strategies.AllocateStrategy.allocate",
     "mqbalance.PrefixRoomResolver": "rooms.PrefixRoomResolver",
-    "mqbalance.registry.strategy": "registry.strategy",
-    "mqbalance.registry.StrategySpec": "registry.StrategySpec.parse",
-    "mqbalance.strategies.strategy": "registry.strategy",
-    "mqbalance.strategies.AllocateStrategy": "strategies.AllocateStrategy.allocate",
+    "mqbalance.allocation.registry.strategy": "registry.strategy",
+    "mqbalance.allocation.registry.StrategySpec": "registry.StrategySpec.parse",
+    "mqbalance.allocation.strategies.strategy": "registry.strategy",
+    "mqbalance.allocation.strategies.AllocateStrategy": "strategies.AllocateStrategy.allocate",
     "mqbalance.kafka.Assignor": "kafka.Assignor.assign",
     "mqbalance.versions.Semantics": "versions.Semantics",
     "mqbalance.fault.MQFaultStrategy": "fault.MQFaultStrategy",
@@ -1193,9 +1193,9 @@ for _name, _entry in {
     ALIASES[f"mqbalance.rocketmq.{_name}"] = _entry
 ALIASES["mqbalance.record_files.load_records"] = "rocketmq.records.load_records"  # the same function
 for _cls in ("Avg", "AvgByCircle", "Config", "ConsistentHash", "ConsistentHashBounded", "Sticky"):
-    ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.strategies.{_cls}"] = f"strategies.{_cls}"
+    ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.allocation.strategies.{_cls}"] = f"strategies.{_cls}"
 for _cls in ("MachineRoom", "MachineRoomNearby", "QueueTable"):
-    ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.strategies.{_cls}"] = f"strategies.{_cls}"
+    ALIASES[f"mqbalance.{_cls}"] = ALIASES[f"mqbalance.allocation.strategies.{_cls}"] = f"strategies.{_cls}"
 
 
 def _walked_names() -> set[str]:

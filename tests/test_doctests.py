@@ -28,4 +28,9 @@ def test_docstring_examples(name: str) -> None:
 
 def test_every_public_module_has_examples() -> None:
     with_examples = [n for n in MODULES if doctest.DocTestFinder().find(importlib.import_module(n))]
-    assert {"mqbalance.strategies", "mqbalance.bulk", "mqbalance.models", "mqbalance.ordering"} <= set(with_examples)
+    assert {
+        "mqbalance.allocation.strategies",
+        "mqbalance.allocation.bulk",
+        "mqbalance.allocation.models",
+        "mqbalance.allocation.ordering",
+    } <= set(with_examples)

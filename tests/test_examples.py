@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from mqbalance.cli import main
-from mqbalance.examples import fault_latency_demo, fault_seed
+from mqbalance.fault import demo as fault_latency_demo
 
 # The recorded output of the Java experiment (a producer with the pre-4.9 selection loop).
 RECORDED_SUCCESS = [["broker1"], ["broker2"]] + [["broker1"]] * 8
@@ -33,29 +33,18 @@ def test_5x_never_retries_on_the_broker_that_just_failed():
         assert attempts[0] != attempts[1]
 
 
-def test_former_names_still_work():
-    for old, new in (("seed", "pre-4.9"), ("4.9.x", "4.x")):
-        for fail in (False, True):
-            assert fault_latency_demo.run(old, fail=fail) == fault_latency_demo.run(new, fail=fail)
-    assert fault_seed.run("seed", fail=True) == fault_seed.SEED_FAILURE == RECORDED_FAILURE
-    assert fault_seed.SEED_SUCCESS == RECORDED_SUCCESS
-
-
-def test_cli_fault_latency_demo_its_hidden_alias_and_module_entry_points(capsys):
+def test_cli_fault_latency_demo_and_its_module_entry_point(capsys):
     assert main(["fault-latency-demo", "--rounds", "3"]) == 0
     out = capsys.readouterr().out
     assert "pickOneAtLeast" in out and "broker2,broker1" in out and "Java (recorded)" in out
-    assert main(["fault-seed", "--rounds", "3"]) == 0  # the former command name
-    assert capsys.readouterr().out == out
     main_help = subprocess.run(
         [sys.executable, "-m", "mqbalance.cli", "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "fault-latency-demo" in main_help and "fault-seed" not in main_help
-    for module in ("mqbalance.examples.fault_latency_demo", "mqbalance.examples.fault_seed"):
-        done = subprocess.run(
-            [sys.executable, "-m", module, "--rounds", "2"], capture_output=True, text=True, check=True
-        )
-        assert "every send fails" in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "mqbalance.fault.demo", "--rounds", "2"], capture_output=True, text=True, check=True
+    )
+    assert "every send fails" in done.stdout
 
 
 def test_cli_assign_on_the_bundled_example(capsys):

@@ -166,23 +166,23 @@ def test_bad_tables():
     assert (custom.compute_not_available_duration(15), custom.compute_not_available_duration(25)) == (5, 50)
 
 
-def test_semantics_vocabulary_and_the_older_spelling():
-    """One vocabulary (mqbalance.versions.Semantics); "4.9.x", this module's older name for 4.x, still works."""
-    for spelling in ("4.x", "4.9.x", Semantics.V4):
+def test_semantics_vocabulary():
+    """One vocabulary (mqbalance.versions.Semantics)."""
+    for spelling in ("4.x", Semantics.V4):
         fs = MQFaultStrategy(semantics=spelling)
         assert fs.semantics is Semantics.V4 and fs.semantics == "4.x"
         assert fs.not_available_duration[-1] == 600_000  # the 4.x table
         assert repr(fs) == "MQFaultStrategy(semantics='4.x', send_latency_fault_enable=False)"
     assert MQFaultStrategy().semantics is Semantics.V5
     assert MQFaultStrategy(semantics=Semantics.V5).not_available_duration[-1] == 30_000
-    for bad in ("4", "5", "4.X", "", None):
+    for bad in ("4", "5", "4.X", "4.9.x", "", None):
         with pytest.raises(InvalidInputError):
             MQFaultStrategy(semantics=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         ThreadLocalIndex(semantics="6.x")
-    # 4.x seeds abs(nextInt()), 5.x nextInt(): same draws, the old spelling seeds like 4.x.
-    seeds = {s: ThreadLocalIndex(rng=random.Random(5), semantics=s).raw for s in ("4.x", "4.9.x", "5.x")}
-    assert seeds["4.x"] == seeds["4.9.x"] == abs(seeds["5.x"])
+    # 4.x seeds abs(nextInt()), 5.x nextInt(): same draws.
+    seeds = {s: ThreadLocalIndex(rng=random.Random(5), semantics=s).raw for s in ("4.x", "5.x")}
+    assert seeds["4.x"] == abs(seeds["5.x"])
 
 
 def test_bad_routes():

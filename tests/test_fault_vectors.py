@@ -9,6 +9,7 @@ import pytest
 
 from mqbalance import MessageQueue
 from mqbalance.fault import FaultItem, ManualClock, MQFaultStrategy, QueueData, ThreadLocalIndex, TopicPublishInfo
+from mqbalance.versions import Semantics
 from vector_cases import load_vectors
 
 TRACES = load_vectors("rocketmq/fault.jsonl.gz")
@@ -35,8 +36,12 @@ def _table(fs: MQFaultStrategy, semantics: str) -> dict[str, FaultItem]:
     return {k: FaultItem(v.current_latency, v.start_timestamp) for k, v in items.items()}
 
 
+#: The vector files name each trace by the Java line it was recorded from.
+SEMANTICS = {"4.9.x": Semantics.V4, "5.x": Semantics.V5}
+
+
 def replay(trace: dict[str, Any]) -> None:
-    sem = trace["semantics"]
+    sem = SEMANTICS[trace["semantics"]]
     cfg = trace["config"]
     init = trace["initial"]
     clock = ManualClock(init["now"])

@@ -15,7 +15,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription  # noq
 
 from mqbalance import sticky_user_data  # noqa: E402
 from mqbalance.kafka import Subscription, TopicPartition, assignor, check_assignment  # noqa: E402
-from mqbalance.kafka_python import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor, StickyAssignor  # noqa: E402
+from mqbalance.kafka.kafka_python import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor, StickyAssignor  # noqa: E402
 
 Member = JoinGroupResponse.JoinGroupResponseMember
 
@@ -144,7 +144,7 @@ def test_assignments_made_like_the_constructor(version: int) -> None:
     ``__init__``; what it makes equals, prints and encodes like a constructed one."""
     from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 
-    from mqbalance.kafka_python import _AssignmentMaker
+    from mqbalance.kafka.kafka_python import _AssignmentMaker
 
     make = _AssignmentMaker(version)
     assert make.spec is not None  # the fast path is in use with this kafka-python
@@ -178,7 +178,7 @@ def _v0(pairs: list[tuple[str, int]]) -> bytes:
 )
 def test_sticky_user_data_read_like_the_python_decoder(user_data: dict[str, bytes]) -> None:
     """The binding decodes Java's userData itself; what it reads must be what
-    ``mqbalance.sticky_user_data.decode`` reads (then the previous owners decide the assignment)."""
+    ``mqbalance.kafka.user_data.decode`` reads (then the previous owners decide the assignment)."""
     topics = {"t": 6}
     members = [
         Member(

@@ -1,12 +1,8 @@
 """The strategy registry: one parser for every Java-style configuration, traits per strategy,
-case-insensitive names, clear errors; and the old public names that keep working."""
+case-insensitive names, clear errors; where each strategy can run, decided in one place."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-
-import numpy as np
 import pytest
 
 from mqbalance import (
@@ -14,6 +10,7 @@ from mqbalance import (
     IllegalArgumentError,
     InvalidInputError,
     MessageQueue,
+    PreviousAssignmentRequiredError,
     StrategyName,
     StrategySpec,
     UnknownStrategyError,
@@ -21,7 +18,7 @@ from mqbalance import (
     bulk,
     strategy,
 )
-from mqbalance.registry import StrategyConfigError
+from mqbalance.allocation.registry import StrategyConfigError, Use, names_for
 
 Q = [MessageQueue("T", f"{room}@b{i}", k) for i, room in enumerate(("hz", "sh")) for k in range(5)]
 IDS = ["hz@c1", "sh@c2", "c3"]
@@ -116,18 +113,59 @@ def test_java_constructor_errors_come_from_the_strategy_itself():
         spec.build()
 
 
-@pytest.mark.parametrize("module", ["mqbalance.spark", "mqbalance.snapshot", "mqbalance.audit"])
-def test_moved_modules_still_import_with_a_deprecation_warning(module):
-    sys.modules.pop(module, None)
-    with pytest.warns(DeprecationWarning, match="mqbalance.fleet"):
-        importlib.import_module(module)
+_PER_CLIENT = {"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONSISTENT_HASH_BOUNDED"}
+_ROOMS = {"MACHINE_ROOM", "MACHINE_ROOM_NEARBY"}
+# Where each strategy runs, written out by hand from what each one needs (not from the registry):
+# STICKY and kafka-sticky need the previous assignment (one party: a leader, a what-if, the
+# simulator's coordinator); CONFIG has no owner per queue; MACHINE_ROOM* and CONFIG need per-client
+# configuration; range / roundrobin / kafka-sticky are Kafka's and run only in ZooKeeper groups.
+RUNS_IN = {
+    Use.ROCKETMQ_CLIENT: _PER_CLIENT | _ROOMS | {"CONFIG"},
+    Use.ZOOKEEPER_EVERY_MEMBER: _PER_CLIENT | _ROOMS | {"range", "roundrobin"},
+    Use.ZOOKEEPER_LEADER: _PER_CLIENT | _ROOMS | {"STICKY", "range", "roundrobin", "kafka-sticky"},
+    Use.FLEET_AUDIT: _PER_CLIENT | _ROOMS,
+    Use.WHAT_IF: _PER_CLIENT | {"STICKY"},
+    Use.SCENARIO: _PER_CLIENT | {"STICKY"},
+}
+CONFIGS = {n.value: n.value for n in StrategyName} | {
+    "MACHINE_ROOM_NEARBY": "MACHINE_ROOM_NEARBY-AVG",
+    "CONFIG": {"name": "CONFIG", "messageQueueList": []},
+}
 
 
-def test_old_bulk_names_still_work_with_a_deprecation_warning():
-    cols = (["T"] * 3, ["b"] * 3, [2, 0, 1])
-    with pytest.warns(DeprecationWarning, match="bulk.owners"):
-        old = bulk.assign("AVG", *cols[:2], queue_ids_=cols[2], consumers=["x", "y"])
-    np.testing.assert_array_equal(old, bulk.owners("AVG", *cols, ["x", "y"]))
-    with pytest.warns(DeprecationWarning, match="owners_by_pair"):
-        grouped = bulk.assign_groups(*cols, [0, 3], ["AVG"], [["x", "y"]])
-    np.testing.assert_array_equal(grouped, old)
+@pytest.mark.parametrize("use", list(Use), ids=[u.name for u in Use])
+def test_each_use_accepts_exactly_the_strategies_that_can_run_there(use):
+    assert set(names_for(use)) == RUNS_IN[use]
+    for name, config in CONFIGS.items():
+        if name in RUNS_IN[use]:
+            assert StrategySpec.parse(config, use=use).name.value == name
+            continue
+        with pytest.raises(UnsupportedStrategyError) as refused:
+            StrategySpec.parse(config, where="--strategy", use=use)
+        message = str(refused.value)
+        assert message.startswith("--strategy: ") and use.value in message
+        assert message.endswith(", ".join(names_for(use)))  # it names what would run
+        if name in ("STICKY", "kafka-sticky"):
+            assert isinstance(refused.value, PreviousAssignmentRequiredError)
+
+
+def test_kafka_assignors_have_no_rocketmq_strategy_and_names_differ_by_more_than_case():
+    for name in ("range", "RoundRobin", "kafka-sticky"):
+        with pytest.raises(UnsupportedStrategyError, match="Kafka's assignors"):
+            strategy(name)
+        with pytest.raises(UnsupportedStrategyError, match="Kafka's assignors"):
+            StrategySpec.parse(name).build()
+    assert StrategySpec.parse("sticky").name is StrategyName.STICKY  # RocketMQ's, any case
+    assert len({n.value.upper() for n in StrategyName}) == len(StrategyName)
+    with pytest.raises(UnsupportedStrategyError, match="cannot be the inner strategy"):
+        StrategySpec.parse("MACHINE_ROOM_NEARBY-range")
+
+
+def test_parameters_given_apart_join_the_configuration():
+    spec = StrategySpec.parse("CONSISTENT_HASH", params={"virtualNodeCnt": 4}, use=Use.ZOOKEEPER_LEADER)
+    assert spec == StrategySpec.parse({"name": "CONSISTENT_HASH", "virtual_node_cnt": 4})
+    assert StrategySpec.parse({"name": "CONSISTENT_HASH"}, params={"charset": "US-ASCII"}).charset == "US-ASCII"
+    with pytest.raises(StrategyConfigError, match="parameters go with a strategy name or object"):
+        StrategySpec.parse(spec, params={"virtualNodeCnt": 4})
+    with pytest.raises(StrategyConfigError, match="AVG takes no parameter 'virtual_node_cnt'"):
+        StrategySpec.parse("AVG", params={"virtualNodeCnt": 4})

@@ -1,5 +1,12 @@
 """mqbalance — message-queue consumer-group load balancing, bit-exact with the Java clients.
 
+The packages, one product each: :mod:`~mqbalance.allocation` (RocketMQ queue allocation, re-exported
+here), :mod:`~mqbalance.kafka` (Kafka assignment), :mod:`~mqbalance.fault` (the producer's broker
+fault isolation), :mod:`~mqbalance.rebalance` (the rebalance state machines),
+:mod:`~mqbalance.sim` (simulation), :mod:`~mqbalance.fleet` (fleet snapshots and audits, on Spark),
+:mod:`~mqbalance.coordination` (consumer groups on ZooKeeper), :mod:`~mqbalance.remoting`
+(RocketMQ's wire protocol) and :mod:`~mqbalance.rocketmq` (members of a real RocketMQ cluster).
+
 >>> from mqbalance import MessageQueue, strategy, sort_queues, sort_client_ids
 >>> queues = sort_queues(MessageQueue("TopicTest", b, q) for b in ("broker-b", "broker-a") for q in range(4))
 >>> ids = sort_client_ids(["10.0.0.8@DEFAULT", "10.0.0.7@DEFAULT", "10.0.0.9@DEFAULT"])
@@ -8,47 +15,11 @@
 'MessageQueue [topic=TopicTest, brokerName=broker-a, queueId=3]'
 """
 
-from . import bulk
-from . import exceptions as _exceptions
-from .exceptions import *  # noqa: F403 - the exception classes, listed in exceptions.__all__
-from .models import MessageQueue, java_string_key
-from .ordering import sort_client_ids, sort_queues
-from .registry import REGISTRY, StrategyName, StrategySpec, strategy
-from .rooms import PrefixRoomResolver, RoomResolver
-from .strategies import (
-    AllocateStrategy,
-    Avg,
-    AvgByCircle,
-    Config,
-    ConsistentHash,
-    ConsistentHashBounded,
-    MachineRoom,
-    MachineRoomNearby,
-    Sticky,
-)
+from mqbalance import allocation as _allocation
+from mqbalance import exceptions as _exceptions
+from mqbalance.allocation import *  # noqa: F403 - the allocation API, listed in allocation.__all__
+from mqbalance.exceptions import *  # noqa: F403 - the exception classes, listed in exceptions.__all__
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "MessageQueue",
-    "java_string_key",
-    "sort_client_ids",
-    "sort_queues",
-    "strategy",
-    "StrategyName",
-    "StrategySpec",
-    "REGISTRY",
-    "AllocateStrategy",
-    "Avg",
-    "AvgByCircle",
-    "ConsistentHash",
-    "ConsistentHashBounded",
-    "Sticky",
-    "MachineRoom",
-    "MachineRoomNearby",
-    "Config",
-    "RoomResolver",
-    "PrefixRoomResolver",
-    "bulk",
-    *_exceptions.__all__,
-]
+__all__ = [*_allocation.__all__, *_exceptions.__all__]

@@ -16,7 +16,7 @@ that did not answer are listed in the snapshot and on stderr. ``audit`` and ``as
 ``MQBALANCE_ACCESS_KEY`` and ``MQBALANCE_SECRET_KEY`` set, every request is signed (ACL).
 
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
-``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (former name: ``fault-seed``).
+``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x.
 
 ``mqbalance simulate SCENARIO [--strategy S,S...] [--out DIR] [--seed N] [--client-ids L]`` — run a rebalance
 scenario (a YAML/JSON file or a bundled name, see ``--list``) through :mod:`mqbalance.sim`:
@@ -39,10 +39,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
-from mqbalance.registry import StrategySpec
 
 if TYPE_CHECKING:
     from mqbalance.remoting import AclCredentials
@@ -345,7 +345,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     import dataclasses
     import json
 
-    from .sim import bundled_scenarios, compare, load_scenario
+    from mqbalance.sim import bundled_scenarios, compare, load_scenario, scenario_strategy
 
     if args.list:
         for name, path in bundled_scenarios().items():
@@ -361,10 +361,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             scenario, broker=dataclasses.replace(scenario.broker, client_ids=args.client_ids)
         )
     names = [n.strip() for n in (args.strategy or "").split(",") if n.strip()] or None
-    if names:  # the same check a scenario file's strategy gets, before anything runs
-        from .sim.scenario import checked_strategy
-
-        names = [checked_strategy(n, {}, f"--strategy {n}") for n in names]
+    for n in names or ():  # the same check a scenario file's strategy gets, before anything runs
+        scenario_strategy(n, f"--strategy {n}")
     say = Progress()
     out = _writable_dir(str(Path(args.out) / scenario.name), "--out")
     say(f"{scenario.name}: {scenario.duration_ms / 60_000:g} simulated min per strategy")
@@ -381,7 +379,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         folder = out / result.strategy if len(results) > 1 else out
         written = [result.write_json(folder / "metrics.json")]
         try:
-            from .sim.plot import plot_result
+            from mqbalance.sim.plot import plot_result
 
             written += plot_result(result, folder)
         except ImportError:
@@ -422,7 +420,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                 f"{row['owned_twice_queue_s']:>10,.1f} {stable:>11} {row['max_backlog']:>11,}"
             )
         try:
-            from .sim.plot import plot_comparison
+            from mqbalance.sim.plot import plot_comparison
 
             say(f"wrote {out / 'compare.json'}, {plot_comparison(results, out)}")
         except ImportError:
@@ -555,17 +553,15 @@ def main(argv: list[str] | None = None) -> int:
 
     rocketmq_commands = _rocketmq_subcommands(sub)  # consume
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["fault-seed"]:  # the former name of fault-latency-demo, kept as a hidden alias
-        argv[0] = "fault-latency-demo"
     args = parser.parse_args(argv)
     if args.command == "fault-latency-demo":
-        from .examples import fault_latency_demo
+        from mqbalance.fault import demo
 
         if not 1 <= args.rounds <= 1_000_000:
             print(f"mqbalance: error: --rounds: must be between 1 and 1000000, got {args.rounds}", file=sys.stderr)
             return 2
 
-        return fault_latency_demo.main(["--rounds", str(args.rounds)])
+        return demo.main(["--rounds", str(args.rounds)])
     commands = {
         "audit": _cmd_audit,
         "assign": _cmd_assign,

@@ -14,11 +14,10 @@
   ``"5.x"``: RocketMQ 5.1.4+ (RIP-63: queue filters, reachability, the detector; 5.x tables, a
   failed send counts as 10 s), checked against ``rocketmq-all-5.3.3``.
 
-Where a function takes ``semantics``, it accepts a :class:`Semantics` or its string value, and the
-older spelling ``"4.9.x"`` (the producer-fault module's name for ``"4.x"`` before this vocabulary).
+Where a function takes ``semantics``, it accepts a :class:`Semantics` or its string value.
 Attributes always hold the canonical :class:`Semantics`, which compares equal to its string value.
 
->>> Semantics.parse("4.9.x") is Semantics.V4, Semantics.parse("5.x") == "5.x"
+>>> Semantics.parse("4.x") is Semantics.V4, Semantics.parse("5.x") == "5.x"
 (True, True)
 """
 
@@ -26,7 +25,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from .exceptions import InvalidInputError
+from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["Semantics"]
 
@@ -39,18 +38,14 @@ class Semantics(StrEnum):
 
     @classmethod
     def parse(cls, value: str) -> Semantics:
-        """``value`` as a :class:`Semantics`: a member, ``"4.x"``, ``"5.x"``, or the older ``"4.9.x"``.
+        """``value`` as a :class:`Semantics`: a member, ``"4.x"`` or ``"5.x"``.
 
         >>> Semantics.parse(Semantics.V5), Semantics.parse("4.x")
         (<Semantics.V5: '5.x'>, <Semantics.V4: '4.x'>)
         """
-        if isinstance(value, str):
-            canonical = _ALIASES.get(value, value)
-            if canonical in _VALUES:
-                return cls(canonical)
-        raise InvalidInputError(f"semantics must be '4.x' or '5.x' (or the older '4.9.x'), got {value!r}", value)
+        if isinstance(value, str) and value in _VALUES:
+            return cls(value)
+        raise InvalidInputError(f"semantics must be '4.x' or '5.x', got {value!r}", value)
 
 
 _VALUES = frozenset(s.value for s in Semantics)
-#: Older spellings still accepted: the producer-fault module used "4.9.x" for the 4.x generation.
-_ALIASES = {"4.9.x": "4.x"}

@@ -17,8 +17,8 @@ Typical worker (the member process of ``mqbalance member`` is a full one)::
                     process(tp); member.commit(tp, next_offset)
 """
 
-from .assignment import StrategySpec, group_assignment, resolve_strategy
-from .errors import (
+from mqbalance.coordination.assignment import group_assignment
+from mqbalance.coordination.errors import (
     CommitFailedError,
     CoordinationAuthError,
     CoordinationError,
@@ -30,10 +30,10 @@ from .errors import (
     ZooKeeperNotFoundError,
     ZooKeeperUnreachableError,
 )
-from .layout import GroupPaths, MemberInfo, PublishedAssignment, set_partitions
-from .member import LEASE_FRACTION, GroupMember, MemberState, MemberStats, Mode, RevokeReason
-from .status import GroupStatus, group_status
-from .zkserver import ZooKeeperServer
+from mqbalance.coordination.layout import GroupPaths, MemberInfo, PublishedAssignment, set_partitions
+from mqbalance.coordination.member import LEASE_FRACTION, GroupMember, MemberState, MemberStats, Mode, RevokeReason
+from mqbalance.coordination.status import GroupStatus, group_status
+from mqbalance.coordination.zkserver import ZooKeeperServer
 
 __all__ = [
     "GroupMember",
@@ -48,8 +48,6 @@ __all__ = [
     "GroupPaths",
     "MemberInfo",
     "PublishedAssignment",
-    "StrategySpec",
-    "resolve_strategy",
     "group_assignment",
     "ZooKeeperServer",
     "CoordinationError",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mqbalance.allocation.registry import Use, names_for
 from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["add_subcommands"]
@@ -44,7 +45,7 @@ def _auth(text: str | None) -> tuple[str, str] | None:
 
 
 def _cmd_member(args: argparse.Namespace) -> int:
-    from .worker import MemberConfig, run_member
+    from mqbalance.coordination.worker import MemberConfig, run_member
 
     logging.basicConfig(level=logging.WARNING if not args.verbose else logging.INFO, format="%(asctime)s %(message)s")
     if args.rate <= 0 or args.batch < 1 or args.commit_interval_ms < 1:
@@ -73,7 +74,7 @@ def _cmd_member(args: argparse.Namespace) -> int:
 
 
 def _cmd_group(args: argparse.Namespace) -> int:
-    from .status import group_status
+    from mqbalance.coordination.status import group_status
 
     st = group_status(args.zk, args.group, timeout=args.timeout, auth=_auth(args.auth))
     print(st.to_json() if args.json else st.format())
@@ -92,7 +93,12 @@ def add_subcommands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
         type=_topic,
         help="TOPIC[:PARTITIONS] (repeatable); the partition node is created with PARTITIONS if absent",
     )
-    m.add_argument("--strategy", default="AVG", help="AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, range, roundrobin, sticky")
+    m.add_argument(
+        "--strategy",
+        default="AVG",
+        help=f"every-member mode: {', '.join(names_for(Use.ZOOKEEPER_EVERY_MEMBER))}; leader mode also "
+        + ", ".join(sorted(set(names_for(Use.ZOOKEEPER_LEADER)) - set(names_for(Use.ZOOKEEPER_EVERY_MEMBER)))),
+    )
     m.add_argument("--mode", default="every-member", choices=["every-member", "leader"])
     m.add_argument("--id", help="consumer id (default: host-time-random)")
     m.add_argument("--records", help="append-only record file (default: out/members/<id>.jsonl)")

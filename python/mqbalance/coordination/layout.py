@@ -27,9 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqbalance.coordination.errors import InvalidCoordinationConfigError
 from mqbalance.kafka import TopicPartition
-
-from .errors import InvalidCoordinationConfigError
 
 __all__ = [
     "TOPICS",
@@ -269,6 +268,6 @@ def set_partitions(
     elif create:
         client.create(path, data, makepath=True)
     else:
-        from .errors import NoPartitionsError
+        from mqbalance.coordination.errors import NoPartitionsError
 
         raise NoPartitionsError(f"topic {topic!r} has no partition node {path}", topic)

@@ -15,8 +15,9 @@ only its predecessor: no herd on leader loss). The leader alone watches members 
 counts, computes the whole group's assignment in one call and publishes it with a generation
 (fenced: one multi that checks its election node). Members watch that one node, release only what
 they lost, then claim only what they gained, waiting on the previous owner's node instead of
-backing off; partitions that stay keep being worked. With ``strategy="sticky"`` the leader moves
-the fewest partitions that keep the group balanced.
+backing off; partitions that stay keep being worked. With ``strategy="STICKY"`` (per topic) or
+``"kafka-sticky"`` (across the group's topics) the leader moves the fewest partitions that keep the
+group balanced.
 
 Both modes: committed offsets are fenced (:meth:`GroupMember.commit` is one multi that checks the
 owner node and sets the offset at the version this member last wrote; a claim bumps that version,
@@ -62,12 +63,9 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType, WatchedEvent
 from kazoo.security import make_acl, make_digest_acl
 
-from mqbalance.exceptions import InvalidInputError
-from mqbalance.kafka import TopicPartition
-from mqbalance.strategies import AllocateStrategy
-
-from .assignment import StrategySpec, group_assignment, resolve_strategy
-from .errors import (
+from mqbalance.allocation.registry import StrategySpec, Use
+from mqbalance.coordination.assignment import group_assignment
+from mqbalance.coordination.errors import (
     CommitFailedError,
     CoordinationAuthError,
     CoordinationError,
@@ -78,7 +76,7 @@ from .errors import (
     RebalanceFailedError,
     ZooKeeperUnreachableError,
 )
-from .layout import (
+from mqbalance.coordination.layout import (
     GroupPaths,
     MemberInfo,
     PublishedAssignment,
@@ -89,7 +87,9 @@ from .layout import (
     parse_member,
     parse_partitions,
 )
-from .session import digest_auth
+from mqbalance.coordination.session import digest_auth
+from mqbalance.exceptions import InvalidInputError
+from mqbalance.kafka import TopicPartition
 
 __all__ = ["GroupMember", "Mode", "MemberState", "RevokeReason", "MemberStats", "LEASE_FRACTION"]
 
@@ -179,8 +179,11 @@ class GroupMember:
     """A member of consumer group ``group`` on the ZooKeeper ensemble ``hosts``.
 
     ``topics``: topic names, or ``{topic: streams}`` (Kafka's consumer threads per topic; used by
-    ``range`` / ``roundrobin``). ``strategy``: a RocketMQ name (``AVG`` …, ``strategy_params`` go
-    to :func:`mqbalance.strategy`) or object, ``range``, ``roundrobin``, or ``sticky`` (leader mode).
+    ``range`` / ``roundrobin``). ``strategy``: any configuration :meth:`StrategySpec.parse` reads
+    (``"AVG"``, ``{"name": "CONSISTENT_HASH", "virtualNodeCnt": 5}``, a spec; ``strategy_params`` are
+    more of its fields) of a strategy the mode can run: RocketMQ's, ``range``, ``roundrobin``, and in
+    leader mode also ``STICKY`` and ``kafka-sticky`` (:mod:`mqbalance.coordination.assignment`); any
+    other is refused here with :class:`~mqbalance.exceptions.UnsupportedStrategyError`.
     Callbacks (called on one thread, in order): ``on_assigned(member, {TopicPartition: committed
     offset})`` with what was just acquired; ``on_revoked(member, frozenset[TopicPartition],
     RevokeReason)`` before it is released — stop work on those before returning (commit inside
@@ -200,7 +203,7 @@ class GroupMember:
         topics: Sequence[str] | Mapping[str, int],
         *,
         consumer_id: str | None = None,
-        strategy: str | AllocateStrategy = "AVG",
+        strategy: str | Mapping[str, Any] | StrategySpec = "AVG",
         strategy_params: Mapping[str, Any] | None = None,
         mode: str | Mode = Mode.EVERY_MEMBER,
         on_assigned: Callback | None = None,
@@ -240,11 +243,10 @@ class GroupMember:
             "consumer_id",
             consumer_id or f"{socket.gethostname()}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}",
         )
-        self.spec: StrategySpec = resolve_strategy(strategy, **dict(strategy_params or {}))
-        if self.spec.kind == "sticky" and self.mode is not Mode.LEADER:
-            raise InvalidCoordinationConfigError(
-                "strategy 'sticky' needs the previous assignment: use mode='leader'", self.spec.name
-            )
+        use = Use.ZOOKEEPER_LEADER if self.mode is Mode.LEADER else Use.ZOOKEEPER_EVERY_MEMBER
+        self.spec = StrategySpec.parse(strategy, where="strategy", use=use, params=strategy_params)
+        if self.spec.info.cls is not None:
+            self.spec.build()  # the strategy's own parameter checks, here rather than at the first rebalance
         if auth is not None and (
             not isinstance(auth, tuple) or len(auth) != 2 or not all(isinstance(x, str) and x for x in auth)
         ):
@@ -293,7 +295,7 @@ class GroupMember:
     def __repr__(self) -> str:
         return (
             f"GroupMember(group={self.group!r}, consumer_id={self.consumer_id!r}, mode={self.mode.value!r}, "
-            f"strategy={self.spec.name!r}, state={self.state.value}, owned={len(self._owned)})"
+            f"strategy={self.spec.display_name!r}, state={self.state.value}, owned={len(self._owned)})"
         )
 
     @property
@@ -604,7 +606,7 @@ class GroupMember:
         """Create ``ids/<consumer_id>`` (ephemeral) for this session; refuse an id held by another session."""
         c = self._client
         path = self.paths.member(self.consumer_id)
-        data = encode_member(MemberInfo(self.consumer_id, self.subscription, self.spec.name, self.mode.value))
+        data = encode_member(MemberInfo(self.consumer_id, self.subscription, self.spec.display_name, self.mode.value))
         session = c.client_id[0] if c.client_id else None
         sent = time.monotonic()
         for _ in range(3):
@@ -979,7 +981,9 @@ class GroupMember:
             )
             if prev is not None and dict(prev.owners) == owners:
                 return
-            new = PublishedAssignment((prev.generation if prev else 0) + 1, self.consumer_id, self.spec.name, owners)
+            new = PublishedAssignment(
+                (prev.generation if prev else 0) + 1, self.consumer_id, self.spec.display_name, owners
+            )
             tx = c.transaction()
             tx.check(self._election_node, 0)
             tx.set_data(self.paths.assignment, encode_assignment(new), self._assignment_version)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from kazoo.client import KazooClient
 from kazoo.handlers.threading import KazooTimeoutError
 
-from .errors import ZooKeeperUnreachableError
+from mqbalance.coordination.errors import ZooKeeperUnreachableError
 
 __all__ = ["digest_auth", "short_session"]
 

@@ -11,8 +11,14 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from .layout import GroupPaths, parse_assignment, parse_member, parse_partitions, parse_source_rate
-from .session import short_session
+from mqbalance.coordination.layout import (
+    GroupPaths,
+    parse_assignment,
+    parse_member,
+    parse_partitions,
+    parse_source_rate,
+)
+from mqbalance.coordination.session import short_session
 
 __all__ = ["GroupStatus", "PartitionRow", "group_status", "source_end"]
 

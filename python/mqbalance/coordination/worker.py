@@ -28,12 +28,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from mqbalance.coordination.errors import CommitFailedError, FencedCommitError, NoPartitionsError
+from mqbalance.coordination.layout import GroupPaths, encode_partitions, parse_source_rate
+from mqbalance.coordination.member import GroupMember, RevokeReason
+from mqbalance.coordination.status import source_end
 from mqbalance.kafka import TopicPartition
-
-from .errors import CommitFailedError, FencedCommitError, NoPartitionsError
-from .layout import GroupPaths, encode_partitions, parse_source_rate
-from .member import GroupMember, RevokeReason
-from .status import source_end
 
 __all__ = ["MemberConfig", "run_member", "ensure_topics"]
 
@@ -66,7 +65,7 @@ def ensure_topics(hosts: str, topics: Mapping[str, int | None], rate: float, *, 
     """Create the partition nodes that are absent (never changes an existing one)."""
     from kazoo.exceptions import NodeExistsError
 
-    from .session import short_session
+    from mqbalance.coordination.session import short_session
 
     with short_session(hosts, timeout=timeout) as client:
         for t, n in topics.items():

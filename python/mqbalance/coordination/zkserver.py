@@ -24,7 +24,11 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from .errors import InvalidCoordinationConfigError, ZooKeeperNotFoundError, ZooKeeperUnreachableError
+from mqbalance.coordination.errors import (
+    InvalidCoordinationConfigError,
+    ZooKeeperNotFoundError,
+    ZooKeeperUnreachableError,
+)
 
 __all__ = ["ZooKeeperServer", "find_classpath", "four_letter"]
 

@@ -15,6 +15,7 @@
 
 from collections.abc import Callable, Iterable
 
+from mqbalance.allocation.registry import StrategySpec
 from mqbalance.fleet.engine import (
     DEFAULT_WHAT_IF,
     assign_snapshot,
@@ -38,7 +39,6 @@ from mqbalance.fleet.snapshot import (
     snapshot_from_dict,
     write_parquet,
 )
-from mqbalance.registry import StrategySpec
 
 __all__ = [
     "DEFAULT_WHAT_IF",

@@ -9,7 +9,7 @@ The steps:
 2. :func:`expand_pairs` — a batch of pairs into one row per queue (``0..readQueueNums-1`` per
    broker), contiguous per pair, and the pair boundaries.
 3. :func:`assign_batch` — owners of all those queues: clustering pairs whose clients share one
-   strategy in one core call (:func:`mqbalance.bulk.owners_by_pair`), the rest pair by pair. Each
+   strategy in one core call (:func:`mqbalance.allocation.bulk.owners_by_pair`), the rest pair by pair. Each
    connection uses its *own* strategy (a misconfigured group is reproduced as it behaves);
    broadcasting groups consume every queue on every connection.
 4. :func:`pair_counts` — per pair: queues, unowned, double-owned, and per (pair, consumer) the
@@ -42,9 +42,9 @@ import pyarrow.compute as pc
 
 from mqbalance import bulk
 from mqbalance._validate import not_a_collection
-from mqbalance.exceptions import UnknownStrategyError, UnsupportedStrategyError
+from mqbalance.allocation.registry import StrategySpec, Use
+from mqbalance.exceptions import UnknownStrategyError
 from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot, SnapshotError
-from mqbalance.registry import StrategySpec
 
 __all__ = [
     "ASSIGNMENT_SCHEMA",
@@ -649,16 +649,7 @@ def what_if_candidates(values: Iterable[StrategySpec | str] | str) -> tuple[Stra
         )
     else:
         items = list(values)
-    out: dict[StrategySpec, None] = {}
-    for item in items:
-        spec = item if isinstance(item, StrategySpec) else StrategySpec.parse(item, where="what-if")
-        if not spec.info.has_owners or spec.info.per_client_config:
-            raise UnsupportedStrategyError(
-                f"what-if: {spec.display_name} needs per-client configuration or has no owner per queue; "
-                "try AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, CONSISTENT_HASH_BOUNDED or STICKY",
-                spec.display_name,
-            )
-        out[spec] = None
+    out = dict.fromkeys(StrategySpec.parse(item, where="what-if", use=Use.WHAT_IF) for item in items)
     return tuple(out)
 
 

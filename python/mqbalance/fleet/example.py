@@ -25,7 +25,7 @@ import copy
 import random
 from typing import Any
 
-from mqbalance import _validate as check
+from mqbalance import _validate
 from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["example_fleet", "example_pair", "HAZARD_GROUPS"]
@@ -55,13 +55,13 @@ def example_fleet(
     seed: int = 7, *, brokers: int = 6, topics: int = 24, groups: int = 60, hazards: bool = True
 ) -> dict[str, Any]:
     """A JSON snapshot dict; sizes are per the arguments (defaults: 64 groups, ≈ 800 readable queues)."""
-    seed = check.integer(seed, "seed")
-    brokers = check.count(brokers, "brokers", bytes_each=2_000)
+    seed = _validate.integer(seed, "seed")
+    brokers = _validate.count(brokers, "brokers", bytes_each=2_000)
     if brokers < 2:
         raise InvalidInputError(f"brokers must be >= 2 (topics spread over two or more), got {brokers}", brokers)
-    if check.count(topics, "topics", bytes_each=brokers * 2_000) < 3:
+    if _validate.count(topics, "topics", bytes_each=brokers * 2_000) < 3:
         raise InvalidInputError(f"topics must be >= 3 (groups subscribe to up to three), got {topics}", topics)
-    check.count(groups, "groups", bytes_each=4_000)
+    _validate.count(groups, "groups", bytes_each=4_000)
     rng = random.Random(seed)
     broker_names = [f"broker-{chr(ord('a') + i)}" for i in range(brokers)]
     snapshot: dict[str, Any] = {"topics": {}, "groups": {}}
@@ -142,7 +142,7 @@ def example_pair(seed: int = 7, **sizes: Any) -> tuple[dict[str, Any], dict[str,
     hazard group reads gained 4 queues on each broker."""
     previous = example_fleet(seed, **sizes)
     current = copy.deepcopy(previous)
-    rng = random.Random(check.integer(seed, "seed") + 1)
+    rng = random.Random(_validate.integer(seed, "seed") + 1)
     busy = [
         g
         for g, v in current["groups"].items()
@@ -172,12 +172,12 @@ def scaled_fleet(
     """A large, regular fleet for benchmarks: one topic per group, ``queues_per_topic`` readable
     queues spread over ``brokers`` brokers, ``clients_per_group`` clients each (≈ ``groups ×
     queues_per_topic`` queue assignments)."""
-    seed = check.integer(seed, "seed")
+    seed = _validate.integer(seed, "seed")
     for name, value in (("queues_per_topic", queues_per_topic), ("brokers", brokers)):
-        if check.count(value, name) < 1:
+        if _validate.count(value, name) < 1:
             raise InvalidInputError(f"{name} must be >= 1, got {value}", value)
-    check.count(clients_per_group, "clients_per_group", bytes_each=1_000)
-    check.count(groups, "groups", bytes_each=(clients_per_group + brokers) * 1_000)
+    _validate.count(clients_per_group, "clients_per_group", bytes_each=1_000)
+    _validate.count(groups, "groups", bytes_each=(clients_per_group + brokers) * 1_000)
     rng = random.Random(seed)
     per_broker = max(1, queues_per_topic // brokers)
     topics = {}

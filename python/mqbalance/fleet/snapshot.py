@@ -41,7 +41,7 @@ message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, 
 ``offsets.parquet`` (group, topic, broker_name, queue_id, offset) and ``errors.parquet`` (broker_name,
 address, request, error).
 
-Strategies are read by :meth:`mqbalance.registry.StrategySpec.parse` (``AVG``, ``AVG_BY_CIRCLE``,
+Strategies are read by :meth:`mqbalance.allocation.registry.StrategySpec.parse` (``AVG``, ``AVG_BY_CIRCLE``,
 ``CONSISTENT_HASH`` with ``virtualNodeCnt``/``charset``, ``MACHINE_ROOM`` with ``consumeridcs``,
 ``MACHINE_ROOM_NEARBY-<inner>`` with rooms by the ``@`` prefix rule). ``CONFIG`` is refused: a
 snapshot does not carry the client's configured queue list.
@@ -69,8 +69,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mqbalance.allocation.registry import REGISTRY, StrategySpec, Use
 from mqbalance.exceptions import MQBalanceError
-from mqbalance.registry import REGISTRY, StrategySpec
 
 __all__ = [
     "PERM_READ",
@@ -553,23 +553,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def auditable_strategy(config: Any, where: str) -> StrategySpec:
     """The strategy a snapshot names, checked: it exists, its parameters build, it has owners."""
     try:
-        spec = StrategySpec.parse(config, where=where)
-        if not REGISTRY[spec.name].has_owners:
-            raise _err(
-                where,
-                "CONFIG cannot be audited: a snapshot does not carry the client's configured queue list",
-                "CONFIG",
-            )
-        if REGISTRY[spec.name].needs_previous:
-            raise _err(
-                where,
-                f"{spec.name.value} cannot be audited: it is computed by one party from the group's previous "
-                "assignment, which a snapshot does not carry (clients run per-client strategies)",
-                spec.name.value,
-            )
+        spec = StrategySpec.parse(config, where=where, use=Use.FLEET_AUDIT)
         spec.build()
-    except SnapshotError:
-        raise
     except MQBalanceError as e:
         message = str(e)
         raise SnapshotError(message if message.startswith(where) else f"{where}: {message}", e.value) from None

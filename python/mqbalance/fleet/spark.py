@@ -26,10 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mqbalance.allocation.registry import StrategySpec
 from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
 from mqbalance.fleet.snapshot import GroupIndex, Snapshot
-from mqbalance.registry import StrategySpec
 
 __all__ = ["assign_fleet", "audit", "audit_fleet", "local_session", "session", "stop_session"]
 

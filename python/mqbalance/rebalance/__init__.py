@@ -4,7 +4,7 @@ what a rebalance does), ``RebalanceService`` (:mod:`.service`, when), a whole pu
 its scheduled heartbeats, offset persistence and route polling (:mod:`.consumer`), and an
 in-memory broker to wire them (:mod:`.memory`). :mod:`mqbalance.sim` runs them as a cluster."""
 
-from .broker import (
+from mqbalance.rebalance.broker import (
     ClientChannelInfo,
     ClientIdListing,
     ConsumerGroupEvent,
@@ -13,10 +13,10 @@ from .broker import (
     Event,
     SubscriptionData,
 )
-from .client import Broker, ConsumeFromWhere, OffsetStore, ProcessQueue, PullRequest, RebalanceImpl
-from .consumer import ConsumerState, PushConsumer, Transport
-from .memory import InMemoryBroker
-from .service import RebalanceService
+from mqbalance.rebalance.client import Broker, ConsumeFromWhere, OffsetStore, ProcessQueue, PullRequest, RebalanceImpl
+from mqbalance.rebalance.consumer import ConsumerState, PushConsumer, Transport
+from mqbalance.rebalance.memory import InMemoryBroker
+from mqbalance.rebalance.service import RebalanceService
 
 __all__ = [
     "ClientChannelInfo",

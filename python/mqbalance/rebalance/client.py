@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.ordering import sort_client_ids, sort_queues
+from mqbalance.allocation.strategies import AllocateStrategy
 from mqbalance.exceptions import MQBalanceError
-from mqbalance.models import MessageQueue
-from mqbalance.ordering import sort_client_ids, sort_queues
-from mqbalance.strategies import AllocateStrategy
 
 __all__ = [
     "ConsumeFromWhere",

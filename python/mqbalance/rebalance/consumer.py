@@ -24,13 +24,12 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from mqbalance._validate import duration_ms, str_sequence
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.strategies import AllocateStrategy
 from mqbalance.exceptions import InvalidInputError
-from mqbalance.models import MessageQueue
-from mqbalance.strategies import AllocateStrategy
+from mqbalance.rebalance.client import Broker, ConsumeFromWhere, ProcessQueue, RebalanceImpl
+from mqbalance.rebalance.service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS, RebalanceService
 from mqbalance.versions import Semantics
-
-from .client import Broker, ConsumeFromWhere, ProcessQueue, RebalanceImpl
-from .service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS, RebalanceService
 
 __all__ = [
     "PushConsumer",

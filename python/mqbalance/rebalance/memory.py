@@ -13,10 +13,9 @@
 
 from __future__ import annotations
 
-from mqbalance.models import MessageQueue
-
-from .broker import ClientChannelInfo, ConsumerManager, SubscriptionData
-from .client import OffsetStore, RebalanceImpl
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.rebalance.broker import ClientChannelInfo, ConsumerManager, SubscriptionData
+from mqbalance.rebalance.client import OffsetStore, RebalanceImpl
 
 __all__ = ["InMemoryBroker"]
 

@@ -46,9 +46,10 @@ from dataclasses import asdict, dataclass
 from types import TracebackType
 from typing import Any
 
-from mqbalance._validate import duration_ms, java_int, mapping, str_sequence, text
+from mqbalance._validate import duration_ms, java_int, str_sequence, text
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.exceptions import InvalidInputError, MQBalanceError
-from mqbalance.models import MessageQueue
 from mqbalance.rebalance.client import ConsumeFromWhere, ProcessQueue
 from mqbalance.rebalance.consumer import (
     HEARTBEAT_INTERVAL_MS,
@@ -57,11 +58,9 @@ from mqbalance.rebalance.consumer import (
     PushConsumer,
 )
 from mqbalance.rebalance.service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS
-from mqbalance.registry import StrategySpec
 from mqbalance.remoting.client import check_timeout
+from mqbalance.rocketmq.transport import ClusterTransport, PulledMessage
 from mqbalance.versions import Semantics
-
-from .transport import ClusterTransport, PulledMessage
 
 __all__ = ["RocketMQMember", "MemberState", "MemberStats", "DuplicateClientId", "default_client_id"]
 
@@ -147,7 +146,7 @@ class RocketMQMember:
         topics: Iterable[str],
         *,
         consume: Consume,
-        strategy: str = "AVG",
+        strategy: str | Mapping[str, Any] | StrategySpec = "AVG",
         strategy_params: Mapping[str, Any] | None = None,
         client_id: str | None = None,
         semantics: Semantics | str = Semantics.V5,
@@ -223,8 +222,9 @@ class RocketMQMember:
             ("on_rebalanced", on_rebalanced),
         ):
             _callable(name, callback)
-        params = {} if strategy_params is None else dict(mapping(strategy_params, "strategy_params"))
-        self.strategy = StrategySpec.parse({"name": strategy, **params}).build()
+        self.strategy = StrategySpec.parse(
+            strategy, where="strategy", use=Use.ROCKETMQ_CLIENT, params=strategy_params
+        ).build()
         self.semantics = Semantics.parse(semantics)
         self.group = group
         self.client_id = client_id or default_client_id()

@@ -30,8 +30,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mqbalance.allocation.models import MessageQueue
 from mqbalance.exceptions import InvalidInputError, MQBalanceError
-from mqbalance.models import MessageQueue
 from mqbalance.rebalance.client import RebalanceImpl
 from mqbalance.remoting import BrokerClient, ConsumerData, NameServer, RemotingClient, RemotingCommand
 from mqbalance.remoting.api import PERM_READ, Message, PullStatus
@@ -276,7 +276,7 @@ class ClusterTransport:
         """A :class:`~mqbalance.rocketmq.member.DuplicateClientId` when ``client_id`` is listed more
         than once in the group's consumer list (a Java broker), or a broker lists it on a connection
         that is not ours (either broker); else ``None``."""
-        from .member import DuplicateClientId
+        from mqbalance.rocketmq.member import DuplicateClientId
 
         ids = self.last_consumer_ids.get(group) or []
         listed = ids.count(client_id)
@@ -298,7 +298,7 @@ class ClusterTransport:
         connection is confirmed alive by asking it for its running info through the broker
         (``GET_CONSUMER_RUNNING_INFO``, forwarded to the connection): a stale entry (a host that
         died silently, not yet expired) does not answer and does not count."""
-        from .member import DuplicateClientId
+        from mqbalance.rocketmq.member import DuplicateClientId
 
         for addr in self._masters():
             try:

@@ -27,12 +27,11 @@ from types import FrameType
 from typing import Any
 
 from mqbalance._validate import number
+from mqbalance.allocation.models import MessageQueue
 from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingConnectError, RemotingTimeoutError
-from mqbalance.models import MessageQueue
 from mqbalance.rebalance.client import ConsumeFromWhere
-
-from .member import DuplicateClientId, MemberState, RocketMQMember
-from .transport import PulledMessage
+from mqbalance.rocketmq.member import DuplicateClientId, MemberState, RocketMQMember
+from mqbalance.rocketmq.transport import PulledMessage
 
 __all__ = ["ConsumeConfig", "run_consumer", "queue_name", "EXIT_REFUSED"]
 

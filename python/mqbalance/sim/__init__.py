@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from mqbalance._validate import not_a_collection
-
-from .engine import Simulation
-from .metrics import MetricsRecorder, SimulationResult
-from .model import (
+from mqbalance.allocation.registry import StrategySpec
+from mqbalance.sim.engine import Simulation
+from mqbalance.sim.metrics import MetricsRecorder, SimulationResult
+from mqbalance.sim.model import (
     Crash,
     Join,
     Leave,
@@ -29,7 +29,13 @@ from .model import (
     Scenario,
     ScenarioEvent,
 )
-from .scenario import ScenarioError, bundled_scenarios, load_scenario, scenario_from_dict
+from mqbalance.sim.scenario import (
+    ScenarioError,
+    bundled_scenarios,
+    load_scenario,
+    scenario_from_dict,
+    scenario_strategy,
+)
 
 __all__ = [
     "simulate",
@@ -46,6 +52,7 @@ __all__ = [
     "NetworkChange",
     "NotificationSwitch",
     "ScenarioError",
+    "scenario_strategy",
     "load_scenario",
     "scenario_from_dict",
     "bundled_scenarios",
@@ -64,20 +71,17 @@ def _scenario(scenario: Scenario | dict[str, Any] | str | Path) -> Scenario:
     return load_scenario(scenario)
 
 
-def _with_strategy(s: Scenario, name: Any, where: str) -> Scenario:
-    """``s`` under strategy ``name``, checked exactly as a scenario file's ``group.strategy`` is."""
-    from .scenario import checked_strategy
-
-    if not isinstance(name, str):
-        raise ScenarioError(f"{where}: expected a strategy name, got {name!r}", name)
-    params = dict(s.strategy_params) if name == s.strategy else {}
-    return s.with_strategy(checked_strategy(name, params, where))
+def _with_strategy(s: Scenario, config: Any, where: str) -> Scenario:
+    """``s`` under strategy ``config`` (a name keeps the scenario's parameters when it names the
+    scenario's own strategy), checked exactly as a scenario file's ``group.strategy`` is."""
+    spec = scenario_strategy(config, where)
+    return s.with_strategy(s.strategy if isinstance(config, str) and spec.name is s.strategy.name else spec)
 
 
 def simulate(
     scenario: Scenario | dict[str, Any] | str | Path,
     *,
-    strategy: str | None = None,
+    strategy: str | StrategySpec | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SimulationResult:
     """Run a scenario (object, mapping, file or bundled name), optionally under another strategy."""
@@ -88,7 +92,7 @@ def simulate(
 
 def compare(
     scenario: Scenario | dict[str, Any] | str | Path,
-    strategies: list[str] | None = None,
+    strategies: list[str | StrategySpec] | None = None,
     *,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[SimulationResult]:
@@ -97,6 +101,6 @@ def compare(
     s = _scenario(scenario)
     if strategies is not None and not_a_collection(strategies):
         raise ScenarioError(f"strategies must be a list of strategy names, not {strategies!r}", strategies)
-    names = list(strategies or ()) or list(s.compare) or [s.strategy]
+    names: list[Any] = list(strategies or ()) or list(s.compare) or [s.strategy]
     sims = [Simulation(_with_strategy(s, n, f"strategies[{i}]"), progress=progress) for i, n in enumerate(names)]
     return [sim.run() for sim in sims]

@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mqbalance.models import MessageQueue
-from mqbalance.strategies import AllocateStrategy
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.strategies import AllocateStrategy
 
 __all__ = ["GroupCoordinator"]
 

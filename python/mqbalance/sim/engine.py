@@ -38,18 +38,16 @@ from functools import partial
 from itertools import count
 from typing import Any, assert_never
 
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.strategies import AllocateStrategy
 from mqbalance.exceptions import InvalidInputError
-from mqbalance.models import MessageQueue
 from mqbalance.rebalance.broker import ConsumerManager
 from mqbalance.rebalance.client import ConsumeFromWhere, RebalanceImpl
 from mqbalance.rebalance.consumer import PushConsumer
 from mqbalance.rebalance.memory import InMemoryBroker
-from mqbalance.registry import StrategySpec
-from mqbalance.strategies import strategy as make_strategy
-
-from .coordinator import GroupCoordinator
-from .metrics import EndState, MetricsRecorder, SimulationResult
-from .model import (
+from mqbalance.sim.coordinator import GroupCoordinator
+from mqbalance.sim.metrics import EndState, MetricsRecorder, SimulationResult
+from mqbalance.sim.model import (
     Crash,
     Join,
     Leave,
@@ -59,7 +57,7 @@ from .model import (
     Scenario,
     ScenarioEvent,
 )
-from .scenario import ScenarioError
+from mqbalance.sim.scenario import ScenarioError
 
 __all__ = ["Simulation"]
 
@@ -130,8 +128,8 @@ class Simulation:
             notify_on_leave=s.broker.notify_on_leave,
         )
         self.broker = InMemoryBroker(self.manager)
-        self.strategy = make_strategy(s.strategy, **dict(s.strategy_params))
-        if StrategySpec.parse({"name": s.strategy, **dict(s.strategy_params)}).info.needs_previous:
+        self.strategy: AllocateStrategy = s.strategy.build()
+        if s.strategy.info.needs_previous:
             self.strategy = GroupCoordinator(self.strategy)  # STICKY: one party computes the group
         self.metrics = MetricsRecorder(sample_interval_ms=s.sample_interval_ms)
         # queues: every queue that ever existed, by index (the metrics' queue numbers)
@@ -197,7 +195,7 @@ class Simulation:
             topic, e = c.pc.impl.allocate_errors[0]
             raise ScenarioError(
                 f"{self.scenario.source}: {c.pc.client_id} at {self.now} ms: allocate failed for topic "
-                f"{topic!r} ({self.scenario.strategy}): {e}",
+                f"{topic!r} ({self.scenario.strategy.display_name}): {e}",
                 e.value,
             ) from e
         if tuple(c.pc.impl.process_queues) != held:

@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqbalance.models import MessageQueue
-
-from .coverage import Coverage
-from .model import Scenario
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.sim.coverage import Coverage
+from mqbalance.sim.model import Scenario
 
 __all__ = ["MetricsRecorder", "EndState", "SimulationResult"]
 
@@ -216,7 +215,7 @@ class MetricsRecorder:
             "notifications": self.notifications,
             "wall_s": round(wall_s, 3),
         }
-        return SimulationResult(s.name, s.strategy, s.seed, s.semantics, summary, events, queues, series)
+        return SimulationResult(s.name, s.strategy.display_name, s.seed, s.semantics, summary, events, queues, series)
 
 
 @dataclass

@@ -11,7 +11,9 @@ typed events — one frozen, slotted dataclass per kind, each able to describe i
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias
+from typing import TypeAlias
+
+from mqbalance.allocation.registry import StrategyName, StrategySpec
 
 __all__ = [
     "TopicSpec",
@@ -178,20 +180,17 @@ class Scenario:
     semantics: str = "5.x"
     brokers: tuple[str, ...] = ("broker-a", "broker-b")
     group: str = "cg"
-    strategy: str = "AVG"
-    strategy_params: tuple[tuple[str, Any], ...] = ()
+    strategy: StrategySpec = StrategySpec(StrategyName.AVG)
     consume_from_where: str = "LAST_OFFSET"
     client: ClientSettings = field(default_factory=ClientSettings)
     broker: BrokerSettings = field(default_factory=BrokerSettings)
     network: NetworkSettings = field(default_factory=NetworkSettings)
-    compare: tuple[str, ...] = ()
+    compare: tuple[StrategySpec, ...] = ()
 
     def queue_count(self) -> dict[str, int]:
         """Queues per topic at the start."""
         return {t.name: t.queues_per_broker * len(self.brokers) for t in self.topics}
 
-    def with_strategy(self, name: str) -> Scenario:
-        """The same scenario under another strategy (its parameters kept only if the name is the same)."""
-        return replace(
-            self, strategy=name, strategy_params=self.strategy_params if name == self.strategy else (), compare=()
-        )
+    def with_strategy(self, spec: StrategySpec) -> Scenario:
+        """The same scenario under another strategy."""
+        return replace(self, strategy=spec, compare=())

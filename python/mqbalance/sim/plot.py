@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .metrics import SimulationResult
+from mqbalance.sim.metrics import SimulationResult
 
 __all__ = ["plot_result", "plot_comparison"]
 

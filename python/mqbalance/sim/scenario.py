@@ -58,11 +58,23 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
 from mqbalance.exceptions import MQBalanceError
-
-from ._schema import Key, Schema, SchemaError, duration, fail, flag, integer, mapping, number, optional, text
-from ._schema import parse_duration as _parse_duration
-from .model import (
+from mqbalance.sim._schema import (
+    Key,
+    Schema,
+    SchemaError,
+    duration,
+    fail,
+    flag,
+    integer,
+    mapping,
+    number,
+    optional,
+    text,
+)
+from mqbalance.sim._schema import parse_duration as _parse_duration
+from mqbalance.sim.model import (
     BrokerSettings,
     ClientSettings,
     ConsumerSpec,
@@ -111,58 +123,29 @@ def parse_duration_ms(value: Any, where: str) -> int:
         raise ScenarioError(e.message, e.value, path=e.path) from None
 
 
-# ---- the strategy allow-list (to be replaced by the strategy registry) ---------------------------
-
-
-def _check_strategy(name: str, params: dict[str, Any], where: str) -> str:
-    """The registry's name of a strategy a scenario can run: one needing per-client configuration
-    (``CONFIG``, ``MACHINE_ROOM*``) is refused; the others must build with their parameters (``STICKY``
-    runs through the simulator's group coordinator, :mod:`mqbalance.sim.coordinator`)."""
-    from mqbalance.registry import StrategySpec
-
-    try:
-        spec = StrategySpec.parse({"name": name, **params})
-        if spec.info.per_client_config:
-            fail(
-                where,
-                f"strategy {name!r} needs per-client configuration a scenario does not carry; use AVG, "
-                "AVG_BY_CIRCLE, CONSISTENT_HASH, CONSISTENT_HASH_BOUNDED or STICKY",
-                name,
-            )
-        spec.build()
-    except SchemaError:
-        raise
-    except MQBalanceError as e:
-        fail(where, str(e).removeprefix("strategy: "), name)
-    return spec.display_name
-
-
-def checked_strategy(name: str, params: dict[str, Any], where: str) -> str:
-    """:func:`_check_strategy` for callers outside the schema (``--strategy``, ``compare``): a
-    :class:`ScenarioError` naming ``where``, the same verdict a scenario file gets."""
-    try:
-        return _check_strategy(name, params, where)
-    except SchemaError as e:
-        raise ScenarioError(e.message, e.value, path=e.path) from None
-
-
 # ---- the schema ----------------------------------------------------------------------------------
 
-StrategyChoice = tuple[str, tuple[tuple[str, Any], ...]]  # name, sorted parameters
+
+def _strategy(value: Any, where: str) -> StrategySpec:
+    """``AVG`` or ``{name: CONSISTENT_HASH, virtual_node_cnt: 10, charset: UTF-8}``: any configuration
+    :meth:`StrategySpec.parse` reads, of a strategy a scenario can run (:attr:`Use.SCENARIO`: not one
+    needing per-client configuration; ``STICKY`` runs through the simulator's group coordinator,
+    :mod:`mqbalance.sim.coordinator`), whose parameters build."""
+    try:
+        spec = StrategySpec.parse(value, where=where, use=Use.SCENARIO)
+        spec.build()
+    except MQBalanceError as e:
+        fail(where, str(e).removeprefix(f"{where}: "), value)
+    return spec
 
 
-def _strategy(value: Any, where: str) -> StrategyChoice:
-    """``AVG`` or ``{name: CONSISTENT_HASH, virtual_node_cnt: 10, charset: UTF-8}`` (``epsilon`` too for
-    CONSISTENT_HASH_BOUNDED)."""
-    if isinstance(value, str):
-        name, params = value, {}
-    else:
-        data = mapping(value, where, ("name", "virtual_node_cnt", "charset", "epsilon"))
-        if data.get("name") is None:
-            fail(f"{where}.name", "missing")
-        name = text()(data["name"], f"{where}.name")
-        params = {k: v for k, v in data.items() if k != "name"}
-    return _check_strategy(name, params, where), tuple(sorted(params.items()))
+def scenario_strategy(value: Any, where: str) -> StrategySpec:
+    """:func:`_strategy` for callers outside the schema (``--strategy``, ``compare``): a
+    :class:`ScenarioError` naming ``where``, the same verdict a scenario file gets."""
+    try:
+        return _strategy(value, where)
+    except SchemaError as e:
+        raise ScenarioError(e.message, e.value, path=e.path) from None
 
 
 def _section(schema: Schema[Any]) -> Callable[[Any, str], Any]:
@@ -214,7 +197,7 @@ _CONSUMER = Schema(
 class _Group:
     consumers: Any  # a count or a list, read with the seed and the spread once known
     throughput: float = 1000.0
-    strategy: StrategyChoice = ("AVG", ())
+    strategy: StrategySpec = StrategySpec(StrategyName.AVG)
     start_spread_ms: int = 10_000
     name: str = "cg"
     consume_from_where: str = "LAST_OFFSET"
@@ -253,13 +236,11 @@ def _topics(value: Any, where: str) -> dict[str, TopicSpec]:
     return {str(name): _TOPIC.read(spec, f"{where}.{name}", name=str(name)) for name, spec in value.items()}
 
 
-def _compare(value: Any, where: str) -> tuple[str, ...]:
+def _compare(value: Any, where: str) -> tuple[StrategySpec, ...]:
     names = value or []
-    if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
-        fail(where, f"expected a list of strategy names, got {names!r}", value)
-    for i, name in enumerate(names):
-        _strategy(name, f"{where}[{i}]")
-    return tuple(names)
+    if not isinstance(names, list):
+        fail(where, f"expected a list of strategies, got {names!r}", value)
+    return tuple(_strategy(name, f"{where}[{i}]") for i, name in enumerate(names))
 
 
 def _raw_events(value: Any, where: str) -> tuple[Any, ...]:
@@ -285,7 +266,7 @@ class _Document:
     client: ClientSettings = ClientSettings()
     broker: BrokerSettings = BrokerSettings()
     network: NetworkSettings = NetworkSettings()
-    compare: tuple[str, ...] = ()
+    compare: tuple[StrategySpec, ...] = ()
     events: tuple[Any, ...] = ()
 
 
@@ -501,7 +482,6 @@ def _read(data: Any, source: str) -> Scenario:
     consumers = _consumers(doc.group, f"{source}.group.consumers", doc.seed)
     _check_work(doc, data, source, len(consumers))
     _check_timeline(events, f"{source}.events", doc.duration_ms, {c.client_id for c in consumers})
-    strategy_name, params = doc.group.strategy
     return Scenario(
         name=doc.name or (Path(source).stem if source.endswith((".yaml", ".yml", ".json")) else "scenario"),
         source=source,
@@ -513,8 +493,7 @@ def _read(data: Any, source: str) -> Scenario:
         brokers=doc.brokers,
         topics=tuple(doc.topics.values()),
         group=doc.group.name,
-        strategy=strategy_name,
-        strategy_params=params,
+        strategy=doc.group.strategy,
         consume_from_where=doc.group.consume_from_where,
         consumers=consumers,
         client=doc.client,

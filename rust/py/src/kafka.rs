@@ -87,7 +87,7 @@ impl TopicIndex {
 type UserData<'a> = (Vec<(&'a str, i32)>, Option<i32>);
 
 /// Java `StickyAssignor` userData (`StickyAssignorUserData` v1, else v0; see
-/// `mqbalance.sticky_user_data`): the previous `(topic, partition)`s and generation, or `None` when
+/// `mqbalance.kafka.user_data`): the previous `(topic, partition)`s and generation, or `None` when
 /// the bytes are neither layout.
 fn decode_sticky_user_data(data: &[u8]) -> Option<UserData<'_>> {
     fn layout(data: &[u8], with_generation: bool) -> Option<UserData<'_>> {

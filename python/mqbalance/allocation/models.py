@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from .exceptions import InvalidQueueError
+from mqbalance.exceptions import InvalidQueueError
 
 __all__ = ["MessageQueue", "java_string_key", "JAVA_INT_MIN", "JAVA_INT_MAX"]
 

@@ -17,15 +17,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from . import _validate as check
-from .exceptions import InvalidInputError
+from mqbalance import _validate
+from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["encode", "decode"]
 
 
 def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> bytes:
     """v1 bytes for the given partitions (grouped by topic, partitions ascending)."""
-    if check.not_a_collection(partitions):
+    if _validate.not_a_collection(partitions):
         raise InvalidInputError(f"partitions must be a sequence of (topic, partition), got {partitions!r}", partitions)
     by_topic: dict[str, list[int]] = defaultdict(list)
     for i, tp in enumerate(partitions):
@@ -44,9 +44,9 @@ def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> byt
             raise InvalidInputError(
                 f"partitions[{i}].topic is {size} UTF-8 bytes; Kafka's string limit is 32767", topic
             )
-        by_topic[topic].append(check.java_int(partition, f"partitions[{i}].partition"))
+        by_topic[topic].append(_validate.java_int(partition, f"partitions[{i}].partition"))
     if generation is not None:
-        generation = check.java_int(generation, "generation")
+        generation = _validate.java_int(generation, "generation")
     out = [struct.pack(">i", len(by_topic))]
     for topic in sorted(by_topic):
         name = topic.encode("utf-8")

@@ -24,11 +24,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
-from ._columns import QueueTable, check_current_id, id_list, queue_columns
-from ._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer, not_a_collection, str_sequence, text
-from ._validate import epsilon as check_epsilon
-from .exceptions import (
+from mqbalance import _core
+from mqbalance._validate import JAVA_INT_MAX, JAVA_INT_MIN, integer, not_a_collection, str_sequence, text
+from mqbalance._validate import epsilon as check_epsilon
+from mqbalance.allocation.columns import QueueTable, check_current_id, id_list, queue_columns
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.ordering import sort_client_ids, sort_queues
+from mqbalance.allocation.rooms import PrefixRoomResolver, RoomResolver
+from mqbalance.exceptions import (
     InvalidInputError,
     InvalidPreviousAssignmentError,
     InvalidQueueError,
@@ -39,9 +42,6 @@ from .exceptions import (
     UnsupportedStrategyError,
     VirtualNodeCountError,
 )
-from .models import MessageQueue
-from .ordering import sort_client_ids, sort_queues
-from .rooms import PrefixRoomResolver, RoomResolver
 
 __all__ = [
     "AllocateStrategy",
@@ -54,7 +54,6 @@ __all__ = [
     "MachineRoomNearby",
     "Config",
     "QueueTable",
-    "strategy",
 ]
 
 
@@ -335,7 +334,7 @@ class Sticky(AllocateStrategy):
     equals ``AVG``. Kafka's sticky assignor with identical subscriptions.
 
     For whoever computes the whole group and holds the previous assignment — a leader, a
-    broker-side or what-if tool: :meth:`assign` and :func:`mqbalance.bulk.owners` take
+    broker-side or what-if tool: :meth:`assign` and :func:`mqbalance.allocation.bulk.owners` take
     ``previous=``. A client computing only its own share cannot use it: :meth:`allocate` raises
     :class:`~mqbalance.exceptions.PreviousAssignmentRequiredError` (use CONSISTENT_HASH_BOUNDED).
 
@@ -432,7 +431,7 @@ class MachineRoomNearby(AllocateStrategy):
     ``inner``; rooms with no consumer are shared by everybody (through ``inner`` too).
 
     ``inner`` is AVG, AVG_BY_CIRCLE, CONSISTENT_HASH or MACHINE_ROOM. ``resolver`` decides rooms;
-    :class:`~mqbalance.rooms.PrefixRoomResolver` runs inside Rust, any other resolver is asked once
+    :class:`~mqbalance.allocation.rooms.PrefixRoomResolver` runs inside Rust, any other resolver is asked once
     per queue and per consumer.
 
     >>> qs = [MessageQueue("T", "hz@b1", 0), MessageQueue("T", "sh@b2", 0)]
@@ -518,19 +517,3 @@ class Config(AllocateStrategy):
         """Every distinct id gets the configured list (``None`` entries when it was never set)."""
         ids = id_list(consumers)
         return {cid: self.allocate(None, cid, queues, ids) for cid in dict.fromkeys(ids)}  # type: ignore[misc]
-
-
-def strategy(name: str, **params: Any) -> AllocateStrategy:
-    """Build a strategy by its RocketMQ name: :func:`mqbalance.registry.strategy`."""
-    from .registry import strategy as build
-
-    return build(name, **params)
-
-
-def __getattr__(name: str) -> Any:
-    """``StrategyName`` moved to :mod:`mqbalance.registry`; the old import keeps working."""
-    if name == "StrategyName":
-        from mqbalance.registry import StrategyName
-
-        return StrategyName
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

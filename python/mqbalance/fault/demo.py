@@ -4,7 +4,7 @@ isolates slow brokers (``MQFaultStrategy`` / ``LatencyFaultTolerance``). Two bro
 10 rounds of sending; once with every send succeeding, once with every send failing (then the
 producer retries once, passing the failed broker as ``lastBrokerName``).
 
-Run: ``mqbalance fault-latency-demo`` (or ``python -m mqbalance.examples.fault_latency_demo``).
+Run: ``mqbalance fault-latency-demo`` (or ``python -m mqbalance.fault.demo``).
 
 Three producers are compared:
 
@@ -14,8 +14,6 @@ Three producers are compared:
   :data:`RECORDED_FAILURE`).
 * ``4.x`` — the 4.9.x line (``rocketmq-all-4.9.8``): the probe ignores ``lastBrokerName``.
 * ``5.x`` — RocketMQ 5.3.3: available-and-not-last, then reachable-and-not-last, then any.
-
-(The older names ``"seed"`` and ``"4.9.x"`` of the first two variants are still accepted.)
 
 >>> run("4.x", fail=False)[:3]
 [['broker1'], ['broker2'], ['broker1']]
@@ -28,14 +26,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mqbalance.allocation.models import MessageQueue
 from mqbalance.fault import ManualClock, MQFaultStrategy, QueueData, ThreadLocalIndex, TopicPublishInfo
-from mqbalance.models import MessageQueue
 from mqbalance.versions import Semantics
 
 LATENCY = {"broker1": 30_000, "broker2": 50_000}
 VARIANTS = ("pre-4.9", "4.x", "5.x")
-#: Older variant names, still accepted by :func:`run`.
-VARIANT_ALIASES = {"seed": "pre-4.9", "4.9.x": "4.x"}
 
 # The recorded output of the Java experiment (a producer with the pre-4.9 loop): one list of
 # brokers per round (each attempt's broker).
@@ -60,7 +56,6 @@ def _pre_4_9_select(fs: MQFaultStrategy, tp: TopicPublishInfo, last: str | None)
 
 def run(variant: str, *, fail: bool, rounds: int = 10) -> list[list[str]]:
     """Brokers used in each round (one entry per attempt)."""
-    variant = VARIANT_ALIASES.get(variant, variant)
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
     semantics = Semantics.V5 if variant == "5.x" else Semantics.V4

@@ -30,11 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
-from . import _validate as check
-from .exceptions import InvalidInputError, InvalidLatencyError, InvalidSimulationError, UnknownBrokerError
-from .models import MessageQueue
-from .versions import Semantics
+from mqbalance import _core, _validate
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.exceptions import InvalidInputError, InvalidLatencyError, InvalidSimulationError, UnknownBrokerError
+from mqbalance.versions import Semantics
 
 __all__ = [
     "ManualClock",
@@ -62,13 +61,13 @@ class ManualClock:
     """A clock you move by hand: ``clock()`` is the time in ms, ``clock.advance(ms)`` moves it."""
 
     def __init__(self, now_ms: int = 0) -> None:
-        self.now_ms = check.java_long(now_ms, "now_ms")
+        self.now_ms = _validate.java_long(now_ms, "now_ms")
 
     def __call__(self) -> int:
         return self.now_ms
 
     def advance(self, ms: int) -> int:
-        self.now_ms = check.java_long(self.now_ms + check.java_long(ms, "ms"), "now_ms + ms")
+        self.now_ms = _validate.java_long(self.now_ms + _validate.java_long(ms, "ms"), "now_ms + ms")
         return self.now_ms
 
 
@@ -130,7 +129,7 @@ class ThreadLocalIndex:
         if value is None:
             with self._lock:
                 value = self._rng.randrange(0, _MASK)
-        self.raw = check.java_int(value, "value")
+        self.raw = _validate.java_int(value, "value")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +142,11 @@ class QueueData:
     read_queue_nums: int | None = None
 
     def __post_init__(self) -> None:
-        check.text(self.broker_name, "QueueData.broker_name")
+        _validate.text(self.broker_name, "QueueData.broker_name")
         for field in ("perm", "write_queue_nums", "read_queue_nums"):
             v = getattr(self, field)
             if v is not None or field != "read_queue_nums":
-                object.__setattr__(self, field, check.java_int(v, f"QueueData.{field}"))
+                object.__setattr__(self, field, _validate.java_int(v, f"QueueData.{field}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +213,7 @@ class TopicPublishInfo:
         *,
         send_which_queue: ThreadLocalIndex | None = None,
     ) -> None:
-        if check.not_a_collection(message_queues):
+        if _validate.not_a_collection(message_queues):
             raise InvalidInputError(
                 f"message_queues must be a sequence of MessageQueue, got {message_queues!r}", message_queues
             )
@@ -244,13 +243,15 @@ class TopicPublishInfo:
     ) -> TopicPublishInfo:
         """``topicRouteData2TopicPublishInfo``: queue data sorted by broker name; every writable one
         whose broker has a master contributes queues ``0..write_queue_nums-1``."""
-        check.text(topic, "topic")
+        _validate.text(topic, "topic")
         qds = _queue_datas(queue_datas)
         masters = (
-            None if brokers_with_master is None else set(check.str_sequence(brokers_with_master, "brokers_with_master"))
+            None
+            if brokers_with_master is None
+            else set(_validate.str_sequence(brokers_with_master, "brokers_with_master"))
         )
         writable = sum(d.write_queue_nums for d in qds if d.perm & PERM_WRITE and d.write_queue_nums > 0)
-        check.check_memory("write_queue_nums (total)", writable, writable * _QUEUE_BYTES)
+        _validate.check_memory("write_queue_nums (total)", writable, writable * _QUEUE_BYTES)
         core = _core.TopicPublishInfo.from_route(
             topic, [(d.broker_name, d.perm, d.write_queue_nums) for d in qds], masters
         )
@@ -293,7 +294,7 @@ def _queue_datas(queue_datas: Any) -> list[QueueData]:
 
 
 def _broker(name: Any) -> str:
-    return check.text(name, "broker_name")
+    return _validate.text(name, "broker_name")
 
 
 def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = False) -> int:
@@ -307,14 +308,14 @@ def _latency(value: Any, name: str = "latency_ms", *, allow_negative: bool = Fal
         value = int(value)
     if value < 0 and not allow_negative:
         raise InvalidLatencyError(f"{name} must be >= 0 ms, got {value}", value)
-    return check.java_long(value, name, error=InvalidLatencyError)
+    return _validate.java_long(value, name, error=InvalidLatencyError)
 
 
 class MQFaultStrategy:
     """``MQFaultStrategy`` with its ``LatencyFaultTolerance``.
 
     ``semantics``: a :class:`~mqbalance.versions.Semantics` — ``"5.x"`` (default; RocketMQ 5.1.4+,
-    RIP-63) or ``"4.x"`` (the 4.9.x line; the older spelling ``"4.9.x"`` is still accepted). The
+    RIP-63) or ``"4.x"`` (the 4.9.x line). The
     ``semantics`` attribute holds the canonical member. ``send_latency_fault_enable``
     defaults to ``False`` as in Java. Tables default to the generation's; custom ones must have
     equal length and ascend. ``clock()`` gives ms (wall time by default); ``rng`` seeds 5.x's
@@ -340,9 +341,9 @@ class MQFaultStrategy:
             if table is not None:
                 if isinstance(table, (str, bytes)) or not hasattr(table, "__iter__"):
                     raise InvalidInputError(f"{tname} must be a sequence of int, got {table!r}", table)
-                table = [check.java_long(v, f"{tname}[{i}]") for i, v in enumerate(table)]
+                table = [_validate.java_long(v, f"{tname}[{i}]") for i, v in enumerate(table)]
             tables[tname] = table
-        detect_interval = check.java_long(detect_interval, "detect_interval")
+        detect_interval = _validate.java_long(detect_interval, "detect_interval")
         self.send_latency_fault_enable = bool(send_latency_fault_enable)
         self.start_detector_enable = bool(start_detector_enable)
         self._core = _core.MQFaultStrategy(
@@ -360,7 +361,7 @@ class MQFaultStrategy:
     def _now(self) -> int:
         """The clock's reading, checked: a clock returning something other than ms in Java's
         ``long`` range is refused by name, not passed on."""
-        return check.java_long(self.clock(), "clock()", error=InvalidInputError)
+        return _validate.java_long(self.clock(), "clock()", error=InvalidInputError)
 
     def __repr__(self) -> str:
         enabled = self.send_latency_fault_enable
@@ -428,7 +429,7 @@ class MQFaultStrategy:
         if last_broker_name is not None:
             _broker(last_broker_name)
         if reset_to is not None:
-            reset_to = check.java_int(reset_to, "reset_to")
+            reset_to = _validate.java_int(reset_to, "reset_to")
         counter = tp.send_which_queue
         if self.semantics is Semantics.V4:
             pos, new, counter.raw, self.which_item_worst.raw = self._core.select_4x(
@@ -483,7 +484,7 @@ class MQFaultStrategy:
         tp = publish_info
         if not isinstance(tp, TopicPublishInfo):
             raise InvalidSimulationError(f"publish_info must be a TopicPublishInfo, got {tp!r}", tp)
-        check.mapping(models, "models", error=InvalidSimulationError)
+        _validate.mapping(models, "models", error=InvalidSimulationError)
         names = tp._core.brokers()
         unknown = sorted(set(models) - set(names))
         if unknown:
@@ -491,22 +492,22 @@ class MQFaultStrategy:
         missing = [b for b in names if b not in models]
         if missing:
             raise InvalidSimulationError(f"no BrokerModel for broker(s) {missing}", missing[0])
-        sends = check.count(sends, "sends", bytes_each=_SEND_BYTES, error=InvalidSimulationError)
-        interval_ms = check.java_long(interval_ms, "interval_ms", minimum=0, error=InvalidSimulationError)
-        retry_times_when_send_failed = check.java_int(
+        sends = _validate.count(sends, "sends", bytes_each=_SEND_BYTES, error=InvalidSimulationError)
+        interval_ms = _validate.java_long(interval_ms, "interval_ms", minimum=0, error=InvalidSimulationError)
+        retry_times_when_send_failed = _validate.java_int(
             retry_times_when_send_failed, "retry_times_when_send_failed", minimum=0, error=InvalidSimulationError
         )
-        seed = check.integer(seed, "seed", error=InvalidSimulationError)
+        seed = _validate.integer(seed, "seed", error=InvalidSimulationError)
         if seed < 0:
             raise InvalidSimulationError(f"seed must be an int >= 0, got {seed!r}", seed)
         if start_ms is not None:
-            start_ms = check.java_long(start_ms, "start_ms", error=InvalidSimulationError)
+            start_ms = _validate.java_long(start_ms, "start_ms", error=InvalidSimulationError)
         rows = []
         for b in names:
             m = models[b]
             if not isinstance(m, BrokerModel):
                 raise InvalidSimulationError(f"models[{b!r}] must be a BrokerModel, got {m!r}", m)
-            rate = check.number(m.failure_rate, f"models[{b!r}].failure_rate", error=InvalidSimulationError)
+            rate = _validate.number(m.failure_rate, f"models[{b!r}].failure_rate", error=InvalidSimulationError)
             rows.append((_latency(m.latency_ms), _latency(m.jitter_ms, "jitter_ms"), rate))
         out = self._core.simulate(
             tp._core,

@@ -8,11 +8,11 @@ from typing import Any, overload
 
 import numpy as np
 
-from . import _core
-from ._validate import check_lengths as check_lengths
-from ._validate import not_a_collection
-from .exceptions import InvalidClientIdError, InvalidQueueError
-from .models import JAVA_INT_MAX, JAVA_INT_MIN, MessageQueue
+from mqbalance import _core
+from mqbalance._validate import check_lengths as check_lengths
+from mqbalance._validate import not_a_collection
+from mqbalance.allocation.models import JAVA_INT_MAX, JAVA_INT_MIN, MessageQueue
+from mqbalance.exceptions import InvalidClientIdError, InvalidQueueError
 
 StrColumn = list[Any] | tuple[list[Any], np.ndarray]
 

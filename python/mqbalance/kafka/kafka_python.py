@@ -3,14 +3,14 @@ existing ``KafkaConsumer`` gets mqbalance's exact range / roundrobin and a fast,
 sticky assignment. Requires kafka-python (imported here, not by the rest of mqbalance).
 
 ``StickyAssignor`` writes and reads Java's ``StickyAssignor`` userData layout
-(:mod:`mqbalance.sticky_user_data`), so Java and Python members can share a group;
+(:mod:`mqbalance.kafka.user_data`), so Java and Python members can share a group;
 ``CooperativeStickyAssignor`` uses the subscription's ``owned_partitions`` and ``generation_id``
 fields, as Java's ``CooperativeStickyAssignor`` does.
 
 Usage::
 
     from kafka import KafkaConsumer
-    from mqbalance.kafka_python import CooperativeStickyAssignor
+    from mqbalance.kafka.kafka_python import CooperativeStickyAssignor
     consumer = KafkaConsumer("orders", group_id="g", partition_assignment_strategy=[CooperativeStickyAssignor])
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from . import sticky_user_data
-from .kafka import Assignor, Subscription, TopicPartition, assignor
+from mqbalance.kafka import user_data
+from mqbalance.kafka.assignors import Assignor, Subscription, TopicPartition, assignor
 
 __all__ = ["RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"]
 
@@ -169,16 +169,16 @@ class StickyAssignor(_StickyState):
 
     def metadata(self, topics: Any) -> Any:
         return ConsumerProtocolSubscription(
-            self.version, sorted(topics), sticky_user_data.encode(self.member_assignment, self.generation)
+            self.version, sorted(topics), user_data.encode(self.member_assignment, self.generation)
         )
 
     def _owned(self, member: Any) -> tuple[bytes | None, int | None]:
-        """The userData as is: the binding decodes Java's layout (as :mod:`mqbalance.sticky_user_data`)."""
+        """The userData as is: the binding decodes Java's layout (as :mod:`mqbalance.kafka.user_data`)."""
         data = member.metadata.user_data
         return (data if type(data) is bytes else bytes(data) if data else None), None
 
     def _subscription(self, member: Any) -> Subscription:
-        decoded = sticky_user_data.decode(member.metadata.user_data)
+        decoded = user_data.decode(member.metadata.user_data)
         owned, generation = decoded if decoded is not None else ([], None)
         return Subscription(
             list(member.metadata.topics),

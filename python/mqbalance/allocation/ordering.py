@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import _core
-from ._columns import id_list, queue_columns
-from ._validate import not_a_collection
-from .exceptions import InvalidQueueError
-from .models import MessageQueue
+from mqbalance import _core
+from mqbalance._validate import not_a_collection
+from mqbalance.allocation.columns import id_list, queue_columns
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.exceptions import InvalidQueueError
 
 __all__ = ["sort_client_ids", "sort_queues"]
 

@@ -21,7 +21,6 @@ Assignor names are Kafka's and are matched ignoring case (``"RoundRobin"`` is ``
 
 from __future__ import annotations
 
-import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Sequence as _SequenceABC
@@ -30,9 +29,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _core
-from . import _validate as check
-from .exceptions import InvalidInputError, UnknownStrategyError
+from mqbalance import _core, _validate
+from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
 
 __all__ = [
     "TopicPartition",
@@ -86,14 +84,14 @@ class Subscription:
             raise InvalidInputError(
                 f"Subscription.topics must be a collection of topic names, not the str {self.topics!r}", self.topics
             )
-        object.__setattr__(self, "topics", tuple(check.str_sequence(self.topics, "Subscription.topics")))
+        object.__setattr__(self, "topics", tuple(_validate.str_sequence(self.topics, "Subscription.topics")))
         object.__setattr__(
             self, "owned_partitions", _partitions(self.owned_partitions, "Subscription.owned_partitions")
         )
         if self.generation is not None:
-            object.__setattr__(self, "generation", check.java_int(self.generation, "Subscription.generation"))
+            object.__setattr__(self, "generation", _validate.java_int(self.generation, "Subscription.generation"))
         if self.group_instance_id is not None:
-            check.text(self.group_instance_id, "Subscription.group_instance_id")
+            _validate.text(self.group_instance_id, "Subscription.group_instance_id")
 
 
 #: Memory per partition of an assignment: the core's entries and the Python objects returned.
@@ -109,26 +107,26 @@ def _partitions(value: Any, name: str) -> tuple[TopicPartition, ...]:
         if isinstance(tp, (str, bytes)) or not hasattr(tp, "__len__") or len(tp) != 2:
             raise InvalidInputError(f"{name}[{i}] must be a (topic, partition) pair, got {tp!r}", tp)
         topic, partition = tp
-        check.text(topic, f"{name}[{i}].topic")
-        out.append(TopicPartition(topic, check.java_int(partition, f"{name}[{i}].partition")))
+        _validate.text(topic, f"{name}[{i}].topic")
+        out.append(TopicPartition(topic, _validate.java_int(partition, f"{name}[{i}].partition")))
     return tuple(out)
 
 
 def _topics(partitions_per_topic: Mapping[str, int]) -> tuple[list[tuple[str, int]], dict[str, int]]:
-    check.mapping(partitions_per_topic, "partitions_per_topic")
+    _validate.mapping(partitions_per_topic, "partitions_per_topic")
     pairs = []
     for t, n in partitions_per_topic.items():
-        check.text(t, "topic name")
-        pairs.append((t, check.count(n, f"partition count of topic {t!r}")))
+        _validate.text(t, "topic name")
+        pairs.append((t, _validate.count(n, f"partition count of topic {t!r}")))
     total = sum(n for _, n in pairs)
-    check.check_memory("partitions_per_topic (total partitions)", total, total * _PARTITION_BYTES)
+    _validate.check_memory("partitions_per_topic (total partitions)", total, total * _PARTITION_BYTES)
     return pairs, {t: i for i, (t, _) in enumerate(pairs)}
 
 
 def _as_subscription(value: Subscription | Iterable[str]) -> Subscription:
     if isinstance(value, Subscription):
         return value
-    if check.not_a_collection(value):
+    if _validate.not_a_collection(value):
         raise InvalidInputError(f"a subscription must be a list of topics or a Subscription, got {value!r}", value)
     return Subscription(list(value))
 
@@ -165,7 +163,7 @@ class Assignor:
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]
     ) -> tuple[list[str], list[tuple[str, int]], list[Any]]:
         pairs, _ = _topics(partitions_per_topic)
-        ids = list(check.mapping(subscriptions, "subscriptions"))
+        ids = list(_validate.mapping(subscriptions, "subscriptions"))
         members: list[Any] = []
         for mid in ids:
             if not isinstance(mid, str):
@@ -200,11 +198,6 @@ def assignor(name: str) -> Assignor:
     return Assignor(name)
 
 
-def _looks_like_consumers(value: Mapping[str, Any]) -> bool:
-    """Whether a mapping is ``{consumer_id: {topic: streams}}`` rather than ``{topic: count}``."""
-    return any(isinstance(v, Mapping) for v in value.values())
-
-
 def zk_assign(
     name: str, partitions_per_topic: Mapping[str, int], consumers: Mapping[str, Mapping[str, int]]
 ) -> dict[str, TopicPartitionList]:
@@ -214,37 +207,23 @@ def zk_assign(
     ``<consumer_id>-<k>`` (``k`` below the consumer's stream count for a topic). Arguments in the
     order of :meth:`Assignor.assign`: partitions first, then the group.
 
-    The older order ``zk_assign(name, consumers, partitions_per_topic)`` is recognised by its
-    values (stream-count mappings where partition counts belong) and still works, with a
-    ``DeprecationWarning``.
-
     >>> zk_assign("range", {"t": 5}, {"C1": {"t": 2}, "C2": {"t": 2}})["C1-0"]
     TopicPartitionList([TopicPartition(topic='t', partition=0), TopicPartition(topic='t', partition=1)])
     """
-    check.mapping(partitions_per_topic, "partitions_per_topic")
-    check.mapping(consumers, "consumers")
-    if _looks_like_consumers(partitions_per_topic) or (
-        not partitions_per_topic and consumers and not _looks_like_consumers(consumers)
-    ):
-        warnings.warn(
-            "zk_assign(name, consumers, partitions_per_topic) is deprecated; pass "
-            "zk_assign(name, partitions_per_topic, consumers), the order of assignor(name).assign",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        partitions_per_topic, consumers = consumers, partitions_per_topic  # type: ignore[assignment]
+    _validate.mapping(partitions_per_topic, "partitions_per_topic")
+    _validate.mapping(consumers, "consumers")
     name = _assignor_name(name, _ZK_ASSIGNORS, "ZooKeeper-era assignor")
     pairs, index = _topics(partitions_per_topic)
-    check.mapping(consumers, "consumers")
+    _validate.mapping(consumers, "consumers")
     threads_total = 0
     for cid, sub in consumers.items():
         if not isinstance(cid, str):
             raise InvalidInputError(f"consumer ids must be str, got {cid!r}", cid)
-        for topic, streams in check.mapping(sub, f"consumers[{cid!r}]").items():
+        for topic, streams in _validate.mapping(sub, f"consumers[{cid!r}]").items():
             if not isinstance(topic, str):
                 raise InvalidInputError(f"topic names must be str, got {topic!r}", topic)
-            threads_total += check.count(streams, f"stream count of {cid!r} for {topic!r}")
-    check.check_memory("consumers (total streams)", threads_total, threads_total * _PARTITION_BYTES)
+            threads_total += _validate.count(streams, f"stream count of {cid!r} for {topic!r}")
+    _validate.check_memory("consumers (total streams)", threads_total, threads_total * _PARTITION_BYTES)
     extra: dict[str, int] = {}
     rows = []
     threads: list[str] = []
@@ -299,12 +278,12 @@ def assign_columns(
     ``(member index, topic name or index, partition)``. Returns columns instead of objects."""
     name = _assignor_name(name, ASSIGNORS)
     pairs, index = _topics(partitions_per_topic)
-    ids = check.str_sequence(member_ids, "member_ids")
+    ids = _validate.str_sequence(member_ids, "member_ids")
     if isinstance(member_topics, (str, bytes)) or not hasattr(member_topics, "__len__"):
         raise InvalidInputError(
             f"member_topics must be a sequence of topic lists, got {member_topics!r}", member_topics
         )
-    member_topics = [check.str_sequence(ts, f"member_topics[{m}]") for m, ts in enumerate(member_topics)]
+    member_topics = [_validate.str_sequence(ts, f"member_topics[{m}]") for m, ts in enumerate(member_topics)]
     if len(set(ids)) != len(ids):
         dup = next(m for m in ids if ids.count(m) > 1)
         raise InvalidInputError(f"member_ids must be distinct; {dup!r} appears twice", dup)
@@ -319,20 +298,22 @@ def assign_columns(
             raise InvalidInputError(
                 f"owned must be three aligned columns (member, topic, partition), got {owned!r}", owned
             )
-        om = check.int_array(owned[0], "owned[0] (member index)", minimum=0, maximum=2**32 - 1).astype(np.uint32)
+        om = _validate.int_array(owned[0], "owned[0] (member index)", minimum=0, maximum=2**32 - 1).astype(np.uint32)
         topics_col = np.asarray(owned[1]) if not isinstance(owned[1], (str, bytes)) else None
         if topics_col is None or topics_col.ndim != 1:
             raise InvalidInputError(f"owned[1] must be a column of topic names or indices, got {owned[1]!r}", owned[1])
         if topics_col.dtype.kind in "iub" or (topics_col.size and topics_col.dtype.kind == "f"):
-            ot = check.int_array(topics_col, "owned[1] (topic index)", minimum=0, maximum=2**32 - 1).astype(np.uint32)
+            ot = _validate.int_array(topics_col, "owned[1] (topic index)", minimum=0, maximum=2**32 - 1).astype(
+                np.uint32
+            )
         else:
             names = topics_col.tolist()
             for k, t in enumerate(names):
                 if not isinstance(t, str):
                     raise InvalidInputError(f"owned[1][{k}] must be a topic name or index, got {t!r}", t)
             ot = np.array([index.get(t, len(pairs)) for t in names], dtype=np.uint32)
-        op = check.int_array(owned[2], "owned[2] (partition)", minimum=0).astype(np.uint32)
-        check.check_lengths(**{"owned[0]": len(om), "owned[1]": len(ot), "owned[2]": len(op)})
+        op = _validate.int_array(owned[2], "owned[2] (partition)", minimum=0).astype(np.uint32)
+        _validate.check_lengths(**{"owned[0]": len(om), "owned[1]": len(ot), "owned[2]": len(op)})
     gens = np.full(len(ids), np.iinfo(np.int64).min, dtype=np.int64)
     if generations is not None:
         if isinstance(generations, (str, bytes)) or not hasattr(generations, "__len__"):
@@ -343,7 +324,7 @@ def assign_columns(
             )
         for m, g in enumerate(generations):
             if g is not None:
-                gens[m] = check.java_int(g, f"generations[{m}]")
+                gens[m] = _validate.java_int(g, f"generations[{m}]")
     member, topic, partition = _core.kafka_assign_columns(
         name, pairs, ids, [list(ts) for ts in member_topics], om, ot, op, gens
     )
@@ -383,7 +364,7 @@ def check_assignment(
     False
     """
     pairs, _ = _topics(partitions_per_topic)
-    subs = {m: _as_subscription(s) for m, s in check.mapping(subscriptions, "subscriptions").items()}
+    subs = {m: _as_subscription(s) for m, s in _validate.mapping(subscriptions, "subscriptions").items()}
     topics = {t: n for t, n in pairs if n > 0}
     subscribers: dict[str, list[str]] = defaultdict(list)
     for m, s in subs.items():
@@ -393,7 +374,7 @@ def check_assignment(
     assignable = {TopicPartition(t, p) for t in subscribers for p in range(topics[t])}
     report = AssignmentReport()
     seen: dict[TopicPartition, str] = {}
-    for m, tps in check.mapping(assignment, "assignment").items():
+    for m, tps in _validate.mapping(assignment, "assignment").items():
         tps = list(_partitions(tps, f"assignment[{m!r}]"))
         report.counts[m] = len(tps)
         for tp in tps:

@@ -19,23 +19,22 @@ from typing import Any
 
 import numpy as np
 
-from mqbalance import _core
-from mqbalance import _validate as check
-from mqbalance._columns import check_lengths, column_len, id_list, str_column
-from mqbalance._columns import queue_ids as queue_id_column
+from mqbalance import _core, _validate
+from mqbalance.allocation.columns import check_lengths, column_len, id_list, str_column
+from mqbalance.allocation.columns import queue_ids as queue_id_column
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.registry import REGISTRY, lookup
+from mqbalance.allocation.registry import strategy as make_strategy
+from mqbalance.allocation.rooms import PrefixRoomResolver
+from mqbalance.allocation.strategies import AllocateStrategy, MachineRoomNearby, _room
 from mqbalance.exceptions import (
     InvalidInputError,
     InvalidPreviousAssignmentError,
     PreviousAssignmentWarning,
     UnsupportedStrategyError,
 )
-from mqbalance.models import MessageQueue
-from mqbalance.registry import REGISTRY, lookup
-from mqbalance.registry import strategy as make_strategy
-from mqbalance.rooms import PrefixRoomResolver
-from mqbalance.strategies import AllocateStrategy, MachineRoomNearby, _room
 
-__all__ = ["assign", "assign_groups", "owners", "owners_by_pair"]
+__all__ = ["owners", "owners_by_pair"]
 
 
 def _strategy(strategy: AllocateStrategy | str, *, batch: bool = False) -> AllocateStrategy:
@@ -160,7 +159,7 @@ def owners_by_pair(
     Java way), assigned with ``strategies[s]`` over ``consumers[s]``. The result holds, per row,
     the position in its pair's consumer list of the owning id (first occurrence), ``-1`` for
     nobody. Pairs run on all cores; strings are interned once for the whole call.
-    Strategies that are not ``batchable`` in :data:`mqbalance.registry.REGISTRY`
+    Strategies that are not ``batchable`` in :data:`mqbalance.allocation.registry.REGISTRY`
     (MACHINE_ROOM_NEARBY, CONFIG) are refused (use :func:`owners` per pair).
 
     >>> owners_by_pair(["A", "A", "B"], ["b"] * 3, [1, 0, 0], [0, 2, 3], ["AVG", "AVG"], [["y", "x"], ["z"]]).tolist()
@@ -187,7 +186,7 @@ def owners_by_pair(
         which[k] = handles[key]
     qids = queue_id_column(queue_ids)
     check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
-    b = check.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
+    b = _validate.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
     check_lengths(strategies=len(built), consumers=len(consumers))
     return _core.owners_by_pair(
         str_column(topics, "topics"),
@@ -198,28 +197,3 @@ def owners_by_pair(
         which,
         [id_list(c) for c in consumers],
     )
-
-
-def assign(
-    strategy: AllocateStrategy | str,
-    topics: Any,
-    brokers: Any,
-    queue_ids: Any = None,
-    consumers: Iterable[str] | None = None,
-    *,
-    presorted: bool = False,
-    **old: Any,
-) -> np.ndarray:
-    """Deprecated name of :func:`owners` (``queue_ids_=`` is accepted as ``queue_ids=``)."""
-    warnings.warn("bulk.assign is now bulk.owners", DeprecationWarning, stacklevel=2)
-    if "queue_ids_" in old:
-        queue_ids = old.pop("queue_ids_")
-    if old:
-        raise TypeError(f"unexpected keyword arguments {sorted(old)}")
-    return owners(strategy, topics, brokers, queue_ids, consumers if consumers is not None else [], presorted=presorted)
-
-
-def assign_groups(*args: Any, **kwargs: Any) -> np.ndarray:
-    """Deprecated name of :func:`owners_by_pair`."""
-    warnings.warn("bulk.assign_groups is now bulk.owners_by_pair", DeprecationWarning, stacklevel=2)
-    return owners_by_pair(*args, **kwargs)

@@ -21,7 +21,7 @@ True
 
 Adding a strategy: its core file under ``rust/core/src/allocate/``, its arm in
 ``Strategy`` there and in the binding (``rust/py/src/lib.rs``), its class in
-:mod:`mqbalance.strategies` and its :class:`StrategyInfo` entry here.
+:mod:`mqbalance.allocation.strategies` and its :class:`StrategyInfo` entry here.
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .exceptions import InvalidInputError, UnknownStrategyError, UnsupportedStrategyError
-from .models import MessageQueue
-from .strategies import (
+from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.strategies import (
     AllocateStrategy,
     Avg,
     AvgByCircle,
@@ -45,14 +44,33 @@ from .strategies import (
     MachineRoomNearby,
     Sticky,
 )
+from mqbalance.exceptions import (
+    InvalidInputError,
+    PreviousAssignmentRequiredError,
+    UnknownStrategyError,
+    UnsupportedStrategyError,
+)
 
-__all__ = ["REGISTRY", "StrategyConfigError", "StrategyInfo", "StrategyName", "StrategySpec", "lookup", "strategy"]
+__all__ = [
+    "REGISTRY",
+    "Family",
+    "StrategyConfigError",
+    "StrategyInfo",
+    "StrategyName",
+    "StrategySpec",
+    "Use",
+    "lookup",
+    "names_for",
+    "strategy",
+]
 
 NEARBY_PREFIX = "MACHINE_ROOM_NEARBY-"
 
 
 class StrategyName(enum.StrEnum):
-    """The names RocketMQ users know (``getName()``)."""
+    """The names users know: RocketMQ's (``getName()``) and, for ZooKeeper groups, Kafka's
+    ZooKeeper-era ``partition.assignment.strategy`` values plus ``kafka-sticky``. Matched ignoring
+    case, so each name differs from every other by more than case."""
 
     AVG = "AVG"
     AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
@@ -62,6 +80,28 @@ class StrategyName(enum.StrEnum):
     MACHINE_ROOM = "MACHINE_ROOM"
     MACHINE_ROOM_NEARBY = "MACHINE_ROOM_NEARBY"
     CONFIG = "CONFIG"
+    RANGE = "range"
+    ROUNDROBIN = "roundrobin"
+    KAFKA_STICKY = "kafka-sticky"
+
+
+class Family(enum.StrEnum):
+    """Whose strategy it is: RocketMQ's queue allocation (an :class:`AllocateStrategy` per topic
+    over its subscribers) or Kafka's assignment (over the whole group, :mod:`mqbalance.kafka`)."""
+
+    ROCKETMQ = "RocketMQ"
+    KAFKA = "Kafka"
+
+
+class Use(enum.Enum):
+    """Where a strategy is asked to run; :meth:`StrategyInfo.refusal` says whether it can."""
+
+    ROCKETMQ_CLIENT = "a RocketMQ client computing its own share"
+    ZOOKEEPER_EVERY_MEMBER = "a ZooKeeper group in every-member mode"
+    ZOOKEEPER_LEADER = "a ZooKeeper group in leader mode"
+    FLEET_AUDIT = "a fleet audit"
+    WHAT_IF = "a what-if"
+    SCENARIO = "a simulated scenario"
 
 
 class StrategyConfigError(InvalidInputError):
@@ -73,7 +113,9 @@ class StrategyConfigError(InvalidInputError):
 class StrategyInfo:
     """What one strategy needs and allows.
 
-    ``cls``: the strategy class; a spec's non-``None`` fields are its keyword arguments.
+    ``cls``: the strategy class (RocketMQ's; ``None`` for Kafka's, which run only in ZooKeeper
+    groups, :mod:`mqbalance.coordination.assignment`); a spec's non-``None`` fields are its keyword
+    arguments.
     ``params``: the Java-style configuration keys it takes, mapped to :class:`StrategySpec` fields.
     ``has_owners``: every queue has at most one owner (bulk owners, fleet audits); ``needs_rooms``:
     machine rooms of queues and consumers are inputs; ``batchable``: many (group, topic) pairs can
@@ -84,13 +126,30 @@ class StrategyInfo:
     """
 
     name: StrategyName
-    cls: Callable[..., AllocateStrategy]
+    cls: Callable[..., AllocateStrategy] | None
     params: Mapping[str, str] = field(default_factory=dict)
     has_owners: bool = True
     needs_rooms: bool = False
     batchable: bool = True
     per_client_config: bool = False
     needs_previous: bool = False
+    family: Family = Family.ROCKETMQ
+
+    def refusal(self, use: Use) -> str | None:
+        """Why this strategy cannot run in ``use``, or ``None`` when it can. The one place that
+        decides it, from the traits above."""
+        name = self.name.value
+        if self.family is Family.KAFKA and use not in (Use.ZOOKEEPER_EVERY_MEMBER, Use.ZOOKEEPER_LEADER):
+            return f"{name} is one of Kafka's assignors, which only ZooKeeper groups run"
+        if self.needs_previous and use in (Use.ROCKETMQ_CLIENT, Use.ZOOKEEPER_EVERY_MEMBER, Use.FLEET_AUDIT):
+            return (
+                f"{name} is computed by one party from the group's previous assignment, which {use.value} does not have"
+            )
+        if not self.has_owners and use is not Use.SCENARIO and use is not Use.ROCKETMQ_CLIENT:
+            return f"{name} gives every consumer the same fixed list; {use.value} needs one owner per queue"
+        if self.per_client_config and use in (Use.WHAT_IF, Use.SCENARIO):
+            return f"{name} needs per-client configuration, which {use.value} does not carry"
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,16 +188,20 @@ class StrategySpec:
         return self.name.value
 
     def build(self) -> AllocateStrategy:
-        """The strategy object (one per distinct spec, shared: strategies are immutable)."""
+        """The strategy object (one per distinct spec, shared: strategies are immutable); a Kafka
+        assignor has none (:class:`~mqbalance.exceptions.UnsupportedStrategyError`)."""
         built = _BUILT.get(self)
         if built is None:
+            cls = self.info.cls
+            if cls is None:
+                raise UnsupportedStrategyError(_NO_CLASS.format(name=self.name.value), self.name.value)
             kwargs: dict[str, Any] = {}
             for key in ("virtual_node_cnt", "charset", "epsilon", "consumer_idcs", "message_queues"):
                 if getattr(self, key) is not None:
                     kwargs[key] = getattr(self, key)
             if self.inner is not None:
                 kwargs["inner"] = self.inner.build()
-            built = _BUILT.setdefault(self, self.info.cls(**kwargs))
+            built = _BUILT.setdefault(self, cls(**kwargs))
         return built
 
     def to_config(self) -> dict[str, Any]:
@@ -160,18 +223,51 @@ class StrategySpec:
             ]
         return out
 
+    def check(self, use: Use, *, where: str = "strategy") -> StrategySpec:
+        """This spec if it can run in ``use``, else :class:`~mqbalance.exceptions.UnsupportedStrategyError`
+        (:class:`~mqbalance.exceptions.PreviousAssignmentRequiredError` when it lacks the previous
+        assignment) saying why and naming the strategies that can."""
+        why = self.info.refusal(use)
+        if why is None:
+            return self
+        error = PreviousAssignmentRequiredError if self.info.needs_previous else UnsupportedStrategyError
+        raise error(f"{where}: {why}; {use.value} runs {', '.join(names_for(use))}", self.display_name)
+
     @classmethod
-    def parse(cls, config: Any, *, where: str = "strategy") -> StrategySpec:
+    def parse(
+        cls,
+        config: Any,
+        *,
+        where: str = "strategy",
+        use: Use | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> StrategySpec:
         """A spec from a name (``"AVG"``, ``"MACHINE_ROOM_NEARBY-AVG"``, any case) or an object
         with Java's field names: ``{"name": ..., "virtualNodeCnt": n, "charset": ..., "epsilon": x, "consumeridcs":
         [...], "inner": <config>, "messageQueueList": [...]}``. Python keyword spellings
         (``virtual_node_cnt``, ``consumer_idcs``, ``message_queues``) and ``"strategy"`` for
         ``"name"`` / ``"fallback"`` for ``"inner"`` (the vector files' spelling) are read too.
-        Parameters given next to ``inner`` configure the inner strategy when it takes them.
+        Parameters given next to ``inner`` configure the inner strategy when it takes them. With
+        ``use``, a strategy that cannot run there is refused (:meth:`check`). ``params`` are more
+        fields of the configuration (the ``strategy_params=`` of the members).
 
         >>> StrategySpec.parse("machine_room_nearby-avg_by_circle").display_name
         'MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE'
         """
+        if params:
+            if isinstance(params, Mapping) and isinstance(config, str):
+                config = {"name": config, **params}
+            elif isinstance(params, Mapping) and isinstance(config, Mapping):
+                config = {**config, **params}
+            else:
+                raise StrategyConfigError(
+                    f"{where}: parameters go with a strategy name or object, got {config!r} and {params!r}", params
+                )
+        spec = cls._parse(config, where)
+        return spec if use is None else spec.check(use, where=where)
+
+    @classmethod
+    def _parse(cls, config: Any, where: str) -> StrategySpec:
         if isinstance(config, StrategySpec):
             return config
         if isinstance(config, str):
@@ -197,6 +293,13 @@ _ALIASES = {
 }
 
 
+_BY_UPPER_NAME = {n.value.upper(): n for n in StrategyName}
+_NO_CLASS = (
+    "{name} is one of Kafka's assignors: it has no RocketMQ AllocateStrategy; ZooKeeper groups "
+    "(mqbalance.coordination) run it, mqbalance.kafka computes Kafka's assignors"
+)
+
+
 def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
     """The strategy a name means (any case) and, for ``MACHINE_ROOM_NEARBY-<inner>``, the inner name."""
     inner = None
@@ -206,12 +309,21 @@ def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
         raise UnknownStrategyError(f"{prefix}a strategy name must be a str, got {given!r}", given)
     if text.upper().startswith(NEARBY_PREFIX):
         text, inner = StrategyName.MACHINE_ROOM_NEARBY.value, text[len(NEARBY_PREFIX) :]
-    try:
-        return StrategyName(text.upper()), inner
-    except ValueError:
+    name = _BY_UPPER_NAME.get(text.upper())
+    if name is None:
         known = ", ".join(s.value for s in StrategyName)
         prefix = f"{where}: " if where else ""
-        raise UnknownStrategyError(f"{prefix}unknown strategy {text!r}; known: {known}", text) from None
+        raise UnknownStrategyError(f"{prefix}unknown strategy {text!r}; known: {known}", text)
+    return name, inner
+
+
+def names_for(use: Use) -> tuple[str, ...]:
+    """The names of the strategies that can run in ``use``, in the registry's order.
+
+    >>> names_for(Use.FLEET_AUDIT)
+    ('AVG', 'AVG_BY_CIRCLE', 'CONSISTENT_HASH', 'CONSISTENT_HASH_BOUNDED', 'MACHINE_ROOM', 'MACHINE_ROOM_NEARBY')
+    """
+    return tuple(n.value for n, info in REGISTRY.items() if info.refusal(use) is None)
 
 
 def _from_name(text: str, raw: dict[str, Any], where: str) -> StrategySpec:
@@ -233,7 +345,11 @@ def _from_name(text: str, raw: dict[str, Any], where: str) -> StrategySpec:
         # Parameters written next to "inner" belong to the inner strategy (the snapshot layout).
         inner_params = {k: v for k, v in params.items() if k not in info.params.values()}
         inner = StrategySpec.parse({**inner_params, **inner_config}, where=f"{where}.inner")
-        if inner.name in (StrategyName.CONFIG, StrategyName.MACHINE_ROOM_NEARBY) or inner.info.needs_previous:
+        if (
+            inner.name in (StrategyName.CONFIG, StrategyName.MACHINE_ROOM_NEARBY)
+            or inner.info.needs_previous
+            or inner.info.family is not Family.ROCKETMQ
+        ):
             raise UnsupportedStrategyError(
                 f"{where}: {inner.name.value} cannot be the inner strategy of MACHINE_ROOM_NEARBY", inner.name.value
             )
@@ -344,6 +460,9 @@ REGISTRY: Mapping[StrategyName, StrategyInfo] = {
             batchable=False,
             per_client_config=True,
         ),
+        StrategyInfo(StrategyName.RANGE, None, batchable=False, family=Family.KAFKA),
+        StrategyInfo(StrategyName.ROUNDROBIN, None, batchable=False, family=Family.KAFKA),
+        StrategyInfo(StrategyName.KAFKA_STICKY, None, batchable=False, needs_previous=True, family=Family.KAFKA),
     )
 }
 
@@ -357,16 +476,19 @@ def strategy(name: str | StrategyName, **params: Any) -> AllocateStrategy:
     ``CONSISTENT_HASH_BOUNDED`` (the same plus ``epsilon=0.25``); ``STICKY`` (whole group only, with
     ``previous=``);
     ``MACHINE_ROOM`` (``consumer_idcs=None``); ``MACHINE_ROOM_NEARBY`` (``inner=``, ``resolver=``
-    defaulting to :class:`~mqbalance.rooms.PrefixRoomResolver`); ``CONFIG`` (``message_queues=None``).
+    defaulting to :class:`~mqbalance.allocation.rooms.PrefixRoomResolver`); ``CONFIG`` (``message_queues=None``).
     ``MACHINE_ROOM_NEARBY-<inner>`` names (what ``getName()`` prints) are accepted too.
 
     >>> strategy("CONSISTENT_HASH", virtual_node_cnt=4)
     ConsistentHash(virtual_node_cnt=4, charset='UTF-8')
     """
     kind, inner = lookup(str(name))
+    cls = REGISTRY[kind].cls
+    if cls is None:
+        raise UnsupportedStrategyError(_NO_CLASS.format(name=kind.value), kind.value)
     if inner is not None and "inner" not in params:
         params["inner"] = strategy(inner)
     try:
-        return REGISTRY[kind].cls(**params)
+        return cls(**params)
     except TypeError as e:
         raise InvalidInputError(f"bad parameters for {kind.value}: {e}", params) from None

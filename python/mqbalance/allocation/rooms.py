@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .models import MessageQueue
+from mqbalance.allocation.models import MessageQueue
 
 __all__ = ["RoomResolver", "PrefixRoomResolver"]
 
@@ -41,7 +41,7 @@ class PrefixRoomResolver:
 
     def __post_init__(self) -> None:
         if not isinstance(self.sep, str) or not self.sep:
-            from .exceptions import InvalidInputError
+            from mqbalance.exceptions import InvalidInputError
 
             raise InvalidInputError(f"PrefixRoomResolver.sep must be a non-empty str, got {self.sep!r}", self.sep)
 

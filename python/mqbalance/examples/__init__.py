@@ -1,1 +1,0 @@
-"""Runnable examples: ``python -m mqbalance.examples.<name>``."""
