@@ -35,8 +35,9 @@ from typing import Any
 from kazoo.client import KazooClient
 
 import mqbalance
+from mqbalance.allocation.registry import StrategySpec
 from mqbalance.coordination import GroupMember, GroupPaths, MemberState, ZooKeeperServer, set_partitions
-from mqbalance.coordination.assignment import group_assignment, resolve_strategy
+from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.layout import MemberInfo
 from mqbalance.kafka import TopicPartition
 
@@ -46,7 +47,7 @@ CONFIGS = [
     ("every-member", "CONSISTENT_HASH"),
     ("leader", "AVG"),
     ("leader", "CONSISTENT_HASH"),
-    ("leader", "sticky"),
+    ("leader", "kafka-sticky"),
 ]
 
 
@@ -66,7 +67,7 @@ class Bench:
         self.topic = f"{self.group}-t"
         self.members: list[GroupMember] = []
         self.serial = 0
-        self.spec = resolve_strategy(strategy)
+        self.spec = StrategySpec.parse(strategy)
         self.admin = KazooClient(hosts=hosts, timeout=10.0)
         self.admin.start(timeout=10)
         set_partitions(self.admin, self.topic, queues)
@@ -88,7 +89,7 @@ class Bench:
         )
 
     def expected(self, ids: list[str]) -> dict[TopicPartition, str] | None:
-        if self.spec.kind == "sticky":
+        if self.spec.info.needs_previous:  # depends on the history: checked for balance instead
             return None
         infos = {c: MemberInfo(c, {self.topic: 1}) for c in ids}
         owners = group_assignment(self.spec, infos, {self.topic: dict.fromkeys(range(self.queues), 0)})
@@ -116,7 +117,7 @@ class Bench:
         victim = self.victim_owned() if extra_owned else None
         if len(own) + (victim or 0) != self.queues:
             return False
-        # sticky with identical subscriptions: balanced (max - min <= 1) over the live members
+        # a sticky strategy with identical subscriptions: balanced (max - min <= 1) over the live members
         counts = [len(m.assignment) for m in self.members] + ([] if victim is None else [victim])
         return max(counts) - min(counts) <= 1 and len({m.generation for m in self.members}) == 1
 
@@ -304,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="4,16,32")
     ap.add_argument("--queues", type=int, default=1024)
-    ap.add_argument("--configs", help="comma-separated mode/strategy pairs, e.g. leader/sticky (default: all)")
+    ap.add_argument("--configs", help="comma-separated mode/strategy pairs, e.g. leader/kafka-sticky (default: all)")
     ap.add_argument("--session-timeout", type=float, default=3.0)
     ap.add_argument("--backoff-ms", type=int, default=2000, help="every-member rebalance back-off (Kafka's 2000)")
     ap.add_argument("--timeout", type=float, default=60.0, help="give up waiting for stability after this")

@@ -32,7 +32,12 @@ from mqbalance.coordination import (
     group_status,
     set_partitions,
 )
-from mqbalance.exceptions import InvalidInputError, MQBalanceError
+from mqbalance.exceptions import (
+    InvalidInputError,
+    MQBalanceError,
+    PreviousAssignmentRequiredError,
+    UnsupportedStrategyError,
+)
 from mqbalance.kafka import TopicPartition, zk_assign
 from zk_fixture import expire_session, wait_until
 
@@ -48,6 +53,15 @@ def owners(members: list[GroupMember]) -> dict[TopicPartition, str]:
             assert tp not in seen, f"{tp} owned by {seen[tp]} and {m.consumer_id}"
             seen[tp] = m.consumer_id
     return seen
+
+
+def zk_owners(zk: KazooClient, group: str, topic: str) -> dict[TopicPartition, str]:
+    """The owner nodes of ``topic`` as ZooKeeper holds them."""
+    p = GroupPaths(group)
+    return {
+        TopicPartition(topic, int(n)): zk.get(f"{p.owners}/{topic}/{n}")[0].decode()
+        for n in zk.get_children(f"{p.owners}/{topic}")
+    }
 
 
 def settled(members: list[GroupMember], total: int) -> bool:
@@ -117,16 +131,17 @@ def test_every_member_rebalance_on_join_leave_and_partition_change(zk_server, zk
     assert a.stats.notifications >= 3 and a.stats.rebalances >= 4
 
 
-def test_leader_mode_sticky_moves_only_what_it_must_and_fails_over(zk_server, zk, group, stack):
+def test_leader_mode_kafka_sticky_moves_only_what_it_must_and_fails_over(zk_server, zk, group, stack):
     topic = f"{group}-t"
     set_partitions(zk, topic, 30)
-    members = [start(stack, zk_server.hosts, group, f"m{i}", [topic], strategy="sticky", mode="leader") for i in "012"]
+    kw = {"strategy": "kafka-sticky", "mode": "leader"}
+    members = [start(stack, zk_server.hosts, group, f"m{i}", [topic], **kw) for i in "012"]
     # A member that registered after the leader last published is ACQUIRED with nothing until the
     # next generation: wait for the generation that counts all three.
     wait_until(lambda: settled(members, 30) and all(m.assignment for m in members))
     before = owners(members)
     assert sorted(Counter(before.values()).values()) == [10, 10, 10]
-    d = start(stack, zk_server.hosts, group, "m3", [topic], strategy="sticky", mode="leader")
+    d = start(stack, zk_server.hosts, group, "m3", [topic], **kw)
     members.append(d)
     wait_until(lambda: settled(members, 30) and len(d.assignment) >= 7)
     after = owners(members)
@@ -140,6 +155,43 @@ def test_leader_mode_sticky_moves_only_what_it_must_and_fails_over(zk_server, zk
     assert all(m.generation > gen for m in rest)
     survivors_kept = sum(1 for tp, m in owners(rest).items() if after[tp] == m)
     assert survivors_kept == 30 - len([tp for tp, m in after.items() if m == leader.consumer_id])
+
+
+def test_leader_mode_rocketmq_sticky_moves_only_what_it_must(zk_server, zk, group, stack):
+    """RocketMQ's STICKY per topic from the previous generation: exactly what
+    ``strategy("STICKY").assign(..., previous=)`` computes for the Java-sorted members and queues
+    (two brokers, so the queues' Java order is not the partitions' order)."""
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 30, brokers=2)
+    queues = {p: MessageQueue(topic, f"broker-{p % 2}", p) for p in range(30)}
+    kw = {"strategy": "STICKY", "mode": "leader"}
+    ids = ["10.0.0.9@a", "10.0.0.10@a", "10.0.0.1@b"]
+    members = [start(stack, zk_server.hosts, group, cid, [topic], **kw) for cid in ids]
+    wait_until(lambda: settled(members, 30) and all(m.assignment for m in members))
+    before = owners(members)  # every partition owned exactly once (owners() asserts it)
+    assert sorted(Counter(before.values()).values()) == [10, 10, 10]
+    assert zk_owners(zk, group, topic) == before
+    previous = {c: [queues[tp.partition] for tp, who in before.items() if who == c] for c in ids}
+    newcomer = "10.0.0.2@a"
+    shares = strategy("STICKY").assign(list(queues.values()), [*ids, newcomer], java_sort=True, previous=previous)
+    expected = {TopicPartition(topic, q.queue_id): c for c, qs in shares.items() for q in qs}
+    assert len(expected) == 30 and len(shares[newcomer]) == 7
+    d = start(stack, zk_server.hosts, group, newcomer, [topic], **kw)
+    members.append(d)
+    wait_until(lambda: settled(members, 30) and len(d.assignment) == 7)
+    after = owners(members)
+    assert after == expected
+    assert sum(1 for tp, m in after.items() if before[tp] != m) == 7  # only the newcomer's share moved
+    assert zk_owners(zk, group, topic) == after
+    assert len({m.generation for m in members}) == 1
+
+
+def test_rocketmq_sticky_is_refused_in_every_member_mode():
+    """Each member computing its own share has no previous assignment: refused at construction
+    (it used to be accepted and then sit in REBALANCING for ever)."""
+    with pytest.raises(PreviousAssignmentRequiredError, match="STICKY is computed by one party") as e:
+        GroupMember("127.0.0.1:1", "g", ["t"], strategy="STICKY", mode="every-member")
+    assert e.value.value == "STICKY" and isinstance(e.value, UnsupportedStrategyError)
 
 
 def test_leader_mode_members_do_not_wake_on_membership_changes(zk_server, zk, group, stack):
@@ -289,7 +341,6 @@ def test_topic_without_partition_node(zk_server, group):
         {"topics": []},
         {"topics": "t"},
         {"mode": "anarchy"},
-        {"strategy": "sticky"},
         {"consumer_id": "a/b"},
         {"auth": ("user",)},
         {"group": ""},
@@ -302,8 +353,43 @@ def test_bad_parameters(kw):
     assert isinstance(e.value, ValueError) and isinstance(e.value, MQBalanceError)
 
 
+@pytest.mark.parametrize(
+    ("config", "mode", "error", "message"),
+    [
+        (
+            "sticky",  # any case: RocketMQ's STICKY
+            "every-member",
+            PreviousAssignmentRequiredError,
+            (
+                "STICKY is computed by one party from the group's previous assignment, which a ZooKeeper group in "
+                "every-member mode does not have; a ZooKeeper group in every-member mode runs AVG, "
+            ),
+        ),
+        (
+            "kafka-sticky",
+            "every-member",
+            PreviousAssignmentRequiredError,
+            "kafka-sticky is computed by one party from the group's previous assignment",
+        ),
+        (
+            {"name": "CONFIG", "messageQueueList": []},
+            "leader",
+            UnsupportedStrategyError,
+            "CONFIG gives every consumer the same fixed list; a ZooKeeper group in leader mode needs one owner",
+        ),
+    ],
+)
+def test_strategy_the_mode_cannot_run_is_refused_at_construction(config, mode, error, message):
+    with pytest.raises(error) as e:
+        GroupMember("127.0.0.1:1", "g", ["t"], strategy=config, mode=mode)
+    assert str(e.value).startswith(f"strategy: {message}")
+    assert isinstance(e.value, InvalidInputError)
+    if error is UnsupportedStrategyError:
+        assert not isinstance(e.value, PreviousAssignmentRequiredError)
+
+
 def test_unknown_strategy_and_bad_partition_counts(zk):
-    with pytest.raises(UnknownStrategyError, match="known: AVG.*range, roundrobin, sticky"):
+    with pytest.raises(UnknownStrategyError, match="known: AVG.*range, roundrobin, kafka-sticky"):
         GroupMember("127.0.0.1:1", "g", ["t"], strategy="FASTEST")
     for n in (0, -3):
         with pytest.raises(InvalidCoordinationConfigError):

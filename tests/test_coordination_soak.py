@@ -30,8 +30,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 import mqbalance
+from mqbalance.allocation.registry import StrategySpec
 from mqbalance.coordination import GroupPaths, ZooKeeperServer, group_status
-from mqbalance.coordination.assignment import group_assignment, resolve_strategy
+from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.layout import MemberInfo
 from mqbalance.coordination.records import check_records, load_records
 from mqbalance.kafka import TopicPartition
@@ -49,6 +50,7 @@ PACKAGE_ROOT = str(Path(mqbalance.__file__).resolve().parent.parent)
 class Group:
     def __init__(self, hosts: str, name: str, mode: str, strategy: str, out: Path) -> None:
         self.hosts, self.name, self.mode, self.strategy, self.out = hosts, name, mode, strategy, out
+        self.spec = StrategySpec.parse(strategy)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.serial = 0
         self.topic = f"{name}-t"
@@ -72,7 +74,8 @@ class Group:
 
     def owned_by_live(self, admin: KazooClient) -> bool:
         """Every queue owned by a live, registered member, exactly as the strategy prescribes for the
-        live members (sticky: balanced) — not merely owned while a rebalance is still under way."""
+        live members (a sticky one, which depends on the history: balanced) — not merely owned while a
+        rebalance is still under way."""
         p = GroupPaths(self.name)
         try:
             ids = set(admin.get_children(p.ids))
@@ -89,13 +92,11 @@ class Group:
             return False
         if len(owner) != QUEUES or not set(owner.values()) <= alive:
             return False
-        if self.strategy == "sticky":
+        if self.spec.info.needs_previous:
             counts = Counter(owner.values())
             return max(counts.get(c, 0) for c in alive) - min(counts.get(c, 0) for c in alive) <= 1
         infos = {c: MemberInfo(c, {self.topic: 1}) for c in alive}
-        expected = group_assignment(
-            resolve_strategy(self.strategy), infos, {self.topic: dict.fromkeys(range(QUEUES), 0)}
-        )
+        expected = group_assignment(self.spec, infos, {self.topic: dict.fromkeys(range(QUEUES), 0)})
         return owner == {tp: m for tp, (m, _) in expected.items()}
 
     def owning(self, admin: KazooClient) -> list[str]:
@@ -166,9 +167,9 @@ def wait_owned(groups: list[Group], admin: KazooClient, since: float, times: dic
     "configs",
     [
         [("every-member", "AVG"), ("leader", "CONSISTENT_HASH")],
-        [("every-member", "range"), ("leader", "sticky")],
+        [("every-member", "range"), ("leader", "kafka-sticky")],
     ],
-    ids=["AVG+CONSISTENT_HASH", "range+sticky"],
+    ids=["AVG+CONSISTENT_HASH", "range+kafka-sticky"],
 )
 def test_soak(tmp_path: Path, configs: list[tuple[str, str]]) -> None:
     rng = random.Random(12)

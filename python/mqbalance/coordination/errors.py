@@ -30,7 +30,8 @@ class CoordinationError(MQBalanceError):
 
 class InvalidCoordinationConfigError(CoordinationError, InvalidInputError):
     """A parameter out of range: a count or timeout that is zero or negative, an unknown mode, a
-    strategy that the chosen mode cannot run (``sticky`` needs the leader mode)."""
+    malformed topic list or id. (A strategy the mode cannot run is refused by the registry:
+    :class:`~mqbalance.exceptions.UnsupportedStrategyError`.)"""
 
 
 class ZooKeeperUnreachableError(CoordinationError):
