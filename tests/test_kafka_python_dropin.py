@@ -13,8 +13,8 @@ from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData 
 from kafka.protocol.consumer.group import JoinGroupResponse  # noqa: E402
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription  # noqa: E402
 
-from mqbalance import sticky_user_data  # noqa: E402
 from mqbalance.kafka import Subscription, TopicPartition, assignor, check_assignment  # noqa: E402
+from mqbalance.kafka import user_data as sticky_user_data  # noqa: E402
 from mqbalance.kafka.kafka_python import CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor, StickyAssignor  # noqa: E402
 
 Member = JoinGroupResponse.JoinGroupResponseMember
