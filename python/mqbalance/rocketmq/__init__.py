@@ -7,9 +7,9 @@ its link to the name servers and brokers; :mod:`.worker` the runnable form behin
 consume`` (:mod:`.cli`), which records what it processed; :mod:`.records` checks those records.
 """
 
-from mqbalance.rocketmq.member import DuplicateClientId, MemberState, MemberStats, RocketMQMember, default_client_id
+from mqbalance.rocketmq.member import MemberState, MemberStats, RocketMQMember, default_client_id
 from mqbalance.rocketmq.records import ConsumeCheck, check_consumed, load_records
-from mqbalance.rocketmq.transport import ClusterTransport, PulledMessage
+from mqbalance.rocketmq.transport import ClusterTransport, DuplicateClientId, PulledMessage
 
 __all__ = [
     "RocketMQMember",

@@ -6,7 +6,7 @@ two threads, over :class:`~mqbalance.rocketmq.transport.ClusterTransport`.
 * the **control** thread runs ``PushConsumer.tick`` whenever something is due (route poll, heartbeat
   every 30 s, rebalance, offset persistence every 5 s) or the broker's ``NOTIFY_CONSUMER_IDS_CHANGED``
   arrived (``rebalanceImmediately``), and after each rebalance looks for its own client id held by
-  another connection (:class:`DuplicateClientId`);
+  another connection (:class:`~mqbalance.rocketmq.transport.DuplicateClientId`);
 * the **pull** thread pulls every queue the member holds from its process queue's offset and hands
   the messages to ``consume(mq, messages)``; the offset moves on only after the callback returned
   (a callback that raises gets the batch again), so a crash or a lost queue means messages consumed
@@ -59,10 +59,10 @@ from mqbalance.rebalance.consumer import (
 )
 from mqbalance.rebalance.service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS
 from mqbalance.remoting.client import check_timeout
-from mqbalance.rocketmq.transport import ClusterTransport, PulledMessage
+from mqbalance.rocketmq.transport import ClusterTransport, DuplicateClientId, PulledMessage
 from mqbalance.versions import Semantics
 
-__all__ = ["RocketMQMember", "MemberState", "MemberStats", "DuplicateClientId", "default_client_id"]
+__all__ = ["RocketMQMember", "MemberState", "MemberStats", "default_client_id"]
 
 log = logging.getLogger("mqbalance.rocketmq")
 
@@ -101,26 +101,6 @@ class MemberStats:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class DuplicateClientId:
-    """This member's client id is carried by another connection: ``listed`` is how many times the
-    group's consumer list holds it (2+ on a Java broker), ``other_addresses`` the connections
-    carrying it that are not this member's (what a per-id broker shows)."""
-
-    client_id: str
-    group: str
-    listed: int
-    own_address: str | None
-    other_addresses: tuple[str, ...]
-
-    def describe(self) -> str:
-        where = ", ".join(self.other_addresses) or "an unknown connection"
-        return (
-            f"client id {self.client_id!r} of group {self.group!r} is also used by {where} (listed {self.listed}x): "
-            "two processes with one id take the same queues (and, on a Java broker, leave a share to nobody)"
-        )
 
 
 def _callable(name: str, value: Any, *, optional: bool = True) -> None:

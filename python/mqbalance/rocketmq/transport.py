@@ -9,7 +9,10 @@ machines over a real RocketMQ cluster, through :mod:`mqbalance.remoting` — wha
   broker's ``NOTIFY_CONSUMER_IDS_CHANGED`` to ``on_notify()`` and answers ``GET_CONSUMER_RUNNING_INFO``;
 * the consumer list (``GET_CONSUMER_LIST_BY_GROUP``) is asked of a broker serving the topic; offsets
   (``QUERY_CONSUMER_OFFSET``, ``UPDATE_CONSUMER_OFFSET``, ``GET_MAX_OFFSET``) and pulls
-  (``PULL_MESSAGE``) of the queue's own broker.
+  (``PULL_MESSAGE``) of the queue's own broker;
+* a client id carried by more than one connection (the consumer list, ``GET_CONSUMER_CONNECTION_LIST``,
+  ``GET_CONSUMER_RUNNING_INFO``) is reported as a :class:`DuplicateClientId`, which the member acts
+  on (:mod:`.member`).
 
 No request failure escapes: each is handed to ``on_error(what, error)`` and answered the way the
 state machines read a failure — ``None`` for a consumer list or a route (skip this round, keep the
@@ -28,6 +31,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mqbalance.allocation.models import MessageQueue
@@ -37,12 +41,34 @@ from mqbalance.remoting import BrokerClient, ConsumerData, NameServer, RemotingC
 from mqbalance.remoting.api import PERM_READ, Message, PullStatus
 from mqbalance.remoting.codes import RequestCode, ResponseCode
 
-__all__ = ["ClusterTransport", "PulledMessage"]
+__all__ = ["ClusterTransport", "DuplicateClientId", "PulledMessage"]
 
 log = logging.getLogger("mqbalance.rocketmq")
 
 PulledMessage = Message
 """A message as a pull returns it (:class:`mqbalance.remoting.api.Message`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateClientId:
+    """This member's client id is carried by another connection: ``listed`` is how many times the
+    group's consumer list holds it (2+ on a Java broker), ``other_addresses`` the connections
+    carrying it that are not this member's (what a per-id broker shows). Found by the transport
+    (:meth:`ClusterTransport.find_duplicate`, :meth:`ClusterTransport.holder_before_join`), acted on
+    by the member."""
+
+    client_id: str
+    group: str
+    listed: int
+    own_address: str | None
+    other_addresses: tuple[str, ...]
+
+    def describe(self) -> str:
+        where = ", ".join(self.other_addresses) or "an unknown connection"
+        return (
+            f"client id {self.client_id!r} of group {self.group!r} is also used by {where} (listed {self.listed}x): "
+            "two processes with one id take the same queues (and, on a Java broker, leave a share to nobody)"
+        )
 
 
 def _addr(text: str | None) -> str | None:
@@ -272,12 +298,10 @@ class ClusterTransport:
                 out.append((addr, c.client_id, _addr(c.client_addr)))
         return out
 
-    def find_duplicate(self, group: str, client_id: str) -> Any:
-        """A :class:`~mqbalance.rocketmq.member.DuplicateClientId` when ``client_id`` is listed more
-        than once in the group's consumer list (a Java broker), or a broker lists it on a connection
-        that is not ours (either broker); else ``None``."""
-        from mqbalance.rocketmq.member import DuplicateClientId
-
+    def find_duplicate(self, group: str, client_id: str) -> DuplicateClientId | None:
+        """A :class:`DuplicateClientId` when ``client_id`` is listed more than once in the group's
+        consumer list (a Java broker), or a broker lists it on a connection that is not ours (either
+        broker); else ``None``."""
         ids = self.last_consumer_ids.get(group) or []
         listed = ids.count(client_id)
         others, own = [], None
@@ -292,14 +316,12 @@ class ClusterTransport:
             return None
         return DuplicateClientId(client_id, group, listed, own, tuple(others))
 
-    def holder_before_join(self, group: str, client_id: str) -> Any:
+    def holder_before_join(self, group: str, client_id: str) -> DuplicateClientId | None:
         """Before our first heartbeat: a live process already registered with ``client_id`` in
-        ``group`` (a :class:`~mqbalance.rocketmq.member.DuplicateClientId`), else ``None``. A listed
-        connection is confirmed alive by asking it for its running info through the broker
-        (``GET_CONSUMER_RUNNING_INFO``, forwarded to the connection): a stale entry (a host that
-        died silently, not yet expired) does not answer and does not count."""
-        from mqbalance.rocketmq.member import DuplicateClientId
-
+        ``group`` (a :class:`DuplicateClientId`), else ``None``. A listed connection is confirmed
+        alive by asking it for its running info through the broker (``GET_CONSUMER_RUNNING_INFO``,
+        forwarded to the connection): a stale entry (a host that died silently, not yet expired)
+        does not answer and does not count."""
         for addr in self._masters():
             try:
                 bc = self._broker(addr)

@@ -30,8 +30,8 @@ from mqbalance._validate import number
 from mqbalance.allocation.models import MessageQueue
 from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingConnectError, RemotingTimeoutError
 from mqbalance.rebalance.client import ConsumeFromWhere
-from mqbalance.rocketmq.member import DuplicateClientId, MemberState, RocketMQMember
-from mqbalance.rocketmq.transport import PulledMessage
+from mqbalance.rocketmq.member import MemberState, RocketMQMember
+from mqbalance.rocketmq.transport import DuplicateClientId, PulledMessage
 
 __all__ = ["ConsumeConfig", "run_consumer", "queue_name", "EXIT_REFUSED"]
 
