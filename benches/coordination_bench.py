@@ -80,7 +80,7 @@ class Bench:
             self.hosts,
             self.group,
             [self.topic],
-            consumer_id=cid,
+            client_id=cid,
             strategy=self.strategy,
             mode=self.mode,
             session_timeout=self.args.session_timeout,
@@ -101,7 +101,7 @@ class Bench:
             for tp in m.assignment:
                 if tp in own:
                     return None
-                own[tp] = m.consumer_id
+                own[tp] = m.client_id
         return own
 
     def stable(self, expected: dict[TopicPartition, str] | None, extra_owned: int = 0) -> bool:
@@ -170,7 +170,7 @@ class Bench:
             m = self.member()
             m.start()
             self.members.append(m)
-        ids = [m.consumer_id for m in self.members]
+        ids = [m.client_id for m in self.members]
         if wait(lambda: self.stable(self.expected(ids)), self.args.timeout * 3) is None:
             raise RuntimeError(f"{self.group}: never stable at start")
         time.sleep(0.3)
@@ -182,7 +182,7 @@ class Bench:
             self.members.append(newcomer)
             return []
 
-        rows.append(self.measure("join", join, [*ids, newcomer.consumer_id]))
+        rows.append(self.measure("join", join, [*ids, newcomer.client_id]))
         time.sleep(0.3)
 
         # graceful leave (the newcomer leaves again)

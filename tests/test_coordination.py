@@ -19,7 +19,7 @@ from kazoo.exceptions import NoAuthError
 from mqbalance import MessageQueue, UnknownStrategyError, strategy
 from mqbalance.coordination import (
     CoordinationAuthError,
-    DuplicateConsumerIdError,
+    DuplicateClientIdError,
     FencedCommitError,
     GroupMember,
     GroupPaths,
@@ -50,8 +50,8 @@ def owners(members: list[GroupMember]) -> dict[TopicPartition, str]:
     seen: dict[TopicPartition, str] = {}
     for m in members:
         for tp in m.assignment:
-            assert tp not in seen, f"{tp} owned by {seen[tp]} and {m.consumer_id}"
-            seen[tp] = m.consumer_id
+            assert tp not in seen, f"{tp} owned by {seen[tp]} and {m.client_id}"
+            seen[tp] = m.client_id
     return seen
 
 
@@ -75,7 +75,7 @@ def stack() -> Iterator[ExitStack]:
 
 
 def start(stack: ExitStack, hosts: str, group: str, cid: str, topics: Any = ("t",), **kw: Any) -> GroupMember:
-    return stack.enter_context(GroupMember(hosts, group, topics, consumer_id=cid, **{**FAST, **kw}))
+    return stack.enter_context(GroupMember(hosts, group, topics, client_id=cid, **{**FAST, **kw}))
 
 
 @pytest.mark.parametrize("mode", ["every-member", "leader"])
@@ -91,7 +91,7 @@ def test_rocketmq_strategy_gives_what_every_java_client_computes(zk_server, zk, 
     wait_until(
         lambda: (
             settled(members, 20)
-            and {m.consumer_id: sorted(tp.partition for tp in m.assignment) for m in members} == expected
+            and {m.client_id: sorted(tp.partition for tp in m.assignment) for m in members} == expected
         )
     )
     st = group_status(zk_server.hosts, group)
@@ -117,7 +117,7 @@ def test_every_member_rebalance_on_join_leave_and_partition_change(zk_server, zk
     topic = f"{group}-t"
     set_partitions(zk, topic, 12)
     revoked: list[tuple[str, frozenset[TopicPartition], str]] = []
-    kw = {"on_revoked": lambda m, tps, why: revoked.append((m.consumer_id, tps, why))}
+    kw = {"on_revoked": lambda m, tps, why: revoked.append((m.client_id, tps, why))}
     a = start(stack, zk_server.hosts, group, "a", [topic], **kw)
     wait_until(lambda: settled([a], 12))
     b = start(stack, zk_server.hosts, group, "b", [topic], **kw)
@@ -154,7 +154,7 @@ def test_leader_mode_kafka_sticky_moves_only_what_it_must_and_fails_over(zk_serv
     wait_until(lambda: settled(rest, 30) and sum(m.is_leader for m in rest) == 1)
     assert all(m.generation > gen for m in rest)
     survivors_kept = sum(1 for tp, m in owners(rest).items() if after[tp] == m)
-    assert survivors_kept == 30 - len([tp for tp, m in after.items() if m == leader.consumer_id])
+    assert survivors_kept == 30 - len([tp for tp, m in after.items() if m == leader.client_id])
 
 
 def test_leader_mode_rocketmq_sticky_moves_only_what_it_must(zk_server, zk, group, stack):
@@ -203,13 +203,13 @@ def test_leader_mode_members_do_not_wake_on_membership_changes(zk_server, zk, gr
     ]
     wait_until(lambda: settled(members, 64))
     time.sleep(0.3)
-    base = {m.consumer_id: m.stats for m in members}
+    base = {m.client_id: m.stats for m in members}
     extra = start(stack, zk_server.hosts, group, "m9", [topic], strategy="CONSISTENT_HASH", mode="leader")
     wait_until(lambda: settled([*members, extra], 64) and extra.assignment)
     time.sleep(0.3)
     for m in members:
         if not m.is_leader:  # one notification: the assignment node; never the member list
-            assert m.stats.notifications - base[m.consumer_id].notifications == 1
+            assert m.stats.notifications - base[m.client_id].notifications == 1
 
 
 def test_fenced_commit_refuses_a_member_that_lost_its_partition(zk_server, zk, group, stack):
@@ -277,18 +277,18 @@ def test_digest_acl_keeps_others_out(zk_server, zk, group, stack):
     with pytest.raises(NoAuthError):
         zk.set(p.offset(topic, 0), b"999")
     with pytest.raises(CoordinationAuthError, match="digest ACL"):
-        GroupMember(zk_server.hosts, group, [topic], consumer_id="b", **FAST).start()
+        GroupMember(zk_server.hosts, group, [topic], client_id="b", **FAST).start()
     with pytest.raises(CoordinationAuthError):
-        GroupMember(zk_server.hosts, group, [topic], consumer_id="b", auth=("team", "wrong"), **FAST).start()
+        GroupMember(zk_server.hosts, group, [topic], client_id="b", auth=("team", "wrong"), **FAST).start()
     assert {c: zk.get(f"{p.owners}/{topic}/{c}")[0] for c in zk.get_children(f"{p.owners}/{topic}")} == before
     assert zk.get_children(p.ids) == ["a"] and zk.get(p.offset(topic, 0))[0] == b"0"
 
 
-def test_duplicated_consumer_id_is_refused(zk_server, zk, group, stack):
+def test_duplicated_client_id_is_refused(zk_server, zk, group, stack):
     set_partitions(zk, f"{group}-t", 2)
     start(stack, zk_server.hosts, group, "same", [f"{group}-t"])
-    with pytest.raises(DuplicateConsumerIdError, match="already registered") as e:
-        GroupMember(zk_server.hosts, group, [f"{group}-t"], consumer_id="same", **FAST).start()
+    with pytest.raises(DuplicateClientIdError, match="already registered") as e:
+        GroupMember(zk_server.hosts, group, [f"{group}-t"], client_id="same", **FAST).start()
     assert e.value.value == "same" and isinstance(e.value, ValueError)
 
 
@@ -341,7 +341,7 @@ def test_topic_without_partition_node(zk_server, group):
         {"topics": []},
         {"topics": "t"},
         {"mode": "anarchy"},
-        {"consumer_id": "a/b"},
+        {"client_id": "a/b"},
         {"auth": ("user",)},
         {"group": ""},
     ],

@@ -57,7 +57,7 @@ def _cmd_member(args: argparse.Namespace) -> int:
         group=args.group,
         topics=dict(args.topic),
         records=records,
-        consumer_id=cid,
+        client_id=cid,
         strategy=args.strategy,
         mode=args.mode,
         rate=args.rate,
@@ -100,7 +100,7 @@ def add_subcommands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
         + ", ".join(sorted(set(names_for(Use.ZOOKEEPER_LEADER)) - set(names_for(Use.ZOOKEEPER_EVERY_MEMBER)))),
     )
     m.add_argument("--mode", default="every-member", choices=["every-member", "leader"])
-    m.add_argument("--id", help="consumer id (default: host-time-random)")
+    m.add_argument("--id", help="client id (default: host-time-random)")
     m.add_argument("--records", help="append-only record file (default: out/members/<id>.jsonl)")
     m.add_argument("--rate", type=float, default=100.0, help="synthetic messages per second per partition")
     m.add_argument("--batch", type=int, default=50, help="messages per processed batch")

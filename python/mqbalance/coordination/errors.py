@@ -2,7 +2,7 @@
 errors about values the caller passed are also :class:`ValueError`, failed look-ups
 :class:`LookupError`.
 
->>> issubclass(DuplicateConsumerIdError, ValueError), issubclass(NoPartitionsError, LookupError)
+>>> issubclass(DuplicateClientIdError, ValueError), issubclass(NoPartitionsError, LookupError)
 (True, True)
 """
 
@@ -15,7 +15,7 @@ __all__ = [
     "InvalidCoordinationConfigError",
     "ZooKeeperUnreachableError",
     "ZooKeeperNotFoundError",
-    "DuplicateConsumerIdError",
+    "DuplicateClientIdError",
     "NoPartitionsError",
     "CoordinationAuthError",
     "CommitFailedError",
@@ -42,11 +42,11 @@ class ZooKeeperNotFoundError(CoordinationError, LookupError):
     """The ZooKeeper server jars (Debian package ``zookeeper``) are not installed."""
 
 
-class DuplicateConsumerIdError(CoordinationError, InvalidInputError):
-    """Another live session already registered this consumer id in the group.
+class DuplicateClientIdError(CoordinationError, InvalidInputError):
+    """Another live session already registered this client id in the group.
 
     RocketMQ lets two clients share an id (and then both take the same queues while others pile
-    up); here the second member refuses to start. ``.value`` is the consumer id."""
+    up); here the second member refuses to start. ``.value`` is the client id."""
 
 
 class NoPartitionsError(CoordinationError, LookupError):

@@ -3,11 +3,11 @@
 ::
 
     /brokers/topics/<topic>                    {"version":1,"partitions":{"0":[0],...}}   (persistent)
-    /consumers/<group>/ids/<consumer_id>       {"version":1,"subscription":{"<topic>":<streams>},
+    /consumers/<group>/ids/<client_id>         {"version":1,"subscription":{"<topic>":<streams>},
                                                 "pattern":"static","timestamp":"<ms>", ...}  (ephemeral)
-    /consumers/<group>/owners/<topic>/<p>      "<consumer_id>-<thread>"                    (ephemeral)
+    /consumers/<group>/owners/<topic>/<p>      "<client_id>-<thread>"                      (ephemeral)
     /consumers/<group>/offsets/<topic>/<p>     "<offset>"                                  (persistent)
-    /consumers/<group>/leader/n_<seq>          "<consumer_id>"       leader mode: election (ephemeral sequential)
+    /consumers/<group>/leader/n_<seq>          "<client_id>"         leader mode: election (ephemeral sequential)
     /consumers/<group>/assignment              {"generation":g,...}  leader mode: the published assignment
 
 A RocketMQ strategy sees partition ``p`` of ``topic`` as ``MessageQueue(topic, "broker-<leader>", p)``
@@ -89,8 +89,8 @@ class GroupPaths:
     def assignment(self) -> str:
         return f"{self.root}/assignment"
 
-    def member(self, consumer_id: str) -> str:
-        return f"{self.ids}/{consumer_id}"
+    def member(self, client_id: str) -> str:
+        return f"{self.ids}/{client_id}"
 
     def owner(self, topic: str, partition: int) -> str:
         return f"{self.owners}/{topic}/{partition}"
@@ -108,7 +108,7 @@ class MemberInfo:
     """One member as registered under ``ids``: its subscription (topic → stream count) and the
     strategy / mode it runs (ours; absent from Kafka's own registrations)."""
 
-    consumer_id: str
+    client_id: str
     subscription: Mapping[str, int]
     strategy: str | None = None
     mode: str | None = None
@@ -130,7 +130,7 @@ def encode_member(info: MemberInfo) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def parse_member(path: str, consumer_id: str, raw: bytes | None) -> MemberInfo | None:
+def parse_member(path: str, client_id: str, raw: bytes | None) -> MemberInfo | None:
     """The member registered at ``path``, or ``None`` (with a warning naming the node) when its data
     is not a Kafka consumer registration."""
     try:
@@ -149,7 +149,7 @@ def parse_member(path: str, consumer_id: str, raw: bytes | None) -> MemberInfo |
         log.warning("ignoring member node %s: malformed registration (%s): %.80r", path, e, raw)
         return None
     return MemberInfo(
-        consumer_id,
+        client_id,
         subscription,
         strategy if isinstance(strategy, str) else None,
         mode if isinstance(mode, str) else None,

@@ -2,7 +2,7 @@
 ZooKeeper, in one of two modes.
 
 ``"every-member"`` — the protocol of Kafka 0.8's ``ZookeeperConsumerConnector``, faithfully:
-register an ephemeral ``ids/<consumer_id>`` node with the subscription; three listeners (new
+register an ephemeral ``ids/<client_id>`` node with the subscription; three listeners (new
 session, partition count change, member change) funnel into one rebalance that stops work
 (``on_revoked`` with everything held — Kafka's ``beforeReleasingPartitions``), deletes its owner
 nodes, reads every member and the partition counts, computes its own share, reads the committed
@@ -69,7 +69,7 @@ from mqbalance.coordination.errors import (
     CommitFailedError,
     CoordinationAuthError,
     CoordinationError,
-    DuplicateConsumerIdError,
+    DuplicateClientIdError,
     FencedCommitError,
     InvalidCoordinationConfigError,
     NoPartitionsError,
@@ -202,7 +202,7 @@ class GroupMember:
         group: str,
         topics: Sequence[str] | Mapping[str, int],
         *,
-        consumer_id: str | None = None,
+        client_id: str | None = None,
         strategy: str | Mapping[str, Any] | StrategySpec = "AVG",
         strategy_params: Mapping[str, Any] | None = None,
         mode: str | Mode = Mode.EVERY_MEMBER,
@@ -239,9 +239,9 @@ class GroupMember:
             _check_name("topic", t)
             _positive(f"stream count of {t!r}", n, integer=True)
         self.subscription: dict[str, int] = subscription
-        self.consumer_id = _check_name(
-            "consumer_id",
-            consumer_id or f"{socket.gethostname()}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}",
+        self.client_id = _check_name(
+            "client_id",
+            client_id or f"{socket.gethostname()}-{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}",
         )
         use = Use.ZOOKEEPER_LEADER if self.mode is Mode.LEADER else Use.ZOOKEEPER_EVERY_MEMBER
         self.spec = StrategySpec.parse(strategy, where="strategy", use=use, params=strategy_params)
@@ -294,7 +294,7 @@ class GroupMember:
     # ------------------------------------------------------------------ public surface
     def __repr__(self) -> str:
         return (
-            f"GroupMember(group={self.group!r}, consumer_id={self.consumer_id!r}, mode={self.mode.value!r}, "
+            f"GroupMember(group={self.group!r}, client_id={self.client_id!r}, mode={self.mode.value!r}, "
             f"strategy={self.spec.display_name!r}, state={self.state.value}, owned={len(self._owned)})"
         )
 
@@ -365,13 +365,13 @@ class GroupMember:
         """Block until the member owns its whole share (ACQUIRED). Raises
         :class:`RebalanceFailedError` when it is FAILED, ``TimeoutError`` after ``timeout``."""
         if not self.wait_for(MemberState.ACQUIRED, MemberState.FAILED, MemberState.CLOSED, timeout=timeout):
-            raise TimeoutError(f"{self.consumer_id}: not ACQUIRED after {timeout} s (state {self.state})")
+            raise TimeoutError(f"{self.client_id}: not ACQUIRED after {timeout} s (state {self.state})")
         if self.state is MemberState.FAILED:
             raise self._error or RebalanceFailedError(
-                f"{self.consumer_id}: rebalance failed after {self.rebalance_max_retries} attempts", self.consumer_id
+                f"{self.client_id}: rebalance failed after {self.rebalance_max_retries} attempts", self.client_id
             )
         if self.state is MemberState.CLOSED:
-            raise CoordinationError(f"{self.consumer_id} is closed", self.consumer_id)
+            raise CoordinationError(f"{self.client_id} is closed", self.client_id)
 
     def commit(self, tp: TopicPartition, offset: int) -> int:
         """Commit ``offset`` (the next message to process) for ``tp``, fenced: one ZooKeeper multi
@@ -388,7 +388,7 @@ class GroupMember:
             with self._lock:
                 claim = self._owned.get(tp) or self._revoking.get(tp)
             if claim is None:
-                raise FencedCommitError(f"{self.consumer_id} does not own {tp.topic}/{tp.partition}", tp)
+                raise FencedCommitError(f"{self.client_id} does not own {tp.topic}/{tp.partition}", tp)
             if offset < claim.offset:
                 raise InvalidInputError(
                     f"commit of {tp.topic}/{tp.partition} would go backwards: {offset} < {claim.offset}", offset
@@ -409,7 +409,7 @@ class GroupMember:
                     self._stats.fenced_commits += 1
                 why = type(result[0] if isinstance(result[0], Exception) else result[1]).__name__
                 raise FencedCommitError(
-                    f"commit of {tp.topic}/{tp.partition} by {self.consumer_id} fenced ({why}): "
+                    f"commit of {tp.topic}/{tp.partition} by {self.client_id} fenced ({why}): "
                     "another member owns it or claimed it since",
                     tp,
                 )
@@ -421,7 +421,7 @@ class GroupMember:
         """Connect, check the topics, register (refusing a duplicated id) and start rebalancing.
         Returns once registered; use :meth:`wait_acquired` to wait for the first share."""
         if self._state is not MemberState.INIT:
-            raise CoordinationError(f"{self.consumer_id} was already started", self.consumer_id)
+            raise CoordinationError(f"{self.client_id} was already started", self.client_id)
         self._set_state(MemberState.JOINING)
         client = KazooClient(
             hosts=self.hosts,
@@ -447,7 +447,7 @@ class GroupMember:
             self._set_state(MemberState.CLOSED)
             raise
         for target, name in ((self._loop, "events"), (self._lease_loop, "lease")):
-            t = threading.Thread(target=target, name=f"mqbalance-{name}-{self.consumer_id}", daemon=True)
+            t = threading.Thread(target=target, name=f"mqbalance-{name}-{self.client_id}", daemon=True)
             t.start()
             self._threads.append(t)
         self._events.put(("start",))
@@ -471,11 +471,11 @@ class GroupMember:
             if self._owned:
                 self._revoke(list(self._owned), RevokeReason.CLOSE, release=self._connected)
             if self._connected:
-                for path in (self._election_node, self.paths.member(self.consumer_id)):
+                for path in (self._election_node, self.paths.member(self.client_id)):
                     if path is not None:
                         self._zk_delete(path)
         except KazooException as e:
-            log.warning("%s: leaving without cleanup (%s): ephemeral nodes go with the session", self.consumer_id, e)
+            log.warning("%s: leaving without cleanup (%s): ephemeral nodes go with the session", self.client_id, e)
         self._shutdown_client()
         self._set_state(MemberState.CLOSED)
 
@@ -509,7 +509,7 @@ class GroupMember:
         try:
             fn(self, *args)
         except Exception:
-            log.exception("%s: callback %s raised", self.consumer_id, getattr(fn, "__name__", fn))
+            log.exception("%s: callback %s raised", self.client_id, getattr(fn, "__name__", fn))
 
     def _shutdown_client(self) -> None:
         c = self._client
@@ -553,7 +553,7 @@ class GroupMember:
 
     def _lease_loop(self) -> None:
         interval = self.session_timeout / 4
-        path = self.paths.member(self.consumer_id)
+        path = self.paths.member(self.client_id)
         while not self._stop.wait(interval):
             if not self._connected:
                 continue
@@ -603,10 +603,10 @@ class GroupMember:
             ) from e
 
     def _register(self) -> None:
-        """Create ``ids/<consumer_id>`` (ephemeral) for this session; refuse an id held by another session."""
+        """Create ``ids/<client_id>`` (ephemeral) for this session; refuse an id held by another session."""
         c = self._client
-        path = self.paths.member(self.consumer_id)
-        data = encode_member(MemberInfo(self.consumer_id, self.subscription, self.spec.display_name, self.mode.value))
+        path = self.paths.member(self.client_id)
+        data = encode_member(MemberInfo(self.client_id, self.subscription, self.spec.display_name, self.mode.value))
         session = c.client_id[0] if c.client_id else None
         sent = time.monotonic()
         for _ in range(3):
@@ -621,10 +621,10 @@ class GroupMember:
                     continue
                 if stat.ephemeralOwner == session:
                     break
-                raise DuplicateConsumerIdError(
-                    f"consumer id {self.consumer_id!r} is already registered in group {self.group!r} by another "
+                raise DuplicateClientIdError(
+                    f"client id {self.client_id!r} is already registered in group {self.group!r} by another "
                     f"live session (0x{stat.ephemeralOwner:x}): refusing to start a second member with the same id",
-                    self.consumer_id,
+                    self.client_id,
                 ) from None
             except NoAuthError as e:
                 raise CoordinationAuthError(
@@ -661,14 +661,14 @@ class GroupMember:
             try:
                 self._handle(events)
             except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
-                log.info("%s: %s during %s; retrying once connected", self.consumer_id, type(e).__name__, events)
+                log.info("%s: %s during %s; retrying once connected", self.client_id, type(e).__name__, events)
                 self._retry_at = time.monotonic() + 0.1
             except CoordinationError as e:
                 self._error = e
-                log.error("%s: %s", self.consumer_id, e)
+                log.error("%s: %s", self.client_id, e)
                 self._set_state(MemberState.FAILED)
             except Exception:
-                log.exception("%s: error handling %s; retrying later", self.consumer_id, events)
+                log.exception("%s: error handling %s; retrying later", self.client_id, events)
                 self._retry_at = time.monotonic() + max(self.rebalance_backoff_ms, 100) / 1000
 
     def _handle(self, events: list[tuple[Any, ...]]) -> None:
@@ -730,7 +730,7 @@ class GroupMember:
         """Every-member mode: read the members and partitions (watching them again) and tell
         whether this member's share differs from what it owns."""
         members = self._read_members(cached=False)
-        if self.consumer_id not in members:
+        if self.client_id not in members:
             return True
         return self._share(members, self._read_partitions(self.subscription, cached=False)).keys() != self._owned.keys()
 
@@ -739,7 +739,7 @@ class GroupMember:
     ) -> dict[TopicPartition, str]:
         """Every-member mode: this member's partitions (and consumer thread of each) by the strategy."""
         owners = group_assignment(self.spec, members, partitions)
-        return {tp: th for tp, (m, th) in sorted(owners.items()) if m == self.consumer_id}
+        return {tp: th for tp, (m, th) in sorted(owners.items()) if m == self.client_id}
 
     def _session_lost(self) -> None:
         """Stop work on everything first; the owner nodes went with the session."""
@@ -822,7 +822,7 @@ class GroupMember:
                 raw, _ = c.get(path, watch=w)
                 parts = parse_partitions(raw, path) or {}
             except NoNodeError:
-                log.warning("%s: topic %s has no partition node %s: nothing to consume", self.consumer_id, t, path)
+                log.warning("%s: topic %s has no partition node %s: nothing to consume", self.client_id, t, path)
                 self._count()
                 if c.exists(path, watch=w) is not None:
                     self._events.put(("partitions", t))
@@ -852,7 +852,7 @@ class GroupMember:
                 raise ValueError("negative")
             return v
         except (ValueError, UnicodeDecodeError):
-            log.warning("%s: offset node %s holds %.40r, not an offset: starting at 0", self.consumer_id,
+            log.warning("%s: offset node %s holds %.40r, not an offset: starting at 0", self.client_id,
                         self.paths.offset(*tp), raw)  # fmt: skip
             return 0
 
@@ -885,7 +885,7 @@ class GroupMember:
                 return
         log.warning(
             "%s: rebalance failed after %d attempts; retrying in %d ms",
-            self.consumer_id,
+            self.client_id,
             self.rebalance_max_retries,
             self.rebalance_backoff_ms,
         )
@@ -898,8 +898,8 @@ class GroupMember:
         if self._owned:
             self._revoke(list(self._owned), RevokeReason.REBALANCE, release=True)
         members = self._read_members(cached=False)
-        if self.consumer_id not in members:
-            log.warning("%s: own registration missing from %s; registering again", self.consumer_id, self.paths.ids)
+        if self.client_id not in members:
+            log.warning("%s: own registration missing from %s; registering again", self.client_id, self.paths.ids)
             self._register()
             return False
         mine = self._share(members, self._read_partitions(self.subscription, cached=False))
@@ -913,7 +913,7 @@ class GroupMember:
             result = self._commit_tx(tx)
             if any(isinstance(r, Exception) for r in result):
                 self._bump("conflicts")
-                log.info("%s: conflict claiming %s/%s; releasing %d claimed", self.consumer_id, *tp, len(claimed))
+                log.info("%s: conflict claiming %s/%s; releasing %d claimed", self.client_id, *tp, len(claimed))
                 for done in claimed:  # Kafka: remove all paths that we have owned in ZK
                     self._zk_delete(self.paths.owner(*done))
                 return False
@@ -942,7 +942,7 @@ class GroupMember:
         if self._election_node is None:
             self._count()
             self._election_node = c.create(
-                f"{self.paths.leader}/n_", self.consumer_id.encode(), acl=self._acl, ephemeral=True, sequence=True
+                f"{self.paths.leader}/n_", self.client_id.encode(), acl=self._acl, ephemeral=True, sequence=True
             )
         mine = self._election_node.rsplit("/", 1)[1]
         while True:
@@ -957,7 +957,7 @@ class GroupMember:
                     self._is_leader = True
                     self._member_cache.clear()
                     self._partition_cache.clear()
-                    log.info("%s: elected leader of %s", self.consumer_id, self.group)
+                    log.info("%s: elected leader of %s", self.client_id, self.group)
                     self._publish()
                 return None
             self._count()
@@ -982,7 +982,7 @@ class GroupMember:
             if prev is not None and dict(prev.owners) == owners:
                 return
             new = PublishedAssignment(
-                (prev.generation if prev else 0) + 1, self.consumer_id, self.spec.display_name, owners
+                (prev.generation if prev else 0) + 1, self.client_id, self.spec.display_name, owners
             )
             tx = c.transaction()
             tx.check(self._election_node, 0)
@@ -995,11 +995,11 @@ class GroupMember:
                 self._apply(new)
                 return
             if isinstance(result[0], Exception):  # our election node is gone: not the leader any more
-                log.warning("%s: lost leadership while publishing", self.consumer_id)
+                log.warning("%s: lost leadership while publishing", self.client_id)
                 self._is_leader = False
                 return
             self._read_assignment()  # someone else wrote it: start from theirs
-        log.warning("%s: could not publish after 5 attempts; retrying later", self.consumer_id)
+        log.warning("%s: could not publish after 5 attempts; retrying later", self.client_id)
         self._retry_at = time.monotonic() + max(self.rebalance_backoff_ms, 100) / 1000
 
     def _read_assignment(self) -> None:
@@ -1020,7 +1020,7 @@ class GroupMember:
         self._assignment = a
         self._generation = a.generation
         self._bump("rebalances")
-        mine = a.of(self.consumer_id)
+        mine = a.of(self.client_id)
         with self._lock:
             lost = [tp for tp, cl in self._owned.items() if mine.get(tp) != cl.thread]
             for tp in [tp for tp in self._pending if tp not in mine]:

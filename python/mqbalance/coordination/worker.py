@@ -45,7 +45,7 @@ class MemberConfig:
     group: str
     topics: Mapping[str, int | None]  # topic -> partitions to create if absent (None: must exist)
     records: Path
-    consumer_id: str | None = None
+    client_id: str | None = None
     strategy: str = "AVG"
     mode: str = "every-member"
     rate: float = 100.0
@@ -138,7 +138,7 @@ def run_member(cfg: MemberConfig, *, install_signals: bool = True) -> int:
         cfg.hosts,
         cfg.group,
         list(cfg.topics),
-        consumer_id=cfg.consumer_id,
+        client_id=cfg.client_id,
         strategy=cfg.strategy,
         strategy_params=cfg.strategy_params,
         mode=cfg.mode,
@@ -156,7 +156,7 @@ def run_member(cfg: MemberConfig, *, install_signals: bool = True) -> int:
 
         signal.signal(signal.SIGTERM, _stop)
         signal.signal(signal.SIGINT, _stop)
-    rec.write(e="start", m=member.consumer_id, pid=os.getpid(), t=time.monotonic())
+    rec.write(e="start", m=member.client_id, pid=os.getpid(), t=time.monotonic())
     member.start()
     from kazoo.client import KazooClient
 
@@ -204,6 +204,6 @@ def run_member(cfg: MemberConfig, *, install_signals: bool = True) -> int:
                 stop.wait(cfg.poll_ms / 1000)
     finally:
         member.close()
-        rec.write(e="stop", m=member.consumer_id, t=time.monotonic(), stats=member.stats.as_dict())
+        rec.write(e="stop", m=member.client_id, t=time.monotonic(), stats=member.stats.as_dict())
         rec.close()
     return 0
