@@ -12,7 +12,7 @@ import pytest
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
 from mqbalance.remoting import BrokerClient
-from mqbalance.rocketmq import MemberState, RocketMQMember, check_consumed
+from mqbalance.rocketmq import MemberState, RocketMQMember, check_records
 from mqbalance.rocketmq.worker import queue_name
 from rocketmq_cluster import RocketMQCluster
 
@@ -118,7 +118,7 @@ def test_members_share_the_queues_consume_everything_and_hand_over_on_leave(clus
         wait(split_as_java, 20, "the three members own the Java split")
         assert sorted(q for m in members for q in m.owned()) == sort_queues(queues)
         ends = produce(cluster, queues, 5)
-        wait(lambda: check_consumed(sink.records, ends).ok, 20, "everything consumed")
+        wait(lambda: check_records(sink.records, ends).ok, 20, "everything consumed")
         # leave: the broker notifies, the others take the leaver's queues
         leaver = members.pop()
         t = time.monotonic()
@@ -134,7 +134,7 @@ def test_members_share_the_queues_consume_everything_and_hand_over_on_leave(clus
         assert handover < 5 + 2, handover
         assert all(m.stats.notifications >= 1 for m in members)  # the joins were notified
         ends = produce(cluster, queues, 5, tag="after")
-        wait(lambda: check_consumed(sink.records, ends).ok, 20, "everything consumed after the leave")
+        wait(lambda: check_records(sink.records, ends).ok, 20, "everything consumed after the leave")
         # offsets reached the broker: a commit at least up to what was consumed before the leave
         with BrokerClient(cluster.broker("broker-a").addr) as bc:
             wait(
@@ -174,7 +174,7 @@ def test_a_member_unreachable_at_start_keeps_trying_and_consumes_once_the_cluste
             queues = make_topic(c, "T-late")
             wait(lambda: set(m.owned()) == set(queues), 40, "the member takes every queue once the cluster is up")
             ends = produce(c, queues, 3)
-            wait(lambda: check_consumed(sink.records, ends).ok, 20, "everything consumed")
+            wait(lambda: check_records(sink.records, ends).ok, 20, "everything consumed")
     finally:
         m.close()
 
@@ -188,7 +188,7 @@ def test_a_broker_that_goes_away_and_comes_back_does_not_lose_committed_progress
             m.start()
             wait(lambda: set(m.owned()) == set(queues), 20, "the member takes every queue")
             ends = produce(c, queues, 5)
-            wait(lambda: check_consumed(sink.records, ends).ok, 20, "consumed before the restart")
+            wait(lambda: check_records(sink.records, ends).ok, 20, "consumed before the restart")
             with BrokerClient(c.brokers[0].addr) as bc:
                 wait(
                     lambda: all(bc.query_offset("g-restart", "T-restart", q.queue_id) == 5 for q in queues),
@@ -200,8 +200,8 @@ def test_a_broker_that_goes_away_and_comes_back_does_not_lose_committed_progress
             assert m.state is MemberState.RUNNING and m.stats.errors > 0  # failed pulls, reported, not raised
             c.start_broker("broker-a")
             ends = produce(c, queues, 5, tag="after")
-            wait(lambda: check_consumed(sink.records, ends).ok, 40, "consumed after the restart")
-            check = check_consumed(sink.records, ends)
+            wait(lambda: check_records(sink.records, ends).ok, 40, "consumed after the restart")
+            check = check_records(sink.records, ends)
             assert check.duplicates <= 0  # committed progress kept: nothing from before the restart redone
             with BrokerClient(c.brokers[0].addr) as bc:
                 wait(
@@ -251,7 +251,7 @@ def test_a_consume_callback_that_raises_gets_the_batch_again_and_the_member_goes
     with m:
         wait(lambda: set(m.owned()) == set(queues), 20, "the member takes every queue")
         ends = produce(cluster, queues, 3)
-        wait(lambda: check_consumed(sink.records, ends).ok, 20, "everything consumed after the failures")
+        wait(lambda: check_records(sink.records, ends).ok, 20, "everything consumed after the failures")
         assert m.state is MemberState.RUNNING and m.stats.errors >= len(queues)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mqbalance.remoting import BrokerClient, NameServer
-from mqbalance.rocketmq import check_consumed, load_records
+from mqbalance.rocketmq import check_records, load_records
 from mqbalance.rocketmq.worker import EXIT_REFUSED
 from rocketmq_cluster import RocketMQCluster
 
@@ -178,10 +178,10 @@ def test_a_member_killed_with_kill_9_is_unlisted_its_queues_are_taken_over_and_n
         producer.halt.set()
         producer.join()
     ends = g.max_offsets(queues)
-    wait(lambda: check_consumed(g.records(), ends).ok, 30, "every produced message consumed")
+    wait(lambda: check_records(g.records(), ends).ok, 30, "every produced message consumed")
     codes = g.stop_all()
     assert codes["m1"] == codes["m3"] == 0 and codes["m2"] == -signal.SIGKILL
-    check = check_consumed(g.records(), ends)
+    check = check_records(g.records(), ends)
     assert check.ok and check.unique == sum(ends.values()) == producer.sent, check.summary()
     print(f"kill -9: unlisted after {unlisted:.1f} s, queues taken over after {taken:.1f} s, {check.duplicates} dup")
 
@@ -240,7 +240,7 @@ def test_a_member_configured_to_refuse_a_duplicated_id_leaves_and_nothing_is_los
         producer.halt.set()
         producer.join()
     ends = g.max_offsets(queues)
-    wait(lambda: check_consumed(g.records(), ends).ok, 30, "every produced message consumed")
+    wait(lambda: check_records(g.records(), ends).ok, 30, "every produced message consumed")
     codes = g.stop_all()
     assert codes == {"a": 0, "b": 0, "b2": EXIT_REFUSED}
-    assert check_consumed(g.records(), ends).unique == producer.sent
+    assert check_records(g.records(), ends).unique == producer.sent

@@ -4,11 +4,12 @@ clock over RocketMQ's own remoting protocol (:mod:`mqbalance.remoting`).
 
 :class:`RocketMQMember` (:mod:`.member`) is the member; :class:`ClusterTransport` (:mod:`.transport`)
 its link to the name servers and brokers; :mod:`.worker` the runnable form behind ``mqbalance
-consume`` (:mod:`.cli`), which records what it processed; :mod:`.records` checks those records.
+consume`` (:mod:`.cli`), which records what it processed; :mod:`.records` checks those records —
+the same layout as :mod:`mqbalance.coordination` (``member``, ``worker``, ``records``, ``cli``).
 """
 
 from mqbalance.rocketmq.member import MemberState, MemberStats, RocketMQMember, default_client_id
-from mqbalance.rocketmq.records import ConsumeCheck, check_consumed, load_records
+from mqbalance.rocketmq.records import ConsumeCheck, RecordCheck, check_consumed, check_records, load_records
 from mqbalance.rocketmq.transport import ClusterTransport, DuplicateClientId, PulledMessage
 
 __all__ = [
@@ -19,7 +20,9 @@ __all__ = [
     "default_client_id",
     "ClusterTransport",
     "PulledMessage",
+    "RecordCheck",
+    "check_records",
+    "load_records",
     "ConsumeCheck",
     "check_consumed",
-    "load_records",
 ]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mqbalance._validate import number
-from mqbalance.allocation.registry import Use, names_for
+from mqbalance.allocation.registry import StrategyName, Use, names_for
 from mqbalance.exceptions import InvalidInputError
 from mqbalance.remoting.client import check_timeout
 
@@ -23,7 +23,7 @@ __all__ = ["add_subcommands"]
 
 
 def _cmd_consume(args: argparse.Namespace) -> int:
-    from mqbalance.rocketmq.worker import ConsumeConfig, run_consumer
+    from mqbalance.rocketmq.worker import MemberConfig, run_member
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(message)s")
     for name in ("heartbeat_interval_ms", "persist_interval_ms", "rebalance_interval_ms"):
@@ -38,7 +38,7 @@ def _cmd_consume(args: argparse.Namespace) -> int:
     record = (
         Path(args.record) if args.record else Path("out/consumers") / f"{(cid or 'consumer').replace('@', '_')}.jsonl"
     )
-    cfg = ConsumeConfig(
+    cfg = MemberConfig(
         namesrv=args.namesrv,
         group=args.group,
         topics=list(args.topic),
@@ -55,7 +55,7 @@ def _cmd_consume(args: argparse.Namespace) -> int:
         persist_interval_ms=args.persist_interval_ms,
         rebalance_interval_ms=args.rebalance_interval_ms,
     )
-    return run_consumer(cfg)
+    return run_member(cfg)
 
 
 def add_subcommands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
@@ -64,7 +64,7 @@ def add_subcommands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     c.add_argument("--namesrv", required=True, help="name servers, HOST:PORT[;HOST:PORT...]")
     c.add_argument("--group", required=True)
     c.add_argument("--topic", required=True, action="append", help="a topic to consume (repeatable)")
-    c.add_argument("--strategy", default="AVG", help=", ".join(names_for(Use.ROCKETMQ_CLIENT)))
+    c.add_argument("--strategy", default=StrategyName.AVG.value, help=", ".join(names_for(Use.ROCKETMQ_CLIENT)))
     c.add_argument("--client-id", help="client id (default: IP@PID, as RocketMQ builds it)")
     c.add_argument("--record", help="append-only record file (default: out/consumers/<id>.jsonl)")
     c.add_argument("--semantics", default="5.x", choices=["4.x", "5.x"], help="client generation (default 5.x)")

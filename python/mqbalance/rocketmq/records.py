@@ -1,5 +1,7 @@
 """Check the record files of ``mqbalance consume`` processes (format in :mod:`.worker`) against
-what the brokers hold:
+what the brokers hold, as :mod:`mqbalance.coordination.records` does for ``mqbalance member``
+(:func:`load_records` reads the files, :func:`check_records` checks them, a :class:`RecordCheck`
+says what it found):
 
 * **nothing lost** — every offset below a queue's max offset was processed by some member;
 * **duplicates** — messages processed more than once (at-least-once delivery after a crash, a
@@ -7,9 +9,13 @@ what the brokers hold:
 
 >>> recs = {"m1": [{"e": "p", "q": "b/T/0", "a": 0, "b": 5, "n": 5}],
 ...         "m2": [{"e": "p", "q": "b/T/0", "a": 3, "b": 8, "n": 5}]}
->>> c = check_consumed(recs, {"b/T/0": 8, "b/T/1": 2})
+>>> c = check_records(recs, {"b/T/0": 8, "b/T/1": 2})
 >>> c.ok, c.duplicates, c.lost
 (False, 2, {'b/T/1': [(0, 2)]})
+
+:func:`ownership_intervals`, :func:`window_figures` and :func:`duplicates_between` analyse records
+already checked (the fidelity benchmark's figures). ``ConsumeCheck`` and ``check_consumed`` are the
+earlier names of :class:`RecordCheck` and :func:`check_records` (the same objects).
 """
 
 from __future__ import annotations
@@ -20,20 +26,22 @@ from typing import Any
 
 from mqbalance import _validate
 from mqbalance.exceptions import InvalidInputError
-from mqbalance.record_files import load_records
+from mqbalance.record_files import gaps, load_records, processed_range, union_ranges
 
 __all__ = [
+    "RecordCheck",
+    "check_records",
+    "load_records",
     "ConsumeCheck",
     "check_consumed",
     "duplicates_between",
-    "load_records",
     "ownership_intervals",
     "window_figures",
 ]
 
 
 @dataclass
-class ConsumeCheck:
+class RecordCheck:
     members: int = 0
     processed: int = 0
     unique: int = 0
@@ -52,27 +60,11 @@ class ConsumeCheck:
             "processed": self.processed,
             "unique": self.unique,
             "duplicates": self.duplicates,
-            "lost": {q: gaps[:5] for q, gaps in list(self.lost.items())[:10]},
+            "lost": {q: found[:5] for q, found in list(self.lost.items())[:10]},
         }
 
 
-def _processed(member: Any, i: int, r: Any) -> tuple[str, int, int] | None:
-    """A ``p`` record's ``(queue, a, b)``; ``None`` for another kind; a typed error when malformed."""
-    if not isinstance(r, Mapping):
-        raise InvalidInputError(f"records[{member!r}][{i}] must be a record (a mapping), got {r!r:.80}", r)
-    if r.get("e") != "p":
-        return None
-    q, a, b = r.get("q"), r.get("a"), r.get("b")
-    if not isinstance(q, str):
-        raise InvalidInputError(f"records[{member!r}][{i}]: 'q' must be a queue name, got {q!r:.80}", q)
-    a = _validate.java_long(a, f"records[{member!r}][{i}].a", minimum=0)
-    b = _validate.java_long(b, f"records[{member!r}][{i}].b", minimum=0)
-    if b < a:
-        raise InvalidInputError(f"records[{member!r}][{i}]: offsets [a, b) = [{a}, {b}) run backwards", r)
-    return q, a, b
-
-
-def check_consumed(records: Mapping[str, list[dict[str, Any]]], max_offsets: Mapping[str, int]) -> ConsumeCheck:
+def check_records(records: Mapping[str, list[dict[str, Any]]], max_offsets: Mapping[str, int]) -> RecordCheck:
     """``max_offsets``: ``{"broker/topic/queue": the queue's max offset}`` read from the brokers.
     Works on offset ranges, so its cost follows the number of records, not of offsets."""
     _validate.mapping(records, "records")
@@ -86,14 +78,14 @@ def check_consumed(records: Mapping[str, list[dict[str, Any]]], max_offsets: Map
         if _validate.not_a_collection(rows) or isinstance(rows, Mapping):
             raise InvalidInputError(f"records[{member!r}] must be a list of records, got {rows!r:.80}", rows)
         for i, r in enumerate(rows):
-            found = _processed(member, i, r)
+            found = processed_range(member, i, r)
             if found is not None and found[1] < found[2]:
                 spans.setdefault(found[0], []).append(found[1:])
-    res = ConsumeCheck(members=len(records))
+    res = RecordCheck(members=len(records))
     covered: dict[str, list[tuple[int, int]]] = {}
     for q, ranges in spans.items():
         total = sum(b - a for a, b in ranges)
-        union = _union(ranges)
+        union = union_ranges(ranges)
         unique = sum(b - a for a, b in union)
         covered[q] = union
         res.processed += total
@@ -102,30 +94,14 @@ def check_consumed(records: Mapping[str, list[dict[str, Any]]], max_offsets: Map
             res.duplicates_by_queue[q] = total - unique
             res.duplicates += total - unique
     for q, end in sorted(ends.items()):
-        gaps: list[tuple[int, int]] = []
-        k = 0
-        for a, b in covered.get(q, ()):
-            if a >= end:
-                break
-            if a > k:
-                gaps.append((k, a))
-            k = max(k, b)
-        if k < end:
-            gaps.append((k, end))
-        if gaps:
-            res.lost[q] = gaps
+        missing = gaps(covered.get(q, ()), end)
+        if missing:
+            res.lost[q] = missing
     return res
 
 
-def _union(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted, disjoint, non-adjacent ``[a, b)`` ranges covering the same offsets."""
-    out: list[tuple[int, int]] = []
-    for a, b in sorted(ranges):
-        if out and a <= out[-1][1]:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
+ConsumeCheck = RecordCheck
+check_consumed = check_records
 
 
 def ownership_intervals(

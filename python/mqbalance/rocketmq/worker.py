@@ -1,20 +1,20 @@
 """The runnable member behind ``mqbalance consume``: a :class:`~.member.RocketMQMember` whose
 ``consume`` callback records every message it processed in an append-only file, like
-``mqbalance member`` does for ZooKeeper (:mod:`mqbalance.coordination.worker`).
+``mqbalance member`` does for ZooKeeper (:mod:`mqbalance.coordination.worker`): a
+:class:`MemberConfig` run by :func:`run_member`.
 
-The record file holds one JSON object per line, ``e`` giving the kind, ``t`` a ``time.monotonic()``
-stamp (system-wide on Linux, so comparable across processes):
-``start`` (``m`` client id, ``pid``), ``a`` assigned (``q`` list of ``"broker/topic/queue"``, ``o``
-start offsets), ``r`` revoked (``q``), ``p`` processed (``q``, queue offsets ``[a, b)``, ``n``
-messages, ``t0``/``t1``), ``c`` committed (``q``, offset ``o``), ``n`` notified by the broker,
-``rb`` rebalanced (``notified``: when the notification that caused it arrived, or null),
-``dup`` duplicated client id seen (``listed``, ``others``), ``refused``, ``err`` (``w`` what, ``msg``),
-``stop`` (``stats``).
+The record file (a :class:`~mqbalance.record_files.RecordWriter`) holds one JSON object per line,
+``e`` giving the kind, ``t`` a ``time.monotonic()`` stamp (system-wide on Linux, so comparable
+across processes): ``start`` (``m`` client id, ``pid``), ``a`` assigned (``q`` list of
+``"broker/topic/queue"``, ``o`` start offsets), ``r`` revoked (``q``), ``p`` processed (``q``, queue
+offsets ``[a, b)``, ``n`` messages, ``t0``/``t1``), ``c`` committed (``q``, offset ``o``), ``n``
+notified by the broker, ``rb`` rebalanced (``notified``: when the notification that caused it
+arrived, or null), ``dup`` duplicated client id seen (``listed``, ``others``), ``refused``, ``err``
+(``w`` what, ``msg``), ``stop`` (``stats``). :mod:`.records` checks them.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -28,12 +28,14 @@ from typing import Any
 
 from mqbalance._validate import number
 from mqbalance.allocation.models import MessageQueue
-from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingConnectError, RemotingTimeoutError
+from mqbalance.allocation.registry import StrategyName
+from mqbalance.exceptions import MQBalanceError, RemotingConnectError, RemotingTimeoutError
 from mqbalance.rebalance.client import ConsumeFromWhere
+from mqbalance.record_files import RecordWriter
 from mqbalance.rocketmq.member import MemberState, RocketMQMember
 from mqbalance.rocketmq.transport import DuplicateClientId, PulledMessage
 
-__all__ = ["ConsumeConfig", "run_consumer", "queue_name", "EXIT_REFUSED"]
+__all__ = ["MemberConfig", "run_member", "queue_name", "EXIT_REFUSED"]
 
 log = logging.getLogger("mqbalance.rocketmq")
 
@@ -47,14 +49,18 @@ def queue_name(mq: MessageQueue) -> str:
 
 
 @dataclass
-class ConsumeConfig:
+class MemberConfig:
+    """The settings of one ``mqbalance consume`` process; ``strategy`` and ``strategy_params`` go to
+    :class:`~.member.RocketMQMember` unchanged (any name of the registry's
+    ``names_for(Use.ROCKETMQ_CLIENT)``, checked there)."""
+
     namesrv: str
     group: str
     topics: list[str]
     records: Path
-    strategy: str = "AVG"
-    strategy_params: dict[str, Any] = field(default_factory=dict)
     client_id: str | None = None
+    strategy: str = StrategyName.AVG.value
+    strategy_params: dict[str, Any] = field(default_factory=dict)
     semantics: str = "5.x"
     consume_from: str = "last"  # or "first"
     refuse_duplicate_id: bool = False
@@ -64,27 +70,6 @@ class ConsumeConfig:
     heartbeat_interval_ms: int = 30_000
     persist_interval_ms: int = 5_000
     rebalance_interval_ms: int = 20_000
-
-
-class Records:
-    """An append-only JSON-lines file; one ``os.write`` per line (whole lines survive ``kill -9``)."""
-
-    def __init__(self, path: Path) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        except ValueError as e:  # a NUL in the path; OSError (not writable, ...) goes to the caller as is
-            raise InvalidInputError(f"record file {str(path)!r}: {e}", str(path)) from None
-        self._lock = threading.Lock()
-
-    def write(self, **fields: Any) -> None:
-        fields.setdefault("t", time.monotonic())
-        line = (json.dumps(fields, separators=(",", ":")) + "\n").encode()
-        with self._lock:
-            os.write(self.fd, line)
-
-    def close(self) -> None:
-        os.close(self.fd)
 
 
 def _check_name_servers(member: RocketMQMember) -> None:
@@ -98,7 +83,7 @@ def _check_name_servers(member: RocketMQMember) -> None:
         return
 
 
-def run_consumer(cfg: ConsumeConfig, *, install_signals: bool = True) -> int:
+def run_member(cfg: MemberConfig, *, install_signals: bool = True) -> int:
     """Run until SIGTERM/SIGINT or ``cfg.duration``; leave gracefully. Returns the exit code
     (:data:`EXIT_REFUSED` when it refused a duplicated client id).
 
@@ -110,7 +95,7 @@ def run_consumer(cfg: ConsumeConfig, *, install_signals: bool = True) -> int:
         number(cfg.duration, "duration", positive=True)
     number(cfg.work_ms, "work_ms")
     stop = threading.Event()
-    rec: Records | None = None
+    rec: RecordWriter | None = None
 
     def write(**fields: Any) -> None:
         if rec is not None:
@@ -153,7 +138,7 @@ def run_consumer(cfg: ConsumeConfig, *, install_signals: bool = True) -> int:
     )
     created = not os.path.lexists(cfg.records)
     try:
-        rec = Records(cfg.records)
+        rec = RecordWriter(cfg.records)
         _check_name_servers(member)
     except BaseException:
         member.close()
