@@ -1,6 +1,7 @@
 """Live hazards on a real broker (the Rust port) with ``mqbalance consume`` subprocess members: a
 member killed with ``kill -9`` (its queues taken over, nothing lost) and two processes started
-with the same client id (what the broker lists, what our members see, refusing to consume)."""
+with the same client id (what the broker lists, what our members see, refusing to consume); the
+strategy given to ``mqbalance consume`` is the one its member runs."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.remoting import BrokerClient, NameServer
 from mqbalance.rocketmq import check_records, load_records
-from mqbalance.rocketmq.worker import EXIT_REFUSED
+from mqbalance.rocketmq.worker import EXIT_REFUSED, queue_name
 from rocketmq_cluster import RocketMQCluster
 
 PER_BROKER = 4
@@ -244,3 +246,29 @@ def test_a_member_configured_to_refuse_a_duplicated_id_leaves_and_nothing_is_los
     codes = g.stop_all()
     assert codes == {"a": 0, "b": 0, "b2": EXIT_REFUSED}
     assert check_records(g.records(), ends).unique == producer.sent
+
+
+def test_consume_runs_the_strategy_it_is_given(cluster, tmp_path, groups):
+    """``--strategy`` reaches the member unchanged (any case, as the registry reads names): the
+    split is CONSISTENT_HASH's, not the default AVG's, and the member says so to the broker."""
+    topic, group = "T-strategy", "g-strategy"
+    queues = make_topic(cluster, topic)
+    mqs = sort_queues([MessageQueue(topic, b, int(q)) for b, _, q in (name.split("/") for name in queues)])
+    ids = {"s1": "10.5.0.1@1", "s2": "10.5.0.2@2", "s3": "10.5.0.3@3"}
+
+    def split(name):
+        s, cids = strategy(name), sort_client_ids(list(ids.values()))
+        return {n: {queue_name(mq) for mq in s.allocate(group, cid, mqs, cids)} for n, cid in ids.items()}
+
+    want = split("CONSISTENT_HASH")
+    assert want != split("AVG")  # the two strategies split these queues differently
+    g = Group(cluster, tmp_path, group, topic)
+    groups.append(g)
+    for name, cid in ids.items():
+        g.start(name, cid, "--strategy", "consistent_hash")
+    wait(lambda: g.held() == want, 30, "the members split the queues as CONSISTENT_HASH does")
+    assert all(g.records()[n][0]["strategy"] == "consistent_hash" for n in ids)  # recorded as given
+    with BrokerClient(cluster.brokers[0].addr) as bc:
+        info = bc.consumer_running_info(group, ids["s1"], timeout=5)
+    assert info["properties"]["allocateMessageQueueStrategy"] == "CONSISTENT_HASH"
+    assert g.stop_all() == dict.fromkeys(ids, 0)
