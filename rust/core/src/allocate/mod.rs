@@ -227,6 +227,9 @@ pub(crate) fn owners_unchecked(
             machine_room::owners(consumer_idcs.as_ref(), queues, group)?
         }
         Strategy::MachineRoomNearby { inner } => {
+            let inner = |view: &QueueView<'_>, group: &ConsumerList| {
+                owners_unchecked(inner, view, group, None)
+            };
             nearby::owners(inner, queues, group, require_rooms(strategy, rooms)?)?
         }
     })
@@ -256,6 +259,9 @@ pub fn allocate(
     };
     match strategy {
         Strategy::MachineRoomNearby { inner } => {
+            let inner = |id: &str, view: &QueueView<'_>, group: &ConsumerList| {
+                allocate(inner, Some(id), view, group, None)
+            };
             nearby::allocate_member(inner, me, queues, group, require_rooms(strategy, rooms)?)
         }
         _ => Ok(mine(&owners_unchecked(strategy, queues, group, rooms)?, me)),

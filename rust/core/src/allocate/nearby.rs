@@ -20,7 +20,6 @@
 
 use std::collections::BTreeMap;
 
-use super::{allocate, owners_unchecked, Strategy};
 use crate::error::AllocateError;
 use crate::order::java_ranks;
 use crate::queues::{ConsumerList, QueueTable, QueueView};
@@ -170,10 +169,11 @@ fn rows_of(queues: &QueueView<'_>, positions: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// Whole-group owners: every room's queues through `inner`, over that room's consumers or, for a
-/// room without consumers, over the whole group.
+/// Whole-group owners: every room's queues through `inner` (the inner strategy's owners of a
+/// queue view over a consumer list), over that room's consumers or, for a room without consumers,
+/// over the whole group.
 pub fn owners(
-    inner: &Strategy,
+    inner: impl Fn(&QueueView<'_>, &ConsumerList) -> Result<Vec<i64>, AllocateError>,
     queues: &QueueView<'_>,
     group: &ConsumerList,
     rooms: &RoomMap,
@@ -185,7 +185,7 @@ pub fn owners(
         let rows = rows_of(queues, positions);
         let view = table.view(&rows);
         let local: Vec<i64> = match g.consumers.get(room) {
-            Some(slots) => owners_unchecked(inner, &view, &sub_group(group, slots), None)?
+            Some(slots) => inner(&view, &sub_group(group, slots))?
                 .into_iter()
                 .map(|o| {
                     if o < 0 {
@@ -195,7 +195,7 @@ pub fn owners(
                     }
                 })
                 .collect(),
-            None => owners_unchecked(inner, &view, group, None)?,
+            None => inner(&view, group)?,
         };
         for (&k, o) in positions.iter().zip(local) {
             out[k as usize] = o;
@@ -204,9 +204,10 @@ pub fn owners(
     Ok(out)
 }
 
-/// Java's per-client call for member slot `me` (the input check has passed).
+/// Java's per-client call for member slot `me` (the input check has passed); `inner` is the inner
+/// strategy's per-client call (client id, queue view, consumer list → positions in the view).
 pub fn allocate_member(
-    inner: &Strategy,
+    inner: impl Fn(&str, &QueueView<'_>, &ConsumerList) -> Result<Vec<u32>, AllocateError>,
     me: usize,
     queues: &QueueView<'_>,
     group: &ConsumerList,
@@ -219,7 +220,7 @@ pub fn allocate_member(
     let mut result = Vec::new();
     let mut take = |positions: &Vec<u32>, consumers: &ConsumerList| -> Result<(), AllocateError> {
         let rows = rows_of(queues, positions);
-        let picked = allocate(inner, Some(id), &table.view(&rows), consumers, None)?;
+        let picked = inner(id, &table.view(&rows), consumers)?;
         result.extend(picked.into_iter().map(|l| positions[l as usize]));
         Ok(())
     };

@@ -1,7 +1,7 @@
 //! Client-side `RangeAssignor` (no racks): per topic, contiguous ranges over the subscribers in
 //! [`super::member_order`]; the first `count mod n` get one extra.
 
-use super::{canonical, member_order, subscribers, Cluster, Member, TopicPartition};
+use super::group::{canonical, member_order, subscribers, Cluster, Member, TopicPartition};
 
 /// `(start, len)` of position `i` among `n` over `count` partitions.
 #[inline]

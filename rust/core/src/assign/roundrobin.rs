@@ -2,7 +2,7 @@
 //! dealt cyclically over the members in [`super::member_order`], skipping members not subscribed
 //! to the partition's topic.
 
-use super::{canonical, member_order, subscribers, Cluster, Member, TopicPartition};
+use super::group::{canonical, member_order, subscribers, Cluster, Member, TopicPartition};
 
 /// Every member's partitions, sorted by (topic name, partition); aligned with `members`.
 pub fn assign(cluster: &Cluster, members: &[Member]) -> Vec<Vec<TopicPartition>> {

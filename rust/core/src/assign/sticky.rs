@@ -33,7 +33,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{canonical, subscribers, Cluster, Member, TopicPartition};
+use super::group::{canonical, subscribers, Cluster, Member, TopicPartition};
 use crate::order::java_cmp;
 
 const NOBODY: i32 = -1;

@@ -1,18 +1,17 @@
 //! `TopicPublishInfo` and queue selection (`MQFaultStrategy.selectOneMessageQueue`).
 //!
-//! The per-thread `ThreadLocalIndex` counters are raw `i32`s owned by the caller: every use stores
-//! `raw + 1` (wrapping) and yields `(raw + 1) & 0x7FFF_FFFF` ([`next_index`]).
+//! The per-thread `ThreadLocalIndex` counters are raw `i32`s owned by the caller
+//! ([`next_index`]).
 //!
 //! ```
-//! use mqbalance_core::fault::{next_index, TopicPublishInfo, QueueData};
-//! let mut raw = i32::MAX;
-//! assert_eq!((next_index(&mut raw), raw), (0, i32::MIN)); // wraps, masked to 0
+//! use mqbalance_core::fault::{TopicPublishInfo, QueueData};
 //! let tp = TopicPublishInfo::from_route("T", &[QueueData::new("b", 6, 2), QueueData::new("a", 6, 1)], |_| true).unwrap();
 //! assert_eq!(tp.len(), 3); // a/0, b/0, b/1 — queue datas sorted by broker name
 //! ```
 
 use super::error::FaultError;
 use super::strategy::MQFaultStrategy;
+use super::thread_local_index::next_index;
 use crate::order::java_cmp;
 use crate::QueueTable;
 
@@ -20,13 +19,6 @@ use crate::QueueTable;
 pub const PERM_READ: i64 = 4;
 /// Permission bit: writable.
 pub const PERM_WRITE: i64 = 2;
-
-/// `ThreadLocalIndex.incrementAndGet`: store `raw + 1`, return it masked non-negative.
-#[inline]
-pub fn next_index(raw: &mut i32) -> i32 {
-    *raw = raw.wrapping_add(1);
-    *raw & 0x7FFF_FFFF
-}
 
 /// One `QueueData` of a topic route.
 #[derive(Debug, Clone, PartialEq, Eq)]

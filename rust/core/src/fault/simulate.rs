@@ -23,8 +23,8 @@ use rustc_hash::FxHashMap;
 
 use super::error::FaultError;
 use super::select::{Selected, TopicPublishInfo};
+use super::semantics::Semantics;
 use super::strategy::MQFaultStrategy;
-use super::Semantics;
 
 /// `SplitMix64`: a tiny, well-known, seedable generator (Steele, Lea & Flood 2014).
 #[derive(Debug, Clone)]

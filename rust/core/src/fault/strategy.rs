@@ -14,9 +14,9 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use super::error::FaultError;
-use super::select::next_index;
+use super::semantics::Semantics;
 use super::table::LatencyTable;
-use super::Semantics;
+use super::thread_local_index::next_index;
 
 /// One broker's entry. `reachable` and `check_stamp` are 5.x only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
