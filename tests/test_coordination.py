@@ -254,10 +254,10 @@ def test_session_loss_stops_work_first_then_rejoins(zk_server, zk, group, stack)
         events.clear()
         a = start(stack, zk_server.hosts, f"{group}-{mode}", "a", [topic], mode=mode, on_revoked=revoked)
         wait_until(lambda a=a: settled([a], 4) and a.may_work())
-        old = a._client.client_id
-        expire_session(zk_server.hosts, a._client)
+        old = a._session.client.client_id
+        expire_session(zk_server.hosts, a._session.client)
         wait_until(lambda: ("revoked", RevokeReason.SESSION_LOST, 4) in events)
-        wait_until(lambda a=a, old=old: settled([a], 4) and a._client.client_id != old and a.may_work())
+        wait_until(lambda a=a, old=old: settled([a], 4) and a._session.client.client_id != old and a.may_work())
         assert work_seen[-1] is False
         a.close()
 
@@ -458,9 +458,9 @@ def test_members_watch_again_after_a_dropped_connection(stack, mode):
     kw = {"mode": mode, "session_timeout": 8.0}
     a, b = (start(stack, server.hosts, "g", cid, ["t"], **kw) for cid in ("a", "b"))
     wait_until(lambda: settled([a, b], 12))
-    sessions = [m._client.client_id[0] for m in (a, b)]
+    sessions = [m._session.client.client_id[0] for m in (a, b)]
     server.restart(kill=True)
-    wait_until(lambda: all(m._client.connected for m in (a, b)) and settled([a, b], 12))
-    assert [m._client.client_id[0] for m in (a, b)] == sessions  # the same sessions: no re-registration
+    wait_until(lambda: all(m._session.client.connected for m in (a, b)) and settled([a, b], 12))
+    assert [m._session.client.client_id[0] for m in (a, b)] == sessions  # the same sessions: no re-registration
     c = start(stack, server.hosts, "g", "c", ["t"], **kw)
     wait_until(lambda: settled([a, b, c], 12) and all(len(m.assignment) == 4 for m in (a, b, c)))

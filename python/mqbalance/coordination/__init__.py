@@ -1,10 +1,12 @@
 """Consumer groups that balance for real, across processes, through a real ZooKeeper.
 
-``GroupMember(hosts, group, topics, *, strategy=..., mode="every-member"|"leader", on_assigned=...,
-on_revoked=..., session_timeout=..., rebalance_max_retries=4, rebalance_backoff_ms=2000, auth=None)``
-— see :mod:`mqbalance.coordination.member` for both protocols. ``set_partitions`` creates or changes
-a topic's partition node; ``group_status`` reads a group (members, owners, offsets, lag);
-``ZooKeeperServer`` starts a throwaway standalone server from the Debian jars.
+``GroupMember(hosts, group, topics, *, client_id=None, strategy=..., mode="every-member"|"leader",
+on_assigned=..., on_revoked=..., session_timeout=..., rebalance_max_retries=4,
+rebalance_backoff_ms=2000, auth=None)`` — see :mod:`mqbalance.coordination.member` for how it is
+built and :mod:`~mqbalance.coordination.every_member` / :mod:`~mqbalance.coordination.leader` for
+the two protocols. ``set_partitions`` creates or changes a topic's partition node;
+``group_status`` reads a group (members, owners, offsets, lag); ``ZooKeeperServer`` starts a
+throwaway standalone server from the Debian jars.
 
 Typical worker (the member process of ``mqbalance member`` is a full one)::
 
@@ -31,7 +33,9 @@ from mqbalance.coordination.errors import (
     ZooKeeperUnreachableError,
 )
 from mqbalance.coordination.layout import GroupPaths, MemberInfo, PublishedAssignment, set_partitions
-from mqbalance.coordination.member import LEASE_FRACTION, GroupMember, MemberState, MemberStats, Mode, RevokeReason
+from mqbalance.coordination.member import GroupMember
+from mqbalance.coordination.session import LEASE_FRACTION
+from mqbalance.coordination.states import MemberState, MemberStats, Mode, RevokeReason
 from mqbalance.coordination.status import GroupStatus, group_status
 from mqbalance.coordination.zkserver import ZooKeeperServer
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqbalance.coordination.errors import InvalidCoordinationConfigError
+from mqbalance.coordination.errors import InvalidCoordinationConfigError, NoPartitionsError
 from mqbalance.kafka import TopicPartition
 
 __all__ = [
@@ -268,6 +268,4 @@ def set_partitions(
     elif create:
         client.create(path, data, makepath=True)
     else:
-        from mqbalance.coordination.errors import NoPartitionsError
-
         raise NoPartitionsError(f"topic {topic!r} has no partition node {path}", topic)

@@ -1,24 +1,55 @@
-"""A short ZooKeeper session for one-off reads and writes (status, topic setup): connected within
-a timeout or a clear :class:`ZooKeeperUnreachableError`, always closed.
+"""ZooKeeper sessions: a short one for one-off reads and writes (status, topic setup), and a
+member's long one — its connection, its registration ``ids/<client_id>`` and its lease.
+
+A short session is connected within a timeout or a clear :class:`ZooKeeperUnreachableError`, and
+always closed:
 
 >>> with short_session("127.0.0.1:1", timeout=0.2) as client:  # nothing listens on port 1
 ...     pass
 Traceback (most recent call last):
 ...
 mqbalance.coordination.errors.ZooKeeperUnreachableError: no ZooKeeper server answered at 127.0.0.1:1 within 0.2 s
+
+A member's session (:class:`MemberSession`) is where work is allowed: the lease runs until the send
+time of the last answered request + ``LEASE_FRACTION`` × the session timeout, so with a 6 s session
+a member whose last ping was sent at t = 100 s may work until t = 104.5 s, while ZooKeeper cannot
+expire the session (and hand its partitions to anybody else) before t = 106 s.
 """
 
 from __future__ import annotations
 
+import logging
+import queue
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import make_acl, make_digest_acl
 
-from mqbalance.coordination.errors import ZooKeeperUnreachableError
+from mqbalance.coordination.errors import (
+    CoordinationAuthError,
+    DuplicateClientIdError,
+    NoPartitionsError,
+    ZooKeeperUnreachableError,
+)
+from mqbalance.coordination.layout import GroupPaths, MemberInfo, encode_member
+from mqbalance.coordination.lifecycle import Event
+from mqbalance.coordination.states import Stats
 
-__all__ = ["digest_auth", "short_session"]
+__all__ = ["LEASE_FRACTION", "MemberSession", "digest_auth", "short_session"]
+
+log = logging.getLogger("mqbalance.coordination")
+
+#: Work is allowed until ``send time of the last answered request + LEASE_FRACTION × session timeout``:
+#: ZooKeeper cannot expire the session (and give its partitions away) before ``send time + timeout``.
+#: This assumes the server granted the requested timeout (it clamps it to [2, 20] × tickTime, and kazoo
+#: does not expose the negotiated value): request a timeout inside that range.
+LEASE_FRACTION = 0.75
 
 
 def digest_auth(auth: tuple[str, str] | None) -> list[tuple[str, str]] | None:
@@ -41,3 +72,193 @@ def short_session(hosts: str, *, timeout: float, auth: tuple[str, str] | None = 
     finally:
         client.stop()
         client.close()
+
+
+class MemberSession:
+    """One member's connection to the group: the kazoo client, the registration of ``member`` under
+    ``ids``, and the lease that gates work.
+
+    The connection's changes become events (``("connected",)``, ``("suspended",)``, ``("lost",)``)
+    in ``events``; ``fenced`` is set as soon as a session is lost (or replaced by a new one) and
+    stays set until whatever the old session owned has been revoked. Every request is counted in
+    ``stats``.
+    """
+
+    def __init__(
+        self,
+        hosts: str,
+        paths: GroupPaths,
+        member: MemberInfo,
+        *,
+        session_timeout: float,
+        connect_timeout: float,
+        auth: tuple[str, str] | None,
+        stats: Stats,
+        events: queue.Queue[Event],
+    ) -> None:
+        self.hosts, self.paths, self.member = hosts, paths, member
+        self.client_id = member.client_id
+        self.session_timeout, self.connect_timeout = session_timeout, connect_timeout
+        self._auth = auth
+        self.acl = (
+            [make_digest_acl(auth[0], auth[1], all=True), make_acl("world", "anyone", read=True)] if auth else None
+        )
+        self.stats = stats
+        self._events = events
+        self.client: Any = None
+        self.connected = False
+        self.fenced = False  # a session was lost and its claims are not revoked yet: no work
+        self.lease_until = 0.0
+        self.session: int | None = None  # the session our ids node belongs to
+
+    # ------------------------------------------------------------------ connection
+    def connect(self) -> None:
+        """Start the client; :class:`ZooKeeperUnreachableError` (client closed) if no server answers."""
+        client = KazooClient(
+            hosts=self.hosts,
+            timeout=self.session_timeout,
+            connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 1.5, "max_delay": 0.5},
+            auth_data=digest_auth(self._auth),
+        )
+        self.client = client
+        client.add_listener(self._on_connection)
+        try:
+            client.start(timeout=self.connect_timeout)
+        except KazooTimeoutError:
+            self.shutdown()
+            raise ZooKeeperUnreachableError(
+                f"no ZooKeeper server answered at {self.hosts} within {self.connect_timeout:g} s", self.hosts
+            ) from None
+
+    def shutdown(self) -> None:
+        c = self.client
+        if c is None:
+            return
+        self.connected = False
+        try:
+            c.stop()
+        finally:
+            c.close()
+
+    def current(self) -> int | None:
+        """The id of the client's session now (it differs from ``session`` after an expiry)."""
+        cid = self.client.client_id
+        return cid[0] if cid else None
+
+    def _on_connection(self, st: str) -> None:  # kazoo's thread: flags and events only
+        if st == KazooState.CONNECTED:
+            cid = self.client.client_id if self.client is not None else None
+            if self.session is not None and cid is not None and cid[0] != self.session:
+                self.fenced = True  # a new session: whatever the old one owned is gone
+            self.lease_until = time.monotonic() + LEASE_FRACTION * self.session_timeout
+            self.connected = True
+            self._events.put(("connected",))
+        elif st == KazooState.SUSPENDED:
+            self.connected = False
+            self._events.put(("suspended",))
+        elif st == KazooState.LOST:
+            self.connected = False
+            self.fenced = True
+            self._events.put(("lost",))
+
+    # ------------------------------------------------------------------ the lease
+    def lease(self) -> float | None:
+        """The ``time.monotonic()`` until which work is safe, or ``None`` if it is not now."""
+        until = self.lease_until
+        if not self.connected or self.fenced or time.monotonic() >= until:
+            return None
+        return until
+
+    def lease_loop(self, stop: threading.Event) -> None:
+        """Renew the lease with a cheap read every quarter of the session timeout until ``stop``."""
+        interval = self.session_timeout / 4
+        path = self.paths.member(self.client_id)
+        while not stop.wait(interval):
+            if not self.connected:
+                continue
+            sent = time.monotonic()
+            try:
+                self.client.exists_async(path).get(timeout=interval)
+            except Exception:  # noqa: S112 - no answer: the lease is not renewed
+                continue
+            finally:
+                self.stats.bump("lease_requests")
+            if self.connected:
+                self.lease_until = max(self.lease_until, sent + LEASE_FRACTION * self.session_timeout)
+
+    # ------------------------------------------------------------------ joining the group
+    def prepare(self, *, leader: bool) -> None:
+        """Group nodes (with the ACL) and the subscribed topics' partition nodes must exist."""
+        c, paths = self.client, self.paths
+        try:
+            self.stats.count()
+            c.ensure_path("/consumers")
+            for p in (paths.ids, paths.leader, paths.owners, paths.offsets):
+                self.stats.count()
+                c.ensure_path(p, acl=self.acl)
+            for t in self.member.subscription:
+                for p in (f"{paths.owners}/{t}", f"{paths.offsets}/{t}"):
+                    self.stats.count()
+                    c.ensure_path(p, acl=self.acl)
+            if leader:
+                self.stats.count()
+                if c.exists(paths.assignment) is None:
+                    try:
+                        self.stats.count()
+                        c.create(paths.assignment, b"", acl=self.acl)
+                    except NodeExistsError:
+                        pass
+            for t in self.member.subscription:
+                self.stats.count()
+                raw = c.exists(GroupPaths.topic(t))
+                if raw is None:
+                    raise NoPartitionsError(
+                        f"topic {t!r} has no partition node {GroupPaths.topic(t)} (create it with "
+                        "mqbalance.coordination.set_partitions or `mqbalance member --topic T:N`)",
+                        t,
+                    )
+        except NoAuthError as e:
+            raise CoordinationAuthError(
+                f"ZooKeeper refused to create the nodes of group {paths.group!r} (digest ACL): pass its auth",
+                paths.group,
+            ) from e
+
+    def register(self) -> None:
+        """Create ``ids/<client_id>`` (ephemeral) for this session; refuse an id held by another session."""
+        c = self.client
+        path = self.paths.member(self.client_id)
+        data = encode_member(self.member)
+        session = c.client_id[0] if c.client_id else None
+        sent = time.monotonic()
+        for _ in range(3):
+            try:
+                self.stats.count()
+                c.create(path, data, acl=self.acl, ephemeral=True)
+                break
+            except NodeExistsError:
+                self.stats.count()
+                stat = c.exists(path)
+                if stat is None:
+                    continue
+                if stat.ephemeralOwner == session:
+                    break
+                raise DuplicateClientIdError(
+                    f"client id {self.client_id!r} is already registered in group {self.paths.group!r} by another "
+                    f"live session (0x{stat.ephemeralOwner:x}): refusing to start a second member with the same id",
+                    self.client_id,
+                ) from None
+            except NoAuthError as e:
+                raise CoordinationAuthError(
+                    f"ZooKeeper refused to register {path} (digest ACL on group {self.paths.group!r}): pass its auth",
+                    path,
+                ) from e
+        self.session = session
+        self.lease_until = max(self.lease_until, sent + LEASE_FRACTION * self.session_timeout)
+
+    def delete(self, path: str) -> None:
+        """Delete ``path`` if it exists (one counted request)."""
+        try:
+            self.stats.count()
+            self.client.delete(path)
+        except NoNodeError:
+            pass

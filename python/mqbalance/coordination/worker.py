@@ -28,9 +28,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError
+
 from mqbalance.coordination.errors import CommitFailedError, FencedCommitError, NoPartitionsError
 from mqbalance.coordination.layout import GroupPaths, encode_partitions, parse_source_rate
-from mqbalance.coordination.member import GroupMember, RevokeReason
+from mqbalance.coordination.member import GroupMember
+from mqbalance.coordination.session import short_session
+from mqbalance.coordination.states import RevokeReason
 from mqbalance.coordination.status import source_end
 from mqbalance.kafka import TopicPartition
 
@@ -63,10 +68,6 @@ class MemberConfig:
 
 def ensure_topics(hosts: str, topics: Mapping[str, int | None], rate: float, *, timeout: float = 10.0) -> None:
     """Create the partition nodes that are absent (never changes an existing one)."""
-    from kazoo.exceptions import NodeExistsError
-
-    from mqbalance.coordination.session import short_session
-
     with short_session(hosts, timeout=timeout) as client:
         for t, n in topics.items():
             path = GroupPaths.topic(t)
@@ -158,8 +159,6 @@ def run_member(cfg: MemberConfig, *, install_signals: bool = True) -> int:
         signal.signal(signal.SIGINT, _stop)
     rec.write(e="start", m=member.client_id, pid=os.getpid(), t=time.monotonic())
     member.start()
-    from kazoo.client import KazooClient
-
     probe = KazooClient(hosts=cfg.hosts)  # the topics' creation times and rates, read once
     probe.start(timeout=10)
     try:
