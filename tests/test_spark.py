@@ -150,7 +150,7 @@ def test_work_is_spread_by_group_and_every_pair_of_a_group_shares_a_task():
     from mqbalance.fleet.spark import _work_partitions
 
     snap = snapshot_from_dict(example_fleet(9), "example")
-    pairs = engine.subscription_pairs(snap)
+    pairs = snap.pair_table()
     table = _work_partitions(pairs, snap.group_index(), 4)
     part_of: dict[str, set[int]] = defaultdict(set)
     work = [0] * 4

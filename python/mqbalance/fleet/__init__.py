@@ -1,10 +1,17 @@
 """A RocketMQ fleet: snapshots of it, who consumes every queue, and what is wrong with that.
 
-* :mod:`~mqbalance.fleet.snapshot` — the snapshot model (JSON or Parquet in, typed views out);
-* :mod:`~mqbalance.fleet.engine` — the assignment of every (group, topic), Spark-free;
-* :mod:`~mqbalance.fleet.findings` — per-pair table, :class:`Finding` s and totals;
+The modules, bottom to top: each imports only modules to its left, and nothing calls back up
+(``live`` stands on ``snapshot`` alone, ``shipping`` under ``spark``, ``example`` on none)::
+
+    snapshot  <  engine  <  findings  <  report, spark  <  mqbalance.fleet (audit_snapshot)
+
+* :mod:`~mqbalance.fleet.snapshot` — the snapshot model (JSON or Parquet in, typed views out, and
+  the schema types it owns: routes, (group, topic, route) pairs);
+* :mod:`~mqbalance.fleet.engine` — the assignment of every (group, topic) and its audit facts, Spark-free;
+* :mod:`~mqbalance.fleet.findings` — per-pair table, :class:`Finding` s and totals, from the facts;
 * :mod:`~mqbalance.fleet.report` — JSON/CSV/Markdown/HTML outputs and plots;
 * :mod:`~mqbalance.fleet.spark` — the same at scale on Spark (imported on demand);
+* :mod:`~mqbalance.fleet.live` — a snapshot read from a running cluster;
 * :mod:`~mqbalance.fleet.example` — generated example fleets with planted hazards.
 
 >>> snap = snapshot_from_dict(example_fleet(7, groups=12), "example")
@@ -16,16 +23,7 @@
 from collections.abc import Callable, Iterable
 
 from mqbalance.allocation.registry import StrategySpec
-from mqbalance.fleet.engine import (
-    DEFAULT_WHAT_IF,
-    assign_snapshot,
-    busy_processes,
-    churn,
-    load_facts,
-    pair_counts,
-    what_if_candidates,
-)
-from mqbalance.fleet.engine import what_if as engine_what_if
+from mqbalance.fleet.engine import DEFAULT_WHAT_IF, assign_snapshot, snapshot_facts, what_if_candidates
 from mqbalance.fleet.example import HAZARD_GROUPS, example_fleet, example_pair, scaled_fleet
 from mqbalance.fleet.findings import FINDING_KINDS, AuditResult, Finding, FindingKind, PairRow, WhatIfRow, summarise
 from mqbalance.fleet.report import write_outputs
@@ -75,7 +73,8 @@ def audit_snapshot(
     previous: Snapshot | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditResult:
-    """The audit of one snapshot, in-process (no Spark): :func:`assign_snapshot` then
+    """The audit of one snapshot, in-process (no Spark): the engine's facts
+    (:func:`mqbalance.fleet.engine.snapshot_facts`, which runs :func:`assign_snapshot`) then
     :func:`summarise`; ``what_if``: candidate strategies to try on every clustering group
     (:func:`mqbalance.fleet.engine.what_if`); ``previous``: an earlier snapshot, for churn
     (:func:`mqbalance.fleet.engine.churn`); ``progress(done, total)``: queues assigned so far."""
@@ -86,13 +85,5 @@ def audit_snapshot(
             f"audit_snapshot: previous must be a Snapshot (see load_snapshot), got {previous!r}", previous
         )
     candidates = what_if_candidates(what_if)
-    assignments = assign_snapshot(snapshot, progress=progress)
-    rows = engine_what_if(assignments, snapshot.consumer_groups(), candidates) if candidates else None
-    moved = None
-    if previous is not None:
-        per_pair = churn(assignments, assign_snapshot(previous))
-        keys = zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist())
-        moved = dict(zip(keys, per_pair.column("moved").to_pylist()))
-    groups = snapshot.consumer_groups()
-    per_pair, loads, busy = load_facts(*pair_counts(assignments), groups)
-    return summarise(snapshot, per_pair, loads, busy_processes(busy, groups), moved, what_if=rows)
+    facts = snapshot_facts(snapshot, candidates=candidates, previous=previous, progress=progress)
+    return summarise(snapshot, *facts)

@@ -4,8 +4,9 @@ assign`` runs it directly and the Spark executors run it on their batches.
 
 The steps:
 
-1. :func:`subscription_pairs` — one row per subscribed (group, topic) with the topic's readable
-   route (READ-permission queue data sorted by broker): the only thing that travels.
+1. :meth:`Snapshot.pair_table <mqbalance.fleet.snapshot.Snapshot.pair_table>` (the snapshot
+   model's) — one row per subscribed (group, topic) with the topic's readable route
+   (READ-permission queue data sorted by broker): the only thing that travels.
 2. :func:`expand_pairs` — a batch of pairs into one row per queue (``0..readQueueNums-1`` per
    broker), contiguous per pair, and the pair boundaries.
 3. :func:`assign_batch` — owners of all those queues: clustering pairs whose clients share one
@@ -21,6 +22,8 @@ The steps:
 
 The output of 3 is one row per (queue, consuming process) — ``group, topic, broker_name,
 queue_id, consumer`` — and a queue nobody consumes has one row with a null consumer.
+:func:`snapshot_facts` runs them all in-process and hands back the :class:`AuditFacts` that
+:func:`mqbalance.fleet.findings.summarise` reads; :func:`fact_blocks` is the same per Spark task.
 
 >>> from mqbalance.fleet.snapshot import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
@@ -34,19 +37,27 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mqbalance import bulk
 from mqbalance._validate import not_a_collection
+from mqbalance.allocation import bulk
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.exceptions import UnknownStrategyError
-from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot, SnapshotError
+from mqbalance.fleet.snapshot import (
+    PAIR_SCHEMA,
+    ConsumerGroup,
+    MessageModel,
+    Snapshot,
+    SnapshotError,
+    check_queue_budget,
+)
 
 __all__ = [
+    "ASSIGNMENT_QUEUE_BYTES",
     "ASSIGNMENT_SCHEMA",
     "DEFAULT_WHAT_IF",
     "BUSY_SCHEMA",
@@ -54,25 +65,25 @@ __all__ = [
     "GROUP_BUSY_SCHEMA",
     "LOAD_SCHEMA",
     "PAIR_FACT_COLUMNS",
-    "PAIR_SCHEMA",
+    "PAIR_FACT_SCHEMA",
     "WHAT_IF_SCHEMA",
+    "AuditFacts",
     "assign_batch",
     "assign_pair",
     "assign_snapshot",
     "busy_processes",
+    "check_assignable",
     "churn",
     "expand_pairs",
     "load_facts",
     "pair_counts",
-    "subscription_pairs",
+    "snapshot_facts",
     "what_if",
     "with_previous_routes",
     "what_if_candidates",
     "what_if_facts",
 ]
 
-ROUTE_TYPE = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
-PAIR_SCHEMA = pa.schema([("group", pa.string()), ("topic", pa.string()), ("route", ROUTE_TYPE)])
 ASSIGNMENT_SCHEMA = pa.schema(
     [
         ("group", pa.string()),
@@ -84,25 +95,8 @@ ASSIGNMENT_SCHEMA = pa.schema(
 )
 
 
-def subscription_pairs(snapshot: Snapshot) -> pa.Table:
-    """``(group, topic, route)`` for every subscribed topic that has a readable queue, in
-    subscription order (:attr:`Snapshot.route_table` joined by topic, no object per row)."""
-    routes = snapshot.route_table
-    subs = snapshot.subscriptions
-    at = pc.index_in(subs.column("topic"), value_set=routes.column("topic").combine_chunks())
-    known = pc.is_valid(at)
-    return pa.table(
-        [
-            subs.column("group").filter(known).combine_chunks(),
-            subs.column("topic").filter(known).combine_chunks(),
-            routes.column("route").combine_chunks().take(pc.drop_null(at).combine_chunks()),
-        ],
-        schema=PAIR_SCHEMA,
-    )
-
-
 def with_previous_routes(pairs: pa.Table, previous: pa.Table) -> pa.Table:
-    """``pairs`` (:func:`subscription_pairs`) with a ``previous_route`` column: the route the same
+    """``pairs`` (:meth:`Snapshot.pair_table`) with a ``previous_route`` column: the route the same
     (group, topic) had in ``previous`` (the pairs of an earlier snapshot), null where it had none.
 
     >>> now = pa.table({"group": ["g", "g"], "topic": ["A", "B"], "route": [[], []]}, schema=PAIR_SCHEMA)
@@ -414,6 +408,19 @@ def _assign_pairs_rows(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> 
     return (*assign_batch_rows(table, groups, bounds), bounds)
 
 
+#: Memory per readable queue to assign a snapshot in-process (``mqbalance assign``,
+#: :func:`assign_snapshot`), every assignment row in memory at once (measured: 6.7 GiB at 3×10^7
+#: queues, ~240 bytes a queue); loading it needs far less (:data:`mqbalance.fleet.snapshot.QUEUE_BYTES`).
+ASSIGNMENT_QUEUE_BYTES = 400
+
+
+def check_assignable(snapshot: Snapshot) -> None:
+    """Refuse (:class:`~mqbalance.fleet.snapshot.SnapshotError`) a snapshot too large to assign
+    in-process within the memory budget (every assignment row at once); the Spark audit needs far
+    less per queue."""
+    check_queue_budget(snapshot.source, snapshot.readable_queue_count(), ASSIGNMENT_QUEUE_BYTES)
+
+
 def assign_snapshot(snapshot: Snapshot, *, progress: Callable[[int, int], None] | None = None) -> pa.Table:
     """Every (group, topic) of a snapshot, in-process: the assignment rows. ``progress(done, total)``
     is called after each slice of at most :data:`MAX_QUEUES_PER_SLICE` queues (counted per pair)."""
@@ -421,8 +428,8 @@ def assign_snapshot(snapshot: Snapshot, *, progress: Callable[[int, int], None] 
         raise SnapshotError(f"assign_snapshot needs a Snapshot (see load_snapshot), got {snapshot!r}", snapshot)
     if progress is not None and not callable(progress):
         raise SnapshotError(f"assign_snapshot: progress must be callable, got {progress!r:.80}", progress)
-    snapshot.check_assignable()
-    pairs, groups = subscription_pairs(snapshot), snapshot.consumer_groups()
+    check_assignable(snapshot)
+    pairs, groups = snapshot.pair_table(), snapshot.consumer_groups()
     done = np.cumsum(pair_queue_counts(pairs))
     total = int(done[-1]) if len(done) else 0
     parts, rows = [], 0
@@ -539,11 +546,13 @@ consuming something of some topic (:func:`busy_processes`); or a what-if row (``
 :func:`what_if`) with ``queues, moved, max_load, idle``. :func:`load_facts` computes them,
 :func:`split_facts` takes them apart."""
 
-#: The pair columns of :func:`load_facts` (what :func:`mqbalance.fleet.findings.summarise` reads).
+#: The pair columns of :func:`load_facts` (what :func:`mqbalance.fleet.findings.summarise` reads) ...
 PAIR_FACT_COLUMNS = (
     *("group", "topic", "queues", "unowned", "double_owned"),
     *("processes", "idle", "load_total", "min_load", "max_load"),
 )
+#: ... and their types.
+PAIR_FACT_SCHEMA = pa.schema([FACT_SCHEMA.field(c) for c in PAIR_FACT_COLUMNS])
 LOAD_SCHEMA = pa.schema([("group", pa.string()), ("topic", pa.string()), ("load", pa.int64()), ("count", pa.int64())])
 BUSY_SCHEMA = pa.schema([("group", pa.string()), ("consumer", pa.string())])
 GROUP_BUSY_SCHEMA = pa.schema([("group", pa.string()), ("processes", pa.int64())])
@@ -979,6 +988,52 @@ def busy_processes(busy_ids: pa.Table, groups: Mapping[str, ConsumerGroup]) -> p
                 weighted[g] += groups[g].id_counts.get(cid, 1)
         counts = [weighted.get(g, n) for g, n in zip(names, counts)]
     return pa.table([pa.array(names, pa.string()), pa.array(counts, pa.int64())], schema=GROUP_BUSY_SCHEMA)
+
+
+class AuditFacts(NamedTuple):
+    """An audit's facts, none of them per process, in the order
+    :func:`mqbalance.fleet.findings.summarise` takes them: ``per_pair`` (:data:`PAIR_FACT_SCHEMA`),
+    ``loads`` (:data:`LOAD_SCHEMA`), ``busy`` (:data:`GROUP_BUSY_SCHEMA`, :func:`busy_processes`),
+    ``churn`` (moved queues per (group, topic), when an earlier snapshot was compared) and
+    ``what_if`` (:data:`WHAT_IF_SCHEMA`, when candidate strategies were tried)."""
+
+    per_pair: pa.Table
+    loads: pa.Table
+    busy: pa.Table
+    churn: dict[tuple[str, str], int] | None = None
+    what_if: pa.Table | None = None
+
+
+def snapshot_facts(
+    snapshot: Snapshot,
+    *,
+    candidates: Sequence[StrategySpec] = (),
+    previous: Snapshot | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AuditFacts:
+    """The audit facts of a snapshot, in-process (no Spark): :func:`assign_snapshot` (``progress``
+    as there), the :func:`what_if` rows of ``candidates`` (:func:`what_if_candidates`), the
+    :func:`churn` against ``previous`` (an earlier snapshot, assigned the same way) and
+    :func:`load_facts`.
+
+    >>> from mqbalance.fleet.snapshot import snapshot_from_dict
+    >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
+    ...     {"brokerName": "b", "readQueueNums": 3, "writeQueueNums": 3, "perm": 6}]}},
+    ...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": c} for c in "ab"]}}})
+    >>> facts = snapshot_facts(snap, candidates=what_if_candidates("AVG"), previous=snap)
+    >>> facts.per_pair["max_load"].to_pylist(), facts.busy.to_pylist(), facts.churn
+    ([2], [{'group': 'g', 'processes': 2}], {('g', 'T'): 0})
+    """
+    assignments = assign_snapshot(snapshot, progress=progress)
+    rows = what_if(assignments, snapshot.consumer_groups(), candidates) if candidates else None
+    moved = None
+    if previous is not None:
+        per_pair = churn(assignments, assign_snapshot(previous))
+        keys = zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist())
+        moved = dict(zip(keys, per_pair.column("moved").to_pylist()))
+    groups = snapshot.consumer_groups()
+    per_pair, loads, busy = load_facts(*pair_counts(assignments), groups)
+    return AuditFacts(per_pair, loads, busy_processes(busy, groups), moved, rows)
 
 
 def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table]:

@@ -1,17 +1,16 @@
 """Findings: what the clients' own assignment means for every (group, topic).
 
-:func:`summarise` turns the engine's facts (:func:`mqbalance.fleet.engine.load_facts`, computed
-in-process or by Spark) into one row per (group, topic) — queues, processes, distinct ids,
-min/max/mean queues per process, skew (max / mean), churn — and :class:`Finding` s, each of a
-:class:`FindingKind`, listed most urgent first.
+:func:`summarise` turns the engine's facts (:class:`mqbalance.fleet.engine.AuditFacts`, computed
+in-process or by Spark, in the engine's schemas) into one row per (group, topic) — queues,
+processes, distinct ids, min/max/mean queues per process, skew (max / mean), churn — and
+:class:`Finding` s, each of a :class:`FindingKind`, listed most urgent first.
 
->>> from mqbalance.fleet.engine import assign_snapshot, busy_processes, load_facts, pair_counts
+>>> from mqbalance.fleet.engine import snapshot_facts
 >>> from mqbalance.fleet.snapshot import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
 ...     {"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
 ...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "a"}, {"clientId": "a"}]}}})
->>> pairs, loads, busy = load_facts(*pair_counts(assign_snapshot(snap)), snap.consumer_groups())
->>> result = summarise(snap, pairs, loads, busy_processes(busy, snap.consumer_groups()))
+>>> result = summarise(snap, *snapshot_facts(snap))
 >>> [(f.kind.value, f.count) for f in result.findings]  # AVG gives "a" the first slot's 2 queues, twice
 [('duplicate-client-id', 2), ('unowned', 2), ('double-owned', 2)]
 """
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from mqbalance.fleet.engine import GROUP_BUSY_SCHEMA, LOAD_SCHEMA, PAIR_FACT_SCHEMA
 from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
 
 __all__ = ["FINDING_KINDS", "AuditResult", "Finding", "FindingKind", "PairRow", "WhatIfRow", "summarise"]
@@ -170,12 +170,13 @@ def _records(table: Any) -> Iterable[Mapping[str, Any]]:
     return [r.asDict() if hasattr(r, "asDict") else r for r in table]
 
 
-def _arrow(table: Any, columns: Mapping[str, pa.DataType]) -> pa.Table:
-    """``columns`` of an Arrow table, a list of dicts or of Spark ``Row`` s, as an Arrow table."""
+def _arrow(table: Any, schema: pa.Schema) -> pa.Table:
+    """The columns of ``schema`` of an Arrow table, a list of dicts or of Spark ``Row`` s, as an
+    Arrow table."""
     if isinstance(table, pa.Table):
-        return table.select(list(columns)).cast(pa.schema(list(columns.items())))
+        return table.select(schema.names).cast(schema)
     rows = list(_records(table))
-    return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in columns.items()})
+    return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in zip(schema.names, schema.types)})
 
 
 def summarise(
@@ -186,14 +187,15 @@ def summarise(
     churn: Mapping[tuple[str, str], int] | None = None,
     what_if: Any = None,
 ) -> AuditResult:
-    """The audit of one snapshot from the engine's facts (:func:`mqbalance.fleet.engine.load_facts`):
-    ``per_pair`` rows ``(group, topic, queues, unowned, double_owned, processes, idle, load_total,
+    """The audit of one snapshot from the engine's facts, the fields of an
+    :class:`~mqbalance.fleet.engine.AuditFacts` (``summarise(snapshot, *facts)``; Spark's come as
+    lists of rows too): ``per_pair`` rows ``(group, topic, queues, unowned, double_owned, processes, idle, load_total,
     min_load, max_load)``, ``loads`` rows ``(group, topic, load, count)``, ``busy`` rows ``(group,
     processes)`` (:func:`mqbalance.fleet.engine.busy_processes`); ``churn`` (moved queues per pair)
     when a previous snapshot was compared; ``what_if`` rows (:func:`mqbalance.fleet.engine.what_if`)
     when candidate strategies were tried. Nothing here is per process."""
     groups = snapshot.consumer_groups()
-    pairs = _arrow(per_pair, PAIR_FACT_TYPES).sort_by([("group", "ascending"), ("topic", "ascending")])
+    pairs = _arrow(per_pair, PAIR_FACT_SCHEMA).sort_by([("group", "ascending"), ("topic", "ascending")])
     readable = snapshot.readable_topics()
     findings: list[Finding] = []
     rows: list[PairRow] = []
@@ -255,7 +257,7 @@ def summarise(
         if moved:
             detail = f"{moved} queues changed consumers since the previous snapshot"
             findings.append(Finding(FindingKind.CHURN, g, t, moved, detail))
-    share, weight = _fair_shares(pairs, _arrow(loads, LOAD_TYPES), groups)
+    share, weight = _fair_shares(pairs, _arrow(loads, LOAD_SCHEMA), groups)
     stranded: Counter[str] = Counter()
     for row in rows:
         stranded[row.group] += row.unowned
@@ -277,7 +279,7 @@ def summarise(
         "unowned_queues": total(FindingKind.UNOWNED),
         "double_owned_queues": total(FindingKind.DOUBLE_OWNED),
         "duplicated_client_ids": number(FindingKind.DUPLICATE_CLIENT_ID),
-        "idle_processes": _idle_anywhere(_arrow(busy, BUSY_TYPES), groups),
+        "idle_processes": _idle_anywhere(_arrow(busy, GROUP_BUSY_SCHEMA), groups),
         "idle_process_topics": total(FindingKind.IDLE_CONSUMER),
         "strategy_mismatched_groups": number(FindingKind.STRATEGY_MISMATCH),
         "missing_routes": number(FindingKind.MISSING_ROUTE),
@@ -331,11 +333,3 @@ def _idle_anywhere(busy: pa.Table, groups: Mapping[str, ConsumerGroup]) -> int:
         for g, group in groups.items()
         if group.message_model is MessageModel.CLUSTERING
     )
-
-
-PAIR_FACT_TYPES = {"group": pa.string(), "topic": pa.string()} | {
-    c: pa.int64()
-    for c in ("queues", "unowned", "double_owned", "processes", "idle", "load_total", "min_load", "max_load")
-}
-LOAD_TYPES = {"group": pa.string(), "topic": pa.string(), "load": pa.int64(), "count": pa.int64()}
-BUSY_TYPES = {"group": pa.string(), "processes": pa.int64()}

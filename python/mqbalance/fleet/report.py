@@ -24,6 +24,7 @@ from string import Template
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, WhatIfRow
 
@@ -350,8 +351,6 @@ def write_outputs(
         if hasattr(assignments, "write"):  # a Spark DataFrame
             assignments.write.mode("overwrite").parquet(str(paths["assignments"]))
         else:
-            import pyarrow.parquet as pq
-
             paths["assignments"].mkdir(exist_ok=True)
             pq.write_table(assignments, paths["assignments"] / "part-0.parquet")
     findings = [f.to_dict() for _, found in _by_kind(result) for f in found]  # most urgent first

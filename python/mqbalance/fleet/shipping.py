@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata as metadata
+import io
 import os
 import re
 import sys
@@ -36,6 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import mqbalance
 from mqbalance.exceptions import MQBalanceError
 
 __all__ = [
@@ -122,8 +124,6 @@ def shipped_distributions() -> list[metadata.Distribution]:
 
 def _package_dir() -> Path:
     """The mqbalance package the driver runs, wherever it comes from."""
-    import mqbalance
-
     return Path(mqbalance.__file__).resolve().parent
 
 
@@ -175,8 +175,6 @@ def _layout() -> tuple[str, list[tuple[str, Path]]]:
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    import io
-
     info = tarfile.TarInfo(name)
     info.size = len(data)
     info.mode = 0o644

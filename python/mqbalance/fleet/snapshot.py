@@ -41,10 +41,11 @@ message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, 
 ``offsets.parquet`` (group, topic, broker_name, queue_id, offset) and ``errors.parquet`` (broker_name,
 address, request, error).
 
-Strategies are read by :meth:`mqbalance.allocation.registry.StrategySpec.parse` (``AVG``, ``AVG_BY_CIRCLE``,
-``CONSISTENT_HASH`` with ``virtualNodeCnt``/``charset``, ``MACHINE_ROOM`` with ``consumeridcs``,
-``MACHINE_ROOM_NEARBY-<inner>`` with rooms by the ``@`` prefix rule). ``CONFIG`` is refused: a
-snapshot does not carry the client's configured queue list.
+Strategies are read by the registry, :meth:`mqbalance.allocation.registry.StrategySpec.parse` with
+``use=Use.FLEET_AUDIT``: a name of :func:`~mqbalance.allocation.registry.names_for` ``(Use.FLEET_AUDIT)``,
+alone or in an object with the parameters its :data:`~mqbalance.allocation.registry.REGISTRY` entry
+takes; any other is refused with the registry's reason (a snapshot does not carry a client's
+configured queue list, nor a group's previous assignment).
 
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
 ...     {"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
@@ -68,12 +69,16 @@ from typing import Any, overload
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from mqbalance._validate import check_memory
 from mqbalance.allocation.registry import REGISTRY, StrategySpec, Use
 from mqbalance.exceptions import MQBalanceError
 
 __all__ = [
+    "PAIR_SCHEMA",
     "PERM_READ",
+    "ROUTE_TYPE",
     "Connection",
     "ConsumerGroup",
     "MessageModel",
@@ -85,6 +90,10 @@ __all__ = [
 ]
 
 PERM_READ = 4  # PermName.PERM_READ
+#: A topic's readable route: its queue data ``[{broker_name, read_queue_nums}]`` sorted by broker.
+ROUTE_TYPE = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
+#: One row per subscribed (group, topic) with the topic's readable route (:meth:`Snapshot.pair_table`).
+PAIR_SCHEMA = pa.schema([("group", pa.string()), ("topic", pa.string()), ("route", ROUTE_TYPE)])
 
 
 class SnapshotError(MQBalanceError, ValueError):
@@ -313,14 +322,29 @@ class Snapshot:
         s = self.subscriptions
         return list(zip(s.column("group").to_pylist(), s.column("topic").to_pylist()))
 
+    def pair_table(self) -> pa.Table:
+        """``(group, topic, route)`` (:data:`PAIR_SCHEMA`) for every subscribed topic that has a
+        readable queue, in subscription order (:attr:`route_table` joined by topic, no object per
+        row): what the assignment engine expands, and what travels to Spark executors."""
+        routes = self.route_table
+        subs = self.subscriptions
+        at = pc.index_in(subs.column("topic"), value_set=routes.column("topic").combine_chunks())
+        known = pc.is_valid(at)
+        return pa.table(
+            [
+                subs.column("group").filter(known).combine_chunks(),
+                subs.column("topic").filter(known).combine_chunks(),
+                routes.column("route").combine_chunks().take(pc.drop_null(at).combine_chunks()),
+            ],
+            schema=PAIR_SCHEMA,
+        )
+
     @cached_property
     def route_table(self) -> pa.Table:
         """``(topic, route)``, one row per topic with a readable queue, sorted by topic; ``route``
         is its readable queue data ``[{broker_name, read_queue_nums}]`` sorted by broker: what a
         client's subscribe info holds (READ permission, at least one queue). Built with Arrow
         kernels (a 10^8-queue fleet has millions of queue data rows)."""
-        from mqbalance.fleet.engine import ROUTE_TYPE
-
         q = self.queue_data
         readable = pc.and_(
             pc.not_equal(pc.bit_wise_and(q.column("perm"), PERM_READ), 0), pc.greater(q.column("read_queue_nums"), 0)
@@ -363,11 +387,6 @@ class Snapshot:
             pc.not_equal(pc.bit_wise_and(q.column("perm"), PERM_READ), 0), pc.greater(q.column("read_queue_nums"), 0)
         )
         return int(pc.sum(pc.if_else(readable, q.column("read_queue_nums"), 0)).as_py() or 0)
-
-    def check_assignable(self) -> None:
-        """Refuse (:class:`SnapshotError`) a snapshot too large to assign in-process within the
-        memory budget (every assignment row at once); the Spark audit needs far less per queue."""
-        _check_queue_budget_total(self.source, self.readable_queue_count(), ASSIGNMENT_QUEUE_BYTES)
 
     def to_arrow(self) -> dict[str, pa.Table]:
         """The four tables by name (the Parquet layout)."""
@@ -509,11 +528,9 @@ def _unicode(text: str, where: str) -> str:
 
 #: Memory per readable queue to audit a snapshot on Spark: the driver holds the pairs, routes and
 #: groups and a few fact rows per pair, the tasks slices of at most 10^6 queues (measured, Python
-#: driver: 2.4 GiB at 3×10^7 queues, 3.4 GiB at 10^8: 36-80 bytes a queue).
+#: driver: 2.4 GiB at 3×10^7 queues, 3.4 GiB at 10^8: 36-80 bytes a queue). What a snapshot must
+#: fit to load at all (the in-process assignment needs more: :func:`mqbalance.fleet.engine.check_assignable`).
 QUEUE_BYTES = 96
-#: ... and to assign it in-process (``mqbalance assign``, :func:`mqbalance.fleet.engine.assign_snapshot`),
-#: every assignment row in memory at once (measured: 6.7 GiB at 3×10^7 queues, ~240 bytes a queue).
-ASSIGNMENT_QUEUE_BYTES = 400
 
 
 def _java_int(value: Any, where: str, *, count: bool) -> Any:
@@ -529,12 +546,12 @@ def _java_int(value: Any, where: str, *, count: bool) -> Any:
 
 def _check_queue_budget(source: str, read_queue_nums: list[Any], perms: list[Any]) -> None:
     """Refuse, before anything is built, a snapshot whose readable queues would not fit in memory."""
-    _check_queue_budget_total(source, sum(n for n, p in zip(read_queue_nums, perms) if p & PERM_READ and n > 0))
+    check_queue_budget(source, sum(n for n, p in zip(read_queue_nums, perms) if p & PERM_READ and n > 0))
 
 
-def _check_queue_budget_total(source: str, total: int, per_queue: int = QUEUE_BYTES) -> None:
-    from mqbalance._validate import check_memory
-
+def check_queue_budget(source: str, total: int, per_queue: int = QUEUE_BYTES) -> None:
+    """Refuse (:class:`SnapshotError`) ``total`` readable queues of ``source`` when ``per_queue``
+    bytes each would not fit in the memory budget (:func:`mqbalance._validate.check_memory`)."""
     try:
         check_memory(f"{source}: readable queues (sum of readQueueNums)", total, total * per_queue)
     except MQBalanceError as e:
@@ -709,8 +726,6 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
 
 def _read_arrow(path: Path, name: str) -> pa.Table:
     """A snapshot table as stored, its required columns checked."""
-    import pyarrow.parquet as pq
-
     if not path.exists():
         raise _err(str(path), "missing table", str(path))
     try:
@@ -768,7 +783,7 @@ def _columnar_tables(
     readable = pc.and_(
         pc.not_equal(pc.bit_wise_and(qd.column("perm"), PERM_READ), 0), pc.greater(qd.column("read_queue_nums"), 0)
     )
-    _check_queue_budget_total(
+    check_queue_budget(
         f"{source}/queue_data.parquet", pc.sum(pc.if_else(readable, qd.column("read_queue_nums"), 0)).as_py() or 0
     )
     if not (strings(sb, "group") and strings(sb, "topic")):
@@ -982,8 +997,6 @@ def load_snapshot(path: str | Path) -> Snapshot:
 
 def write_parquet(snapshot: Snapshot, directory: str | Path) -> Path:
     """Write a snapshot in the Parquet layout."""
-    import pyarrow.parquet as pq
-
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     for name, table in snapshot.to_arrow().items():

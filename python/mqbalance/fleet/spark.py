@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.fleet import engine, shipping
@@ -179,18 +180,19 @@ def _map_pairs(
     also carries its earlier route, and ``blocks`` receives the earlier groups as
     ``previous_groups``. With ``assignments_dir``, ``blocks`` receives an ``assignments`` sink and
     each task writes its assignment rows to ``part-<p>.parquet`` there."""
-    pairs_table = engine.subscription_pairs(snapshot)
+    pairs_table = snapshot.pair_table()
     if pairs_table.num_rows == 0:
         return None
     index = snapshot.group_index()
+    earlier = None if previous is None else (previous.pair_table(), previous.group_index())
     n = partitions or TASKS_PER_CORE * spark.sparkContext.defaultParallelism
     n = min(n, pairs_table.num_rows)
     table = _work_partitions(pairs_table, index, n)
-    if previous is not None:
-        table = engine.with_previous_routes(table, engine.subscription_pairs(previous))
+    if earlier is not None:
+        table = engine.with_previous_routes(table, earlier[0])
     sc = spark.sparkContext
     work, groups = sc.broadcast(table), sc.broadcast(index)
-    before = None if previous is None else sc.broadcast(previous.group_index())
+    before = None if earlier is None else sc.broadcast(earlier[1])
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pairs = work.value
@@ -213,8 +215,6 @@ def _assignment_sink(directory: str | None, part: int) -> Iterator[Callable[[pa.
     if directory is None:
         yield None
         return
-    import pyarrow.parquet as pq
-
     final = os.path.join(directory, f"part-{part:05d}.parquet")
     tmp = f"{final}.{os.getpid()}.tmp"
     writer = pq.ParquetWriter(tmp, engine.ASSIGNMENT_SCHEMA)
@@ -290,8 +290,6 @@ def _empty_dir(path: str | os.PathLike[str]) -> str:
 
 
 def _write_empty_assignments(target: str) -> None:
-    import pyarrow.parquet as pq
-
     pq.write_table(engine.ASSIGNMENT_SCHEMA.empty_table(), os.path.join(target, "part-00000.parquet"))
     open(os.path.join(target, "_SUCCESS"), "w").close()
 
