@@ -392,20 +392,32 @@ def test_what_if_report_section_and_csv(tmp_path):
     assert len(lines) == 1 + 2 * 4  # 4 clustering pairs x 2 candidates
 
 
-@pytest.mark.parametrize(
-    ("candidates", "error"),
-    [
-        ("CONFIG", "UnsupportedStrategyError"),
-        ("MACHINE_ROOM", "UnsupportedStrategyError"),
-        ("NOPE", "UnknownStrategyError"),
-    ],
-)
-def test_what_if_refuses_candidates_it_cannot_try(candidates, error):
-    from mqbalance import exceptions
+#: Every strategy of the registry a what-if cannot try (MACHINE_ROOM_NEARBY with an inner one to parse).
+NOT_WHAT_IF = [
+    n.value if n is not StrategyName.MACHINE_ROOM_NEARBY else f"{n.value}-AVG"
+    for n in StrategyName
+    if n.value not in names_for(Use.WHAT_IF)
+]
 
-    with pytest.raises(getattr(exceptions, error)) as info:
+
+@pytest.mark.parametrize("candidates", NOT_WHAT_IF)
+def test_what_if_refuses_candidates_it_cannot_try(candidates):
+    from mqbalance.exceptions import UnsupportedStrategyError
+
+    assert NOT_WHAT_IF  # CONFIG at least
+    with pytest.raises(UnsupportedStrategyError) as info:
         audit_snapshot(_what_if_fleet(), what_if=candidates)
-    assert candidates in str(info.value)
+    why = REGISTRY[StrategyName(candidates.split("-AVG")[0])].refusal(Use.WHAT_IF)
+    assert why is not None and why in str(info.value)
+
+
+def test_what_if_refuses_an_unknown_candidate_and_tries_every_one_the_registry_allows():
+    from mqbalance.exceptions import UnknownStrategyError
+
+    with pytest.raises(UnknownStrategyError, match="NOPE"):
+        audit_snapshot(_what_if_fleet(), what_if="NOPE")
+    result = audit_snapshot(_what_if_fleet(), what_if=names_for(Use.WHAT_IF))
+    assert sorted({w.strategy for w in result.what_if}) == sorted(names_for(Use.WHAT_IF))
 
 
 def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch):
