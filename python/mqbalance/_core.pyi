@@ -9,6 +9,7 @@ import numpy.typing as npt
 from mqbalance.kafka import TopicPartition
 
 MAX_RING_ENTRIES: int
+STICKY_USER_DATA_MAX_TOPIC_BYTES: int
 
 _StrColumn = list[Any] | tuple[list[Any], npt.NDArray[np.uint32]]
 
@@ -208,6 +209,8 @@ def zk_assign(
     consumers: list[tuple[str, list[tuple[int, int]]]],
     threads: list[str],
 ) -> list[TopicPartitionList]: ...
+def sticky_user_data_encode(partitions: list[tuple[str, int]], generation: int | None) -> bytes: ...
+def sticky_user_data_decode(data: bytes) -> tuple[list[tuple[str, int]], int | None] | None: ...
 def owners_by_pair(
     topics: _StrColumn,
     brokers: _StrColumn,

@@ -3,7 +3,9 @@ Java and Python members of one group can read each other's previous assignments.
 
 v1 (what Java writes): ``int32 n`` then ``n × (int16 len, UTF-8 topic, int32 m, m × int32
 partition)``, then ``int32 generation``. v0 has no generation. Decoding tries v1, then v0, like
-Java; undecodable data means "no previous assignment" (``None``).
+Java; undecodable data means "no previous assignment" (``None``). The codec is the core's
+(``mqbalance_core::assign::user_data``, also what the sticky assignors read); this module checks
+the Python arguments.
 
 >>> data = encode([("t", 0), ("t", 2)], 7)
 >>> decode(data)
@@ -12,12 +14,9 @@ Java; undecodable data means "no previous assignment" (``None``).
 
 from __future__ import annotations
 
-import struct
-from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
-from mqbalance import _validate
+from mqbalance import _core, _validate
 from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["encode", "decode"]
@@ -27,7 +26,7 @@ def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> byt
     """v1 bytes for the given partitions (grouped by topic, partitions ascending)."""
     if _validate.not_a_collection(partitions):
         raise InvalidInputError(f"partitions must be a sequence of (topic, partition), got {partitions!r}", partitions)
-    by_topic: dict[str, list[int]] = defaultdict(list)
+    pairs: list[tuple[str, int]] = []
     for i, tp in enumerate(partitions):
         if isinstance(tp, (str, bytes)) or not hasattr(tp, "__len__") or len(tp) != 2:
             raise InvalidInputError(f"partitions[{i}] must be a (topic, partition) pair, got {tp!r}", tp)
@@ -40,52 +39,16 @@ def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> byt
             raise InvalidInputError(
                 f"partitions[{i}].topic is not valid Unicode (lone surrogate?): {topic!r}", topic
             ) from None
-        if size > 32767:
+        if size > _core.STICKY_USER_DATA_MAX_TOPIC_BYTES:
             raise InvalidInputError(
-                f"partitions[{i}].topic is {size} UTF-8 bytes; Kafka's string limit is 32767", topic
+                f"partitions[{i}].topic is {size} UTF-8 bytes; "
+                f"Kafka's string limit is {_core.STICKY_USER_DATA_MAX_TOPIC_BYTES}",
+                topic,
             )
-        by_topic[topic].append(_validate.java_int(partition, f"partitions[{i}].partition"))
+        pairs.append((topic, _validate.java_int(partition, f"partitions[{i}].partition")))
     if generation is not None:
         generation = _validate.java_int(generation, "generation")
-    out = [struct.pack(">i", len(by_topic))]
-    for topic in sorted(by_topic):
-        name = topic.encode("utf-8")
-        parts = sorted(by_topic[topic])
-        out.append(struct.pack(">h", len(name)) + name + struct.pack(f">i{len(parts)}i", len(parts), *parts))
-    out.append(struct.pack(">i", -1 if generation is None else generation))
-    return b"".join(out)
-
-
-def _decode(data: bytes, with_generation: bool) -> tuple[list[tuple[str, int]], int | None]:
-    pos = 0
-
-    def take(fmt: str) -> tuple[Any, ...]:
-        nonlocal pos
-        size = struct.calcsize(fmt)
-        if pos + size > len(data):
-            raise ValueError("truncated")
-        values = struct.unpack_from(fmt, data, pos)
-        pos += size
-        return values
-
-    (n,) = take(">i")
-    if n < 0:
-        raise ValueError("negative array length")
-    partitions: list[tuple[str, int]] = []
-    for _ in range(n):
-        (length,) = take(">h")
-        if length < 0 or pos + length > len(data):
-            raise ValueError("bad string")
-        topic = data[pos : pos + length].decode("utf-8")
-        pos += length
-        (m,) = take(">i")
-        if m < 0:
-            raise ValueError("negative array length")
-        partitions.extend((topic, p) for p in take(f">{m}i"))
-    generation = take(">i")[0] if with_generation else None
-    if pos != len(data):
-        raise ValueError("trailing bytes")
-    return partitions, (None if generation == -1 else generation)
+    return _core.sticky_user_data_encode(pairs, generation)
 
 
 def decode(data: bytes | None) -> tuple[list[tuple[str, int]], int | None] | None:
@@ -94,9 +57,4 @@ def decode(data: bytes | None) -> tuple[list[tuple[str, int]], int | None] | Non
         raise InvalidInputError(f"data must be bytes or None, got {type(data).__name__} {data!r}", data)
     if not data:
         return None
-    for with_generation in (True, False):
-        try:
-            return _decode(bytes(data), with_generation)
-        except (ValueError, UnicodeDecodeError, struct.error):
-            continue
-    return None
+    return _core.sticky_user_data_decode(data if type(data) is bytes else bytes(data))

@@ -11,7 +11,7 @@
 
 use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
 use mqbalance_core::allocate::{self};
-use mqbalance_core::assign::{Assignor, Cluster, Member};
+use mqbalance_core::assign::{user_data, Assignor, Cluster, Member};
 use mqbalance_core::fault::{
     simulate, BrokerModel, FaultError, LatencyTable, MQFaultStrategy, QueueData, Semantics,
     SimConfig, TopicPublishInfo,
@@ -109,6 +109,22 @@ proptest! {
         }).collect();
         for name in ["range", "roundrobin", "sticky", "cooperative-sticky"] {
             let _ = Assignor::parse(name).unwrap().assign(&cluster, &members);
+        }
+    }
+
+    /// Any bytes as sticky userData: decoded or a typed error; whatever decodes re-encodes, and
+    /// decodes again to the same partitions in `encode`'s order.
+    #[test]
+    fn sticky_user_data_takes_any_bytes(data in prop::collection::vec(any::<u8>(), 0..64), small in prop::collection::vec(prop::sample::select(vec![0u8, 1, 2, 0x74, 0xff]), 0..40)) {
+        for d in [&data, &small] {
+            if let Ok(got) = user_data::decode(d) {
+                let again = user_data::encode(got.partitions.iter().copied(), got.generation).unwrap();
+                let back = user_data::decode(&again).unwrap();
+                let mut expected = got.partitions.clone();
+                expected.sort_unstable();
+                prop_assert_eq!(back.partitions, expected);
+                prop_assert_eq!(back.generation, got.generation);
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::errors::{IntoPyResult, InvalidInputError};
+use crate::errors::{run, IntoPyResult, InvalidInputError};
 
 fn semantics(name: &str) -> PyResult<Semantics> {
     match name {
@@ -347,9 +347,7 @@ impl PyMQFaultStrategy {
             which_item_worst,
             failure_reachable,
         };
-        let r = py
-            .detach(|| simulate(&publish_info.inner, &mut ft, &models, &cfg))
-            .py_err()?;
+        let r = run(py, || simulate(&publish_info.inner, &mut ft, &models, &cfg))?;
         let out = PyDict::new(py);
         out.set_item("broker", r.broker.into_pyarray(py))?;
         out.set_item("queue_id", r.queue_id.into_pyarray(py))?;

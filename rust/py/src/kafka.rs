@@ -2,7 +2,7 @@
 //! `(member_id, group_instance_id, topic indices, owned (topic, partition) pairs, generation)`,
 //! or, for large groups, as numpy columns.
 
-use mqbalance_core::assign::{zk, Assignor, Cluster, Member, TopicPartition};
+use mqbalance_core::assign::{user_data, zk, Assignor, Cluster, Member, TopicPartition};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyIndexError;
@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::errors::{InvalidInputError, UnknownStrategyError};
+use crate::errors::{ok, run, InvalidInputError, UnknownStrategyError};
 
 /// Topic name → index, for resolving names without allocating. Remembers the last list it
 /// resolved: members' lists usually repeat the previous one name for name, and comparing with the
@@ -83,44 +83,6 @@ impl TopicIndex {
     }
 }
 
-/// Previous `(topic, partition)`s and their generation, as a sticky member's userData carries them.
-type UserData<'a> = (Vec<(&'a str, i32)>, Option<i32>);
-
-/// Java `StickyAssignor` userData (`StickyAssignorUserData` v1, else v0; see
-/// `mqbalance.kafka.user_data`): the previous `(topic, partition)`s and generation, or `None` when
-/// the bytes are neither layout.
-fn decode_sticky_user_data(data: &[u8]) -> Option<UserData<'_>> {
-    fn layout(data: &[u8], with_generation: bool) -> Option<UserData<'_>> {
-        let mut pos = 0usize;
-        let mut take = |n: usize| -> Option<&[u8]> {
-            let out = data.get(pos..pos.checked_add(n)?)?;
-            pos += n;
-            Some(out)
-        };
-        let int = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-        let topics = usize::try_from(int(take(4)?)).ok()?;
-        let mut out = Vec::new();
-        for _ in 0..topics {
-            let b = take(2)?;
-            let len = usize::try_from(i16::from_be_bytes([b[0], b[1]])).ok()?;
-            let topic = std::str::from_utf8(take(len)?).ok()?;
-            let count = usize::try_from(int(take(4)?)).ok()?;
-            let ids = take(count.checked_mul(4)?)?;
-            out.extend(ids.chunks_exact(4).map(|b| (topic, int(b))));
-        }
-        let generation = if with_generation {
-            Some(int(take(4)?))
-        } else {
-            None
-        };
-        (pos == data.len()).then_some((out, generation.filter(|&g| g != -1)))
-    }
-    if data.is_empty() {
-        return None;
-    }
-    layout(data, true).or_else(|| layout(data, false))
-}
-
 /// The assignor named `name` (any ASCII case).
 fn assignor(name: &str) -> PyResult<Assignor> {
     Assignor::parse(name).ok_or_else(|| {
@@ -165,9 +127,10 @@ fn members_from(
             continue;
         }
         if let Ok(bytes) = value.cast::<PyBytes>() {
-            if let Some((pairs, generation)) = decode_sticky_user_data(bytes.as_bytes()) {
-                member.generation = generation;
-                for (t, p) in pairs {
+            // Undecodable userData means no previous assignment, as in Java.
+            if let Ok(data) = user_data::decode(bytes.as_bytes()) {
+                member.generation = data.generation;
+                for (t, p) in data.partitions {
                     if let (Some(&t), Ok(p)) = (index.0.get(t), u32::try_from(p)) {
                         member.owned.push((t, p));
                     }
@@ -231,7 +194,7 @@ fn learnt_cluster(
 }
 
 /// Run assignor `name` over the extracted members, with the GIL released.
-fn run(
+fn assign_members(
     py: Python<'_>,
     name: &str,
     topics: Vec<(String, u32)>,
@@ -241,7 +204,7 @@ fn run(
     let mut index = TopicIndex::new(&topics);
     let list = members_from(&mut index, false, members)?;
     let cluster = Cluster::new(topics);
-    let lists = py.detach(|| which.assign(&cluster, &list));
+    let lists = run(py, || ok(which.assign(&cluster, &list)))?;
     Ok((cluster, lists))
 }
 
@@ -617,7 +580,7 @@ pub fn kafka_assign<'py>(
     topics: Vec<(String, u32)>,
     members: &Bound<'py, PyList>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let (cluster, lists) = run(py, name, topics, members)?;
+    let (cluster, lists) = assign_members(py, name, topics, members)?;
     topic_partition_lists(py, &cluster, lists)
 }
 
@@ -651,10 +614,10 @@ pub fn kafka_assign_grouped<'py>(
         let mut index = TopicIndex(FxHashMap::default(), Vec::new());
         let mut list = members_from(&mut index, true, members)?;
         let cluster = learnt_cluster(index, topics, &mut list)?;
-        let lists = py.detach(|| which.assign(&cluster, &list));
+        let lists = run(py, || ok(which.assign(&cluster, &list)))?;
         (cluster, lists)
     } else {
-        run(py, name, topics.extract()?, members)?
+        assign_members(py, name, topics.extract()?, members)?
     };
     let n = cluster.len() as u32;
     // rank[t]: position of topic t in code-point order (what Python's `sorted` gives).
@@ -790,7 +753,7 @@ pub fn kafka_assign_columns<'py>(
             .push((t, p));
     }
     let which = assignor(name)?;
-    let lists = py.detach(|| which.assign(&cluster, &members));
+    let lists = run(py, || ok(which.assign(&cluster, &members)))?;
     let total: usize = lists.iter().map(Vec::len).sum();
     let (mut rm, mut rt, mut rp) = (
         Vec::with_capacity(total),
@@ -835,13 +798,13 @@ pub fn zk_assign<'py>(
         })
         .collect();
     let cluster = Cluster::new(topics);
-    let owners = py.detach(|| {
+    let owners = run(py, || {
         let refs: Vec<&str> = (0..cluster.len() as u32).map(|t| cluster.name(t)).collect();
         let counts: Vec<u32> = (0..cluster.len() as u32)
             .map(|t| cluster.partitions(t))
             .collect();
-        which.assign(&refs, &counts, &consumers)
-    });
+        ok(which.assign(&refs, &counts, &consumers))
+    })?;
     let slot: FxHashMap<&str, usize> = threads
         .iter()
         .enumerate()
@@ -863,3 +826,31 @@ pub fn zk_assign<'py>(
     }
     topic_partition_lists(py, &cluster, rows)
 }
+
+/// Java `StickyAssignor` userData (v1) for `(topic, partition)` pairs and a generation.
+#[pyfunction]
+pub fn sticky_user_data_encode(
+    py: Python<'_>,
+    partitions: Vec<(String, i32)>,
+    generation: Option<i32>,
+) -> PyResult<Bound<'_, PyBytes>> {
+    let data = run(py, || {
+        user_data::encode(partitions.iter().map(|(t, p)| (t.as_str(), *p)), generation)
+    })?;
+    Ok(PyBytes::new(py, &data))
+}
+
+/// `(partitions, generation)` of Java `StickyAssignor` userData (v1, else v0), or `None` when the
+/// bytes are neither.
+#[pyfunction]
+pub fn sticky_user_data_decode(py: Python<'_>, data: &[u8]) -> PyResult<Option<UserData>> {
+    run(py, || {
+        ok(user_data::decode(data).ok().map(|d| {
+            let pairs = d.partitions.into_iter().map(|(t, p)| (t.to_owned(), p));
+            (pairs.collect(), d.generation)
+        }))
+    })
+}
+
+/// Decoded userData as returned to Python.
+type UserData = (Vec<(String, i32)>, Option<i32>);

@@ -1,8 +1,8 @@
 //! `mqbalance._core`: thin PyO3 bindings over `mqbalance-core`.
 //!
 //! Inputs are extracted into owned Rust data with the GIL held ([`columns`]); the core then runs
-//! with the GIL released; numpy results are moved out without a copy; every core error goes
-//! through [`errors::to_py`]. The public API is the Python facade in `mqbalance/`.
+//! with the GIL released and its error mapped, through the one helper [`errors::run`]; numpy
+//! results are moved out without a copy. The public API is the Python facade in `mqbalance/`.
 
 mod columns;
 mod errors;
@@ -18,7 +18,9 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use errors::{IntoPyResult, UnknownCharsetError, UnknownStrategyError, UnsupportedStrategyError};
+use errors::{
+    ok, run, IntoPyResult, UnknownCharsetError, UnknownStrategyError, UnsupportedStrategyError,
+};
 
 /// A core strategy handle (immutable).
 #[pyclass(frozen, name = "Strategy", module = "mqbalance._core")]
@@ -156,17 +158,15 @@ fn allocate_positions<'py>(
         room_sep,
         false,
     )?;
-    let picked = py
-        .detach(|| {
-            allocate::allocate(
-                s,
-                current_id.as_deref(),
-                &x.table.all(),
-                &x.group,
-                x.rooms.as_ref(),
-            )
-        })
-        .py_err()?;
+    let picked = run(py, || {
+        allocate::allocate(
+            s,
+            current_id.as_deref(),
+            &x.table.all(),
+            &x.group,
+            x.rooms.as_ref(),
+        )
+    })?;
     Ok(picked.into_pyarray(py))
 }
 
@@ -254,17 +254,15 @@ fn allocate_prepared<'py>(
         consumer_rooms,
         room_sep,
     )?;
-    let picked = py
-        .detach(|| {
-            allocate::allocate(
-                s,
-                current_id.as_deref(),
-                &table.table.all(),
-                &group,
-                rooms.as_ref(),
-            )
-        })
-        .py_err()?;
+    let picked = run(py, || {
+        allocate::allocate(
+            s,
+            current_id.as_deref(),
+            &table.table.all(),
+            &group,
+            rooms.as_ref(),
+        )
+    })?;
     pick(items, &picked)
 }
 
@@ -286,15 +284,16 @@ fn time_allocate_core(
     let mut times = Vec::with_capacity(rounds.max(1));
     for _ in 0..rounds.max(1) {
         let input = ids.clone();
-        let (elapsed, picked) = py.detach(|| {
+        let (elapsed, picked) = run(py, || {
             let start = std::time::Instant::now();
             let group = ConsumerList::new(input);
             let picked =
                 allocate::allocate(&strategy.inner, current_id.as_deref(), &all, &group, None);
             drop(group);
-            (start.elapsed().as_secs_f64(), picked)
-        });
-        picked.py_err()?;
+            let elapsed = start.elapsed().as_secs_f64();
+            picked.map(|p| (elapsed, p))
+        })?;
+        drop(picked);
         times.push(elapsed);
     }
     times.sort_by(f64::total_cmp);
@@ -325,9 +324,9 @@ fn assign_prepared<'py>(
         consumer_rooms,
         room_sep,
     )?;
-    let lists = py
-        .detach(|| allocate::assign(s, &table.table.all(), &group, rooms.as_ref()))
-        .py_err()?;
+    let lists = run(py, || {
+        allocate::assign(s, &table.table.all(), &group, rooms.as_ref())
+    })?;
     let out = PyList::empty(py);
     for positions in &lists {
         out.append(pick(items, positions)?)?;
@@ -364,7 +363,7 @@ fn assign_positions(
         false,
     )?;
     let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
-    py.detach(|| {
+    run(py, || {
         allocate::assign_with_previous(
             s,
             &x.table.all(),
@@ -373,7 +372,6 @@ fn assign_positions(
             previous.as_deref(),
         )
     })
-    .py_err()
 }
 
 /// Owner of every queue (position of the owning id's first occurrence in `consumers`, -1 for
@@ -409,21 +407,13 @@ fn owners<'py>(
     )?;
     let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
     let prev = previous.as_deref();
-    let out = py
-        .detach(|| {
-            if presorted {
-                allocate::owners_with_previous(s, &x.table.all(), &x.group, x.rooms.as_ref(), prev)
-            } else {
-                allocate::rebalance_owners_with_previous(
-                    s,
-                    &x.table,
-                    &x.group,
-                    x.rooms.as_ref(),
-                    prev,
-                )
-            }
-        })
-        .py_err()?;
+    let out = run(py, || {
+        if presorted {
+            allocate::owners_with_previous(s, &x.table.all(), &x.group, x.rooms.as_ref(), prev)
+        } else {
+            allocate::rebalance_owners_with_previous(s, &x.table, &x.group, x.rooms.as_ref(), prev)
+        }
+    })?;
     Ok(out.into_pyarray(py))
 }
 
@@ -477,7 +467,7 @@ fn owners_by_pair<'py>(
         seen.insert(key, groups.len() - 1);
         of_segment.push(groups.len() - 1);
     }
-    let out = py.detach(|| {
+    let out = run(py, || {
         let segments: Vec<Segment<'_>> = which
             .iter()
             .zip(&of_segment)
@@ -486,10 +476,9 @@ fn owners_by_pair<'py>(
                 group: &groups[g],
             })
             .collect();
-        owners_by_segment(&table, &bounds, &segments)
-    });
-    out.map(|o| o.into_pyarray(py))
-        .map_err(|(_, e)| errors::to_py(e))
+        owners_by_segment(&table, &bounds, &segments).map_err(|(_, e)| e)
+    })?;
+    Ok(out.into_pyarray(py))
 }
 
 /// Stable permutation sorting strings in Java order (UTF-16 code units).
@@ -499,9 +488,7 @@ fn sort_strings_order<'py>(
     items: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let group = columns::consumer_list(items)?;
-    Ok(py
-        .detach(|| order::sort_order(group.ids()))
-        .into_pyarray(py))
+    Ok(run(py, || ok(order::sort_order(group.ids())))?.into_pyarray(py))
 }
 
 /// Stable permutation sorting queues in Java `MessageQueue` order.
@@ -513,7 +500,7 @@ fn sort_queues_order<'py>(
     queue_ids: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<Bound<'py, PyArray1<u32>>> {
     let table = columns::queue_table(topics, brokers, queue_ids, true)?;
-    Ok(py.detach(|| table.java_sort_order()).into_pyarray(py))
+    Ok(run(py, || ok(table.java_sort_order()))?.into_pyarray(py))
 }
 
 /// RocketMQ's MD5 ring hash of a string under a charset (for tooling and tests).
@@ -545,6 +532,12 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_grouped, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::kafka_assign_columns, m)?)?;
     m.add_function(wrap_pyfunction!(kafka::zk_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka::sticky_user_data_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka::sticky_user_data_decode, m)?)?;
+    m.add(
+        "STICKY_USER_DATA_MAX_TOPIC_BYTES",
+        mqbalance_core::assign::user_data::MAX_TOPIC_BYTES,
+    )?;
     m.add("MAX_RING_ENTRIES", mqbalance_core::ring::MAX_RING_ENTRIES)?;
     Ok(())
 }

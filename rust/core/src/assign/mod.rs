@@ -21,6 +21,7 @@ mod group;
 pub mod range;
 pub mod roundrobin;
 pub mod sticky;
+pub mod user_data;
 pub mod zk;
 
 pub use group::{member_order, Cluster, Member, TopicPartition};
