@@ -354,7 +354,10 @@ def test_coverage_counts_duplicates_like_a_set(ranges):
         ({"group": {"consumers": 2, "strategy": "FASTEST"}}, r"group\.strategy: .*FASTEST"),
         (
             {"group": {"consumers": 2, "strategy": "CONFIG"}},
-            r"group\.strategy: strategy 'CONFIG' needs per-client configuration",
+            (
+                r"group\.strategy: CONFIG needs per-client configuration, which a simulated scenario does not carry; "
+                r"a simulated scenario runs AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, CONSISTENT_HASH_BOUNDED, STICKY$"
+            ),
         ),
         ({"group": {"consumers": [{"throughput": 5}]}}, r"group\.consumers\[0\]\.id: missing"),
         ({"semantics": "6.x"}, r"<scenario>\.semantics: expected one of 4\.x, 5\.x"),
@@ -374,7 +377,8 @@ def test_coverage_counts_duplicates_like_a_set(ranges):
             r"close_connection: only applies to crash",
         ),
         ({"events": [{"at": "1m", "notify": "yes"}]}, r"events\[0\]\.notify: expected true or false"),
-        ({"compare": ["AVG", 3]}, r"compare: expected a list of strategy names"),
+        ({"compare": ["AVG", 3]}, r"compare\[1\]: expected a strategy name or object, got 3"),
+        ({"compare": "AVG"}, r"compare: expected a list of strategies"),
     ],
 )
 def test_bad_scenarios_are_refused_naming_the_field(mutation, message):

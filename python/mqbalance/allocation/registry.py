@@ -227,6 +227,7 @@ class StrategySpec:
         """This spec if it can run in ``use``, else :class:`~mqbalance.exceptions.UnsupportedStrategyError`
         (:class:`~mqbalance.exceptions.PreviousAssignmentRequiredError` when it lacks the previous
         assignment) saying why and naming the strategies that can."""
+        _check_use(use)
         why = self.info.refusal(use)
         if why is None:
             return self
@@ -254,12 +255,14 @@ class StrategySpec:
         >>> StrategySpec.parse("machine_room_nearby-avg_by_circle").display_name
         'MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE'
         """
-        if params:
-            if isinstance(params, Mapping) and isinstance(config, str):
+        if params is not None:
+            if not isinstance(params, Mapping):
+                raise StrategyConfigError(f"{where}: parameters must be a mapping, got {params!r}", params)
+            if params and isinstance(config, str):
                 config = {"name": config, **params}
-            elif isinstance(params, Mapping) and isinstance(config, Mapping):
+            elif params and isinstance(config, Mapping):
                 config = {**config, **params}
-            else:
+            elif params:
                 raise StrategyConfigError(
                     f"{where}: parameters go with a strategy name or object, got {config!r} and {params!r}", params
                 )
@@ -323,7 +326,13 @@ def names_for(use: Use) -> tuple[str, ...]:
     >>> names_for(Use.FLEET_AUDIT)
     ('AVG', 'AVG_BY_CIRCLE', 'CONSISTENT_HASH', 'CONSISTENT_HASH_BOUNDED', 'MACHINE_ROOM', 'MACHINE_ROOM_NEARBY')
     """
+    _check_use(use)
     return tuple(n.value for n, info in REGISTRY.items() if info.refusal(use) is None)
+
+
+def _check_use(use: object) -> None:
+    if not isinstance(use, Use):
+        raise InvalidInputError(f"use must be a mqbalance.allocation.registry.Use, got {use!r}", use)
 
 
 def _from_name(text: str, raw: dict[str, Any], where: str) -> StrategySpec:
