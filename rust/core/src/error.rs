@@ -48,6 +48,19 @@ pub enum AllocateError {
         /// The client id whose room was empty.
         client_id: String,
     },
+    /// [`Strategy::from_name`](crate::Strategy::from_name): no core strategy has this name.
+    #[error("no core strategy named {name:?}")]
+    UnknownStrategy {
+        /// The name given.
+        name: String,
+    },
+    /// [`Strategy::from_name`](crate::Strategy::from_name): `MACHINE_ROOM_NEARBY` without its
+    /// inner strategy.
+    #[error("{name} needs an inner strategy")]
+    MissingInner {
+        /// The strategy named.
+        name: String,
+    },
     /// A strategy that cannot be used where it was asked for (e.g. CONFIG inside `MACHINE_ROOM_NEARBY`).
     #[error("strategy {name} is not supported here: {reason}")]
     UnsupportedStrategy {

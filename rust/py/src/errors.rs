@@ -28,48 +28,17 @@ pyo3::import_exception!(mqbalance.exceptions, InvalidEpsilonError);
 pyo3::import_exception!(mqbalance.exceptions, EpsilonTooSmallError);
 pyo3::import_exception!(mqbalance.exceptions, PreviousAssignmentRequiredError);
 
-/// Every error the core returns: one `From` per source, one mapping to Python ([`From<CoreError>
-/// for PyErr`](#impl-From<CoreError>-for-PyErr)).
-pub enum CoreError {
-    /// Queue allocation.
-    Allocate(AllocateError),
-    /// Producer fault tolerance.
-    Fault(FaultError),
-    /// Java's sticky userData codec.
-    UserData(UserDataError),
+/// An error type of the core, and the Python exception it becomes (the offending value attached).
+/// Implemented once per core error enum, below; every match is exhaustive, so a new variant does
+/// not compile until it is mapped.
+pub trait CoreError {
+    /// The Python exception.
+    fn into_py(self) -> PyErr;
 }
 
-impl From<AllocateError> for CoreError {
-    fn from(e: AllocateError) -> Self {
-        CoreError::Allocate(e)
-    }
-}
-
-impl From<FaultError> for CoreError {
-    fn from(e: FaultError) -> Self {
-        CoreError::Fault(e)
-    }
-}
-
-impl From<UserDataError> for CoreError {
-    fn from(e: UserDataError) -> Self {
-        CoreError::UserData(e)
-    }
-}
-
-impl From<Infallible> for CoreError {
-    fn from(e: Infallible) -> Self {
-        match e {}
-    }
-}
-
-impl From<CoreError> for PyErr {
-    fn from(e: CoreError) -> Self {
-        match e {
-            CoreError::Allocate(e) => allocate_to_py(e),
-            CoreError::Fault(e) => fault_to_py(e),
-            CoreError::UserData(e) => user_data_to_py(e),
-        }
+impl CoreError for Infallible {
+    fn into_py(self) -> PyErr {
+        match self {}
     }
 }
 
@@ -78,10 +47,10 @@ impl From<CoreError> for PyErr {
 /// fail returns [`ok`]`(value)`.
 pub fn run<T, E>(py: Python<'_>, f: impl FnOnce() -> Result<T, E> + Ungil) -> PyResult<T>
 where
-    E: Into<CoreError>,
+    E: CoreError,
     Result<T, E>: Ungil,
 {
-    py.detach(f).map_err(|e| PyErr::from(e.into()))
+    py.detach(f).py_err()
 }
 
 /// The result of a core call that cannot fail, for [`run`].
@@ -90,39 +59,42 @@ pub fn ok<T>(value: T) -> Result<T, Infallible> {
     Ok(value)
 }
 
-/// Map an allocation error to its Python class, with the offending value attached.
-fn allocate_to_py(e: AllocateError) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        AllocateError::EmptyCurrentId => EmptyCurrentIdError::new_err((msg, ())),
-        AllocateError::EmptyQueues => EmptyQueuesError::new_err((msg, ())),
-        AllocateError::EmptyConsumers => EmptyConsumersError::new_err((msg, ())),
-        AllocateError::IllegalVirtualNodeCnt(v) => VirtualNodeCountError::new_err((msg, v)),
-        AllocateError::RingTooLarge {
-            virtual_node_cnt, ..
-        } => RingTooLargeError::new_err((msg, virtual_node_cnt)),
-        AllocateError::ConsumerIdcsNotSet { broker } => {
-            ConsumerIdcsNotSetError::new_err((msg, broker))
+impl CoreError for AllocateError {
+    fn into_py(self) -> PyErr {
+        let msg = self.to_string();
+        match self {
+            AllocateError::EmptyCurrentId => EmptyCurrentIdError::new_err((msg, ())),
+            AllocateError::EmptyQueues => EmptyQueuesError::new_err((msg, ())),
+            AllocateError::EmptyConsumers => EmptyConsumersError::new_err((msg, ())),
+            AllocateError::IllegalVirtualNodeCnt(v) => VirtualNodeCountError::new_err((msg, v)),
+            AllocateError::RingTooLarge {
+                virtual_node_cnt, ..
+            } => RingTooLargeError::new_err((msg, virtual_node_cnt)),
+            AllocateError::ConsumerIdcsNotSet { broker } => {
+                ConsumerIdcsNotSetError::new_err((msg, broker))
+            }
+            AllocateError::EmptyQueueRoom { queue } => MachineRoomError::new_err((msg, queue)),
+            AllocateError::EmptyConsumerRoom { client_id } => {
+                MachineRoomError::new_err((msg, client_id))
+            }
+            AllocateError::UnknownStrategy { name } => UnknownStrategyError::new_err((msg, name)),
+            AllocateError::MissingInner { name } => UnsupportedStrategyError::new_err((msg, name)),
+            AllocateError::UnsupportedStrategy { name, .. } => {
+                UnsupportedStrategyError::new_err((msg, name))
+            }
+            AllocateError::InvalidEpsilon { bits } => {
+                InvalidEpsilonError::new_err((msg, f64::from_bits(bits)))
+            }
+            AllocateError::EpsilonTooSmall { bits } => {
+                EpsilonTooSmallError::new_err((msg, f64::from_bits(bits)))
+            }
+            AllocateError::PreviousRequired { name } => {
+                PreviousAssignmentRequiredError::new_err((msg, name))
+            }
+            AllocateError::InvalidCode { code, .. } => InvalidQueueError::new_err((msg, code)),
+            AllocateError::LengthMismatch { got, .. } => LengthMismatchError::new_err((msg, got)),
+            AllocateError::InvalidBounds { reason } => InvalidInputError::new_err((msg, reason)),
         }
-        AllocateError::EmptyQueueRoom { queue } => MachineRoomError::new_err((msg, queue)),
-        AllocateError::EmptyConsumerRoom { client_id } => {
-            MachineRoomError::new_err((msg, client_id))
-        }
-        AllocateError::UnsupportedStrategy { name, .. } => {
-            UnsupportedStrategyError::new_err((msg, name))
-        }
-        AllocateError::InvalidEpsilon { bits } => {
-            InvalidEpsilonError::new_err((msg, f64::from_bits(bits)))
-        }
-        AllocateError::EpsilonTooSmall { bits } => {
-            EpsilonTooSmallError::new_err((msg, f64::from_bits(bits)))
-        }
-        AllocateError::PreviousRequired { name } => {
-            PreviousAssignmentRequiredError::new_err((msg, name))
-        }
-        AllocateError::InvalidCode { code, .. } => InvalidQueueError::new_err((msg, code)),
-        AllocateError::LengthMismatch { got, .. } => LengthMismatchError::new_err((msg, got)),
-        AllocateError::InvalidBounds { reason } => InvalidInputError::new_err((msg, reason)),
     }
 }
 
@@ -133,9 +105,9 @@ pub trait IntoPyResult<T> {
     fn py_err(self) -> PyResult<T>;
 }
 
-impl<T, E: Into<CoreError>> IntoPyResult<T> for Result<T, E> {
+impl<T, E: CoreError> IntoPyResult<T> for Result<T, E> {
     fn py_err(self) -> PyResult<T> {
-        self.map_err(|e| PyErr::from(e.into()))
+        self.map_err(CoreError::into_py)
     }
 }
 
@@ -146,33 +118,38 @@ pyo3::import_exception!(mqbalance.exceptions, UnknownBrokerError);
 pyo3::import_exception!(mqbalance.exceptions, InvalidSimulationError);
 pyo3::import_exception!(mqbalance.exceptions, ResourceLimitError);
 
-/// Map a fault-tolerance error to its Python class.
-fn fault_to_py(e: FaultError) -> PyErr {
-    use FaultError as F;
-    let msg = e.to_string();
-    match e {
-        F::NegativeLatency(v) => InvalidLatencyError::new_err((msg, v)),
-        F::TableLengthMismatch { durations, .. } => LatencyTableError::new_err((msg, durations)),
-        F::TableNotSorted { value, .. } => LatencyTableError::new_err((msg, value)),
-        F::EmptyRoute { topic } => EmptyRouteError::new_err((msg, topic)),
-        F::InvalidQueueData { value, .. } => InvalidQueueError::new_err((msg, value)),
-        F::UnknownBroker(b) => UnknownBrokerError::new_err((msg, b)),
-        F::InvalidSimulation { name, .. } => InvalidSimulationError::new_err((msg, name)),
-        F::TooLarge { value, .. } => ResourceLimitError::new_err((msg, value)),
+impl CoreError for FaultError {
+    fn into_py(self) -> PyErr {
+        use FaultError as F;
+        let msg = self.to_string();
+        match self {
+            F::NegativeLatency(v) => InvalidLatencyError::new_err((msg, v)),
+            F::TableLengthMismatch { durations, .. } => {
+                LatencyTableError::new_err((msg, durations))
+            }
+            F::TableNotSorted { value, .. } => LatencyTableError::new_err((msg, value)),
+            F::EmptyRoute { topic } => EmptyRouteError::new_err((msg, topic)),
+            F::InvalidQueueData { value, .. } => InvalidQueueError::new_err((msg, value)),
+            F::UnknownBroker(b) => UnknownBrokerError::new_err((msg, b)),
+            F::InvalidSimulation { name, .. } => InvalidSimulationError::new_err((msg, name)),
+            F::TooLarge { value, .. } => ResourceLimitError::new_err((msg, value)),
+        }
     }
 }
 
-/// Map a userData codec error: an input error, carrying the topic when one is too long (decoding
-/// errors do not reach Python: undecodable userData reads as "no previous assignment").
-fn user_data_to_py(e: UserDataError) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        UserDataError::TopicTooLong { topic, .. } => InvalidInputError::new_err((msg, topic)),
-        UserDataError::Empty
-        | UserDataError::Truncated { .. }
-        | UserDataError::NegativeLength { .. }
-        | UserDataError::InvalidUtf8 { .. }
-        | UserDataError::TrailingBytes { .. }
-        | UserDataError::TooMany { .. } => InvalidInputError::new_err((msg, None::<String>)),
+/// An input error, carrying the topic when one is too long (decoding errors do not reach Python:
+/// undecodable userData reads as "no previous assignment").
+impl CoreError for UserDataError {
+    fn into_py(self) -> PyErr {
+        let msg = self.to_string();
+        match self {
+            UserDataError::TopicTooLong { topic, .. } => InvalidInputError::new_err((msg, topic)),
+            UserDataError::Empty
+            | UserDataError::Truncated { .. }
+            | UserDataError::NegativeLength { .. }
+            | UserDataError::InvalidUtf8 { .. }
+            | UserDataError::TrailingBytes { .. }
+            | UserDataError::TooMany { .. } => InvalidInputError::new_err((msg, None::<String>)),
+        }
     }
 }

@@ -27,30 +27,6 @@ fn semantics(name: &str) -> PyResult<Semantics> {
     }
 }
 
-fn table(
-    sem: Semantics,
-    latency_max: Option<Vec<i64>>,
-    not_available: Option<Vec<i64>>,
-) -> PyResult<LatencyTable> {
-    match (latency_max, not_available) {
-        (None, None) => Ok(match sem {
-            Semantics::V4 => LatencyTable::v4(),
-            Semantics::V5 => LatencyTable::v5(),
-        }),
-        (l, d) => {
-            let default = match sem {
-                Semantics::V4 => LatencyTable::v4(),
-                Semantics::V5 => LatencyTable::v5(),
-            };
-            LatencyTable::new(
-                l.unwrap_or_else(|| default.latency_max().to_vec()),
-                d.unwrap_or_else(|| default.not_available_duration().to_vec()),
-            )
-            .py_err()
-        }
-    }
-}
-
 /// `TopicPublishInfo`: a topic's message queue list and route queue datas (immutable; the
 /// `sendWhichQueue` counter is kept by the caller).
 #[pyclass(frozen, name = "TopicPublishInfo", module = "mqbalance._core")]
@@ -164,7 +140,7 @@ impl PyMQFaultStrategy {
         detect_interval: i64,
     ) -> PyResult<Self> {
         let sem = self::semantics(semantics)?;
-        let t = table(sem, latency_max, not_available_duration)?;
+        let t = LatencyTable::with_overrides(sem, latency_max, not_available_duration).py_err()?;
         Ok(PyMQFaultStrategy {
             inner: Mutex::new(
                 MQFaultStrategy::new(sem, t, enabled)

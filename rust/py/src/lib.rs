@@ -11,16 +11,14 @@ mod kafka;
 
 use std::collections::BTreeSet;
 
-use mqbalance_core::allocate::{self, RoomMap};
+use mqbalance_core::allocate::{self, RoomMap, StrategyParams};
 use mqbalance_core::ring::hash_str;
 use mqbalance_core::{order, Charset, ConsumerList, QueueTable, Strategy};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use errors::{
-    ok, run, IntoPyResult, UnknownCharsetError, UnknownStrategyError, UnsupportedStrategyError,
-};
+use errors::{ok, run, IntoPyResult, UnknownCharsetError};
 
 /// A core strategy handle (immutable).
 #[pyclass(frozen, name = "Strategy", module = "mqbalance._core")]
@@ -50,33 +48,16 @@ impl PyStrategy {
         inner: Option<&PyStrategy>,
         epsilon: f64,
     ) -> PyResult<Self> {
-        let cs = self::charset(charset)?;
-        let strategy = match kind {
-            "AVG" => Strategy::Avg,
-            "AVG_BY_CIRCLE" => Strategy::AvgByCircle,
-            "CONSISTENT_HASH" => Strategy::consistent_hash(virtual_node_cnt, cs).py_err()?,
-            "CONSISTENT_HASH_BOUNDED" => {
-                Strategy::consistent_hash_bounded(virtual_node_cnt, cs, epsilon).py_err()?
-            }
-            "STICKY" => Strategy::Sticky,
-            "MACHINE_ROOM" => Strategy::MachineRoom { consumer_idcs },
-            "MACHINE_ROOM_NEARBY" => {
-                let inner = inner.ok_or_else(|| {
-                    UnsupportedStrategyError::new_err((
-                        "MACHINE_ROOM_NEARBY needs an inner strategy",
-                        kind.to_owned(),
-                    ))
-                })?;
-                Strategy::nearby(inner.inner.clone()).py_err()?
-            }
-            _ => {
-                return Err(UnknownStrategyError::new_err((
-                    format!("no core strategy named {kind:?}"),
-                    kind.to_owned(),
-                )))
-            }
+        let params = StrategyParams {
+            virtual_node_cnt,
+            charset: self::charset(charset)?,
+            consumer_idcs,
+            inner: inner.map(|s| s.inner.clone()),
+            epsilon,
         };
-        Ok(PyStrategy { inner: strategy })
+        Ok(PyStrategy {
+            inner: Strategy::from_name(kind, params).py_err()?,
+        })
     }
 
     /// Java `getName()`.

@@ -77,7 +77,75 @@ pub enum Strategy {
     },
 }
 
+/// The settings a strategy can be built from by name ([`Strategy::from_name`]); each strategy
+/// reads the ones it has and ignores the others.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StrategyParams {
+    /// Virtual nodes per client id (`CONSISTENT_HASH*`; Java default 10).
+    pub virtual_node_cnt: i64,
+    /// How strings become bytes before MD5 (`CONSISTENT_HASH*`).
+    pub charset: Charset,
+    /// `MACHINE_ROOM`'s `consumeridcs` (`None` = never set).
+    pub consumer_idcs: Option<BTreeSet<String>>,
+    /// `MACHINE_ROOM_NEARBY`'s inner strategy (required there).
+    pub inner: Option<Strategy>,
+    /// `CONSISTENT_HASH_BOUNDED`'s ε.
+    pub epsilon: f64,
+}
+
+impl Default for StrategyParams {
+    fn default() -> Self {
+        StrategyParams {
+            virtual_node_cnt: 10,
+            charset: Charset::Utf8,
+            consumer_idcs: None,
+            inner: None,
+            epsilon: bounded::DEFAULT_EPSILON,
+        }
+    }
+}
+
 impl Strategy {
+    /// The strategy Java's `getName()` calls `kind` (`MACHINE_ROOM_NEARBY` without its inner
+    /// suffix: the inner strategy is `params.inner`), with its settings from `params`.
+    ///
+    /// ```
+    /// use mqbalance_core::allocate::StrategyParams;
+    /// use mqbalance_core::{AllocateError, Strategy};
+    /// let inner = Some(Strategy::from_name("AVG_BY_CIRCLE", StrategyParams::default()).unwrap());
+    /// let s = Strategy::from_name("MACHINE_ROOM_NEARBY", StrategyParams { inner, ..Default::default() });
+    /// assert_eq!(s.unwrap().name(), "MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE");
+    /// let err = Strategy::from_name("AVG_BY_HASH", StrategyParams::default()).unwrap_err();
+    /// assert_eq!(err, AllocateError::UnknownStrategy { name: "AVG_BY_HASH".into() });
+    /// ```
+    pub fn from_name(kind: &str, params: StrategyParams) -> Result<Self, AllocateError> {
+        let StrategyParams {
+            virtual_node_cnt,
+            charset,
+            consumer_idcs,
+            inner,
+            epsilon,
+        } = params;
+        match kind {
+            "AVG" => Ok(Strategy::Avg),
+            "AVG_BY_CIRCLE" => Ok(Strategy::AvgByCircle),
+            "CONSISTENT_HASH" => Strategy::consistent_hash(virtual_node_cnt, charset),
+            "CONSISTENT_HASH_BOUNDED" => {
+                Strategy::consistent_hash_bounded(virtual_node_cnt, charset, epsilon)
+            }
+            "STICKY" => Ok(Strategy::Sticky),
+            "MACHINE_ROOM" => Ok(Strategy::MachineRoom { consumer_idcs }),
+            "MACHINE_ROOM_NEARBY" => {
+                Strategy::nearby(inner.ok_or(AllocateError::MissingInner {
+                    name: kind.to_owned(),
+                })?)
+            }
+            _ => Err(AllocateError::UnknownStrategy {
+                name: kind.to_owned(),
+            }),
+        }
+    }
+
     /// `CONSISTENT_HASH` from Java's `int virtualNodeCnt` (negative → Java's constructor error).
     pub fn consistent_hash(virtual_node_cnt: i64, charset: Charset) -> Result<Self, AllocateError> {
         Ok(Strategy::ConsistentHash {

@@ -9,6 +9,7 @@
 //! ```
 
 use super::error::FaultError;
+use super::semantics::Semantics;
 
 /// `latencyMax` (ms, ascending) and the matching `notAvailableDuration` (ms).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,35 @@ impl LatencyTable {
             latency_max: vec![50, 100, 550, 1800, 3000, 5000, 15000],
             not_available: vec![0, 0, 2000, 5000, 6000, 10000, 30000],
         }
+    }
+
+    /// The defaults of a client generation ([`v4`](Self::v4) or [`v5`](Self::v5)).
+    pub fn of(semantics: Semantics) -> Self {
+        match semantics {
+            Semantics::V4 => Self::v4(),
+            Semantics::V5 => Self::v5(),
+        }
+    }
+
+    /// A generation's defaults with either list replaced (Java's setters), checked as in
+    /// [`new`](Self::new).
+    ///
+    /// ```
+    /// use mqbalance_core::fault::{LatencyTable, Semantics};
+    /// let t = LatencyTable::with_overrides(Semantics::V5, None, Some(vec![0; 7])).unwrap();
+    /// assert_eq!((t.latency_max(), t.not_available_duration()), (LatencyTable::v5().latency_max(), &[0; 7][..]));
+    /// assert!(LatencyTable::with_overrides(Semantics::V4, Some(vec![1]), None).is_err());
+    /// ```
+    pub fn with_overrides(
+        semantics: Semantics,
+        latency_max: Option<Vec<i64>>,
+        not_available: Option<Vec<i64>>,
+    ) -> Result<Self, FaultError> {
+        let default = Self::of(semantics);
+        Self::new(
+            latency_max.unwrap_or(default.latency_max),
+            not_available.unwrap_or(default.not_available),
+        )
     }
 
     /// A custom table (Java's setters). Both lists must have the same length; `latency_max` must
