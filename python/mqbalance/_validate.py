@@ -27,7 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from mqbalance.exceptions import InvalidInputError, LengthMismatchError, MQBalanceError, ResourceLimitError
+from mqbalance.exceptions import (
+    EpsilonTooSmallError,
+    InvalidEpsilonError,
+    InvalidInputError,
+    LengthMismatchError,
+    MQBalanceError,
+    ResourceLimitError,
+)
 
 JAVA_INT_MIN = -(2**31)
 JAVA_INT_MAX = 2**31 - 1
@@ -183,8 +190,6 @@ def duration_ms(
 
 def epsilon(value: Any, name: str = "epsilon") -> float:
     """CONSISTENT_HASH_BOUNDED's ε: a finite number ``>= 0``."""
-    from mqbalance.exceptions import EpsilonTooSmallError, InvalidEpsilonError
-
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidEpsilonError(f"{name} must be a finite number >= 0, got {value!r}", value)
     try:

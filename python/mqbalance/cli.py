@@ -34,6 +34,8 @@ a group that never again had every queue pulled exactly once after some event).
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import MQBalanceError
+from mqbalance.fleet.engine import DEFAULT_WHAT_IF
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
 
@@ -136,8 +139,6 @@ def _check_out(out: Path) -> None:
 
 
 def _cmd_snapshot(args: argparse.Namespace) -> int:
-    import json
-
     from mqbalance.fleet.live import read_cluster
     from mqbalance.fleet.snapshot import write_parquet
 
@@ -342,9 +343,6 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
-    import dataclasses
-    import json
-
     from mqbalance.sim import bundled_scenarios, compare, load_scenario, scenario_strategy
 
     if args.list:
@@ -495,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="STRATEGIES",
         help="comma-separated strategies to try on every clustering group: queues that would move on a switch, "
         "max load, idle processes (a report section; computed in the same executor pass, about 1x the assignment's "
-        "work per candidate, more for STICKY). Default: AVG,CONSISTENT_HASH_BOUNDED,STICKY on fleets of up to 10^5 "
+        f"work per candidate, more for STICKY). Default: {','.join(DEFAULT_WHAT_IF)} on fleets of up to 10^5 "
         "readable queues; 'none' turns it off",
     )
     au.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from mqbalance.allocation.models import MessageQueue
+from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["RoomResolver", "PrefixRoomResolver"]
 
@@ -41,8 +42,6 @@ class PrefixRoomResolver:
 
     def __post_init__(self) -> None:
         if not isinstance(self.sep, str) or not self.sep:
-            from mqbalance.exceptions import InvalidInputError
-
             raise InvalidInputError(f"PrefixRoomResolver.sep must be a non-empty str, got {self.sep!r}", self.sep)
 
     def _room(self, text: str) -> str:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mqbalance._validate import str_sequence
 from mqbalance.allocation.models import MessageQueue
 from mqbalance.allocation.ordering import sort_client_ids, sort_queues
 from mqbalance.allocation.strategies import AllocateStrategy
@@ -134,8 +135,6 @@ class RebalanceImpl:
     allocate_errors: list[tuple[str, MQBalanceError]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from mqbalance._validate import str_sequence
-
         self.topics = str_sequence(self.topics, "topics")
 
     def do_rebalance(self, *, now_ms: int) -> bool:

@@ -1,0 +1,170 @@
+"""The package's shape, checked from its source: modules import one way (no circle, however long,
+and none hidden in a function), imports inside functions are only the lazy ones we chose, no shim
+module re-exports another under an old name, and strategy names are listed only by the registry."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import mqbalance
+from mqbalance.allocation.registry import StrategyName
+
+PACKAGE = Path(mqbalance.__file__).parent
+
+#: Imports of our own modules allowed inside a function: the command dispatchers import a command's
+#: module when it runs, so that ``mqbalance --help`` does not load Spark, kazoo or Arrow.
+LAZY_OWN_IMPORTS = {"mqbalance.cli", "mqbalance.coordination.cli", "mqbalance.rocketmq.cli"}
+#: Third-party packages imported inside a function: heavy and optional (or only for one feature).
+LAZY_THIRD_PARTY = {"pyspark", "matplotlib", "pyarrow", "yaml", "resource"}
+#: Compiled modules (no ``.py`` source): importable targets with no imports of their own.
+COMPILED = {"mqbalance._core"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _target(name: str) -> str | None:
+    """The module an imported dotted name resolves to (a module, else the package that holds it)."""
+    while name and name not in MODULES and name not in COMPILED:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> list[tuple[str, bool, int]]:
+    """``(imported module, inside a function, line)`` for each import of ``module``'s source."""
+    tree = ast.parse(MODULES[module].read_text())
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inside.update(id(sub) for sub in ast.walk(node) if sub is not node)
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join([*package.split(".")[: len(package.split(".")) - node.level + 1], base]).strip(".")
+            names = [f"{base}.{a.name}" for a in node.names]
+        for name in names:
+            out.append((name, id(node) in inside, node.lineno))
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module in MODULES:
+        for name, _, _ in _imports(module):
+            target = _target(name) if name.startswith("mqbalance") else None
+            if target is not None and target != module and target not in COMPILED:
+                graph[module].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_modules_import_one_way_even_through_imports_in_functions():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_check_finds_a_circle_however_long():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_imports_inside_functions_are_only_the_lazy_ones_we_chose():
+    found = []
+    for module in MODULES:
+        for name, in_function, line in _imports(module):
+            if not in_function:
+                continue
+            own = name.startswith("mqbalance")
+            allowed = module in LAZY_OWN_IMPORTS if own else name.split(".")[0] in LAZY_THIRD_PARTY
+            if not allowed:
+                found.append(f"{module}:{line} imports {name}")
+    assert found == []
+
+
+def test_no_module_only_re_exports_another_under_an_old_name():
+    """A shim is a module whose docstring says it moved or keeps old imports working."""
+    moved = re.compile(r"moved to|keeps? old imports|former name|older name|still accepted|deprecated", re.I)
+    found = [
+        m for m, p in MODULES.items() if (doc := ast.get_docstring(ast.parse(p.read_text()))) and moved.search(doc)
+    ]
+    assert found == []
+
+
+def test_strategy_names_are_listed_only_by_the_registry():
+    """Outside the registry a RocketMQ strategy name is fine alone (a default, an example), but a
+    run of three or more names in one string or tuple is a list that will go stale."""
+    names = {n.value for n in StrategyName}
+    found = []
+    for module, path in MODULES.items():
+        if module == "mqbalance.allocation.registry":
+            continue
+        tree = ast.parse(path.read_text())
+        prose = set()  # docstrings explain, and chosen defaults (DEFAULT_*) choose: neither enumerates
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+                prose.add(id(body[0].value))
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id.startswith("DEFAULT_") for t in node.targets
+            ):
+                prose.add(id(node.value))
+        for node in ast.walk(tree):
+            if id(node) in prose:
+                continue
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                words = set(re.findall(r"[A-Za-z_-]+", node.value))
+                listed = words & names
+            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                listed = {e.value for e in node.elts if isinstance(e, ast.Constant)} & names
+            else:
+                continue
+            if len(listed) >= 3:
+                found.append(f"{module}:{node.lineno} lists {sorted(listed)}")
+    assert found == []
