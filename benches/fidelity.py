@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from mqbalance.remoting import BrokerClient, NameServer  # noqa: E402
 from mqbalance.rocketmq.records import (  # noqa: E402
-    check_consumed,
+    check_records,
     duplicates_between,
     load_records,
     ownership_intervals,
@@ -198,7 +198,7 @@ def real(scale: float, out: Path) -> dict[str, Any]:
                 for q in range(PER_BROKER):
                     ends[f"{b.broker_name}/{TOPIC}/{q}"] = bc.max_offset(TOPIC, q)
     records = load_records(sorted(rec_dir.glob("*.jsonl")))
-    check = check_consumed(records, ends)
+    check = check_records(records, ends)
     intervals = ownership_intervals(records, end=end, died=died)
     queues = sorted(ends)
     bounds = [t_start] + [t for t, _ in events] + [end]

@@ -1023,14 +1023,14 @@ TABLE += [
     E("rocketmq.records.load_records", rocketmq_mod.load_records, paths=("strs", [str(_GOOD_RECORDS)])),
     E("rocketmq.records.load_records(content)", rocketmq_mod.load_records, paths=("record_files", [_GOOD_RECORDS])),
     E(
-        "rocketmq.records.check_consumed",
-        rocketmq_mod.check_consumed,
+        "rocketmq.records.check_records",
+        rocketmq_mod.check_records,
         records=("mapping", {"m1": [_GOOD_ROW]}),
         max_offsets=("partitions", {"b/T/0": 8, "b/T/1": 2}),
     ),
     E(
-        "rocketmq.records.check_consumed(records)",
-        lambda records: rocketmq_mod.check_consumed(records, {"b/T/0": 8}),
+        "rocketmq.records.check_records(records)",
+        lambda records: rocketmq_mod.check_records(records, {"b/T/0": 8}),
         records=("consume_records", {"m1": [_GOOD_ROW]}),
     ),
 ]
@@ -1142,9 +1142,9 @@ EXEMPT |= {
     "mqbalance.rebalance.ClientIdListing": "an enum; parsed by ConsumerManager (broker-side, driven by the simulator)",
     "mqbalance.rocketmq.cli.*": "`mqbalance consume`: walked by test_cli_refuses_bad_input",
     "mqbalance.rocketmq.worker.*": "the runnable behind `mqbalance consume` (CLI walker): settings = the member's",
-    "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_consumed (walked)",
+    "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_records (walked)",
     "mqbalance.rocketmq.records.window_figures": "analysis of ownership_intervals' result (library-built)",
-    "mqbalance.rocketmq.records.duplicates_between": "analysis of records already checked by check_consumed (walked)",
+    "mqbalance.rocketmq.records.duplicates_between": "analysis of records already checked by check_records (walked)",
 }
 for _module in ("mqbalance.rocketmq", "mqbalance.rocketmq.member", "mqbalance.rocketmq.transport"):
     for _name, _reason in {
@@ -1155,7 +1155,7 @@ for _module in ("mqbalance.rocketmq", "mqbalance.rocketmq.member", "mqbalance.ro
     }.items():
         EXEMPT[f"{_module}.{_name}"] = _reason
 for _module in ("mqbalance.rocketmq", "mqbalance.rocketmq.records"):
-    EXEMPT[f"{_module}.ConsumeCheck"] = "result type of check_consumed (walked)"
+    EXEMPT[f"{_module}.RecordCheck"] = "result type of check_records (walked)"
 
 #: ``module.name`` of each public object → the TABLE entries that walk it.
 ALIASES = {
@@ -1198,7 +1198,7 @@ for _name, _entry in {
     "default_client_id": "rocketmq.member.default_client_id",
     "ClusterTransport": "rocketmq.transport.ClusterTransport",
     "load_records": "rocketmq.records.load_records",
-    "check_consumed": "rocketmq.records.check_consumed",
+    "check_records": "rocketmq.records.check_records",
 }.items():
     ALIASES[f"mqbalance.rocketmq.{_name}"] = _entry
 for _name in ("MessageQueue", "java_string_key", "sort_client_ids", "sort_queues", "strategy", "AllocateStrategy"):
@@ -1748,11 +1748,11 @@ def test_a_bad_record_file_is_named(path: str) -> None:
     assert name in str(e.value) or repr(name)[1:-1] in str(e.value), e.value
 
 
-def test_check_consumed_counts_ranges_not_offsets() -> None:
+def test_check_records_counts_ranges_not_offsets() -> None:
     """A queue whose max offset is 2**62 with nothing processed, and a record of 2**62 offsets: the
     answer at once (an offset-by-offset count would not finish)."""
     started = time.monotonic()
-    check = rocketmq_mod.check_consumed({"m": [{**_GOOD_ROW, "a": 1, "b": 2**62}]}, {"b/T/0": 2**62, "b/T/1": 2**62})
+    check = rocketmq_mod.check_records({"m": [{**_GOOD_ROW, "a": 1, "b": 2**62}]}, {"b/T/0": 2**62, "b/T/1": 2**62})
     assert time.monotonic() - started < 1
     assert check.lost == {"b/T/0": [(0, 1)], "b/T/1": [(0, 2**62)]}
     assert (check.processed, check.unique, check.duplicates) == (2**62 - 1, 2**62 - 1, 0)

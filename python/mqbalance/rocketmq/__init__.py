@@ -9,7 +9,7 @@ the same layout as :mod:`mqbalance.coordination` (``member``, ``worker``, ``reco
 """
 
 from mqbalance.rocketmq.member import MemberState, MemberStats, RocketMQMember, default_client_id
-from mqbalance.rocketmq.records import ConsumeCheck, RecordCheck, check_consumed, check_records, load_records
+from mqbalance.rocketmq.records import RecordCheck, check_records, load_records
 from mqbalance.rocketmq.transport import ClusterTransport, DuplicateClientId, PulledMessage
 
 __all__ = [
@@ -23,6 +23,4 @@ __all__ = [
     "RecordCheck",
     "check_records",
     "load_records",
-    "ConsumeCheck",
-    "check_consumed",
 ]

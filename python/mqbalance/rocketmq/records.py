@@ -14,8 +14,7 @@ says what it found):
 (False, 2, {'b/T/1': [(0, 2)]})
 
 :func:`ownership_intervals`, :func:`window_figures` and :func:`duplicates_between` analyse records
-already checked (the fidelity benchmark's figures). ``ConsumeCheck`` and ``check_consumed`` are the
-earlier names of :class:`RecordCheck` and :func:`check_records` (the same objects).
+already checked (the fidelity benchmark's figures).
 """
 
 from __future__ import annotations
@@ -32,8 +31,6 @@ __all__ = [
     "RecordCheck",
     "check_records",
     "load_records",
-    "ConsumeCheck",
-    "check_consumed",
     "duplicates_between",
     "ownership_intervals",
     "window_figures",
@@ -98,10 +95,6 @@ def check_records(records: Mapping[str, list[dict[str, Any]]], max_offsets: Mapp
         if missing:
             res.lost[q] = missing
     return res
-
-
-ConsumeCheck = RecordCheck
-check_consumed = check_records
 
 
 def ownership_intervals(
