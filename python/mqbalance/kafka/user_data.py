@@ -26,7 +26,8 @@ def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> byt
     """v1 bytes for the given partitions (grouped by topic, partitions ascending)."""
     if _validate.not_a_collection(partitions):
         raise InvalidInputError(f"partitions must be a sequence of (topic, partition), got {partitions!r}", partitions)
-    pairs: list[tuple[str, int]] = []
+    topics: list[str] = []
+    numbers: list[int] = []
     for i, tp in enumerate(partitions):
         if isinstance(tp, (str, bytes)) or not hasattr(tp, "__len__") or len(tp) != 2:
             raise InvalidInputError(f"partitions[{i}] must be a (topic, partition) pair, got {tp!r}", tp)
@@ -45,10 +46,11 @@ def encode(partitions: Iterable[tuple[str, int]], generation: int | None) -> byt
                 f"Kafka's string limit is {_core.STICKY_USER_DATA_MAX_TOPIC_BYTES}",
                 topic,
             )
-        pairs.append((topic, _validate.java_int(partition, f"partitions[{i}].partition")))
+        topics.append(topic)
+        numbers.append(_validate.java_int(partition, f"partitions[{i}].partition"))
     if generation is not None:
         generation = _validate.java_int(generation, "generation")
-    return _core.sticky_user_data_encode(pairs, generation)
+    return _core.sticky_user_data_encode(topics, numbers, generation)
 
 
 def decode(data: bytes | None) -> tuple[list[tuple[str, int]], int | None] | None:

@@ -827,30 +827,50 @@ pub fn zk_assign<'py>(
     topic_partition_lists(py, &cluster, rows)
 }
 
-/// Java `StickyAssignor` userData (v1) for `(topic, partition)` pairs and a generation.
+/// Java `StickyAssignor` userData (v1) for the `(topics[i], partitions[i])` pairs and a
+/// generation.
 #[pyfunction]
-pub fn sticky_user_data_encode(
-    py: Python<'_>,
-    partitions: Vec<(String, i32)>,
+pub fn sticky_user_data_encode<'py>(
+    py: Python<'py>,
+    topics: Vec<Bound<'py, PyString>>,
+    partitions: Vec<i32>,
     generation: Option<i32>,
-) -> PyResult<Bound<'_, PyBytes>> {
-    let data = run(py, || {
-        user_data::encode(partitions.iter().map(|(t, p)| (t.as_str(), *p)), generation)
-    })?;
+) -> PyResult<Bound<'py, PyBytes>> {
+    if topics.len() != partitions.len() {
+        return Err(InvalidInputError::new_err((
+            format!(
+                "{} topics for {} partitions",
+                topics.len(),
+                partitions.len()
+            ),
+            partitions.len(),
+        )));
+    }
+    let pairs = topics
+        .iter()
+        .zip(partitions)
+        .map(|(t, p)| Ok((t.to_str()?, p)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let data = run(py, || user_data::encode(pairs.iter().copied(), generation))?;
     Ok(PyBytes::new(py, &data))
 }
 
 /// `(partitions, generation)` of Java `StickyAssignor` userData (v1, else v0), or `None` when the
-/// bytes are neither.
+/// bytes are neither. The pairs of one topic share its `str`.
 #[pyfunction]
-pub fn sticky_user_data_decode(py: Python<'_>, data: &[u8]) -> PyResult<Option<UserData>> {
-    run(py, || {
-        ok(user_data::decode(data).ok().map(|d| {
-            let pairs = d.partitions.into_iter().map(|(t, p)| (t.to_owned(), p));
-            (pairs.collect(), d.generation)
-        }))
-    })
+pub fn sticky_user_data_decode<'py>(
+    py: Python<'py>,
+    data: &[u8],
+) -> PyResult<Option<(Bound<'py, PyList>, Option<i32>)>> {
+    let Some(d) = run(py, || ok(user_data::decode(data).ok()))? else {
+        return Ok(None);
+    };
+    let out = PyList::empty(py);
+    for same in d.partitions.chunk_by(|a, b| std::ptr::eq(a.0, b.0)) {
+        let topic = PyString::new(py, same[0].0);
+        for &(_, p) in same {
+            out.append((&topic, p))?;
+        }
+    }
+    Ok(Some((out, d.generation)))
 }
-
-/// Decoded userData as returned to Python.
-type UserData = (Vec<(String, i32)>, Option<i32>);

@@ -26,8 +26,7 @@
 //! assert!(decode(b"\x00\x00\x00\x05junk").is_err());
 //! ```
 
-use std::collections::BTreeMap;
-
+use rustc_hash::FxHashMap;
 use thiserror::Error;
 
 /// Longest topic name the layout can carry, in UTF-8 bytes (Kafka's `int16` string length).
@@ -121,23 +120,32 @@ pub fn encode<'a>(
     partitions: impl IntoIterator<Item = (&'a str, i32)>,
     generation: Option<i32>,
 ) -> Result<Vec<u8>, UserDataError> {
-    let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
+    // Topics in first-seen order, then sorted by name; a run of one topic is one lookup.
+    let mut by_topic: Vec<(&str, Vec<i32>)> = Vec::new();
+    let mut index: FxHashMap<&str, usize> = FxHashMap::default();
     let mut size = 8usize;
-    for (index, (topic, partition)) in partitions.into_iter().enumerate() {
-        if topic.len() > MAX_TOPIC_BYTES {
-            return Err(UserDataError::TopicTooLong {
-                index,
-                topic: topic.to_owned(),
-                bytes: topic.len(),
-            });
-        }
-        let ids = by_topic.entry(topic).or_insert_with(|| {
-            size = size.saturating_add(6 + topic.len());
-            Vec::new()
-        });
-        ids.push(partition);
+    for (i, (topic, partition)) in partitions.into_iter().enumerate() {
+        let k = match by_topic.last() {
+            Some((last, _)) if *last == topic => by_topic.len() - 1,
+            _ => {
+                if topic.len() > MAX_TOPIC_BYTES {
+                    return Err(UserDataError::TopicTooLong {
+                        index: i,
+                        topic: topic.to_owned(),
+                        bytes: topic.len(),
+                    });
+                }
+                *index.entry(topic).or_insert_with(|| {
+                    by_topic.push((topic, Vec::new()));
+                    size = size.saturating_add(6 + topic.len());
+                    by_topic.len() - 1
+                })
+            }
+        };
+        by_topic[k].1.push(partition);
         size = size.saturating_add(4);
     }
+    by_topic.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let count =
         |what, n: usize| i32::try_from(n).map_err(|_| UserDataError::TooMany { what, count: n });
     let mut out = Vec::with_capacity(size);

@@ -58,6 +58,9 @@ impl LatencyTable {
         not_available: Option<Vec<i64>>,
     ) -> Result<Self, FaultError> {
         let default = Self::of(semantics);
+        if latency_max.is_none() && not_available.is_none() {
+            return Ok(default);
+        }
         Self::new(
             latency_max.unwrap_or(default.latency_max),
             not_available.unwrap_or(default.not_available),
