@@ -29,8 +29,8 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 from kafka.protocol.consumer.group import JoinGroupResponse  # noqa: E402
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription  # noqa: E402
 
-from mqbalance import kafka_python as dropin  # noqa: E402
 from mqbalance.kafka import Subscription, TopicPartition, assign_columns, assignor, check_assignment, zk_assign  # noqa: E402
+from mqbalance.kafka import kafka_python as dropin  # noqa: E402
 
 PEERS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor, "sticky": StickyPartitionAssignor}
 OURS = {"range": dropin.RangeAssignor, "roundrobin": dropin.RoundRobinAssignor, "sticky": dropin.StickyAssignor}
@@ -195,7 +195,7 @@ def test_sticky_dropin_targets(alone, full_size, partitions, heterogeneous, targ
 def test_sticky_dropin_rebalance_with_user_data_10k_1k(alone, full_size):
     """The next generation: every member sends its previous partitions in Java's userData layout
     (decoded in the binding), one member has left and a new one joined."""
-    from mqbalance import sticky_user_data
+    from mqbalance.kafka import user_data
 
     ppt, subs = group(10_000 if full_size else 500, 1_000 if full_size else 50)
     first = assign_columns("sticky", ppt, list(subs), list(subs.values()))
@@ -210,7 +210,7 @@ def test_sticky_dropin_rebalance_with_user_data_10k_1k(alone, full_size):
             group_instance_id=None,
             metadata=ConsumerProtocolSubscription.decode(
                 ConsumerProtocolSubscription(
-                    0, list(ppt), sticky_user_data.encode(previous.get(m, []), 3) if m in previous else b""
+                    0, list(ppt), user_data.encode(previous.get(m, []), 3) if m in previous else b""
                 ).encode()
             ),
         )
