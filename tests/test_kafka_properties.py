@@ -145,7 +145,7 @@ def test_assignor_names_ignore_case():
         zk_assign("Sticky", {"t": 1}, consumers)
 
 
-def test_zk_assign_takes_partitions_first_and_still_accepts_the_older_order():
+def test_zk_assign_takes_partitions_first_and_refuses_the_arguments_swapped():
     consumers = {"C1": {"t": 2, "u": 1}, "C2": {"t": 2}}
     partitions = {"t": 5, "u": 3}
     new = zk_assign("range", partitions, consumers)
@@ -157,9 +157,9 @@ def test_zk_assign_takes_partitions_first_and_still_accepts_the_older_order():
         TopicPartition("u", 2),
     ]
     assert zk_assign("range", partitions_per_topic=partitions, consumers=consumers) == new
-    with pytest.warns(DeprecationWarning, match="partitions_per_topic, consumers"):
-        assert zk_assign("range", consumers, partitions) == new  # type: ignore[arg-type]
-    with pytest.warns(DeprecationWarning, match="is deprecated"):
-        assert zk_assign("roundrobin", {}, partitions) == {}  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="partition count of topic 'C1' must be an int"):
+        zk_assign("range", consumers, partitions)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match=r"consumers\['t'\] must be a mapping, got int 5"):
+        zk_assign("roundrobin", {}, partitions)  # type: ignore[arg-type]
     assert zk_assign("range", {}, consumers) == {"C1-0": [], "C1-1": [], "C2-0": [], "C2-1": []}
     assert zk_assign("range", {}, {}) == {}
