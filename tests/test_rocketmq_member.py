@@ -4,14 +4,11 @@ gracefully, surviving a broker that goes away and comes back or is not there at 
 
 from __future__ import annotations
 
-import ast
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
-import mqbalance.rocketmq
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
 from mqbalance.remoting import BrokerClient
@@ -262,54 +259,3 @@ def test_cli_consume_refuses_bad_input(capsys):
     assert main(["consume", "--namesrv", "127.0.0.1:1", "--group", "g", "--topic", "T", "--strategy", "NOPE"]) == 2
     assert "NOPE" in capsys.readouterr().err
     assert main(["consume", "--namesrv", "127.0.0.1:1", "--group", "g", "--topic", "T", "--timeout", "0"]) == 2
-
-
-def import_cycles(package_dir: Path, package: str) -> list[list[str]]:
-    """The import circles among the modules of ``package`` (explicit imports anywhere in a module,
-    inside functions too, absolute or relative; a module's implicit import of its package is not
-    counted)."""
-    modules = {package if f.stem == "__init__" else f"{package}.{f.stem}": f for f in package_dir.glob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, f in modules.items():
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(f.read_text(), str(f))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    here = name if f.stem == "__init__" else name.rpartition(".")[0]
-                    for _ in range(node.level - 1):
-                        here = here.rpartition(".")[0]
-                    base = f"{here}.{base}" if base else here
-                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
-            deps |= {t for t in targets if t in modules and t != name}
-        graph[name] = deps
-    cycles, state = [], dict.fromkeys(graph, 0)  # 0 unseen, 1 on the path, 2 done
-
-    def visit(m: str, path: list[str]) -> None:
-        state[m] = 1
-        for d in sorted(graph[m]):
-            if state[d] == 1:
-                cycles.append([*path[path.index(d) :], d])
-            elif state[d] == 0:
-                visit(d, [*path, d])
-        state[m] = 2
-
-    for m in sorted(graph):
-        if state[m] == 0:
-            visit(m, [m])
-    return cycles
-
-
-def test_the_rocketmq_modules_import_one_way(tmp_path):
-    """member -> transport, worker -> member/transport, cli -> worker: no circle, not even through an
-    import inside a function (the transport once fetched DuplicateClientId from the member so)."""
-    here = Path(mqbalance.rocketmq.__file__).parent
-    assert import_cycles(here, "mqbalance.rocketmq") == []
-    # the check sees a circle closed by a function-level relative import
-    (tmp_path / "__init__.py").write_text("from p.a import A\n")
-    (tmp_path / "a.py").write_text("from p.b import B\nA = 1\n")
-    (tmp_path / "b.py").write_text("def f():\n    from .a import A\n    return A\nB = 2\n")
-    assert import_cycles(tmp_path, "p") == [["p.a", "p.b", "p.a"]]
