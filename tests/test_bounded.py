@@ -297,6 +297,7 @@ def test_sticky_bad_previous_assignments() -> None:
 
 
 def test_snapshots_refuse_sticky_scenarios_take_it_and_bounded() -> None:
+    from mqbalance import StrategyName, StrategySpec
     from mqbalance.fleet.snapshot import SnapshotError, auditable_strategy
     from mqbalance.sim.scenario import ScenarioError, scenario_from_dict
 
@@ -310,9 +311,9 @@ def test_snapshots_refuse_sticky_scenarios_take_it_and_bounded() -> None:
         "group": {"name": "g", "consumers": 2, "throughput": 10, "strategy": "STICKY"},
     }
     # A scenario runs STICKY through the simulator's group coordinator (sim/coordinator.py).
-    assert scenario_from_dict(base).strategy == "STICKY"
+    assert scenario_from_dict(base).strategy == StrategySpec(StrategyName.STICKY)
     base["group"]["strategy"] = {"name": "STICKY", "epsilon": 0.5}  # type: ignore[index]
     with pytest.raises(ScenarioError, match="epsilon"):
         scenario_from_dict(base)
     base["group"]["strategy"] = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": 0.5}  # type: ignore[index]
-    assert scenario_from_dict(base).strategy == "CONSISTENT_HASH_BOUNDED"
+    assert scenario_from_dict(base).strategy == StrategySpec(StrategyName.CONSISTENT_HASH_BOUNDED, epsilon=0.5)

@@ -16,7 +16,6 @@ The record file holds one JSON object per line, ``e`` giving the kind:
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -38,6 +37,7 @@ from mqbalance.coordination.session import short_session
 from mqbalance.coordination.states import RevokeReason
 from mqbalance.coordination.status import source_end
 from mqbalance.kafka import TopicPartition
+from mqbalance.record_files import RecordWriter
 
 __all__ = ["MemberConfig", "run_member", "ensure_topics"]
 
@@ -79,18 +79,6 @@ def ensure_topics(hosts: str, topics: Mapping[str, int | None], rate: float, *, 
                 client.create(path, encode_partitions(n, source_rate=rate), makepath=True)
 
 
-class _Records:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-
-    def write(self, **fields: Any) -> None:
-        os.write(self.fd, (json.dumps(fields, separators=(",", ":")) + "\n").encode())
-
-    def close(self) -> None:
-        os.close(self.fd)
-
-
 def _q(tp: TopicPartition) -> str:
     return f"{tp.topic}/{tp.partition}"
 
@@ -98,7 +86,7 @@ def _q(tp: TopicPartition) -> str:
 def run_member(cfg: MemberConfig, *, install_signals: bool = True) -> int:
     """Run until SIGTERM/SIGINT or ``cfg.duration``; leave gracefully. Returns the exit code."""
     ensure_topics(cfg.hosts, cfg.topics, cfg.rate)
-    rec = _Records(cfg.records)
+    rec = RecordWriter(cfg.records)
     stop = threading.Event()
     work = threading.Lock()
     pos: dict[TopicPartition, int] = {}
