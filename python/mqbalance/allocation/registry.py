@@ -1,4 +1,5 @@
-"""The strategy registry: every RocketMQ allocation strategy, what it needs, and how it is configured.
+"""The strategy registry: every strategy (RocketMQ's, and Kafka's for ZooKeeper groups), what it
+needs, how it is configured, and where it can run.
 
 A :class:`StrategySpec` is a strategy's name plus its parameters, as plain hashable data. It is
 what snapshots, Spark executors, bulk calls, scenarios and the test vectors pass around; one
@@ -19,9 +20,21 @@ StrategySpec('CONSISTENT_HASH_BOUNDED', epsilon=0.5)
 >>> REGISTRY[StrategyName.STICKY].needs_previous  # one party computes it from the previous assignment
 True
 
-Adding a strategy: its core file under ``rust/core/src/allocate/``, its arm in
-``Strategy`` there and in the binding (``rust/py/src/lib.rs``), its class in
-:mod:`mqbalance.allocation.strategies` and its :class:`StrategyInfo` entry here.
+Where a strategy can run is decided here too, from its traits: every entry point parses with
+``use=`` (a :class:`Use`), and a strategy that cannot work there is refused at once with
+:class:`~mqbalance.exceptions.UnsupportedStrategyError`, naming the ones that can.
+
+>>> StrategySpec.parse("sticky", use=Use.ZOOKEEPER_LEADER).name  # a leader holds the previous generation
+<StrategyName.STICKY: 'STICKY'>
+>>> StrategySpec.parse("STICKY", use=Use.ROCKETMQ_CLIENT)
+Traceback (most recent call last):
+...
+mqbalance.exceptions.PreviousAssignmentRequiredError: strategy: STICKY is computed by one party from ...
+
+Adding a RocketMQ strategy: its core file under ``rust/core/src/allocate/`` and its arms in the
+core's ``Strategy`` (``allocate/mod.rs``), its class in :mod:`mqbalance.allocation.strategies`, its
+:class:`StrategyInfo` entry here; the binding, the CLI, snapshots, Spark, the simulator and the
+members follow (the README's Contributing section lists the tests that ask for it).
 """
 
 from __future__ import annotations
@@ -323,8 +336,8 @@ def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
 def names_for(use: Use) -> tuple[str, ...]:
     """The names of the strategies that can run in ``use``, in the registry's order.
 
-    >>> names_for(Use.FLEET_AUDIT)
-    ('AVG', 'AVG_BY_CIRCLE', 'CONSISTENT_HASH', 'CONSISTENT_HASH_BOUNDED', 'MACHINE_ROOM', 'MACHINE_ROOM_NEARBY')
+    >>> "STICKY" in names_for(Use.FLEET_AUDIT), "STICKY" in names_for(Use.ZOOKEEPER_LEADER)
+    (False, True)
     """
     _check_use(use)
     return tuple(n.value for n, info in REGISTRY.items() if info.refusal(use) is None)
