@@ -169,3 +169,12 @@ def test_parameters_given_apart_join_the_configuration():
         StrategySpec.parse(spec, params={"virtualNodeCnt": 4})
     with pytest.raises(StrategyConfigError, match="AVG takes no parameter 'virtual_node_cnt'"):
         StrategySpec.parse("AVG", params={"virtualNodeCnt": 4})
+
+
+def test_every_rocketmq_entry_builds_its_core_strategy():
+    """A registry entry whose core arm is missing (``Strategy::from_name`` is a string match the
+    compiler cannot check) fails here rather than at a user's first call."""
+    for name, info in REGISTRY.items():
+        if info.cls is not None:
+            built = StrategySpec.parse(CONFIGS[name.value]).build()
+            assert built.name.startswith(name.value)
