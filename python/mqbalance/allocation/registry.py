@@ -134,8 +134,10 @@ class StrategyInfo:
     machine rooms of queues and consumers are inputs; ``batchable``: many (group, topic) pairs can
     go through one core call; ``per_client_config``: needs configuration a group-level description
     (a scenario) does not carry; ``needs_previous``: computed by one party for the whole group from
-    the previous assignment (``assign(..., previous=)``, ``bulk.owners(..., previous=)``) — a
-    per-client ``allocate``, a fleet snapshot or a scenario cannot run it.
+    the previous assignment (``assign(..., previous=)``, ``bulk.owners(..., previous=)``, a
+    ZooKeeper leader, the simulator's group coordinator) — a per-client ``allocate`` or a fleet
+    audit cannot run it. ``family``: RocketMQ's or Kafka's. Where each can run follows from these
+    (:meth:`refusal`).
     """
 
     name: StrategyName
