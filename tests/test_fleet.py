@@ -4,19 +4,16 @@ snapshots give clear errors naming file and field, reports are written."""
 
 from __future__ import annotations
 
-import ast
 import json
 import random
 import re
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import mqbalance.fleet
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.allocation.registry import REGISTRY, StrategyName, Use, names_for
 from mqbalance.fleet import (
@@ -751,63 +748,3 @@ def test_one_pass_churn_is_the_full_comparison_on_random_fleets(seed: int) -> No
     per_pair, _, _ = engine.split_facts(facts)
     got = {(g, t): m for g, t, m in zip(*(per_pair.column(k).to_pylist() for k in ("group", "topic", "moved"))) if m}
     assert got == expected
-
-
-#: ``mqbalance.fleet``'s modules, bottom to top (its docstring's picture): a module may import only
-#: modules of a lower rank, so no two of them import each other, directly or round a longer loop.
-FLEET_LAYERS = {
-    "example": 0,
-    "shipping": 0,
-    "snapshot": 0,
-    "live": 1,
-    "engine": 1,
-    "findings": 2,
-    "report": 3,
-    "spark": 3,
-    "__init__": 4,
-}
-#: Third-party packages a fleet function may import when it needs them (optional, heavy).
-LAZY_IMPORTS = ("pyspark", "matplotlib")
-
-
-def _fleet_imports(tree: ast.Module) -> list[tuple[str, bool, int]]:
-    """``(module imported, inside a function, line)`` of every import of a module's syntax tree."""
-    found: list[tuple[str, bool, int]] = []
-
-    def visit(node: ast.AST, nested: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            inner = nested or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-            if isinstance(child, ast.Import):
-                found.extend((a.name, nested, child.lineno) for a in child.names)
-            elif isinstance(child, ast.ImportFrom):
-                base = child.module or ""
-                if base == "mqbalance.fleet":  # its submodules (from mqbalance.fleet import engine), or the package
-                    found.extend(
-                        (f"{base}.{a.name}" if a.name in FLEET_LAYERS else base, nested, child.lineno)
-                        for a in child.names
-                    )
-                else:
-                    found.append((base, nested, child.lineno))
-            visit(child, inner)
-
-    visit(tree, False)
-    return found
-
-
-def test_fleet_modules_are_layered_one_way_without_imports_in_functions():
-    """Every fleet module imports (at its top) only fleet modules below it, and imports inside a
-    function only the optional heavy packages: nothing hides a cycle."""
-    root = Path(mqbalance.fleet.__file__).parent
-    modules = {p.stem: p for p in root.glob("*.py")}
-    assert modules.keys() == FLEET_LAYERS.keys()  # a new module takes its place in the layers
-    for name, path in modules.items():
-        for imported, nested, line in _fleet_imports(ast.parse(path.read_text(), str(path))):
-            where = f"fleet/{name}.py:{line} imports {imported}"
-            if nested:
-                assert imported.split(".")[0] in LAZY_IMPORTS, f"{where} inside a function"
-            if imported.startswith("mqbalance.fleet."):
-                below = imported.split(".")[2]
-                assert FLEET_LAYERS[below] < FLEET_LAYERS[name], f"{where}, not below it"
-            assert imported != "mqbalance.fleet" or name == "__init__", f"{where}: the package is on top"
-    picture = "snapshot  <  engine  <  findings  <  report, spark  <  mqbalance.fleet"
-    assert picture in (mqbalance.fleet.__doc__ or "")

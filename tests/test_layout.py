@@ -5,6 +5,7 @@ module re-exports another under an old name, and strategy names are listed only 
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -168,3 +169,41 @@ def test_strategy_names_are_listed_only_by_the_registry():
             if len(listed) >= 3:
                 found.append(f"{module}:{node.lineno} lists {sorted(listed)}")
     assert found == []
+
+
+#: ``mqbalance.fleet``'s modules, bottom to top (its docstring's picture): a module may import only
+#: fleet modules of a lower rank, and inside a function only these optional heavy packages.
+FLEET_LAYERS = {
+    "example": 0,
+    "shipping": 0,
+    "snapshot": 0,
+    "live": 1,
+    "engine": 1,
+    "findings": 2,
+    "report": 3,
+    "spark": 3,
+    "__init__": 4,
+}
+FLEET_LAZY_IMPORTS = {"pyspark", "matplotlib"}
+
+
+def test_fleet_modules_are_layered_one_way_without_imports_in_functions():
+    fleet = {
+        m.rpartition(".")[2] if m != "mqbalance.fleet" else "__init__": m
+        for m in MODULES
+        if m.startswith("mqbalance.fleet")
+    }
+    assert fleet.keys() == FLEET_LAYERS.keys()  # a new module takes its place in the layers
+    for name, module in fleet.items():
+        for imported, nested, line in _imports(module):
+            where = f"{module}:{line} imports {imported}"
+            if nested:
+                assert imported.split(".")[0] in FLEET_LAZY_IMPORTS, f"{where} inside a function"
+            target = _target(imported) if imported.startswith("mqbalance.fleet") else None
+            if target == "mqbalance.fleet":
+                assert name == "__init__", f"{where}: the package is on top"
+            elif target is not None and target != module:
+                below = target.rpartition(".")[2]
+                assert FLEET_LAYERS[below] < FLEET_LAYERS[name], f"{where}, not below it"
+    picture = "snapshot  <  engine  <  findings  <  report, spark  <  mqbalance.fleet"
+    assert picture in (importlib.import_module("mqbalance.fleet").__doc__ or "")

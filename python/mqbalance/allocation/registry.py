@@ -150,6 +150,16 @@ class StrategyInfo:
     needs_previous: bool = False
     family: Family = Family.ROCKETMQ
 
+    def strategy_class(self) -> Callable[..., AllocateStrategy]:
+        """:attr:`cls`, or :class:`~mqbalance.exceptions.UnsupportedStrategyError` for a Kafka assignor."""
+        if self.cls is None:
+            raise UnsupportedStrategyError(
+                f"{self.name.value} is one of Kafka's assignors: it has no RocketMQ AllocateStrategy; ZooKeeper "
+                "groups (mqbalance.coordination) run it, mqbalance.kafka computes Kafka's assignors",
+                self.name.value,
+            )
+        return self.cls
+
     def refusal(self, use: Use) -> str | None:
         """Why this strategy cannot run in ``use``, or ``None`` when it can. The one place that
         decides it, from the traits above."""
@@ -207,9 +217,7 @@ class StrategySpec:
         assignor has none (:class:`~mqbalance.exceptions.UnsupportedStrategyError`)."""
         built = _BUILT.get(self)
         if built is None:
-            cls = self.info.cls
-            if cls is None:
-                raise UnsupportedStrategyError(_NO_CLASS.format(name=self.name.value), self.name.value)
+            cls = self.info.strategy_class()
             kwargs: dict[str, Any] = {}
             for key in ("virtual_node_cnt", "charset", "epsilon", "consumer_idcs", "message_queues"):
                 if getattr(self, key) is not None:
@@ -270,17 +278,16 @@ class StrategySpec:
         >>> StrategySpec.parse("machine_room_nearby-avg_by_circle").display_name
         'MACHINE_ROOM_NEARBY-AVG_BY_CIRCLE'
         """
-        if params is not None:
-            if not isinstance(params, Mapping):
-                raise StrategyConfigError(f"{where}: parameters must be a mapping, got {params!r}", params)
-            if params and isinstance(config, str):
-                config = {"name": config, **params}
-            elif params and isinstance(config, Mapping):
-                config = {**config, **params}
-            elif params:
+        if params is not None and not isinstance(params, Mapping):
+            raise StrategyConfigError(f"{where}: parameters must be a mapping, got {params!r}", params)
+        if params:
+            if isinstance(config, str):
+                config = {"name": config}
+            if not isinstance(config, Mapping):
                 raise StrategyConfigError(
                     f"{where}: parameters go with a strategy name or object, got {config!r} and {params!r}", params
                 )
+            config = {**config, **params}
         spec = cls._parse(config, where)
         return spec if use is None else spec.check(use, where=where)
 
@@ -312,10 +319,6 @@ _ALIASES = {
 
 
 _BY_UPPER_NAME = {n.value.upper(): n for n in StrategyName}
-_NO_CLASS = (
-    "{name} is one of Kafka's assignors: it has no RocketMQ AllocateStrategy; ZooKeeper groups "
-    "(mqbalance.coordination) run it, mqbalance.kafka computes Kafka's assignors"
-)
 
 
 def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
@@ -507,9 +510,7 @@ def strategy(name: str | StrategyName, **params: Any) -> AllocateStrategy:
     ConsistentHash(virtual_node_cnt=4, charset='UTF-8')
     """
     kind, inner = lookup(str(name))
-    cls = REGISTRY[kind].cls
-    if cls is None:
-        raise UnsupportedStrategyError(_NO_CLASS.format(name=kind.value), kind.value)
+    cls = REGISTRY[kind].strategy_class()
     if inner is not None and "inner" not in params:
         params["inner"] = strategy(inner)
     try:

@@ -66,6 +66,16 @@ def _first_per_id(ids: list[Any], lists: list[list[MessageQueue]]) -> dict[str, 
     return out
 
 
+def _shares(ids: list[Any], lists: list[list[int]], qs: list[MessageQueue]) -> dict[str, list[MessageQueue]]:
+    """:func:`_first_per_id` of the core's positions into ``qs``, as the queues themselves (only the
+    kept slots are materialised)."""
+    out: dict[str, list[MessageQueue]] = {}
+    for cid, positions in zip(ids, lists):
+        if cid not in out:
+            out[cid] = [qs[i] for i in positions]
+    return out
+
+
 class AllocateStrategy:
     """Base of every strategy. Subclasses backed by the Rust core set ``_handle``."""
 
@@ -128,11 +138,7 @@ class AllocateStrategy:
         if java_sort:
             qs, ids = sort_queues(qs), sort_client_ids(ids)
         lists = _core.assign_positions(self._handle, *queue_columns(qs), ids, **self._rooms(qs, ids))
-        out: dict[str, list[MessageQueue]] = {}
-        for cid, positions in zip(ids, lists):
-            if cid not in out:
-                out[cid] = [qs[i] for i in positions]
-        return out
+        return _shares(ids, lists, qs)
 
 
 class Avg(AllocateStrategy):
@@ -387,11 +393,7 @@ class Sticky(AllocateStrategy):
             qs, ids = sort_queues(qs), sort_client_ids(ids)
         prev = None if previous is None else previous_owners(previous, qs, ids)
         lists = _core.assign_positions(self._handle, *queue_columns(qs), ids, previous=prev)
-        out: dict[str, list[MessageQueue]] = {}
-        for cid, positions in zip(ids, lists):
-            if cid not in out:
-                out[cid] = [qs[i] for i in positions]
-        return out
+        return _shares(ids, lists, qs)
 
 
 class MachineRoom(AllocateStrategy):
