@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mqbalance import MessageQueue, strategy
-from mqbalance.rebalance import ConsumeFromWhere, InMemoryBroker, RebalanceImpl
+from mqbalance.allocation.registry import StrategyConfigError, StrategySpec
+from mqbalance.exceptions import PreviousAssignmentRequiredError, UnknownStrategyError
+from mqbalance.rebalance import ConsumeFromWhere, InMemoryBroker, PushConsumer, RebalanceImpl
 
 QUEUES = [MessageQueue("T", b, i) for b in ("broker-a", "broker-b") for i in range(4)]
 OLD = dict.fromkeys(QUEUES, 1)  # queues whose first message is gone: no "young queue" answer of 0
@@ -125,3 +129,43 @@ def test_a_young_queue_without_a_stored_offset_is_consumed_from_its_beginning():
     broker.join(c, now_ms=0)
     c.do_rebalance(now_ms=0)
     assert {r.mq: r.next_offset for r in c.pull_requests} == {q: 0 if q == QUEUES[0] else 30 for q in QUEUES}
+
+
+@pytest.mark.parametrize(
+    "config",
+    ["AVG", "avg", {"name": "AVG"}, StrategySpec.parse("AVG")],
+    ids=["name", "lower-case name", "java-style config", "spec"],
+)
+def test_a_push_consumer_takes_a_strategy_by_name_or_config_and_owns_what_the_object_gives(config):
+    """``PushConsumer(strategy="AVG")`` (issue 24): the registry builds the strategy, so the
+    consumer owns the same queues as with ``strategy("AVG")``."""
+    owned = []
+    for s in (config, strategy("AVG")):
+        broker = InMemoryBroker(max_offsets=dict.fromkeys(QUEUES, 100), min_offsets=OLD)
+        other = client(broker, "10.0.0.2@1")
+        c = PushConsumer("10.0.0.1@1", "cg", ["T"], s, broker, ROUTES.get, semantics="4.x")
+        broker.join(other, now_ms=0)
+        c.start(now_ms=0)
+        c.tick(now_ms=0)
+        owned.append(sorted(c.owned()))
+    assert owned[0] == owned[1] == sorted(QUEUES)[:4]
+
+
+def test_a_rebalance_impl_takes_a_consistent_hash_config_with_its_parameters():
+    broker = InMemoryBroker(max_offsets=dict.fromkeys(QUEUES, 100), min_offsets=OLD)
+    c = client(broker, "10.0.0.1@1", strategy={"name": "CONSISTENT_HASH", "virtualNodeCnt": 7})
+    assert repr(c.strategy) == repr(strategy("CONSISTENT_HASH", virtual_node_cnt=7))
+    assert c.strategy.virtual_node_cnt == 7
+
+
+@pytest.mark.parametrize(
+    ("config", "error", "named"),
+    [
+        ("NO_SUCH_STRATEGY", UnknownStrategyError, "NO_SUCH_STRATEGY"),
+        (42, StrategyConfigError, "42"),
+        ("STICKY", PreviousAssignmentRequiredError, "STICKY"),
+    ],
+)
+def test_a_push_consumer_refuses_a_bad_strategy_with_a_typed_error_naming_it(config, error, named):
+    with pytest.raises(error, match=named):
+        PushConsumer("10.0.0.1@1", "cg", ["T"], config, InMemoryBroker(), ROUTES.get)

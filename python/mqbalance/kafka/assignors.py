@@ -147,7 +147,10 @@ class Assignor:
         topic, then partition, as a compact sequence that compares equal to the list of them
         (:meth:`assign_lists` returns plain lists, this method's return type before 0.2)."""
         ids, pairs, members = self._members(partitions_per_topic, subscriptions)
-        return dict(zip(ids, _core.kafka_assign(self.name, pairs, members)))
+        try:
+            return dict(zip(ids, _core.kafka_assign(self.name, pairs, members)))
+        except UnicodeEncodeError:
+            raise _not_unicode(members) from None
 
     def assign_lists(
         self, partitions_per_topic: Mapping[str, int], subscriptions: Mapping[str, Subscription | Iterable[str]]
@@ -172,7 +175,10 @@ class Assignor:
             if type(value) is list or type(value) is tuple:  # topic names, each checked in the binding
                 members.append((mid, None, value if type(value) is list else list(value), None, None))
                 continue
-            s = _as_subscription(value)
+            try:
+                s = _as_subscription(value)
+            except InvalidInputError as e:
+                raise type(e)(f"member {mid!r}: {e}", *e.args[1:]) from None
             members.append((mid, s.group_instance_id, list(s.topics), list(s.owned_partitions), s.generation))
         return ids, pairs, members
 
@@ -190,7 +196,33 @@ class Assignor:
         callable asked once per subscribed topic (``None`` or empty: no metadata). With ``make =
         (cls, [(attribute, value), ...], parts_attribute)`` each entry is a ``cls`` made without
         ``__init__``, those attributes set, the list under ``parts_attribute``."""
-        return _core.kafka_assign_grouped(self.name, pairs, members, make=make)
+        try:
+            return _core.kafka_assign_grouped(self.name, pairs, members, make=make)
+        except UnicodeEncodeError:
+            raise _not_unicode(members) from None
+
+
+def _not_unicode(members: list[Any]) -> InvalidInputError:
+    """The error naming the member whose id or topic name does not encode as UTF-8 (a lone
+    surrogate), found after the core refused one: the fast path checks nothing twice."""
+    for mid, instance, topics, *_ in members:
+        where = f"member {mid!r}"
+        if not _encodes(mid):
+            return InvalidInputError(f"member id is not valid Unicode (a lone surrogate?): {mid!r}", mid)
+        if instance is not None and not _encodes(instance):
+            return InvalidInputError(f"{where}: group_instance_id is not valid Unicode: {instance!r}", instance)
+        for t in topics:
+            if isinstance(t, str) and not _encodes(t):
+                return InvalidInputError(f"{where}: topic name is not valid Unicode (a lone surrogate?): {t!r}", t)
+    return InvalidInputError("a member id or topic name is not valid Unicode (a lone surrogate?)", None)
+
+
+def _encodes(text: Any) -> bool:
+    try:
+        str(text).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def assignor(name: str) -> Assignor:

@@ -31,15 +31,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from mqbalance._validate import str_sequence
 from mqbalance.allocation.models import MessageQueue
 from mqbalance.allocation.ordering import sort_client_ids, sort_queues
+from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.allocation.strategies import AllocateStrategy
 from mqbalance.exceptions import MQBalanceError
 
 __all__ = [
+    "client_strategy",
     "ConsumeFromWhere",
     "Broker",
     "ProcessQueue",
@@ -114,7 +116,9 @@ class RebalanceImpl:
     """One consumer's rebalance state (push consumer, concurrent consumption).
 
     ``route(topic)`` gives the topic's readable queues (its subscribe info), or ``None`` when the
-    client has no route for it.
+    client has no route for it. ``strategy``: a strategy object, or a registry name or Java-style
+    configuration (``"AVG"``, ``{"name": "CONSISTENT_HASH", "virtualNodeCnt": 5}``, a
+    :class:`~mqbalance.allocation.registry.StrategySpec`), built by :func:`client_strategy`.
     """
 
     client_id: str
@@ -136,6 +140,7 @@ class RebalanceImpl:
 
     def __post_init__(self) -> None:
         self.topics = str_sequence(self.topics, "topics")
+        self.strategy = client_strategy(self.strategy)
 
     def do_rebalance(self, *, now_ms: int) -> bool:
         """One rebalance of every subscribed topic; then queues of unsubscribed topics are dropped.
@@ -226,3 +231,17 @@ class RebalanceImpl:
         if self.consume_from_where is ConsumeFromWhere.FIRST_OFFSET or mq.topic.startswith("%RETRY%"):
             return 0
         return self.broker.max_offset(mq)
+
+
+def client_strategy(strategy: AllocateStrategy | str | StrategySpec | Any, where: str = "strategy") -> AllocateStrategy:
+    """The strategy a client computes its share with: a strategy object as it is, anything else
+    parsed by the registry (a name in any case, a Java-style configuration, a
+    :class:`~mqbalance.allocation.registry.StrategySpec`) and refused with a typed error naming the
+    value when it is no strategy or cannot run in a client.
+
+    >>> client_strategy("avg").name, client_strategy({"name": "CONSISTENT_HASH", "virtualNodeCnt": 5}).name
+    ('AVG', 'CONSISTENT_HASH')
+    """
+    if isinstance(strategy, AllocateStrategy):
+        return strategy
+    return StrategySpec.parse(strategy, where=where, use=Use.ROCKETMQ_CLIENT).build()

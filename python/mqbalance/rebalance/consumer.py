@@ -20,14 +20,15 @@ work, ``tick(now_ms)`` does everything due by then. The broker side is reached t
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from mqbalance._validate import duration_ms, str_sequence
 from mqbalance.allocation.models import MessageQueue
+from mqbalance.allocation.registry import StrategySpec
 from mqbalance.allocation.strategies import AllocateStrategy
 from mqbalance.exceptions import InvalidInputError
-from mqbalance.rebalance.client import Broker, ConsumeFromWhere, ProcessQueue, RebalanceImpl
+from mqbalance.rebalance.client import Broker, client_strategy, ConsumeFromWhere, ProcessQueue, RebalanceImpl
 from mqbalance.rebalance.service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS, RebalanceService
 from mqbalance.versions import Semantics
 
@@ -61,7 +62,9 @@ class ConsumerState(enum.StrEnum):
 class PushConsumer:
     """One ``DefaultMQPushConsumer`` (concurrent, one group) in its own client instance.
 
-    ``semantics`` (a :class:`~mqbalance.versions.Semantics` or its value): ``"5.x"`` (default): the
+    ``strategy``: a strategy object, or a registry name or Java-style configuration (``"AVG"``,
+    ``{"name": "CONSISTENT_HASH", "virtualNodeCnt": 5}``), as :class:`~mqbalance.rocketmq.GroupMember`
+    takes it. ``semantics`` (a :class:`~mqbalance.versions.Semantics` or its value): ``"5.x"`` (default): the
     1 s minimum rebalance interval with the adaptive wait, and new pull requests dispatched after
     500 ms; ``"4.x"``: neither. Intervals are keyword options
     named after the Java settings. ``active_from[mq]`` is when the queue's first pull goes out.
@@ -72,7 +75,7 @@ class PushConsumer:
         client_id: str,
         group: str,
         topics: Iterable[str],
-        strategy: AllocateStrategy,
+        strategy: AllocateStrategy | StrategySpec | str | Mapping[str, Any],
         transport: Transport,
         name_server: Callable[[str], list[MessageQueue] | None],
         *,
@@ -106,7 +109,7 @@ class PushConsumer:
             client_id,
             group,
             transport,
-            strategy,
+            client_strategy(strategy),
             self.routes.get,
             topics=topics,
             consume_from_where=consume_from_where,
