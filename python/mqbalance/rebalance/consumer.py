@@ -28,7 +28,7 @@ from mqbalance.allocation.models import MessageQueue
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.allocation.strategies import AllocateStrategy
 from mqbalance.exceptions import InvalidInputError
-from mqbalance.rebalance.client import Broker, client_strategy, ConsumeFromWhere, ProcessQueue, RebalanceImpl
+from mqbalance.rebalance.client import Broker, ConsumeFromWhere, ProcessQueue, RebalanceImpl, client_strategy
 from mqbalance.rebalance.service import MIN_INTERVAL_MS, WAIT_INTERVAL_MS, RebalanceService
 from mqbalance.versions import Semantics
 
