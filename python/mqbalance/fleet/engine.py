@@ -1011,10 +1011,13 @@ def snapshot_facts(
     previous: Snapshot | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditFacts:
-    """The audit facts of a snapshot, in-process (no Spark): :func:`assign_snapshot` (``progress``
-    as there), the :func:`what_if` rows of ``candidates`` (:func:`what_if_candidates`), the
-    :func:`churn` against ``previous`` (an earlier snapshot, assigned the same way) and
-    :func:`load_facts`.
+    """The audit facts of a snapshot, in-process (no Spark), streamed as the Spark tasks stream them
+    (:func:`fact_blocks` over slices of at most :data:`MAX_QUEUES_PER_SLICE` queues): each slice is
+    assigned, its facts kept and its assignment rows dropped, so memory holds one slice's rows,
+    never the fleet's (:func:`assign_snapshot` gives them all, when asked). ``progress(done,
+    total)`` is called after each slice (queues, counted per pair); the :func:`what_if` rows of
+    ``candidates`` (:func:`what_if_candidates`) and the :func:`churn` against ``previous`` (an
+    earlier snapshot, its changed pairs assigned the same way) come from the same pass.
 
     >>> from mqbalance.fleet.snapshot import snapshot_from_dict
     >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
@@ -1024,16 +1027,33 @@ def snapshot_facts(
     >>> facts.per_pair["max_load"].to_pylist(), facts.busy.to_pylist(), facts.churn
     ([2], [{'group': 'g', 'processes': 2}], {('g', 'T'): 0})
     """
-    assignments = assign_snapshot(snapshot, progress=progress)
-    rows = what_if(assignments, snapshot.consumer_groups(), candidates) if candidates else None
+    if progress is not None and not callable(progress):
+        raise SnapshotError(f"snapshot_facts: progress must be callable, got {progress!r:.80}", progress)
+    pairs, groups = snapshot.pair_table(), snapshot.consumer_groups()
+    previous_groups = None
+    if previous is not None:
+        pairs = with_previous_routes(pairs, previous.pair_table())
+        previous_groups = previous.consumer_groups()
+    done = np.cumsum(pair_queue_counts(pairs))
+    total = int(done[-1]) if len(done) else 0
+
+    def slices() -> Iterator[pa.RecordBatch]:
+        rows = 0
+        for part in pair_slices(pairs):
+            yield from part.combine_chunks().to_batches()
+            rows += part.num_rows
+            if progress is not None:
+                progress(int(done[rows - 1]), total)
+
+    blocks = list(fact_blocks(slices(), groups, candidates, previous_groups))
+    table = pa.Table.from_batches(blocks, schema=FACT_SCHEMA)
+    per_pair, loads, busy = split_facts(table)
     moved = None
     if previous is not None:
-        per_pair = churn(assignments, assign_snapshot(previous))
         keys = zip(per_pair.column("group").to_pylist(), per_pair.column("topic").to_pylist())
         moved = dict(zip(keys, per_pair.column("moved").to_pylist()))
-    groups = snapshot.consumer_groups()
-    per_pair, loads, busy = load_facts(*pair_counts(assignments), groups)
-    return AuditFacts(per_pair, loads, busy_processes(busy, groups), moved, rows)
+    rows = what_if_facts(table) if candidates else None
+    return AuditFacts(per_pair.select(list(PAIR_FACT_COLUMNS)), loads, busy, moved, rows)
 
 
 def split_facts(table: pa.Table) -> tuple[pa.Table, pa.Table, pa.Table]:
