@@ -559,11 +559,13 @@ def check_queue_budget(source: str, total: int, per_queue: int = QUEUE_BYTES) ->
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise SnapshotError(f"duplicate key {key!r}", key)
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise SnapshotError(f"duplicate key {key!r}", key)
+            seen.add(key)
     return out
 
 
@@ -610,15 +612,56 @@ def _table(name: str, columns: Mapping[str, list[Any]]) -> pa.Table:
 
 
 def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
-    """Validate and normalise a JSON snapshot already parsed into Python objects."""
+    """Validate and normalise a JSON snapshot already parsed into Python objects.
+
+    Validated by columns: each field of every entry is gathered into one list and checked with
+    Arrow kernels (types, ranges, duplicates), strategies parsed once per distinct configuration;
+    when a column has anything wrong (or unusual), the entry-by-entry check runs instead, which
+    names the first bad value and where it is."""
     if not isinstance(source, str):
         raise SnapshotError(f"source must be a str naming where the snapshot came from, got {source!r}", source)
+    topics = _get(data, "topics", dict, source)
+    queue_data = _columnar_queue_data(topics)
+    if queue_data is None or _has_broker_datas(topics):
+        qd, br = _queue_rows(topics, source)
+        queue_data, brokers = _table("queue_data", qd), _table("brokers", br)
+    else:
+        brokers = SCHEMAS["brokers"].empty_table()
+    readable = pc.and_(
+        pc.not_equal(pc.bit_wise_and(queue_data.column("perm"), PERM_READ), 0),
+        pc.greater(queue_data.column("read_queue_nums"), 0),
+    )
+    check_queue_budget(source, pc.sum(pc.if_else(readable, queue_data.column("read_queue_nums"), 0)).as_py() or 0)
+    groups = _get(data, "groups", dict, source)
+    fast = _columnar_groups(groups)
+    if fast is None:
+        cn, sb, specs = _group_rows(groups, source)
+        connections, subscriptions = _table("connections", cn), _table("subscriptions", sb)
+        codes, distinct = _spec_codes(specs)
+    else:
+        connections, subscriptions, codes, distinct = fast
+    of, er = _extra_rows(data, source)
+    return Snapshot(
+        source,
+        queue_data,
+        connections,
+        subscriptions,
+        brokers,
+        codes,
+        distinct,
+        _table("offsets", of),
+        _table("errors", er),
+    )
+
+
+def _has_broker_datas(topics: dict[Any, Any]) -> bool:
+    return any(type(route) is dict and route.get("brokerDatas") for route in topics.values())
+
+
+def _queue_rows(topics: dict[Any, Any], source: str) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The queue data and broker rows of ``topics``, checked entry by entry (the first bad value raises)."""
     qd: dict[str, list[Any]] = {c: [] for c in SCHEMAS["queue_data"].names}
     br: dict[str, list[Any]] = {c: [] for c in SCHEMAS["brokers"].names}
-    cn: dict[str, list[Any]] = {c: [] for c in SCHEMAS["connections"].names}
-    sb: dict[str, list[Any]] = {c: [] for c in SCHEMAS["subscriptions"].names}
-    specs: list[StrategySpec] = []
-    topics = _get(data, "topics", dict, source)
     for topic, route in topics.items():
         where = f"{source}: topics[{topic!r}]"
         _unicode(topic, where)
@@ -649,7 +692,17 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
                 for c, v in zip(br, (topic, cluster, name, broker_id, addr)):
                     br[c].append(v)
     _check_queue_budget(source, qd["read_queue_nums"], qd["perm"])
-    groups = _get(data, "groups", dict, source)
+    return qd, br
+
+
+def _group_rows(
+    groups: dict[Any, Any], source: str
+) -> tuple[dict[str, list[Any]], dict[str, list[Any]], list[StrategySpec]]:
+    """The connection and subscription rows of ``groups`` and each connection's strategy, checked
+    entry by entry (the first bad value raises)."""
+    cn: dict[str, list[Any]] = {c: [] for c in SCHEMAS["connections"].names}
+    sb: dict[str, list[Any]] = {c: [] for c in SCHEMAS["subscriptions"].names}
+    specs: list[StrategySpec] = []
     for group, g in groups.items():
         where = f"{source}: groups[{group!r}]"
         _unicode(group, where)
@@ -689,6 +742,11 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
             for c, v in zip(cn, row):
                 cn[c].append(v)
             specs.append(spec)
+    return cn, sb, specs
+
+
+def _extra_rows(data: dict[str, Any], source: str) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The optional ``offsets`` and ``errors`` rows of a live snapshot, checked entry by entry."""
     of: dict[str, list[Any]] = {c: [] for c in SCHEMAS["offsets"].names}
     for k, o in enumerate(_get(data, "offsets", list, source, optional=True) or []):
         w = f"{source}: offsets[{k}]"
@@ -712,16 +770,151 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         )
         for c, v in zip(er, row_e):
             er[c].append(v)
-    return Snapshot(
-        source,
-        _table("queue_data", qd),
-        _table("connections", cn),
-        _table("subscriptions", sb),
-        _table("brokers", br),
-        *_spec_codes(specs),
-        _table("offsets", of),
-        _table("errors", er),
+    return of, er
+
+
+#: What the columnar checks catch and hand over to the entry-by-entry ones.
+_COLUMN_PROBLEMS = (
+    pa.ArrowException,
+    OverflowError,
+    UnicodeEncodeError,
+    TypeError,
+    ValueError,
+    KeyError,
+    AttributeError,
+)
+_JAVA_INT = (-(2**31), 2**31 - 1)
+
+
+def _column(values: list[Any], kind: pa.DataType, *, nulls: bool = False) -> pa.Array:
+    """``values`` as one Arrow column of ``kind`` (``pa.string()`` or ``pa.int64()``), never coerced:
+    a value of another Python type (a bool or float for an int, bytes for a str), a lone surrogate
+    or (unless ``nulls``) a ``None`` raises (one of :data:`_COLUMN_PROBLEMS`)."""
+    allowed: set[type] = {str if kind == pa.string() else int}
+    if nulls:
+        allowed.add(type(None))
+    if not set(map(type, values)) <= allowed:
+        raise TypeError(f"a column of {kind} with other values")
+    return pa.array(values, kind)
+
+
+def _java_ints(array: pa.Array, low: int, high: int) -> None:
+    if len(array) > array.null_count:
+        bounds = pc.min_max(array)
+        if not low <= bounds["min"].as_py() <= bounds["max"].as_py() <= high:
+            raise ValueError("out of range")
+
+
+def _columnar_queue_data(topics: dict[Any, Any]) -> pa.Table | None:
+    """The queue data of ``topics`` checked by columns; ``None`` when any entry is wrong or unusual
+    (:func:`_queue_rows` then names it)."""
+    try:
+        per_topic = [route["queueDatas"] for route in topics.values()]
+        if not all(type(datas) is list for datas in per_topic):
+            return None
+        flat = [q for datas in per_topic for q in datas]
+        if not all(type(q) is dict for q in flat):
+            return None
+        counts = np.fromiter(map(len, per_topic), dtype=np.int64, count=len(per_topic))
+        names = _column(list(topics), pa.string())
+        topic = names.take(pa.array(np.repeat(np.arange(len(per_topic)), counts)))
+        broker = _column([q.get("brokerName") for q in flat], pa.string())
+        nums = [_column([q.get(f) for q in flat], pa.int64()) for f in ("readQueueNums", "writeQueueNums", "perm")]
+        for array, low in zip(nums, (0, 0, _JAVA_INT[0])):
+            _java_ints(array, low, _JAVA_INT[1])
+        table = pa.Table.from_arrays([topic, broker, *nums], schema=SCHEMAS["queue_data"])
+    except _COLUMN_PROBLEMS:
+        return None
+    return table if _distinct(table, ["topic", "broker_name"]) else None
+
+
+def _columnar_groups(
+    groups: dict[Any, Any],
+) -> tuple[pa.Table, pa.Table, np.ndarray, tuple[StrategySpec, ...]] | None:
+    """``(connections, subscriptions, strategy codes, specs)`` of ``groups`` checked by columns,
+    each distinct strategy configuration parsed once; ``None`` when any entry is wrong or unusual
+    (:func:`_group_rows` then names it)."""
+    try:
+        names = list(groups)
+        values = list(groups.values())
+        if not all(type(g) is dict for g in values):
+            return None
+        group_names = _column(names, pa.string())
+        raw_models = [g.get("messageModel") for g in values]
+        if not all(m is None or type(m) is str for m in raw_models):
+            return None
+        models = [m or "CLUSTERING" for m in raw_models]
+        if not all(m in MessageModel.__members__ for m in models):
+            return None
+        subs = [g["subscriptions"] for g in values]
+        conns = [g["connections"] for g in values]
+        if not all(type(x) is list for x in subs) or not all(type(x) is list for x in conns):
+            return None
+        sub_counts = np.fromiter(map(len, subs), dtype=np.int64, count=len(subs))
+        subscriptions = pa.Table.from_arrays(
+            [
+                group_names.take(pa.array(np.repeat(np.arange(len(names)), sub_counts))),
+                _column([t for ts in subs for t in ts], pa.string()),
+            ],
+            schema=SCHEMAS["subscriptions"],
+        )
+        if not _distinct(subscriptions, ["group", "topic"]):
+            return None
+        counts = np.fromiter(map(len, conns), dtype=np.int64, count=len(conns))
+        flat = [c for cs in conns for c in cs]
+        if not all(type(c) is dict for c in flat):
+            return None
+        of_row = np.repeat(np.arange(len(names)), counts)
+        ids = _column([c.get("clientId") for c in flat], pa.string())
+        if len(ids) and pc.any(pc.equal(ids, "")).as_py():
+            return None
+        addr, language = (
+            _column([c.get(f) for c in flat], pa.string(), nulls=True) for f in ("clientAddr", "language")
+        )
+        version = _column([c.get("version") for c in flat], pa.int64(), nulls=True)
+        _java_ints(version, *_JAVA_INT)
+        # Strategies: the group's default for connections without their own, one parse per distinct config.
+        parsed: dict[str, int] = {}
+        specs: list[StrategySpec] = []
+
+        def code(config: Any) -> int:
+            key = json.dumps(config, sort_keys=True)
+            if key not in parsed:
+                spec = StrategySpec.parse(config, use=Use.FLEET_AUDIT)
+                spec.build()
+                if spec not in specs:
+                    specs.append(spec)
+                parsed[key] = specs.index(spec)
+            return parsed[key]
+
+        # A group with connections has its default parsed (one without: left alone, as entry by entry).
+        defaults = np.array(
+            [code(g.get("strategy", "AVG")) if n else -1 for g, n in zip(values, counts.tolist())], dtype=np.int32
+        )
+        codes = defaults[of_row]
+        for i, c in enumerate(flat):
+            if "strategy" in c:
+                codes[i] = code(c["strategy"])
+    except (MQBalanceError, *_COLUMN_PROBLEMS):
+        return None
+    distinct = tuple(specs)
+    per_spec: list[tuple[Any, ...]] = list(zip(*(_strategy_columns(spec) for spec in distinct))) or [()] * 5
+    at = pa.array(codes)
+    at_group = pa.array(of_row)
+    columns: dict[str, Any] = {
+        "group": group_names.take(at_group),
+        "client_id": ids,
+        "client_addr": addr,
+        "language": language,
+        "version": version,
+        "message_model": pa.array(models, pa.string()).take(at_group),
+    }
+    for c, canonical in zip(("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon"), per_spec):
+        columns[c] = pa.array(list(canonical), SCHEMAS["connections"].field(c).type).take(at)
+    connections = pa.Table.from_arrays(
+        [columns[c] for c in SCHEMAS["connections"].names], schema=SCHEMAS["connections"]
     )
+    return connections, subscriptions, codes, distinct
 
 
 def _read_arrow(path: Path, name: str) -> pa.Table:
