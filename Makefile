@@ -5,12 +5,13 @@
 #   make dev       editable install: Python edits are live, `make dev` again after a Rust edit
 #   make lint      ruff check, ruff format --check, cargo fmt --check, clippy -D warnings, mypy --strict
 #   make fmt       rewrite the tree in our formats (ruff format, cargo fmt)
+#   make wheel     the wheel people install: dist/mqbalance-*-cp311-abi3-manylinux2014_x86_64.whl
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination wheel
 
 # The venv with every dependency group; the package itself is installed editable, so only a Rust
 # change (or a dependency change) rebuilds the extension.
@@ -94,5 +95,15 @@ bench-coordination: setup zookeeper
 bench: setup
 	$(PY) -m pytest benches -q --benchmark-only --benchmark-columns=min,median,max --benchmark-sort=name
 
+# One abi3 wheel (CPython >= 3.11) with a manylinux2014 floor (glibc >= 2.17): zig (the `ziglang`
+# package) links against the old glibc; auditwheel checks the tag. ~1.5 min with a warm target/.
+WHEEL_DIR ?= dist
+wheel: $(VENV)/.deps
+	$(PY) -m pip install -q --group wheel
+	rm -f $(WHEEL_DIR)/mqbalance-*.whl
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(VENV)/bin/maturin build --release --locked --zig \
+	  --compatibility manylinux2014 --features abi3 -i $(PY) -o $(WHEEL_DIR)
+	$(VENV)/bin/auditwheel show $(WHEEL_DIR)/mqbalance-*.whl
+
 clean:
-	rm -rf $(VENV) target out
+	rm -rf $(VENV) target out $(WHEEL_DIR)
