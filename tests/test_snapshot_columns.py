@@ -154,3 +154,44 @@ def test_a_bad_value_is_named_with_its_place(change, message):
     change(data)
     with pytest.raises(SnapshotError, match=message):
         snapshot_from_dict(json.loads(json.dumps(data)) if "\udc80" not in repr(data) else data, "f")
+
+
+def _rows(table, keys):
+    return sorted(table.to_pylist(), key=lambda r: tuple(str(r[k]) for k in keys))
+
+
+@pytest.mark.parametrize("slice_queues", [40, 10**6], ids=["many slices", "one slice"])
+def test_the_streamed_audit_facts_equal_those_of_the_whole_assignment_table(monkeypatch, slice_queues):
+    """``mqbalance assign`` (``snapshot_facts``) streams slices and keeps only their facts: the same
+    per-pair facts, loads, busy processes, churn and what-if rows as the whole fleet's assignment
+    table assigned at once and counted (what it did before issue 24), however the fleet is sliced."""
+    from functools import partial
+
+    from mqbalance.fleet import engine
+
+    previous_data, current_data = example_pair(7)
+    now, before = snapshot_from_dict(current_data, "now"), snapshot_from_dict(previous_data, "before")
+    candidates = engine.what_if_candidates("AVG,CONSISTENT_HASH_BOUNDED")
+    groups = now.consumer_groups()
+    whole = engine.assign_snapshot(now)
+    per_pair, loads, busy = engine.load_facts(*engine.pair_counts(whole), groups)
+    churn = engine.churn(whole, engine.assign_snapshot(before))
+    what_if = engine.what_if(whole, groups, candidates)
+
+    monkeypatch.setattr(engine, "pair_slices", partial(engine.pair_slices, max_queues=slice_queues))
+    seen = []
+    streamed = engine.snapshot_facts(
+        now, candidates=candidates, previous=before, progress=lambda d, t: seen.append((d, t))
+    )
+    if slice_queues < 100:
+        assert len(seen) > 5  # really sliced
+    assert seen[-1][0] == seen[-1][1] == int(engine.pair_queue_counts(now.pair_table()).sum()) > 0
+    assert _rows(streamed.per_pair, ["group", "topic"]) == _rows(per_pair, ["group", "topic"])
+    assert _rows(streamed.loads, ["group", "topic", "load"]) == _rows(loads, ["group", "topic", "load"])
+    assert _rows(streamed.busy, ["group"]) == _rows(engine.busy_processes(busy, groups), ["group"])
+    moved = {(r["group"], r["topic"]): r["moved"] for r in churn.to_pylist()}
+    assert {k: v for k, v in streamed.churn.items() if v} == {k: v for k, v in moved.items() if v}
+    assert sum(moved.values()) > 0  # the example fleet changed between the two snapshots
+    assert _rows(streamed.what_if, ["group", "topic", "strategy"]) == _rows(
+        what_if.cast(engine.WHAT_IF_SCHEMA), ["group", "topic", "strategy"]
+    )
