@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,12 @@ MAX_CONSUMERS = 150
 
 
 def make_json_fleet(
-    queues: int, path: Path, seed: int = 1, *, max_consumers: int = MAX_CONSUMERS
+    queues: int,
+    path: Path,
+    seed: int = 1,
+    *,
+    max_consumers: int = MAX_CONSUMERS,
+    queues_per_group: int = QUEUES_PER_GROUP,
 ) -> tuple[int, int, int]:
     """Write a JSON snapshot of about ``queues`` readable queues to ``path`` (groups of 1 to
     ``max_consumers`` consumers); returns ``(readable queues, groups, processes)``. Written piece by
@@ -42,7 +48,7 @@ def make_json_fleet(
     counts = rng.choice(sizes, size=queues // 8 + 8, p=[0.1, 0.15, 0.2, 0.2, 0.15, 0.1, 0.06, 0.04])
     per_topic = counts[: int(np.searchsorted(np.cumsum(counts), queues)) + 1]
     n = len(per_topic)
-    groups = min(n, max(1, queues // QUEUES_PER_GROUP))
+    groups = min(n, max(1, queues // queues_per_group))
     consumers = np.minimum(np.exp(rng.uniform(0, np.log(max_consumers), groups)).astype(int) + 1, max_consumers)
     strategies = np.array(["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"])[rng.integers(0, 3, groups)]
     subs: list[list[str]] = [[] for _ in range(groups)]
@@ -74,11 +80,65 @@ def make_json_fleet(
     return int(per_topic.sum()), groups, processes
 
 
+def write_outputs(results: list[dict[str, Any]], out: Path) -> None:
+    """``results.json``, ``assign_scale.md`` (a Markdown table) and ``assign_scale.png`` in ``out``."""
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    lines = [
+        (
+            "| readable queues | groups | consumers per group | processes | JSON | `mqbalance assign` | peak "
+            "| `mqbalance audit` (Spark local) "
+            "| peak, all / one worker | assign / audit |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        audit_cells = (
+            f"{r['audit_s']} s | {r['audit_peak_gib']} / {r['audit_worker_peak_gib']} GiB | {r['assign_over_audit']}"
+            if "audit_s" in r
+            else "– | – | –"
+        )
+        lines.append(
+            f"| {r['queues']:,} | {r['groups']:,} | 1-{r.get('max_consumers', MAX_CONSUMERS):,} | {r['processes']:,} "
+            f"| {r['json_mib']} MiB | {r['assign_s']} s "
+            f"| {r['assign_peak_gib']} GiB | {audit_cells} |"
+        )
+    (out / "assign_scale.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    default = {"max_consumers": MAX_CONSUMERS, "queues_per_group": QUEUES_PER_GROUP}
+    rows = sorted(
+        (r for r in results if "audit_s" in r and all(r.get(k, v) == v for k, v in default.items())),
+        key=lambda r: r["queues"],
+    )
+    if not rows:
+        return
+    q = [r["queues"] for r in rows]
+    left.plot(q, [r["assign_s"] for r in rows], "s-", label="mqbalance assign (in-process, streamed)")
+    left.plot(q, [r["audit_s"] for r in rows], "o-", label="mqbalance audit (Spark local)")
+    right.plot(q, [r["assign_peak_gib"] for r in rows], "s-", label="assign")
+    right.plot(q, [r["audit_peak_gib"] for r in rows], "o-", label="audit, all processes")
+    right.axhline(3, color="#d62728", linestyle="--", linewidth=1, label="3 GiB target")
+    for ax, label in ((left, "wall time (s)"), (right, "peak memory (GiB)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("readable queues (JSON snapshot)")
+        ax.set_ylabel(label)
+        ax.legend()
+        ax.grid(alpha=0.3)
+    fig.suptitle("mqbalance assign vs audit on the same JSON fleet (2 cores)")
+    fig.tight_layout()
+    fig.savefig(out / "assign_scale.png", dpi=100)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1e6,3e6")
     parser.add_argument("--out", default="out/assign_scale")
     parser.add_argument("--no-audit", action="store_true", help="time mqbalance assign only")
+    parser.add_argument("--queues-per-group", type=int, default=QUEUES_PER_GROUP, help="one group per this many queues")
     parser.add_argument(
         "--max-consumers", type=int, default=MAX_CONSUMERS, help="consumers per group: log-uniform from 1 to this"
     )
@@ -91,11 +151,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             snap = Path(tmp) / "fleet.json"
             started = time.perf_counter()
-            queues, groups, processes = make_json_fleet(size, snap, max_consumers=args.max_consumers)
+            queues, groups, processes = make_json_fleet(
+                size, snap, max_consumers=args.max_consumers, queues_per_group=args.queues_per_group
+            )
             made_s = time.perf_counter() - started
             assign_s, assign_mem, _, assign_code = run([*mq, "assign", str(snap), "--top", "10", "--quiet"])
             row = {
                 "max_consumers": args.max_consumers,
+                "queues_per_group": args.queues_per_group,
                 "queues": queues,
                 "groups": groups,
                 "processes": processes,
@@ -117,26 +180,7 @@ def main() -> None:
                 }
             print(json.dumps(row), flush=True)
             results.append(row)
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    lines = [
-        (
-            "| readable queues | groups | processes | JSON | `mqbalance assign` | peak "
-            "| `mqbalance audit` (Spark local) "
-            "| peak, all / one worker | assign / audit |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        audit_cells = (
-            f"{r['audit_s']} s | {r['audit_peak_gib']} / {r['audit_worker_peak_gib']} GiB | {r['assign_over_audit']}"
-            if "audit_s" in r
-            else "– | – | –"
-        )
-        lines.append(
-            f"| {r['queues']:,} | {r['groups']:,} | {r['processes']:,} | {r['json_mib']} MiB | {r['assign_s']} s "
-            f"| {r['assign_peak_gib']} GiB | {audit_cells} |"
-        )
-    (out / "assign_scale.md").write_text("\n".join(lines) + "\n")
+    write_outputs(results, out)
 
 
 if __name__ == "__main__":
