@@ -408,9 +408,10 @@ def _assign_pairs_rows(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> 
     return (*assign_batch_rows(table, groups, bounds), bounds)
 
 
-#: Memory per readable queue to assign a snapshot in-process (``mqbalance assign``,
-#: :func:`assign_snapshot`), every assignment row in memory at once (measured: 6.7 GiB at 3×10^7
-#: queues, ~240 bytes a queue); loading it needs far less (:data:`mqbalance.fleet.snapshot.QUEUE_BYTES`).
+#: Memory per readable queue to hold a snapshot's whole assignment table in-process
+#: (:func:`assign_snapshot`, every row at once; measured: 6.7 GiB at 3×10^7 queues, ~240 bytes a
+#: queue). ``mqbalance assign`` and :func:`snapshot_facts` stream slices instead and need no more
+#: than loading does (:data:`mqbalance.fleet.snapshot.QUEUE_BYTES`).
 ASSIGNMENT_QUEUE_BYTES = 400
 
 

@@ -529,7 +529,8 @@ def _unicode(text: str, where: str) -> str:
 #: Memory per readable queue to audit a snapshot on Spark: the driver holds the pairs, routes and
 #: groups and a few fact rows per pair, the tasks slices of at most 10^6 queues (measured, Python
 #: driver: 2.4 GiB at 3×10^7 queues, 3.4 GiB at 10^8: 36-80 bytes a queue). What a snapshot must
-#: fit to load at all (the in-process assignment needs more: :func:`mqbalance.fleet.engine.check_assignable`).
+#: fit to load at all (the whole assignment table in memory needs more:
+#: :func:`mqbalance.fleet.engine.check_assignable`).
 QUEUE_BYTES = 96
 
 
