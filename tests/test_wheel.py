@@ -55,7 +55,8 @@ def wheel() -> Path:
         ["make", "-C", str(ROOT), "wheel", f"WHEEL_DIR={out}"], check=True, timeout=1800, stdout=subprocess.DEVNULL
     )
     for old in CACHE.iterdir():  # wheels of other sources: not used again
-        shutil.rmtree(old, ignore_errors=True)
+        if old != out:
+            shutil.rmtree(old, ignore_errors=True)
     out.rename(cached)
     (built,) = cached.glob("mqbalance-*.whl")
     return built
