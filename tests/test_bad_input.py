@@ -827,11 +827,11 @@ TABLE: list[Entry] = [
     ),
     E(
         "rebalance.PushConsumer",
-        lambda cid, topics, heartbeat, persist, poll, pull: PushConsumer(
+        lambda cid, topics, heartbeat, persist, poll, pull, strategy: PushConsumer(
             cid,
             "cg",
             topics,
-            Avg(),
+            strategy,
             _Transport(),
             lambda t: Q(),
             heartbeat_interval_ms=heartbeat,
@@ -845,6 +845,7 @@ TABLE: list[Entry] = [
         persist=("duration", 5_000),
         poll=("duration", 30_000),
         pull=("duration?", 0),
+        strategy=("strategy", "AVG"),  # a registry name or config, as GroupMember takes it (issue 24)
     ),
 ]
 
