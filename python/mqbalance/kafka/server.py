@@ -1,0 +1,146 @@
+"""The broker-side assignors of Kafka's consumer-group protocol (KIP-848, Kafka 4.0+): what the
+group coordinator computes with ``group.consumer.assignors`` ``uniform`` (the default) or ``range``,
+exactly as Kafka's Java classes do.
+
+* ``server_assign(name, members, topics)`` -> ``{member_id: {topic_id: [partitions]}}``.
+* ``server_assign_columns(...)``: the same over numpy/Arrow columns for large groups: the owner of
+  every partition.
+
+The results depend on Java iteration orders, and those are part of the contract:
+
+* ``members`` is taken **in the order given**: that is the coordinator's member order (the
+  order of its members map). ``uniform`` hands out extra partitions and fills members in it.
+* each member's ``subscribed_topic_ids`` and ``current_assignment`` (topics, and partitions in a
+  topic) are taken in the order given: ``uniform`` keeps an over-quota member's *first* partitions.
+* ``uniform`` over a homogeneous group (every member subscribed to the same topics) walks topics in
+  the iteration order of a Java ``HashSet<Uuid>`` built from the first member's subscription: we
+  compute it from the topic ids (Kafka's ``Uuid.hashCode``, Java's ``HashMap`` spreading and table
+  size). If more than 8 of those ids share one hash bin of a 64+ slot table (Java then builds a
+  tree bin, whose order we do not model; random ids practically never do), we refuse with
+  :class:`~mqbalance.exceptions.InvalidInputError` instead of guessing.
+* topic-id ties compare as ``Uuid.compareTo`` (signed 64-bit halves); ``range`` sorts static
+  members by instance id in Java ``String`` order (UTF-16 code units), then dynamic members by id.
+
+Topic ids are ``Uuid.toString()`` strings: 22 characters of unpadded base64url. ``rack`` is
+accepted and ignored (neither assignor reads racks at the Kafka version this follows).
+
+>>> t = "AAAAAAAAAAAAAAAAAAAAAQ"
+>>> members = [
+...     {"member_id": "b", "subscribed_topic_ids": [t]},
+...     {"member_id": "a", "subscribed_topic_ids": [t], "current_assignment": [[t, [4, 3]]]},
+... ]
+>>> server_assign("uniform", members, {t: 5})
+{'b': {'AAAAAAAAAAAAAAAAAAAAAQ': [0, 1, 2]}, 'a': {'AAAAAAAAAAAAAAAAAAAAAQ': [3, 4]}}
+>>> server_assign("range", members, {t: 5})
+{'b': {'AAAAAAAAAAAAAAAAAAAAAQ': [3, 4]}, 'a': {'AAAAAAAAAAAAAAAAAAAAAQ': [0, 1, 2]}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mqbalance import _core
+
+__all__ = ["ServerMember", "server_assign", "server_assign_columns"]
+
+
+@dataclass(frozen=True)
+class ServerMember:
+    """One member as the coordinator records it (the typed alternative to a plain dict).
+
+    >>> ServerMember("m1", ["AAAAAAAAAAAAAAAAAAAAAQ"]).current_assignment
+    ()
+    """
+
+    member_id: str
+    subscribed_topic_ids: Sequence[str]
+    current_assignment: Sequence[tuple[str, Sequence[int]]] = field(default=())
+    instance_id: str | None = None
+    rack: str | None = None
+
+
+def server_assign(
+    name: str,
+    members: Sequence[Mapping[str, Any] | ServerMember],
+    topics: Mapping[str, int],
+) -> dict[str, dict[str, list[int]]]:
+    """The target assignment the coordinator computes with assignor ``name`` (``"uniform"`` or
+    ``"range"``, case ignored).
+
+    ``members``: in the coordinator's order, each a dict ``{"member_id", "instance_id",
+    "rack", "subscribed_topic_ids": [topic_id, ...], "current_assignment": [[topic_id,
+    [partition, ...]], ...]}`` (missing keys: none / empty) or a :class:`ServerMember`.
+    ``topics``: topic id -> partition count (the metadata).
+
+    Returns every member (``{}`` for a member with nothing), partitions ascending. Raises
+    :class:`~mqbalance.exceptions.PartitionAssignorError` with Java's message when a subscribed
+    topic is missing from ``topics``; :class:`~mqbalance.exceptions.InvalidInputError` for a
+    duplicate member id, a topic listed twice by one member, a partition owned twice or beyond
+    the topic's count, a negative count or partition, or a malformed topic id;
+    :class:`~mqbalance.exceptions.UnknownStrategyError` for another name. The work runs without
+    the GIL.
+    """
+    return _core.server_assign(name, members, dict(topics))
+
+
+def _strings(values: Any) -> list[str]:
+    return list(values.to_pylist()) if hasattr(values, "to_pylist") else list(values)
+
+
+def _ints(values: Any) -> npt.NDArray[np.int64]:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.int64))
+
+
+def server_assign_columns(
+    name: str,
+    topic_ids: Sequence[str] | Any,
+    partition_counts: Any,
+    member_ids: Sequence[str] | Any,
+    subscription_offsets: Any,
+    subscription_topics: Any,
+    *,
+    instance_ids: Sequence[str | None] | None = None,
+    current_offsets: Any = None,
+    current_topics: Any = None,
+    current_partitions: Any = None,
+) -> npt.NDArray[np.int32]:
+    """:func:`server_assign` over columns (numpy arrays, Arrow arrays or sequences), for large
+    groups: the owner (position in ``member_ids``, -1 for none) of every partition, as one int32
+    array of ``sum(partition_counts)`` entries — topic ``k``'s partitions ``0..count`` in the
+    ``k``-th block, topics in the order of ``topic_ids``.
+
+    Member ``m`` subscribes to topics (positions in ``topic_ids``)
+    ``subscription_topics[subscription_offsets[m]:subscription_offsets[m + 1]]``, in that order;
+    its current assignment is the rows ``current_offsets[m]:current_offsets[m + 1]`` of
+    ``(current_topics, current_partitions)``, in that order (a topic's partitions in the order
+    its rows come; topics in the order they first appear). Without ``current_*``: a first
+    assignment.
+
+    >>> import numpy as np
+    >>> t = ["AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"]
+    >>> own = server_assign_columns("uniform", t, [2, 1], ["a", "b"], [0, 2, 3], [0, 1, 0])
+    >>> own.tolist()  # t0: p0, p1; t1: p0 (b subscribes to t0 only)
+    [1, 0, 0]
+    """
+    members = _strings(member_ids)
+    n = len(members)
+    if current_offsets is None:
+        current_offsets = np.zeros(n + 1, dtype=np.int64)
+        current_topics = current_partitions = np.zeros(0, dtype=np.int64)
+    return _core.server_assign_columns(
+        name,
+        _strings(topic_ids),
+        _ints(partition_counts),
+        members,
+        None if instance_ids is None else list(instance_ids),
+        _ints(subscription_offsets),
+        _ints(subscription_topics),
+        _ints(current_offsets),
+        _ints(current_topics),
+        _ints(current_partitions),
+    )
