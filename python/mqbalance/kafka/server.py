@@ -37,6 +37,7 @@ accepted and ignored (neither assignor reads racks at the Kafka version this fol
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,8 +85,20 @@ def server_assign(
     the topic's count, a negative count or partition, or a malformed topic id;
     :class:`~mqbalance.exceptions.UnknownStrategyError` for another name. The work runs without
     the GIL.
+
+    The cyclic garbage collector is paused for the call (and restored after): the result is
+    hundreds of thousands of fresh lists and dicts for a large group, which would otherwise set
+    off full collections over the caller's whole heap (the input alone can be millions of
+    objects). Nothing we create can form a cycle.
     """
-    return _core.server_assign(name, members, dict(topics))
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _core.server_assign(name, members, dict(topics))
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _strings(values: Any) -> list[str]:

@@ -10,6 +10,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 use crate::errors::{run, CoreError, InvalidInputError, UnknownStrategyError};
 
@@ -105,7 +106,12 @@ fn field<'py>(
     Ok(v.filter(|v| !v.is_none()))
 }
 
-fn member(py: Python<'_>, item: &Bound<'_, PyAny>, topics: &mut Topics) -> PyResult<ServerMember> {
+fn member(
+    py: Python<'_>,
+    item: &Bound<'_, PyAny>,
+    topics: &mut Topics,
+    previous: &mut Previous,
+) -> PyResult<ServerMember> {
     let member_id: String = field(item, intern!(py, "member_id"))?
         .ok_or_else(|| bad(format!("member {} has no member_id", repr(item)), item))?
         .extract()
@@ -117,12 +123,10 @@ fn member(py: Python<'_>, item: &Bound<'_, PyAny>, topics: &mut Topics) -> PyRes
         ),
         None => None,
     };
-    let mut subscribed = Vec::new();
-    if let Some(subs) = field(item, intern!(py, "subscribed_topic_ids"))? {
-        for t in subs.try_iter()? {
-            subscribed.push(topics.intern(&t?, None)?);
-        }
-    }
+    let subscribed = match field(item, intern!(py, "subscribed_topic_ids"))? {
+        Some(subs) => previous.resolve(&subs, topics)?,
+        None => previous.resolve_empty(),
+    };
     let mut current = Vec::new();
     if let Some(cur) = field(item, intern!(py, "current_assignment"))? {
         let pairs: Vec<Bound<'_, PyAny>> = if let Ok(d) = cur.cast::<PyDict>() {
@@ -164,6 +168,36 @@ fn member(py: Python<'_>, item: &Bound<'_, PyAny>, topics: &mut Topics) -> PyRes
     })
 }
 
+/// The previous member's subscription: a member whose subscription is a list equal to the
+/// previous member's list (compared by Python, identity first) shares its parsed ids.
+#[derive(Default)]
+struct Previous {
+    list: Option<(Py<PyAny>, Arc<[u32]>)>,
+}
+
+impl Previous {
+    fn resolve(&mut self, subs: &Bound<'_, PyAny>, topics: &mut Topics) -> PyResult<Arc<[u32]>> {
+        let is_list = subs.is_exact_instance_of::<PyList>();
+        if let (true, Some((prev, parsed))) = (is_list, &self.list) {
+            if subs.is(prev) || subs.eq(prev)? {
+                return Ok(Arc::clone(parsed));
+            }
+        }
+        let parsed: Arc<[u32]> = subs
+            .try_iter()?
+            .map(|t| topics.intern(&t?, None))
+            .collect::<PyResult<Vec<u32>>>()?
+            .into();
+        self.list = is_list.then(|| (subs.clone().unbind(), Arc::clone(&parsed)));
+        Ok(parsed)
+    }
+
+    fn resolve_empty(&mut self) -> Arc<[u32]> {
+        self.list = None;
+        Arc::from(Vec::new())
+    }
+}
+
 /// `server_assign(name, members, topics)`: `{member_id: {topic_id: [partitions]}}` (every member,
 /// `{}` for none; partitions ascending).
 #[pyfunction]
@@ -186,8 +220,9 @@ pub fn server_assign<'py>(
         table.intern(&k, Some(count))?;
     }
     let mut list = Vec::new();
+    let mut previous = Previous::default();
     for item in members.try_iter()? {
-        list.push(member(py, &item?, &mut table)?);
+        list.push(member(py, &item?, &mut table, &mut previous)?);
     }
     let group = ServerGroup {
         topics: table.table,
@@ -335,11 +370,19 @@ pub fn server_assign_columns<'py>(
     )?;
     let mut members = Vec::with_capacity(n);
     let mut slot = vec![usize::MAX; n_topics];
+    let mut previous: Option<(&[i64], Arc<[u32]>)> = None;
     for (m, (member_id, instance_id)) in member_ids.into_iter().zip(instances).enumerate() {
-        let subscribed = subs[so[m]..so[m + 1]]
-            .iter()
-            .map(|&t| index("subscription topic", t, n_topics))
-            .collect::<PyResult<Vec<u32>>>()?;
+        let rows = &subs[so[m]..so[m + 1]];
+        // Consecutive members with equal subscriptions share one list.
+        let subscribed: Arc<[u32]> = match &previous {
+            Some((prev_rows, parsed)) if *prev_rows == rows => Arc::clone(parsed),
+            _ => rows
+                .iter()
+                .map(|&t| index("subscription topic", t, n_topics))
+                .collect::<PyResult<Vec<u32>>>()?
+                .into(),
+        };
+        previous = Some((rows, Arc::clone(&subscribed)));
         // Rows of one member grouped by topic, topics in order of first appearance.
         let mut current: Vec<(u32, Vec<u32>)> = Vec::new();
         for r in co[m]..co[m + 1] {

@@ -11,7 +11,7 @@
 //! ```
 //! use mqbalance_core::assign::server::{assign, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid};
 //! let t = ServerTopic { id: Uuid { msb: 1, lsb: 2 }, partitions: Some(5) };
-//! let m = |id: &str| ServerMember { member_id: id.into(), instance_id: None, subscribed: vec![0], current: vec![] };
+//! let m = |id: &str| ServerMember { member_id: id.into(), instance_id: None, subscribed: vec![0].into(), current: vec![] };
 //! let group = ServerGroup { topics: vec![t], members: vec![m("b"), m("a")] };
 //! // uniform fills members in the given order: b gets 3, a gets 2.
 //! assert_eq!(assign(ServerAssignor::Uniform, &group).unwrap(), vec![vec![0, 0, 0, 1, 1]]);
@@ -22,6 +22,8 @@
 mod range;
 mod uniform;
 mod uuid;
+
+use std::sync::Arc;
 
 use rustc_hash::FxHashSet;
 use thiserror::Error;
@@ -71,8 +73,9 @@ pub struct ServerMember {
     pub member_id: String,
     /// Static membership's `group.instance.id`.
     pub instance_id: Option<String>,
-    /// Subscribed topics (indices into [`ServerGroup::topics`]), in the order given.
-    pub subscribed: Vec<u32>,
+    /// Subscribed topics (indices into [`ServerGroup::topics`]), in the order given; members
+    /// with the same subscription may share one list (it is then checked and counted once).
+    pub subscribed: Arc<[u32]>,
     /// Current assignment: (topic index, partitions), topics and partitions in the order given.
     pub current: Vec<(u32, Vec<u32>)>,
 }
@@ -162,17 +165,19 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
             return Err(ServerAssignError::DuplicateMember(m.member_id.clone()));
         }
         let stamp = 2 * mi as u32;
-        for &t in &m.subscribed {
-            let slot = seen
-                .get_mut(t as usize)
-                .ok_or(ServerAssignError::TopicIndex(t))?;
-            if *slot == stamp {
-                return Err(ServerAssignError::DuplicateTopic {
-                    member: m.member_id.clone(),
-                    topic: g.topics[t as usize].id,
-                });
+        if !shares_previous(g, mi) {
+            for &t in m.subscribed.iter() {
+                let slot = seen
+                    .get_mut(t as usize)
+                    .ok_or(ServerAssignError::TopicIndex(t))?;
+                if *slot == stamp {
+                    return Err(ServerAssignError::DuplicateTopic {
+                        member: m.member_id.clone(),
+                        topic: g.topics[t as usize].id,
+                    });
+                }
+                *slot = stamp;
             }
-            *slot = stamp;
         }
         for (t, parts) in &m.current {
             let slot = seen
@@ -223,12 +228,22 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
 /// subscription type (every subscribed topic has every member as subscriber).
 pub fn is_homogeneous(g: &ServerGroup) -> bool {
     let mut counts = vec![0usize; g.topics.len()];
-    for m in &g.members {
-        for &t in &m.subscribed {
-            counts[t as usize] += 1;
+    let mut start = 0;
+    // Runs of members sharing one list count once, by the run's length.
+    for end in 1..=g.members.len() {
+        if end == g.members.len() || !shares_previous(g, end) {
+            for &t in g.members[start].subscribed.iter() {
+                counts[t as usize] += end - start;
+            }
+            start = end;
         }
     }
     counts.iter().all(|&c| c == 0 || c == g.members.len())
+}
+
+/// Whether member `mi` shares its subscription list with member `mi - 1`.
+fn shares_previous(g: &ServerGroup, mi: usize) -> bool {
+    mi > 0 && Arc::ptr_eq(&g.members[mi].subscribed, &g.members[mi - 1].subscribed)
 }
 
 /// Run `assignor` over the group: the owner of every partition (see [`Owners`]).

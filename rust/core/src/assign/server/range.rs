@@ -28,25 +28,20 @@ fn sorted_members(g: &ServerGroup) -> Vec<usize> {
     order
 }
 
-struct Split {
-    count: u32,
-    members: u32,
-    min_quota: u32,
-    extra: u32,
-    next: u32,
-}
-
-impl Split {
-    fn take(&mut self) -> (u32, u32) {
-        let mut quota = self.min_quota;
-        if self.extra > 0 {
-            quota += 1;
-            self.extra -= 1;
+/// Give topic `t`'s partitions to `members` (in sorted order) in contiguous ranges: the `k`-th
+/// gets `count / n` partitions, plus one when `k < count % n` — what Java's per-member
+/// `addPartitionsToAssignment` calls add up to, computed per topic in O(partitions).
+fn split(owners: &mut [i32], count: u32, members: &[usize]) {
+    let n = members.len() as u32;
+    let (min_quota, extra) = (count / n, count % n);
+    let mut start = 0u32;
+    for (k, &m) in members.iter().enumerate() {
+        if start >= count {
+            break;
         }
-        let start = self.next;
-        let end = (start + quota).min(self.count);
-        self.next = end;
-        (start, end)
+        let end = (start + min_quota + u32::from((k as u32) < extra)).min(count);
+        owners[start as usize..end as usize].fill(m as i32);
+        start = end;
     }
 }
 
@@ -56,49 +51,30 @@ pub(super) fn assign(
     mut owners: Owners,
 ) -> Result<Owners, ServerAssignError> {
     let order = sorted_members(g);
-    let nt = g.topics.len();
-    let mut splits: Vec<Option<Split>> = (0..nt).map(|_| None).collect();
-    let new_split = |t: usize, members: u32| -> Result<Split, ServerAssignError> {
-        let count = g.topics[t].partitions.ok_or_else(missing)?;
-        Ok(Split {
-            count,
-            members,
-            min_quota: 0,
-            extra: 0,
-            next: 0,
-        })
-    };
     if homogeneous {
-        for &t in &g.members[order[0]].subscribed {
-            splits[t as usize] = Some(new_split(t as usize, g.members.len() as u32)?);
+        let topics = &g.members[order[0]].subscribed;
+        for &t in topics.iter() {
+            g.topics[t as usize].partitions.ok_or_else(missing)?;
         }
-    } else {
-        for &mi in &order {
-            for &t in &g.members[mi].subscribed {
-                match &mut splits[t as usize] {
-                    Some(s) => s.members += 1,
-                    slot @ None => *slot = Some(new_split(t as usize, 1)?),
-                }
-            }
+        for &t in topics.iter() {
+            let count = g.topics[t as usize].partitions.unwrap_or(0);
+            split(&mut owners[t as usize], count, &order);
         }
+        return Ok(owners);
     }
-    for s in splits.iter_mut().flatten() {
-        s.min_quota = s.count / s.members;
-        s.extra = s.count % s.members;
-    }
+    // Subscribers of each topic in sorted member order; a missing topic fails where Java's
+    // first encounter (in that order) does.
+    let mut subscribers: Vec<Vec<usize>> = vec![Vec::new(); g.topics.len()];
     for &mi in &order {
-        let topics = if homogeneous {
-            &g.members[order[0]].subscribed
-        } else {
-            &g.members[mi].subscribed
-        };
-        for &t in topics {
-            if let Some(s) = &mut splits[t as usize] {
-                let (start, end) = s.take();
-                for p in start..end {
-                    owners[t as usize][p as usize] = mi as i32;
-                }
-            }
+        for &t in g.members[mi].subscribed.iter() {
+            g.topics[t as usize].partitions.ok_or_else(missing)?;
+            subscribers[t as usize].push(mi);
+        }
+    }
+    for (t, subs) in subscribers.iter().enumerate() {
+        if !subs.is_empty() {
+            let count = g.topics[t].partitions.unwrap_or(0);
+            split(&mut owners[t], count, subs);
         }
     }
     Ok(owners)

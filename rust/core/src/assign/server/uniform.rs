@@ -289,7 +289,7 @@ pub(super) fn heterogeneous(g: &ServerGroup, owners: Owners) -> Result<Owners, S
     let mut subscribers: Vec<Vec<u32>> = vec![Vec::new(); nt];
     let mut subscribed_topics: Vec<u32> = Vec::new();
     for (mi, m) in g.members.iter().enumerate() {
-        for &t in &m.subscribed {
+        for &t in m.subscribed.iter() {
             let topic = &g.topics[t as usize];
             if topic.partitions.is_none() {
                 return Err(uniform_missing(topic.id));
@@ -312,7 +312,7 @@ pub(super) fn heterogeneous(g: &ServerGroup, owners: Owners) -> Result<Owners, S
     // maybeRevokePartitions: keep what members still subscribe to.
     let mut mine = vec![u32::MAX; nt];
     for (mi, m) in g.members.iter().enumerate() {
-        for &t in &m.subscribed {
+        for &t in m.subscribed.iter() {
             mine[t as usize] = mi as u32;
         }
         for (t, parts) in &m.current {
