@@ -206,9 +206,19 @@ T = "AAAAAAAAAAAAAAAAAAAAAQ"
     ],
 )
 def test_bad_input_is_one_typed_error(members: Any, topics: Any, match: str) -> None:
-    for name in ("uniform", "range"):
+    # `range` does not read the current assignment, so only `uniform` checks it.
+    reads_current = any(m.get("current_assignment") for m in members)
+    for name in ("uniform",) if reads_current else ("uniform", "range"):
         with pytest.raises(InvalidInputError, match=match):
             server_assign(name, members, topics)
+
+
+def test_range_does_not_read_the_current_assignment() -> None:
+    twice = [
+        {"member_id": "a", "subscribed_topic_ids": [T], "current_assignment": [[T, [0, 9]]]},
+        {"member_id": "b", "subscribed_topic_ids": [T], "current_assignment": [[T, [0]]]},
+    ]
+    assert server_assign("range", twice, {T: 2}) == {"a": {T: [0]}, "b": {T: [1]}}
 
 
 def test_unknown_name_and_bad_columns() -> None:

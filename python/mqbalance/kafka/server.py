@@ -78,7 +78,8 @@ def server_assign(
     [partition, ...]], ...]}`` (missing keys: none / empty) or a :class:`ServerMember`.
     ``topics``: topic id -> partition count (the metadata).
 
-    Returns every member (``{}`` for a member with nothing), partitions ascending. Raises
+    Returns every member (``{}`` for a member with nothing), partitions ascending. ``range``
+    does not read ``current_assignment`` (Kafka's neither), so it neither extracts nor checks it. Raises
     :class:`~mqbalance.exceptions.PartitionAssignorError` with Java's message when a subscribed
     topic is missing from ``topics``; :class:`~mqbalance.exceptions.InvalidInputError` for a
     duplicate member id, a topic listed twice by one member, a partition owned twice or beyond

@@ -56,10 +56,24 @@ struct Topics {
     index: FxHashMap<String, u32>,
     names: Vec<Py<PyString>>,
     table: Vec<ServerTopic>,
+    /// str objects already resolved, by address; each is kept alive in `alive`, so an address
+    /// cannot be reused by another string during the call.
+    by_object: FxHashMap<usize, u32>,
+    alive: Vec<Py<PyAny>>,
 }
 
 impl Topics {
     fn intern(&mut self, item: &Bound<'_, PyAny>, count: Option<u32>) -> PyResult<u32> {
+        if let Some(&t) = self.by_object.get(&(item.as_ptr() as usize)) {
+            return Ok(t);
+        }
+        let t = self.intern_str(item, count)?;
+        self.by_object.insert(item.as_ptr() as usize, t);
+        self.alive.push(item.clone().unbind());
+        Ok(t)
+    }
+
+    fn intern_str(&mut self, item: &Bound<'_, PyAny>, count: Option<u32>) -> PyResult<u32> {
         let s = item
             .cast::<PyString>()
             .map_err(|_| bad(format!("topic ids must be str, got {}", repr(item)), item))?;
@@ -111,6 +125,7 @@ fn member(
     item: &Bound<'_, PyAny>,
     topics: &mut Topics,
     previous: &mut Previous,
+    with_current: bool,
 ) -> PyResult<ServerMember> {
     let member_id: String = field(item, intern!(py, "member_id"))?
         .ok_or_else(|| bad(format!("member {} has no member_id", repr(item)), item))?
@@ -128,7 +143,12 @@ fn member(
         None => previous.resolve_empty(),
     };
     let mut current = Vec::new();
-    if let Some(cur) = field(item, intern!(py, "current_assignment"))? {
+    let cur = if with_current {
+        field(item, intern!(py, "current_assignment"))?
+    } else {
+        None
+    };
+    if let Some(cur) = cur {
         let pairs: Vec<Bound<'_, PyAny>> = if let Ok(d) = cur.cast::<PyDict>() {
             d.items().iter().collect()
         } else {
@@ -222,7 +242,9 @@ pub fn server_assign<'py>(
     let mut list = Vec::new();
     let mut previous = Previous::default();
     for item in members.try_iter()? {
-        list.push(member(py, &item?, &mut table, &mut previous)?);
+        // `range` does not read the current assignment: it is neither extracted nor checked.
+        let with_current = a == ServerAssignor::Uniform;
+        list.push(member(py, &item?, &mut table, &mut previous, with_current)?);
     }
     let group = ServerGroup {
         topics: table.table,
@@ -385,7 +407,12 @@ pub fn server_assign_columns<'py>(
         previous = Some((rows, Arc::clone(&subscribed)));
         // Rows of one member grouped by topic, topics in order of first appearance.
         let mut current: Vec<(u32, Vec<u32>)> = Vec::new();
-        for r in co[m]..co[m + 1] {
+        let rows_of_member = if a == ServerAssignor::Uniform {
+            co[m]..co[m + 1]
+        } else {
+            0..0 // `range` does not read the current assignment
+        };
+        for r in rows_of_member {
             let t = index("current topic", cur_t[r], n_topics)?;
             let p = u32::try_from(cur_p[r]).map_err(|_| {
                 InvalidInputError::new_err((format!("negative partition {}", cur_p[r]), cur_p[r]))
