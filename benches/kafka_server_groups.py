@@ -46,8 +46,17 @@ class Group:
     topics: dict[str, int]
 
     def columns(self) -> dict[str, Any]:
-        sub_off = np.zeros(len(self.members) + 1, dtype=np.int64)
-        sub_off[1:] = np.cumsum([len(s) for s in self.subs])
+        # The subscription table: one row per distinct subscription list.
+        rows: dict[int, int] = {}
+        table: list[list[int]] = []
+        which = []
+        for s in self.subs:
+            if id(s) not in rows:
+                rows[id(s)] = len(table)
+                table.append(s)
+            which.append(rows[id(s)])
+        sub_off = np.zeros(len(table) + 1, dtype=np.int64)
+        sub_off[1:] = np.cumsum([len(s) for s in table])
         cur_rows = [[(t, p) for t, ps in c for p in ps] for c in self.current]
         cur_off = np.zeros(len(self.members) + 1, dtype=np.int64)
         cur_off[1:] = np.cumsum([len(r) for r in cur_rows])
@@ -57,7 +66,8 @@ class Group:
             "partition_counts": self.counts,
             "member_ids": self.members,
             "subscription_offsets": sub_off,
-            "subscription_topics": np.fromiter((t for s in self.subs for t in s), dtype=np.int64),
+            "subscription_topics": np.fromiter((t for s in table for t in s), dtype=np.int64),
+            "member_subscription": np.array(which, dtype=np.int64),
             "current_offsets": cur_off,
             "current_topics": np.array([t for t, _ in flat], dtype=np.int64),
             "current_partitions": np.array([p for _, p in flat], dtype=np.int64),
@@ -80,7 +90,10 @@ def _subscriptions(n_members: int, n_topics: int, heterogeneous: bool) -> list[l
 
 def _group(name: str, tids: list[str], counts: np.ndarray, members: list[str], subs: list[list[int]],
            current: list[list[tuple[int, list[int]]]]) -> Group:  # fmt: skip
-    names = [[tids[t] for t in s] for s in subs]
+    # One list of topic ids per distinct subscription, shared by its members, as Kafka's benchmark
+    # shares one list of topic names per bucket.
+    shared: dict[int, list[str]] = {}
+    names = [shared.setdefault(id(s), [tids[t] for t in s]) for s in subs]
     dicts = [
         {
             "member_id": m,

@@ -10,9 +10,8 @@ subscribes to every topic; members ``m0``, ``m1``, ... in that order), then one 
 * ``grow``: topic 0 gains a quarter more partitions (at least one).
 
 ``moved`` counts partitions that existed before and after whose owner changed (the leaver's
-partitions included). ``lower_bound`` is the fewest moves any member-balanced result needs:
-the leaver's partitions plus, for each remaining member, what it holds above
-``ceil(partitions / members)`` afterwards. ``member_spread`` is max - min partitions per member;
+partitions included). ``lower_bound`` is the fewest moves any member-balanced result needs
+(see ``_lower_bound``). ``member_spread`` is max - min partitions per member;
 ``topic_spread`` the largest max - min of one topic's partitions per member. Cooperative-sticky
 runs its two KIP-429 rounds (revoke, then assign), and the table shows the final placement.
 
@@ -60,8 +59,9 @@ def _server(name: str, counts: list[int], members: list[str], owners: np.ndarray
         tids,
         counts,
         members,
-        np.arange(n + 1, dtype=np.int64) * len(counts),
-        np.array(everything * n, dtype=np.int64),
+        np.array([0, len(counts)], dtype=np.int64),
+        np.array(everything, dtype=np.int64),
+        member_subscription=np.zeros(n, dtype=np.int64),
         **cols,  # type: ignore[arg-type]
     ).astype(np.int64)
 
@@ -122,6 +122,22 @@ def _spreads(owners: np.ndarray, counts: list[int], n: int) -> tuple[int, int]:
     return int(per_member.max() - per_member.min()), worst
 
 
+def _lower_bound(
+    settled: np.ndarray, members: list[str], after: list[str], counts: list[int], base: list[int], left: str | None
+) -> int:
+    """Fewest old partitions any member-balanced result (max - min <= 1) must move: the leaver's
+    (orphaned), plus the larger of what members hold above ``ceil(P / M)`` and what members below
+    ``floor(P / M)`` (a joiner holds 0) still lack once orphaned and new partitions fill them."""
+    total, m = sum(counts), len(after)
+    ceil, floor = math.ceil(total / m), total // m
+    held = dict(zip(members, np.bincount(settled[settled >= 0], minlength=len(members)).tolist(), strict=True))
+    orphaned = held.get(left, 0) if left else 0
+    shed = sum(max(0, held.get(x, 0) - ceil) for x in after)
+    deficit = sum(max(0, floor - held.get(x, 0)) for x in after)
+    fresh = total - sum(base)
+    return orphaned + max(shed, deficit - fresh - orphaned)
+
+
 def study(sizes: list[tuple[int, int, int]]) -> list[dict[str, object]]:
     global _OLD_COUNTS  # noqa: PLW0603 - the layout _reblock maps from, set per event
     rows: list[dict[str, object]] = []
@@ -151,11 +167,7 @@ def study(sizes: list[tuple[int, int, int]]) -> list[dict[str, object]]:
                 keep = new_laid >= 0
                 new_ids = np.array(after + ["-"], dtype=object)[new]
                 moved = int(np.sum(old_ids[new_laid[keep]] != new_ids[keep]))
-                ceil = math.ceil(sum(counts) / len(after))
-                held = np.bincount(settled[settled >= 0], minlength=n)
-                lower = sum(
-                    int(h) if members[i] == left else max(0, int(h) - ceil) for i, h in enumerate(held)
-                )
+                lower = _lower_bound(settled, members, after, counts, base, left)
                 ms, ts = _spreads(new, counts, len(after))
                 rows.append({
                     "partitions": partitions, "members": n, "topics": n_topics, "event": event,

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from mqbalance.exceptions import InvalidInputError, PartitionAssignorError, UnknownStrategyError
 from mqbalance.kafka import ServerMember, server_assign, server_assign_columns
+import kafka_server_reference
 from vector_cases import load_vectors
 
 CASES = load_vectors("kafka/server_uniform.jsonl.gz") + load_vectors("kafka/server_range.jsonl.gz")
@@ -237,3 +238,17 @@ def test_tree_bin_layout_is_refused_not_guessed() -> None:
     with pytest.raises(InvalidInputError, match="HashMap bin"):
         server_assign("uniform", [member], dict.fromkeys(same, 1))
     assert server_assign("range", [member], dict.fromkeys(same, 1))["a"] == dict.fromkeys(same, [0])
+
+
+def test_pure_python_transcription_agrees_with_the_vectors() -> None:
+    """The benchmark's baseline (tests/kafka_server_reference.py) is itself exact where it applies."""
+    checked = 0
+    for case in CASES:
+        subs = [frozenset(m["subscribed_topic_ids"]) for m in case["members"]]
+        homogeneous = len(set(subs)) <= 1
+        if "error" in case or case["id"] in TREE_BIN or (case["assignor"] == "uniform" and not homogeneous):
+            continue
+        f = kafka_server_reference.uniform if case["assignor"] == "uniform" else kafka_server_reference.range_
+        assert f(case["members"], case["topics"]) == case["expected"], case["id"]
+        checked += 1
+    assert checked > 400

@@ -229,6 +229,7 @@ def server_assign_columns(
     partition_counts: npt.NDArray[np.int64],
     member_ids: list[str],
     instance_ids: list[str | None] | None,
+    member_subscription: npt.NDArray[np.int64] | None,
     subscription_offsets: npt.NDArray[np.int64],
     subscription_topics: npt.NDArray[np.int64],
     current_offsets: npt.NDArray[np.int64],

@@ -118,6 +118,7 @@ def server_assign_columns(
     subscription_offsets: Any,
     subscription_topics: Any,
     *,
+    member_subscription: Any = None,
     instance_ids: Sequence[str | None] | None = None,
     current_offsets: Any = None,
     current_topics: Any = None,
@@ -128,17 +129,20 @@ def server_assign_columns(
     array of ``sum(partition_counts)`` entries — topic ``k``'s partitions ``0..count`` in the
     ``k``-th block, topics in the order of ``topic_ids``.
 
-    Member ``m`` subscribes to topics (positions in ``topic_ids``)
-    ``subscription_topics[subscription_offsets[m]:subscription_offsets[m + 1]]``, in that order;
-    its current assignment is the rows ``current_offsets[m]:current_offsets[m + 1]`` of
-    ``(current_topics, current_partitions)``, in that order (a topic's partitions in the order
+    Subscriptions are a table: row ``k`` is the topics (positions in ``topic_ids``)
+    ``subscription_topics[subscription_offsets[k]:subscription_offsets[k + 1]]``, in that order.
+    Member ``m`` subscribes to row ``member_subscription[m]`` — a large group usually has a few
+    distinct subscriptions, so the table stays small and members sharing a row are checked and
+    counted once — or, without ``member_subscription``, to row ``m`` (one row per member).
+    Member ``m``'s current assignment is the rows ``current_offsets[m]:current_offsets[m + 1]``
+    of ``(current_topics, current_partitions)``, in that order (a topic's partitions in the order
     its rows come; topics in the order they first appear). Without ``current_*``: a first
-    assignment.
+    assignment. Errors are those of :func:`server_assign`.
 
-    >>> import numpy as np
     >>> t = ["AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"]
-    >>> own = server_assign_columns("uniform", t, [2, 1], ["a", "b"], [0, 2, 3], [0, 1, 0])
-    >>> own.tolist()  # t0: p0, p1; t1: p0 (b subscribes to t0 only)
+    >>> # two subscriptions: row 0 = both topics, row 1 = t0 only; a -> row 0, b -> row 1
+    >>> own = server_assign_columns("uniform", t, [2, 1], ["a", "b"], [0, 2, 3], [0, 1, 0], member_subscription=[0, 1])
+    >>> own.tolist()  # t0: p0, p1; t1: p0
     [1, 0, 0]
     """
     members = _strings(member_ids)
@@ -152,6 +156,7 @@ def server_assign_columns(
         _ints(partition_counts),
         members,
         None if instance_ids is None else list(instance_ids),
+        None if member_subscription is None else _ints(member_subscription),
         _ints(subscription_offsets),
         _ints(subscription_topics),
         _ints(current_offsets),

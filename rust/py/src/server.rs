@@ -308,7 +308,7 @@ fn index(name: &str, v: i64, len: usize) -> PyResult<u32> {
 /// The columnar entry point: owner (member position, -1 for none) of every partition, topics in
 /// the order given and partitions ascending (`partition_counts` long blocks).
 #[pyfunction]
-#[pyo3(signature = (name, topic_ids, partition_counts, member_ids, instance_ids, subscription_offsets, subscription_topics, current_offsets, current_topics, current_partitions))]
+#[pyo3(signature = (name, topic_ids, partition_counts, member_ids, instance_ids, member_subscription, subscription_offsets, subscription_topics, current_offsets, current_topics, current_partitions))]
 #[allow(clippy::too_many_arguments)]
 pub fn server_assign_columns<'py>(
     py: Python<'py>,
@@ -317,6 +317,7 @@ pub fn server_assign_columns<'py>(
     partition_counts: PyReadonlyArray1<'py, i64>,
     member_ids: Vec<String>,
     instance_ids: Option<Vec<Option<String>>>,
+    member_subscription: Option<PyReadonlyArray1<'py, i64>>,
     subscription_offsets: PyReadonlyArray1<'py, i64>,
     subscription_topics: PyReadonlyArray1<'py, i64>,
     current_offsets: PyReadonlyArray1<'py, i64>,
@@ -378,12 +379,42 @@ pub fn server_assign_columns<'py>(
             cur_p.len(),
         )));
     }
+    // The subscription table: row k is subs[so[k]..so[k + 1]]; member m uses row
+    // member_subscription[m] (row m without it). Members on one row share one list.
+    let rows_n = match &member_subscription {
+        Some(_) => subscription_offsets.len()?.saturating_sub(1),
+        None => n,
+    };
     let so = offsets(
         "subscription_offsets",
         subscription_offsets.as_slice()?,
-        n,
+        rows_n,
         subs.len(),
     )?;
+    let table_rows: Vec<Arc<[u32]>> = (0..rows_n)
+        .map(|k| {
+            subs[so[k]..so[k + 1]]
+                .iter()
+                .map(|&t| index("subscription topic", t, n_topics))
+                .collect::<PyResult<Vec<u32>>>()
+                .map(Arc::from)
+        })
+        .collect::<PyResult<_>>()?;
+    let which: Vec<usize> = match &member_subscription {
+        Some(ms) => {
+            let ms = ms.as_slice()?;
+            if ms.len() != n {
+                return Err(InvalidInputError::new_err((
+                    format!("{} member subscriptions for {n} members", ms.len()),
+                    ms.len(),
+                )));
+            }
+            ms.iter()
+                .map(|&k| index("member subscription", k, rows_n).map(|k| k as usize))
+                .collect::<PyResult<_>>()?
+        }
+        None => (0..n).collect(),
+    };
     let co = offsets(
         "current_offsets",
         current_offsets.as_slice()?,
@@ -392,19 +423,8 @@ pub fn server_assign_columns<'py>(
     )?;
     let mut members = Vec::with_capacity(n);
     let mut slot = vec![usize::MAX; n_topics];
-    let mut previous: Option<(&[i64], Arc<[u32]>)> = None;
     for (m, (member_id, instance_id)) in member_ids.into_iter().zip(instances).enumerate() {
-        let rows = &subs[so[m]..so[m + 1]];
-        // Consecutive members with equal subscriptions share one list.
-        let subscribed: Arc<[u32]> = match &previous {
-            Some((prev_rows, parsed)) if *prev_rows == rows => Arc::clone(parsed),
-            _ => rows
-                .iter()
-                .map(|&t| index("subscription topic", t, n_topics))
-                .collect::<PyResult<Vec<u32>>>()?
-                .into(),
-        };
-        previous = Some((rows, Arc::clone(&subscribed)));
+        let subscribed = Arc::clone(&table_rows[which[m]]);
         // Rows of one member grouped by topic, topics in order of first appearance.
         let mut current: Vec<(u32, Vec<u32>)> = Vec::new();
         let rows_of_member = if a == ServerAssignor::Uniform {

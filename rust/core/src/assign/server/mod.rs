@@ -25,7 +25,7 @@ mod uuid;
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use thiserror::Error;
 
 pub use uuid::{java_hash_set_order, Uuid, TREEIFY_THRESHOLD};
@@ -160,14 +160,17 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
     let mut ids: FxHashSet<&str> = FxHashSet::default();
     let mut unknown: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut seen = vec![u32::MAX; nt];
+    let mut seen_sub = vec![0u32; nt];
+    let mut checked: FxHashSet<usize> = FxHashSet::default();
     for (mi, m) in g.members.iter().enumerate() {
         if !ids.insert(&m.member_id) {
             return Err(ServerAssignError::DuplicateMember(m.member_id.clone()));
         }
-        let stamp = 2 * mi as u32;
-        if !shares_previous(g, mi) {
+        // Each distinct subscription list is checked once.
+        if checked.insert(Arc::as_ptr(&m.subscribed).cast::<u32>() as usize) {
+            let stamp = checked.len() as u32;
             for &t in m.subscribed.iter() {
-                let slot = seen
+                let slot = seen_sub
                     .get_mut(t as usize)
                     .ok_or(ServerAssignError::TopicIndex(t))?;
                 if *slot == stamp {
@@ -179,17 +182,18 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
                 *slot = stamp;
             }
         }
+        let stamp = mi as u32;
         for (t, parts) in &m.current {
             let slot = seen
                 .get_mut(*t as usize)
                 .ok_or(ServerAssignError::TopicIndex(*t))?;
-            if *slot == stamp + 1 {
+            if *slot == stamp {
                 return Err(ServerAssignError::DuplicateTopic {
                     member: m.member_id.clone(),
                     topic: g.topics[*t as usize].id,
                 });
             }
-            *slot = stamp + 1;
+            *slot = stamp;
             let topic = &g.topics[*t as usize];
             for &p in parts {
                 let twice = || ServerAssignError::OwnedTwice {
@@ -227,23 +231,21 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
 /// Whether every member subscribes to the same topics: the coordinator's `HOMOGENEOUS`
 /// subscription type (every subscribed topic has every member as subscriber).
 pub fn is_homogeneous(g: &ServerGroup) -> bool {
+    // Members sharing one list count once, times their number.
+    let mut lists: FxHashMap<usize, (usize, usize)> = FxHashMap::default();
+    for (mi, m) in g.members.iter().enumerate() {
+        lists
+            .entry(Arc::as_ptr(&m.subscribed).cast::<u32>() as usize)
+            .or_insert((mi, 0))
+            .1 += 1;
+    }
     let mut counts = vec![0usize; g.topics.len()];
-    let mut start = 0;
-    // Runs of members sharing one list count once, by the run's length.
-    for end in 1..=g.members.len() {
-        if end == g.members.len() || !shares_previous(g, end) {
-            for &t in g.members[start].subscribed.iter() {
-                counts[t as usize] += end - start;
-            }
-            start = end;
+    for (mi, n) in lists.into_values() {
+        for &t in g.members[mi].subscribed.iter() {
+            counts[t as usize] += n;
         }
     }
     counts.iter().all(|&c| c == 0 || c == g.members.len())
-}
-
-/// Whether member `mi` shares its subscription list with member `mi - 1`.
-fn shares_previous(g: &ServerGroup, mi: usize) -> bool {
-    mi > 0 && Arc::ptr_eq(&g.members[mi].subscribed, &g.members[mi - 1].subscribed)
 }
 
 /// Run `assignor` over the group: the owner of every partition (see [`Owners`]).
