@@ -10,8 +10,9 @@ subscribes to every topic; members ``m0``, ``m1``, ... in that order), then one 
 * ``grow``: topic 0 gains a quarter more partitions (at least one).
 
 ``moved`` counts partitions that existed before and after whose owner changed (the leaver's
-partitions included). ``lower_bound`` is the fewest moves any member-balanced result needs
-(see ``_lower_bound``). ``member_spread`` is max - min partitions per member;
+partitions included). ``lower_bound`` is the fewest moves any member-balanced result needs from
+a balanced start (``uniform``'s settled assignment; see ``_lower_bound``); ``range`` does not start
+balanced once a topic has fewer partitions than the group has members. ``member_spread`` is max - min partitions per member;
 ``topic_spread`` the largest max - min of one topic's partitions per member. Cooperative-sticky
 runs its two KIP-429 rounds (revoke, then assign), and the table shows the final placement.
 
@@ -145,6 +146,7 @@ def study(sizes: list[tuple[int, int, int]]) -> list[dict[str, object]]:
         base = [partitions // n_topics] * n_topics
         base[0] += partitions - sum(base)
         members = [f"m{i}" for i in range(n)]
+        bounds: dict[str, int] = {}
         for name in ASSIGNORS:
             _OLD_COUNTS = base
             settled = _run(name, base, members, None, members)
@@ -167,7 +169,9 @@ def study(sizes: list[tuple[int, int, int]]) -> list[dict[str, object]]:
                 keep = new_laid >= 0
                 new_ids = np.array(after + ["-"], dtype=object)[new]
                 moved = int(np.sum(old_ids[new_laid[keep]] != new_ids[keep]))
-                lower = _lower_bound(settled, members, after, counts, base, left)
+                if name == "uniform":  # the bound from a balanced start, the same for every row
+                    bounds[event] = _lower_bound(settled, members, after, counts, base, left)
+                lower = bounds[event]
                 ms, ts = _spreads(new, counts, len(after))
                 rows.append({
                     "partitions": partitions, "members": n, "topics": n_topics, "event": event,
