@@ -12,7 +12,8 @@ subscribes to every topic; members ``m0``, ``m1``, ... in that order), then one 
 ``moved`` counts partitions that existed before and after whose owner changed (the leaver's
 partitions included). ``lower_bound`` is the fewest moves any member-balanced result needs from
 a balanced start (``uniform``'s settled assignment; see ``_lower_bound``); ``range`` does not start
-balanced once a topic has fewer partitions than the group has members. ``member_spread`` is max - min partitions per member;
+balanced once a topic has fewer partitions than the group has members.
+``member_spread`` is max - min partitions per member;
 ``topic_spread`` the largest max - min of one topic's partitions per member. Cooperative-sticky
 runs its two KIP-429 rounds (revoke, then assign), and the table shows the final placement.
 
@@ -28,8 +29,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from kafka_server_groups import owners_to_current, topic_ids
 
+from kafka_server_groups import owners_to_current, topic_ids
 from mqbalance.kafka import assign_columns, server_assign_columns
 
 SIZES = [(64, 8, 4), (1_000, 100, 10), (10_000, 1_000, 10), (100_000, 10_000, 100)]  # partitions, members, topics
@@ -193,7 +194,10 @@ def _plot(rows: list[dict[str, object]], path: Path) -> None:
         sel = [r for r in rows if r["event"] == event]
         sizes = sorted({int(r["partitions"]) for r in sel})  # type: ignore[call-overload]
         for name in ASSIGNORS:
-            ys = [max(1, int(next(r["moved"] for r in sel if r["assignor"] == name and r["partitions"] == s))) for s in sizes]  # type: ignore[call-overload]
+            ys = [
+                max(1, int(next(r["moved"] for r in sel if r["assignor"] == name and r["partitions"] == s)))
+                for s in sizes
+            ]  # type: ignore[call-overload]
             ax.plot(sizes, ys, marker="o", label=name)
         lb = [max(1, int(next(r["lower_bound"] for r in sel if r["partitions"] == s))) for s in sizes]  # type: ignore[call-overload]
         ax.plot(sizes, lb, "k--", label="lower bound")

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from kafka_server_groups import Group, build
-
 from mqbalance.kafka import server_assign, server_assign_columns
 
 POINTS = [
@@ -83,10 +82,13 @@ def main() -> None:
     rows = []
     for name in ("uniform", "range"):
         for topics, het, inc in POINTS:
-            g = build(members=args.members, ratio=args.ratio, topics=topics, heterogeneous=het, incremental=inc, name=name)
+            g = build(
+                members=args.members, ratio=args.ratio, topics=topics, heterogeneous=het, incremental=inc, name=name
+            )
             cols = g.columns()
             java = subprocess.run(
-                ["java", "-Xmx6g", "-cp", args.java_classes, "harness.Harness", "bench", str(args.warmup), str(args.rounds)],
+                ["java", "-Xmx6g", "-cp", args.java_classes, "harness.Harness", "bench"]
+                + [str(args.warmup), str(args.rounds)],
                 input=_tokens(g) + "\n", capture_output=True, text=True, check=True,
             )  # fmt: skip
             java_s = json.loads(java.stdout.splitlines()[0])["median_ns"] / 1e9
@@ -108,10 +110,14 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     keys = list(rows[0])
-    (out / "vs_java.csv").write_text("\n".join([",".join(keys)] + [",".join(str(r[k]) for k in keys) for r in rows]) + "\n")
+    (out / "vs_java.csv").write_text(
+        "\n".join([",".join(keys)] + [",".join(str(r[k]) for k in keys) for r in rows]) + "\n"
+    )
     md = [
-        f"Broker-side assignors, {args.members:,} members x {args.ratio} partitions/member; median of "
-        f"{args.rounds} rounds after {args.warmup} warm-up rounds; speedup = Java / ours.",
+        (
+            f"Broker-side assignors, {args.members:,} members x {args.ratio} partitions/member; median of "
+            f"{args.rounds} rounds after {args.warmup} warm-up rounds; speedup = Java / ours."
+        ),
         "",
         "| " + " | ".join(keys) + " |",
         "|" + "---|" * len(keys),

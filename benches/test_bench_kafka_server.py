@@ -10,11 +10,11 @@ subscription buckets for ``range``); 10,000 members over 100 topics when timing,
 
 from __future__ import annotations
 
-import kafka_server_reference as reference
 import numpy as np
 import pytest
-from kafka_server_groups import build
 
+import kafka_server_reference as reference
+from kafka_server_groups import build
 from mqbalance.kafka import server_assign, server_assign_columns
 
 BASELINE = {"uniform": reference.uniform, "range": reference.range_}

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kafka_server_reference
 from mqbalance.exceptions import InvalidInputError, PartitionAssignorError, UnknownStrategyError
 from mqbalance.kafka import ServerMember, server_assign, server_assign_columns
-import kafka_server_reference
 from vector_cases import load_vectors
 
 CASES = load_vectors("kafka/server_uniform.jsonl.gz") + load_vectors("kafka/server_range.jsonl.gz")
@@ -51,9 +51,7 @@ def _columns(case: dict[str, Any]) -> dict[str, Any]:
     members = case["members"]
     sub_off = np.cumsum([0] + [len(m["subscribed_topic_ids"]) for m in members])
     subs = [pos[t] for m in members for t in m["subscribed_topic_ids"]]
-    rows = [
-        [(pos.get(t, -1), p) for t, ps in m["current_assignment"] for p in ps if t in pos] for m in members
-    ]
+    rows = [[(pos.get(t, -1), p) for t, ps in m["current_assignment"] for p in ps if t in pos] for m in members]
     return {
         "topic_ids": topic_ids,
         "partition_counts": [case["topics"][t] for t in topic_ids],
@@ -233,7 +231,9 @@ def test_unknown_name_and_bad_columns() -> None:
 
 def test_tree_bin_layout_is_refused_not_guessed() -> None:
     # Eleven ids with hashCode 0: Java's 16-slot table doubles twice, then builds a tree bin.
-    same = [base64.urlsafe_b64encode(bytes(8) + (k << 32 | k).to_bytes(8, "big")).decode().rstrip("=") for k in range(11)]
+    same = [
+        base64.urlsafe_b64encode(bytes(8) + (k << 32 | k).to_bytes(8, "big")).decode().rstrip("=") for k in range(11)
+    ]
     member = {"member_id": "a", "subscribed_topic_ids": same}
     with pytest.raises(InvalidInputError, match="HashMap bin"):
         server_assign("uniform", [member], dict.fromkeys(same, 1))

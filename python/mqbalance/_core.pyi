@@ -220,9 +220,7 @@ def owners_by_pair(
     seg_strategy: npt.NDArray[np.uint32],
     consumers: list[list[str]],
 ) -> npt.NDArray[np.int64]: ...
-def server_assign(
-    name: str, members: Any, topics: dict[str, int]
-) -> dict[str, dict[str, list[int]]]: ...
+def server_assign(name: str, members: Any, topics: dict[str, int]) -> dict[str, dict[str, list[int]]]: ...
 def server_assign_columns(
     name: str,
     topic_ids: list[str],

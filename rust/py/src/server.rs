@@ -98,14 +98,19 @@ impl Topics {
     }
 }
 
+/// A partition count: a Java int, not negative.
+fn count_of(n: i64, v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    i32::try_from(n)
+        .ok()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| bad(format!("partition count {n} is negative or too large"), v))
+}
+
 fn partition_count(v: &Bound<'_, PyAny>) -> PyResult<u32> {
     let n: i64 = v
         .extract()
         .map_err(|_| bad(format!("partition counts must be int, got {}", repr(v)), v))?;
-    u32::try_from(n)
-        .ok()
-        .filter(|&n| n <= i32::MAX as u32)
-        .ok_or_else(|| bad(format!("partition count {n} is negative or too large"), v))
+    count_of(n, v)
 }
 
 fn field<'py>(
@@ -305,6 +310,82 @@ fn index(name: &str, v: i64, len: usize) -> PyResult<u32> {
         .ok_or_else(|| InvalidInputError::new_err((format!("{name} {v} out of range 0..{len}"), v)))
 }
 
+/// The topic table of the columnar entry point: ids in order, each once, with its count.
+fn topic_table(topic_ids: &Bound<'_, PyAny>, counts: &[i64]) -> PyResult<Topics> {
+    let mut table = Topics::default();
+    let mut listed = 0usize;
+    for (item, &c) in topic_ids.try_iter()?.zip(counts) {
+        let item = item?;
+        let count = count_of(c, &item)?;
+        let before = table.table.len();
+        table.intern(&item, Some(count))?;
+        if table.table.len() == before {
+            return Err(bad("topic id listed twice".into(), &item));
+        }
+        listed += 1;
+    }
+    if listed != counts.len() || topic_ids.len()? != counts.len() {
+        return Err(InvalidInputError::new_err((
+            format!(
+                "{} topic ids for {} partition counts",
+                topic_ids.len()?,
+                counts.len()
+            ),
+            counts.len(),
+        )));
+    }
+    Ok(table)
+}
+
+/// One subscribed-topic list, shared by the members that use it.
+type Subscription = Arc<[u32]>;
+
+/// The subscription table (row `k` is `subs[offsets[k]..offsets[k + 1]]`, each row one shared
+/// list) and the row of each member: `member_subscription[m]`, or row `m` without it.
+fn subscription_rows(
+    member_subscription: Option<&PyReadonlyArray1<'_, i64>>,
+    subscription_offsets: &PyReadonlyArray1<'_, i64>,
+    subs: &[i64],
+    n_members: usize,
+    n_topics: usize,
+) -> PyResult<(Vec<Subscription>, Vec<usize>)> {
+    let rows_n = match member_subscription {
+        Some(_) => subscription_offsets.len()?.saturating_sub(1),
+        None => n_members,
+    };
+    let bounds = offsets(
+        "subscription_offsets",
+        subscription_offsets.as_slice()?,
+        rows_n,
+        subs.len(),
+    )?;
+    let rows: Vec<Subscription> = (0..rows_n)
+        .map(|k| {
+            subs[bounds[k]..bounds[k + 1]]
+                .iter()
+                .map(|&t| index("subscription topic", t, n_topics))
+                .collect::<PyResult<Vec<u32>>>()
+                .map(Arc::from)
+        })
+        .collect::<PyResult<_>>()?;
+    let which: Vec<usize> = match member_subscription {
+        Some(ms) => {
+            let ms = ms.as_slice()?;
+            if ms.len() != n_members {
+                return Err(InvalidInputError::new_err((
+                    format!("{} member subscriptions for {n_members} members", ms.len()),
+                    ms.len(),
+                )));
+            }
+            ms.iter()
+                .map(|&k| index("member subscription", k, rows_n).map(|k| k as usize))
+                .collect::<PyResult<_>>()?
+        }
+        None => (0..n_members).collect(),
+    };
+    Ok((rows, which))
+}
+
 /// The columnar entry point: owner (member position, -1 for none) of every partition, topics in
 /// the order given and partitions ascending (`partition_counts` long blocks).
 #[pyfunction]
@@ -324,38 +405,9 @@ pub fn server_assign_columns<'py>(
     current_topics: PyReadonlyArray1<'py, i64>,
     current_partitions: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<Bound<'py, PyArray1<i32>>> {
-    let a = assignor(name)?;
-    let counts = partition_counts.as_slice()?;
-    let mut table = Topics::default();
-    let mut n_topics = 0usize;
-    for (item, &c) in topic_ids.try_iter()?.zip(counts) {
-        let item = item?;
-        let count = u32::try_from(c)
-            .ok()
-            .filter(|&n| n <= i32::MAX as u32)
-            .ok_or_else(|| {
-                bad(
-                    format!("partition count {c} is negative or too large"),
-                    &item,
-                )
-            })?;
-        let before = table.table.len();
-        table.intern(&item, Some(count))?;
-        if table.table.len() == before {
-            return Err(bad("topic id listed twice".into(), &item));
-        }
-        n_topics += 1;
-    }
-    if n_topics != counts.len() || topic_ids.len()? != counts.len() {
-        return Err(InvalidInputError::new_err((
-            format!(
-                "{} topic ids for {} partition counts",
-                topic_ids.len()?,
-                counts.len()
-            ),
-            counts.len(),
-        )));
-    }
+    let assignor = assignor(name)?;
+    let table = topic_table(topic_ids, partition_counts.as_slice()?)?;
+    let n_topics = table.table.len();
     let n = member_ids.len();
     let instances = instance_ids.unwrap_or_else(|| vec![None; n]);
     if instances.len() != n {
@@ -379,42 +431,13 @@ pub fn server_assign_columns<'py>(
             cur_p.len(),
         )));
     }
-    // The subscription table: row k is subs[so[k]..so[k + 1]]; member m uses row
-    // member_subscription[m] (row m without it). Members on one row share one list.
-    let rows_n = match &member_subscription {
-        Some(_) => subscription_offsets.len()?.saturating_sub(1),
-        None => n,
-    };
-    let so = offsets(
-        "subscription_offsets",
-        subscription_offsets.as_slice()?,
-        rows_n,
-        subs.len(),
+    let (table_rows, which) = subscription_rows(
+        member_subscription.as_ref(),
+        &subscription_offsets,
+        subs,
+        n,
+        n_topics,
     )?;
-    let table_rows: Vec<Arc<[u32]>> = (0..rows_n)
-        .map(|k| {
-            subs[so[k]..so[k + 1]]
-                .iter()
-                .map(|&t| index("subscription topic", t, n_topics))
-                .collect::<PyResult<Vec<u32>>>()
-                .map(Arc::from)
-        })
-        .collect::<PyResult<_>>()?;
-    let which: Vec<usize> = match &member_subscription {
-        Some(ms) => {
-            let ms = ms.as_slice()?;
-            if ms.len() != n {
-                return Err(InvalidInputError::new_err((
-                    format!("{} member subscriptions for {n} members", ms.len()),
-                    ms.len(),
-                )));
-            }
-            ms.iter()
-                .map(|&k| index("member subscription", k, rows_n).map(|k| k as usize))
-                .collect::<PyResult<_>>()?
-        }
-        None => (0..n).collect(),
-    };
     let co = offsets(
         "current_offsets",
         current_offsets.as_slice()?,
@@ -427,22 +450,25 @@ pub fn server_assign_columns<'py>(
         let subscribed = Arc::clone(&table_rows[which[m]]);
         // Rows of one member grouped by topic, topics in order of first appearance.
         let mut current: Vec<(u32, Vec<u32>)> = Vec::new();
-        let rows_of_member = if a == ServerAssignor::Uniform {
+        let rows_of_member = if assignor == ServerAssignor::Uniform {
             co[m]..co[m + 1]
         } else {
             0..0 // `range` does not read the current assignment
         };
-        for r in rows_of_member {
-            let t = index("current topic", cur_t[r], n_topics)?;
-            let p = u32::try_from(cur_p[r]).map_err(|_| {
-                InvalidInputError::new_err((format!("negative partition {}", cur_p[r]), cur_p[r]))
+        for row in rows_of_member {
+            let topic = index("current topic", cur_t[row], n_topics)?;
+            let partition = u32::try_from(cur_p[row]).map_err(|_| {
+                InvalidInputError::new_err((
+                    format!("negative partition {}", cur_p[row]),
+                    cur_p[row],
+                ))
             })?;
-            let s = slot[t as usize];
-            if s < current.len() && current[s].0 == t {
-                current[s].1.push(p);
+            let at = slot[topic as usize];
+            if at < current.len() && current[at].0 == topic {
+                current[at].1.push(partition);
             } else {
-                slot[t as usize] = current.len();
-                current.push((t, vec![p]));
+                slot[topic as usize] = current.len();
+                current.push((topic, vec![partition]));
             }
         }
         members.push(ServerMember {
@@ -456,6 +482,6 @@ pub fn server_assign_columns<'py>(
         topics: table.table,
         members,
     };
-    let owners: Owners = run(py, || server::assign(a, &group))?;
+    let owners: Owners = run(py, || server::assign(assignor, &group))?;
     Ok(owners.concat().into_pyarray(py))
 }

@@ -192,10 +192,7 @@ def _group(rng: random.Random, kind: str, n: int) -> Case:
                     subs[m] = [t for t in subs[m] if t != tids[0]]
                 elif rng.random() < 0.5:
                     subs[m] = rng.sample(tids, rng.randint(0, len(tids)))
-    members = [
-        member(m, subs[m], current[m], insts[i], rng.choice([None, "r1", "r2"]))
-        for i, m in enumerate(ids)
-    ]
+    members = [member(m, subs[m], current[m], insts[i], rng.choice([None, "r1", "r2"])) for i, m in enumerate(ids)]
     return {"topics": topics, "members": members, "tags": tags}
 
 

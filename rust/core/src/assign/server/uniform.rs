@@ -205,8 +205,8 @@ impl Hetero<'_> {
     fn topic_cmp(&self, a: u32, b: u32) -> Ordering {
         let (a, b) = (a as usize, b as usize);
         let (sa, sb) = (self.subscribers[a].len(), self.subscribers[b].len());
-        let ra = f64::from(self.count(a)) / sa as f64;
-        let rb = f64::from(self.count(b)) / sb as f64;
+        let ra = f64::from(self.count(a)) / f64::from(sa as u32);
+        let rb = f64::from(self.count(b)) / f64::from(sb as u32);
         rb.total_cmp(&ra)
             .then(sa.cmp(&sb))
             .then(self.g.topics[a].id.cmp(&self.g.topics[b].id))

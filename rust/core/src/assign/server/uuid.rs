@@ -63,7 +63,7 @@ impl Uuid {
 impl fmt::Display for Uuid {
     /// `Uuid.toString()`: unpadded base64url of the big-endian bytes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = (self.msb as u64 as u128) << 64 | self.lsb as u64 as u128;
+        let v = u128::from(self.msb as u64) << 64 | u128::from(self.lsb as u64);
         let mut out = [0u8; 22];
         for (k, o) in out.iter_mut().enumerate() {
             // Sextet k holds bits 127-6k down to 122-6k; the last one ends in 4 zero bits.
@@ -101,6 +101,8 @@ fn table_size_for(cap: usize) -> usize {
 /// ```
 pub fn java_hash_set_order(ids: &[Uuid]) -> Option<Vec<usize>> {
     let n = ids.len();
+    // Java's `(int) (c.size() / .75f) + 1`: an int divided as a float, as HashSet does.
+    #[allow(clippy::cast_precision_loss)]
     let initial = (((n as f32) / 0.75f32) as i32 as usize + 1).max(16);
     let mut cap = table_size_for(initial);
     let spread: Vec<u32> = ids
