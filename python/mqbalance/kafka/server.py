@@ -142,8 +142,8 @@ def server_assign_columns(
     >>> t = ["AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"]
     >>> # two subscriptions: row 0 = both topics, row 1 = t0 only; a -> row 0, b -> row 1
     >>> own = server_assign_columns("uniform", t, [2, 1], ["a", "b"], [0, 2, 3], [0, 1, 0], member_subscription=[0, 1])
-    >>> own.tolist()  # t0: p0, p1; t1: p0
-    [1, 0, 0]
+    >>> own.tolist()  # t1 (one subscriber) goes first, to a; then t0's two partitions to b
+    [1, 1, 0]
     """
     members = _strings(member_ids)
     n = len(members)
