@@ -20,18 +20,10 @@ from vector_cases import load_vectors
 
 CASES = load_vectors("kafka/server_uniform.jsonl.gz") + load_vectors("kafka/server_range.jsonl.gz")
 
-# Java built a tree bin for this group's topic set (9 ids in one bin of a 64-slot table), whose
-# iteration order we do not model: we refuse it rather than guess (see mqbalance.kafka.server).
-TREE_BIN = {"server-uniform-0042"}
-
 
 def test_vectors_exact() -> None:
     wrong = []
     for case in CASES:
-        if case["id"] in TREE_BIN:
-            with pytest.raises(InvalidInputError, match="HashMap bin"):
-                server_assign(case["assignor"], case["members"], case["topics"])
-            continue
         if "error" in case:
             with pytest.raises(PartitionAssignorError) as err:
                 server_assign(case["assignor"], case["members"], case["topics"])
@@ -39,7 +31,8 @@ def test_vectors_exact() -> None:
             continue
         if server_assign(case["assignor"], case["members"], case["topics"]) != case["expected"]:
             wrong.append(case["id"])
-    assert len(CASES) == 614
+    assert len(CASES) == 694
+    assert sum("tree-bin" in c["tags"] for c in CASES) == 80  # Java HashMap tree bins, both assignors
     assert wrong == []
 
 
@@ -81,7 +74,7 @@ def test_columns_equal_dict_api_on_the_vectors() -> None:
     checked = 0
     for case in CASES:
         stale = any(t not in case["topics"] for m in case["members"] for t, _ in m["current_assignment"])
-        if "error" in case or case["id"] in TREE_BIN or stale:
+        if "error" in case or stale:
             continue
         owners = server_assign_columns(case["assignor"], **_columns(case))
         assert owners.dtype == np.int32
@@ -202,11 +195,13 @@ T = "AAAAAAAAAAAAAAAAAAAAAQ"
             "negative partition -1",
         ),
         ([{"subscribed_topic_ids": [T]}], {T: 2}, "no member_id"),
+        ([{"member_id": "a", "subscribed_topic_ids": [T]}], {T: 2**31 - 1}, "partitions in total"),
+        ("not members", {T: 2}, "members must be a sequence"),
     ],
 )
 def test_bad_input_is_one_typed_error(members: Any, topics: Any, match: str) -> None:
     # `range` does not read the current assignment, so only `uniform` checks it.
-    reads_current = any(m.get("current_assignment") for m in members)
+    reads_current = not isinstance(members, str) and any(m.get("current_assignment") for m in members)
     for name in ("uniform",) if reads_current else ("uniform", "range"):
         with pytest.raises(InvalidInputError, match=match):
             server_assign(name, members, topics)
@@ -229,15 +224,18 @@ def test_unknown_name_and_bad_columns() -> None:
         server_assign_columns("uniform", [T], [3], ["a"], [0, 1], [4])
 
 
-def test_tree_bin_layout_is_refused_not_guessed() -> None:
-    # Eleven ids with hashCode 0: Java's 16-slot table doubles twice, then builds a tree bin.
+def test_tree_bins_depend_on_uuid_order() -> None:
+    """Eleven ids with hashCode 0 end in one tree bin (16 -> 32 -> 64 slots, then a tree) ordered
+    by Uuid.compareTo, root first: the order decides which topic the extra partition comes from."""
     same = [
         base64.urlsafe_b64encode(bytes(8) + (k << 32 | k).to_bytes(8, "big")).decode().rstrip("=") for k in range(11)
     ]
-    member = {"member_id": "a", "subscribed_topic_ids": same}
-    with pytest.raises(InvalidInputError, match="HashMap bin"):
-        server_assign("uniform", [member], dict.fromkeys(same, 1))
-    assert server_assign("range", [member], dict.fromkeys(same, 1))["a"] == dict.fromkeys(same, [0])
+    topics = dict.fromkeys(same, 1)
+    got = server_assign("uniform", [{"member_id": "a", "subscribed_topic_ids": same}], topics)
+    assert got == {"a": {t: [0] for t in same}}
+    two = [{"member_id": m, "subscribed_topic_ids": same} for m in ("a", "b")]
+    got = server_assign("uniform", two, topics)
+    assert sorted(len(v) for v in got.values()) == [5, 6]
 
 
 def test_pure_python_transcription_agrees_with_the_vectors() -> None:
@@ -246,7 +244,8 @@ def test_pure_python_transcription_agrees_with_the_vectors() -> None:
     for case in CASES:
         subs = [frozenset(m["subscribed_topic_ids"]) for m in case["members"]]
         homogeneous = len(set(subs)) <= 1
-        if "error" in case or case["id"] in TREE_BIN or (case["assignor"] == "uniform" and not homogeneous):
+        tree_bin = "tree-bin" in case["tags"] or case["id"] == "server-uniform-0042"  # not transcribed
+        if "error" in case or (case["assignor"] == "uniform" and (not homogeneous or tree_bin)):
             continue
         f = kafka_server_reference.uniform if case["assignor"] == "uniform" else kafka_server_reference.range_
         assert f(case["members"], case["topics"]) == case["expected"], case["id"]

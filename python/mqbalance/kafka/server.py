@@ -14,10 +14,9 @@ The results depend on Java iteration orders, and those are part of the contract:
   topic) are taken in the order given: ``uniform`` keeps an over-quota member's *first* partitions.
 * ``uniform`` over a homogeneous group (every member subscribed to the same topics) walks topics in
   the iteration order of a Java ``HashSet<Uuid>`` built from the first member's subscription: we
-  compute it from the topic ids (Kafka's ``Uuid.hashCode``, Java's ``HashMap`` spreading and table
-  size). If more than 8 of those ids share one hash bin of a 64+ slot table (Java then builds a
-  tree bin, whose order we do not model; random ids practically never do), we refuse with
-  :class:`~mqbalance.exceptions.InvalidInputError` instead of guessing.
+  compute it from the topic ids (Kafka's ``Uuid.hashCode``, Java's ``HashMap`` spreading, table
+  size and resizes, and the red-black tree bins it builds when 9 ids share one bin of a table of
+  64 slots or more).
 * topic-id ties compare as ``Uuid.compareTo`` (signed 64-bit halves); ``range`` sorts static
   members by instance id in Java ``String`` order (UTF-16 code units), then dynamic members by id.
 
@@ -38,14 +37,15 @@ accepted and ignored (neither assignor reads racks at the Kafka version this fol
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from mqbalance import _core
+from mqbalance import _core, _validate
+from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
 
 __all__ = ["ServerMember", "server_assign", "server_assign_columns"]
 
@@ -63,6 +63,14 @@ class ServerMember:
     current_assignment: Sequence[tuple[str, Sequence[int]]] = field(default=())
     instance_id: str | None = None
     rack: str | None = None
+
+    def __post_init__(self) -> None:
+        _validate.text(self.member_id, "member_id")
+        subs = tuple(_validate.str_sequence(self.subscribed_topic_ids, "subscribed_topic_ids"))
+        object.__setattr__(self, "subscribed_topic_ids", subs)
+        for name in ("instance_id", "rack"):
+            if getattr(self, name) is not None:
+                _validate.text(getattr(self, name), name)
 
 
 def server_assign(
@@ -92,6 +100,11 @@ def server_assign(
     off full collections over the caller's whole heap (the input alone can be millions of
     objects). Nothing we create can form a cycle.
     """
+    _validate.text(name, "name", error=UnknownStrategyError)
+    if isinstance(members, (str, bytes, Mapping)) or not isinstance(members, Iterable):
+        raise InvalidInputError(f"members must be a sequence of member dicts or ServerMember, got {members!r}", members)
+    if not isinstance(topics, Mapping):
+        raise InvalidInputError(f"topics must be a mapping topic id -> partition count, got {topics!r}", topics)
     paused = gc.isenabled()
     if paused:
         gc.disable()
@@ -102,12 +115,12 @@ def server_assign(
             gc.enable()
 
 
-def _strings(values: Any) -> list[str]:
-    return list(values.to_pylist()) if hasattr(values, "to_pylist") else list(values)
+def _strings(values: Any, name: str) -> list[str]:
+    return _validate.str_sequence(values.to_pylist() if hasattr(values, "to_pylist") else values, name)
 
 
-def _ints(values: Any) -> npt.NDArray[np.int64]:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.int64))
+def _ints(values: Any, name: str) -> npt.NDArray[np.int64]:
+    return _validate.int_array(values, name, minimum=-(2**63), maximum=2**63 - 1)
 
 
 def server_assign_columns(
@@ -145,21 +158,25 @@ def server_assign_columns(
     >>> own.tolist()  # t1 (one subscriber) goes first, to a; then t0's two partitions to b
     [1, 1, 0]
     """
-    members = _strings(member_ids)
+    _validate.text(name, "name", error=UnknownStrategyError)
+    members = _strings(member_ids, "member_ids")
     n = len(members)
     if current_offsets is None:
         current_offsets = np.zeros(n + 1, dtype=np.int64)
         current_topics = current_partitions = np.zeros(0, dtype=np.int64)
+    instances = None
+    if instance_ids is not None:
+        instances = [None if i is None else _validate.text(i, "instance_ids[]") for i in instance_ids]
     return _core.server_assign_columns(
         name,
-        _strings(topic_ids),
-        _ints(partition_counts),
+        _strings(topic_ids, "topic_ids"),
+        _ints(partition_counts, "partition_counts"),
         members,
-        None if instance_ids is None else list(instance_ids),
-        None if member_subscription is None else _ints(member_subscription),
-        _ints(subscription_offsets),
-        _ints(subscription_topics),
-        _ints(current_offsets),
-        _ints(current_topics),
-        _ints(current_partitions),
+        instances,
+        None if member_subscription is None else _ints(member_subscription, "member_subscription"),
+        _ints(subscription_offsets, "subscription_offsets"),
+        _ints(subscription_topics, "subscription_topics"),
+        _ints(current_offsets, "current_offsets"),
+        _ints(current_topics, "current_topics"),
+        _ints(current_partitions, "current_partitions"),
     )

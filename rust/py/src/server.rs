@@ -28,7 +28,7 @@ impl CoreError for ServerAssignError {
                 InvalidInputError::new_err((msg, topic.to_string()))
             }
             ServerAssignError::TopicIndex(t) => InvalidInputError::new_err((msg, t)),
-            ServerAssignError::HashLayout { hash } => InvalidInputError::new_err((msg, hash)),
+            ServerAssignError::TooManyPartitions(n) => InvalidInputError::new_err((msg, n)),
         }
     }
 }
@@ -77,7 +77,12 @@ impl Topics {
         let s = item
             .cast::<PyString>()
             .map_err(|_| bad(format!("topic ids must be str, got {}", repr(item)), item))?;
-        let text = s.to_str()?;
+        let text = s.to_str().map_err(|_| {
+            bad(
+                format!("topic id {} is not valid Unicode", repr(item)),
+                item,
+            )
+        })?;
         if let Some(&t) = self.index.get(text) {
             return Ok(t);
         }

@@ -221,6 +221,38 @@ def _edge_cases(rng: random.Random) -> Iterator[Case]:
            "tags": ["given-order-kept", "homogeneous"]}  # fmt: skip
 
 
+def _tree_bin_groups(rng: random.Random, count: int) -> Iterator[Case]:
+    """Homogeneous groups whose topic ids put 9 or more entries into one bin of a table of 64+
+    slots, where Java's HashMap builds a red-black tree bin (iterated root first): some share the
+    whole hash (ordered by ``Uuid.compareTo``), others only the bin (ordered by hash)."""
+    for _ in range(count):
+        n = rng.randint(20, 70)
+        crowd = rng.randint(9, min(24, n))
+        low = rng.getrandbits(7)
+        same_hash = rng.random() < 0.5
+        fixed = _spread_to(rng, low & 63) if same_hash else None
+        ids = [
+            uuid_with_hash(rng, fixed if fixed is not None else _spread_to_bits(rng, low, 7)) for _ in range(crowd)
+        ] + [random_uuid(rng) for _ in range(n - crowd)]
+        rng.shuffle(ids)
+        topics = {t: rng.randrange(0, 6) for t in ids}
+        m = rng.randint(1, 9)
+        members = [member(f"m{j}", ids[:]) for j in range(m)]
+        if rng.random() < 0.5:  # a settled earlier state, listed in shuffled order
+            current = _settled(rng, [x["member_id"] for x in members], {x["member_id"]: ids for x in members}, topics)
+            members = [{**x, "current_assignment": [[t, ps] for t, ps in current[x["member_id"]]]} for x in members]
+        tags = ["homogeneous", "tree-bin", f"topics:{n}", f"crowd:{crowd}", "same-hash" if same_hash else "same-bin"]
+        yield {"topics": topics, "members": members, "tags": tags}
+
+
+def _spread_to_bits(rng: random.Random, low: int, bits: int) -> int:
+    """A random 32-bit hash whose spread value ends in the ``bits`` low bits of ``low``."""
+    hi = rng.getrandbits(16)
+    mask = (1 << bits) - 1
+    lo = ((rng.getrandbits(16) & ~mask) | (low & mask)) ^ hi
+    return (hi << 16) | (lo & 0xFFFF)
+
+
 def generate(seed: int = SEED, per_kind: int = 150) -> Iterator[Case]:
     """Every case, twice over: once for ``uniform`` and once for ``range`` (same input)."""
     rng = random.Random(seed)
@@ -230,6 +262,7 @@ def generate(seed: int = SEED, per_kind: int = 150) -> Iterator[Case]:
         for _ in range(per_kind):
             base.append(_group(rng, kind, n))
             n += 1
+    base += _tree_bin_groups(rng, 40)
     for i, case in enumerate(base):
         for assignor in ["uniform", "range"]:
             yield {"id": f"server-{assignor}-{i:04d}", "assignor": assignor, **case}

@@ -19,6 +19,7 @@
 //! assert_eq!(assign(ServerAssignor::Range, &group).unwrap(), vec![vec![1, 1, 1, 0, 0]]);
 //! ```
 
+mod hash_set;
 mod range;
 mod uniform;
 mod uuid;
@@ -28,7 +29,8 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use thiserror::Error;
 
-pub use uuid::{java_hash_set_order, Uuid, TREEIFY_THRESHOLD};
+pub use hash_set::java_hash_set_order;
+pub use uuid::Uuid;
 
 /// A broker-side assignor by its Kafka name (`group.consumer.assignors`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,24 +135,31 @@ pub enum ServerAssignError {
         /// The member.
         member: String,
     },
+    /// More partitions in total than [`MAX_PARTITIONS`] (the owner table would not fit).
+    #[error("{0} partitions in total: more than the {MAX_PARTITIONS} this assignor handles")]
+    TooManyPartitions(u64),
     /// A topic index outside [`ServerGroup::topics`].
     #[error("topic index {0} out of range")]
     TopicIndex(u32),
-    /// The homogeneous `uniform` builder's topic order would come from a Java tree bin (see
-    /// [`TREEIFY_THRESHOLD`]), which we do not model.
-    #[error("more than {TREEIFY_THRESHOLD} subscribed topic ids share one Java HashMap bin (hash {hash}); this layout is not modelled")]
-    HashLayout {
-        /// The colliding `Uuid.hashCode()`.
-        hash: i32,
-    },
 }
 
 /// Owner (member position, -1 for none) of every partition, one vector per topic of the group
 /// (empty for topics without metadata).
 pub type Owners = Vec<Vec<i32>>;
 
+/// The most partitions one group may have in total (an owner table of 1 GiB).
+pub const MAX_PARTITIONS: u64 = 1 << 28;
+
 /// Check the group and return the current owner of every partition (-1: unowned).
 fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
+    let total: u64 = g
+        .topics
+        .iter()
+        .map(|t| u64::from(t.partitions.unwrap_or(0)))
+        .sum();
+    if total > MAX_PARTITIONS {
+        return Err(ServerAssignError::TooManyPartitions(total));
+    }
     let nt = g.topics.len();
     let mut owners: Owners = g
         .topics

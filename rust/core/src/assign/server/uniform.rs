@@ -19,13 +19,7 @@ pub(super) fn homogeneous(
         return Ok(owners);
     }
     let ids: Vec<_> = first.iter().map(|&t| g.topics[t as usize].id).collect();
-    let order = java_hash_set_order(&ids).ok_or_else(|| ServerAssignError::HashLayout {
-        hash: ids
-            .iter()
-            .map(|u| u.java_hash_code())
-            .max_by_key(|h| ids.iter().filter(|u| u.java_hash_code() == *h).count())
-            .unwrap_or(0),
-    })?;
+    let order = java_hash_set_order(&ids);
     let mut subscribed = vec![false; g.topics.len()];
     let mut unassigned: Vec<(u32, u32)> = Vec::new();
     let mut total: i64 = 0;
