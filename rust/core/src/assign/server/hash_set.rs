@@ -98,8 +98,8 @@ impl Set<'_> {
             let xppl = self.nodes[xpp].left;
             if Some(xp) == xppl {
                 match self.nodes[xpp].right {
-                    Some(xppr) if self.nodes[xppr].red => {
-                        self.nodes[xppr].red = false;
+                    Some(uncle) if self.nodes[uncle].red => {
+                        self.nodes[uncle].red = false;
                         self.nodes[xp].red = false;
                         self.nodes[xpp].red = true;
                         x = xpp;
@@ -110,15 +110,12 @@ impl Set<'_> {
                         if self.nodes[xp].right == Some(x) {
                             x = xp;
                             root = self.rotate_left(root, x);
-                            match self.nodes[x].parent {
-                                Some(p) => {
-                                    xp = p;
-                                    grand = self.nodes[p].parent;
-                                }
-                                None => {
-                                    has_xp = false;
-                                    grand = None;
-                                }
+                            if let Some(p) = self.nodes[x].parent {
+                                xp = p;
+                                grand = self.nodes[p].parent;
+                            } else {
+                                has_xp = false;
+                                grand = None;
                             }
                         }
                         if has_xp {
@@ -145,15 +142,12 @@ impl Set<'_> {
                         if self.nodes[xp].left == Some(x) {
                             x = xp;
                             root = self.rotate_right(root, x);
-                            match self.nodes[x].parent {
-                                Some(p) => {
-                                    xp = p;
-                                    grand = self.nodes[p].parent;
-                                }
-                                None => {
-                                    has_xp = false;
-                                    grand = None;
-                                }
+                            if let Some(p) = self.nodes[x].parent {
+                                xp = p;
+                                grand = self.nodes[p].parent;
+                            } else {
+                                has_xp = false;
+                                grand = None;
                             }
                         }
                         if has_xp {
@@ -180,22 +174,21 @@ impl Set<'_> {
             } else {
                 self.nodes[p].right
             };
-            match next {
-                Some(n) => p = n,
-                None => {
-                    self.nodes[x] = Node {
-                        left: None,
-                        right: None,
-                        parent: Some(p),
-                        red: false,
-                    };
-                    if left {
-                        self.nodes[p].left = Some(x);
-                    } else {
-                        self.nodes[p].right = Some(x);
-                    }
-                    return p;
+            if let Some(n) = next {
+                p = n;
+            } else {
+                self.nodes[x] = Node {
+                    left: None,
+                    right: None,
+                    parent: Some(p),
+                    red: false,
+                };
+                if left {
+                    self.nodes[p].left = Some(x);
+                } else {
+                    self.nodes[p].right = Some(x);
                 }
+                return p;
             }
         }
     }
