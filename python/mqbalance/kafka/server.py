@@ -159,7 +159,10 @@ def server_assign_columns(
     [1, 1, 0]
     """
     _validate.text(name, "name", error=UnknownStrategyError)
-    members = _strings(member_ids, "member_ids")
+    # Lists of str go to the core as they are (it refuses anything else); the validators then
+    # name what was wrong.
+    members = member_ids if type(member_ids) is list else _strings(member_ids, "member_ids")
+    topics = topic_ids if type(topic_ids) is list else _strings(topic_ids, "topic_ids")
     n = len(members)
     if current_offsets is None:
         current_offsets = np.zeros(n + 1, dtype=np.int64)
@@ -167,9 +170,7 @@ def server_assign_columns(
     instances = None
     if instance_ids is not None:
         instances = [None if i is None else _validate.text(i, "instance_ids[]") for i in instance_ids]
-    return _core.server_assign_columns(
-        name,
-        _strings(topic_ids, "topic_ids"),
+    columns = (
         _ints(partition_counts, "partition_counts"),
         members,
         instances,
@@ -180,3 +181,9 @@ def server_assign_columns(
         _ints(current_topics, "current_topics"),
         _ints(current_partitions, "current_partitions"),
     )
+    try:
+        return _core.server_assign_columns(name, topics, *columns)
+    except (TypeError, UnicodeEncodeError):
+        _strings(members, "member_ids")
+        _strings(topics, "topic_ids")
+        raise
