@@ -107,3 +107,13 @@ wheel: $(VENV)/.deps
 
 clean:
 	rm -rf $(VENV) target out $(WHEEL_DIR)
+
+# Broker-side (KIP-848) assignors: the movement study, then (with JAVA_CLASSES set to the class
+# directory of the Java harness around Kafka's assignor classes, built outside this repository)
+# the side-by-side timing against Java. Writes benches/kafka_server_results/.
+.PHONY: bench-kafka-server
+bench-kafka-server: setup
+	$(PY) benches/kafka_server_movement.py --out benches/kafka_server_results
+	@if [ -n "$(JAVA_CLASSES)" ]; then \
+	  $(PY) benches/kafka_server_vs_java.py --java-classes "$(JAVA_CLASSES)" --out benches/kafka_server_results; \
+	else echo "JAVA_CLASSES not set: skipped the timing against Kafka's Java classes"; fi

@@ -514,6 +514,31 @@ TABLE: list[Entry] = [
         consumers=("mapping", {"C1": {"t": 2}}),
     ),
     E(
+        "kafka.server_assign",
+        lambda name, members, topics: kafka.server_assign(name, members, topics),
+        name=("strategy", "uniform"),
+        members=("queues", [{"member_id": "a", "subscribed_topic_ids": ["AAAAAAAAAAAAAAAAAAAAAQ"]}]),
+        topics=("partitions", {"AAAAAAAAAAAAAAAAAAAAAQ": 3}),
+    ),
+    E(
+        "kafka.ServerMember",
+        lambda member_id, subs: kafka.server_assign("uniform", [kafka.ServerMember(member_id, subs)], {}),
+        member_id=("str", "a"),
+        subs=("strs", []),
+    ),
+    E(
+        "kafka.server_assign_columns",
+        lambda name, topic_ids, counts, member_ids, offsets, subs: kafka.server_assign_columns(
+            name, topic_ids, counts, member_ids, offsets, subs
+        ),
+        name=("strategy", "range"),
+        topic_ids=("str_column", ["AAAAAAAAAAAAAAAAAAAAAQ"]),
+        counts=("int_column", [3]),
+        member_ids=("str_column", ["a"]),
+        offsets=("int_column", [0, 1]),
+        subs=("int_column", [0]),
+    ),
+    E(
         "kafka.zk_assign(streams)",
         lambda streams: kafka.zk_assign("range", {"t": 5}, {"C1": {"t": streams}}),
         streams=("count", 2),

@@ -220,3 +220,17 @@ def owners_by_pair(
     seg_strategy: npt.NDArray[np.uint32],
     consumers: list[list[str]],
 ) -> npt.NDArray[np.int64]: ...
+def server_assign(name: str, members: Any, topics: dict[str, int]) -> dict[str, dict[str, list[int]]]: ...
+def server_assign_columns(
+    name: str,
+    topic_ids: list[str],
+    partition_counts: npt.NDArray[np.int64],
+    member_ids: list[str],
+    instance_ids: list[str | None] | None,
+    member_subscription: npt.NDArray[np.int64] | None,
+    subscription_offsets: npt.NDArray[np.int64],
+    subscription_topics: npt.NDArray[np.int64],
+    current_offsets: npt.NDArray[np.int64],
+    current_topics: npt.NDArray[np.int64],
+    current_partitions: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int32]: ...

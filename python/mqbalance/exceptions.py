@@ -53,6 +53,7 @@ __all__ = [
     "RemotingTimeoutError",
     "RemotingFrameError",
     "BrokerResponseError",
+    "PartitionAssignorError",
 ]
 
 
@@ -241,3 +242,15 @@ class BrokerResponseError(RemotingError):
     @property
     def remark(self) -> str | None:
         return self.value[3] if isinstance(self.value, tuple) else None
+
+
+class PartitionAssignorError(MQBalanceError):
+    """A broker-side (KIP-848) assignor refused the group, as Kafka's
+    ``PartitionAssignorException`` does; the message is Java's (e.g. a subscribed topic missing
+    from the topic metadata)."""
+
+    java_exception = "PartitionAssignorException"
+
+    @property
+    def java_message(self) -> str:
+        return self.message

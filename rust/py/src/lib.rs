@@ -8,6 +8,7 @@ mod columns;
 mod errors;
 mod fault;
 mod kafka;
+mod server;
 
 use std::collections::BTreeSet;
 
@@ -519,6 +520,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "STICKY_USER_DATA_MAX_TOPIC_BYTES",
         mqbalance_core::assign::user_data::MAX_TOPIC_BYTES,
     )?;
+    m.add_function(wrap_pyfunction!(server::server_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(server::server_assign_columns, m)?)?;
     m.add("MAX_RING_ENTRIES", mqbalance_core::ring::MAX_RING_ENTRIES)?;
     Ok(())
 }

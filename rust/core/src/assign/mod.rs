@@ -20,6 +20,7 @@
 mod group;
 pub mod range;
 pub mod roundrobin;
+pub mod server;
 pub mod sticky;
 pub mod user_data;
 pub mod zk;

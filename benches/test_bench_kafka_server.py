@@ -1,0 +1,71 @@
+"""Broker-side (KIP-848) ``uniform`` / ``range``: ``server_assign`` (dicts in and out) and
+``server_assign_columns`` against a straightforward pure-Python transcription of the same Java
+algorithm (``tests/kafka_server_reference.py``), same inputs, same run — the baseline a fresh
+machine has. The side-by-side against Kafka's own Java classes is ``kafka_server_vs_java.py``
+(it needs the compiled Java classes), with its committed results in ``kafka_server_results/``.
+
+Sizes: Kafka's benchmark shape (10 partitions per member, homogeneous for ``uniform``, 5
+subscription buckets for ``range``); 10,000 members over 100 topics when timing, 500 otherwise.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kafka_server_reference as reference
+from kafka_server_groups import build
+from mqbalance.kafka import server_assign, server_assign_columns
+
+BASELINE = {"uniform": reference.uniform, "range": reference.range_}
+
+
+def _group(name: str, full_size: bool, incremental: bool):
+    return build(
+        members=10_000 if full_size else 500,
+        ratio=10,
+        topics=100 if full_size else 10,
+        heterogeneous=name == "range",
+        incremental=incremental,
+        name=name,
+    )
+
+
+def _same(ours, base) -> None:
+    assert ours == base
+
+
+@pytest.mark.parametrize("incremental", [False, True], ids=["full", "incremental"])
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_server_assign_dict_vs_python_transcription(compare, full_size, name, incremental):
+    g = _group(name, full_size, incremental)
+    compare(
+        lambda: server_assign(name, g.dicts, g.topics),
+        lambda: BASELINE[name](g.dicts, g.topics),
+        check=_same,
+        label="pure-Python transcription",
+    )
+
+
+@pytest.mark.parametrize("incremental", [False, True], ids=["full", "incremental"])
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_server_assign_columns_vs_python_transcription(compare, full_size, name, incremental):
+    g = _group(name, full_size, incremental)
+    cols = g.columns()
+
+    def check(owners: np.ndarray, base) -> None:
+        k = 0
+        got: dict[str, dict[str, list[int]]] = {m: {} for m in g.members}
+        for t, c in zip(g.topic_ids, g.counts.tolist(), strict=True):
+            for p in range(c):
+                if owners[k] >= 0:
+                    got[g.members[owners[k]]].setdefault(t, []).append(p)
+                k += 1
+        assert got == base
+
+    compare(
+        lambda: server_assign_columns(name, **cols),
+        lambda: BASELINE[name](g.dicts, g.topics),
+        check=check,
+        label="pure-Python transcription",
+    )

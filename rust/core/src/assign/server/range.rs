@@ -1,0 +1,81 @@
+//! The server-side `RangeAssignor`: members sorted (static members first by instance id, then
+//! dynamic members by member id, Java string order); each topic split into contiguous ranges over
+//! its subscribers in that order, the first `count % subscribers` getting one more.
+
+use std::cmp::Ordering;
+
+use super::{Owners, ServerAssignError, ServerGroup};
+use crate::order::java_cmp;
+
+fn missing() -> ServerAssignError {
+    ServerAssignError::Assignor {
+        message: "Member is subscribed to a non-existent topic".into(),
+    }
+}
+
+/// `sortMemberIds`: a stable sort, as Java's `List.sort`.
+fn sorted_members(g: &ServerGroup) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..g.members.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ma, mb) = (&g.members[a], &g.members[b]);
+        match (&ma.instance_id, &mb.instance_id) {
+            (Some(x), Some(y)) => java_cmp(x, y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => java_cmp(&ma.member_id, &mb.member_id),
+        }
+    });
+    order
+}
+
+/// Give topic `t`'s partitions to `members` (in sorted order) in contiguous ranges: the `k`-th
+/// gets `count / n` partitions, plus one when `k < count % n` — what Java's per-member
+/// `addPartitionsToAssignment` calls add up to, computed per topic in O(partitions).
+fn split(owners: &mut [i32], count: u32, members: &[usize]) {
+    let n = members.len() as u32;
+    let (min_quota, extra) = (count / n, count % n);
+    let mut start = 0u32;
+    for (k, &m) in members.iter().enumerate() {
+        if start >= count {
+            break;
+        }
+        let end = (start + min_quota + u32::from((k as u32) < extra)).min(count);
+        owners[start as usize..end as usize].fill(m as i32);
+        start = end;
+    }
+}
+
+pub(super) fn assign(
+    g: &ServerGroup,
+    homogeneous: bool,
+    mut owners: Owners,
+) -> Result<Owners, ServerAssignError> {
+    let order = sorted_members(g);
+    if homogeneous {
+        let topics = &g.members[order[0]].subscribed;
+        for &t in topics.iter() {
+            g.topics[t as usize].partitions.ok_or_else(missing)?;
+        }
+        for &t in topics.iter() {
+            let count = g.topics[t as usize].partitions.unwrap_or(0);
+            split(&mut owners[t as usize], count, &order);
+        }
+        return Ok(owners);
+    }
+    // Subscribers of each topic in sorted member order; a missing topic fails where Java's
+    // first encounter (in that order) does.
+    let mut subscribers: Vec<Vec<usize>> = vec![Vec::new(); g.topics.len()];
+    for &mi in &order {
+        for &t in g.members[mi].subscribed.iter() {
+            g.topics[t as usize].partitions.ok_or_else(missing)?;
+            subscribers[t as usize].push(mi);
+        }
+    }
+    for (t, subs) in subscribers.iter().enumerate() {
+        if !subs.is_empty() {
+            let count = g.topics[t].partitions.unwrap_or(0);
+            split(&mut owners[t], count, subs);
+        }
+    }
+    Ok(owners)
+}

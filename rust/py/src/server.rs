@@ -1,0 +1,492 @@
+//! Bindings of `mqbalance_core::assign::server` (the broker-side KIP-848 assignors): a dict API
+//! shaped like the coordinator's records, and a columnar one for large groups. Inputs are
+//! extracted with the GIL held; the assignor runs with it released ([`run`]).
+
+use mqbalance_core::assign::server::{
+    self, Owners, ServerAssignError, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid,
+};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+use crate::errors::{run, CoreError, InvalidInputError, UnknownStrategyError};
+
+pyo3::import_exception!(mqbalance.exceptions, PartitionAssignorError);
+
+impl CoreError for ServerAssignError {
+    fn into_py(self) -> PyErr {
+        let msg = self.to_string();
+        match self {
+            ServerAssignError::Assignor { .. } => PartitionAssignorError::new_err((msg, ())),
+            ServerAssignError::DuplicateMember(id) => InvalidInputError::new_err((msg, id)),
+            ServerAssignError::DuplicateTopic { topic, .. }
+            | ServerAssignError::OwnedTwice { topic, .. }
+            | ServerAssignError::PartitionOutOfRange { topic, .. } => {
+                InvalidInputError::new_err((msg, topic.to_string()))
+            }
+            ServerAssignError::TopicIndex(t) => InvalidInputError::new_err((msg, t)),
+            ServerAssignError::TooManyPartitions(n) => InvalidInputError::new_err((msg, n)),
+        }
+    }
+}
+
+fn assignor(name: &str) -> PyResult<ServerAssignor> {
+    ServerAssignor::parse(name).ok_or_else(|| {
+        UnknownStrategyError::new_err((
+            format!("no broker-side assignor named {name:?}: use \"uniform\" or \"range\""),
+            name.to_owned(),
+        ))
+    })
+}
+
+fn repr(v: &Bound<'_, PyAny>) -> String {
+    v.repr().map(|r| r.to_string()).unwrap_or_default()
+}
+
+fn bad(msg: String, value: &Bound<'_, PyAny>) -> PyErr {
+    InvalidInputError::new_err((msg, value.clone().unbind()))
+}
+
+/// Topic id string → index in the group's topic table.
+#[derive(Default)]
+struct Topics {
+    index: FxHashMap<String, u32>,
+    names: Vec<Py<PyString>>,
+    table: Vec<ServerTopic>,
+    /// str objects already resolved, by address; each is kept alive in `alive`, so an address
+    /// cannot be reused by another string during the call.
+    by_object: FxHashMap<usize, u32>,
+    alive: Vec<Py<PyAny>>,
+}
+
+impl Topics {
+    fn intern(&mut self, item: &Bound<'_, PyAny>, count: Option<u32>) -> PyResult<u32> {
+        if let Some(&t) = self.by_object.get(&(item.as_ptr() as usize)) {
+            return Ok(t);
+        }
+        let t = self.intern_str(item, count)?;
+        self.by_object.insert(item.as_ptr() as usize, t);
+        self.alive.push(item.clone().unbind());
+        Ok(t)
+    }
+
+    fn intern_str(&mut self, item: &Bound<'_, PyAny>, count: Option<u32>) -> PyResult<u32> {
+        let s = item
+            .cast::<PyString>()
+            .map_err(|_| bad(format!("topic ids must be str, got {}", repr(item)), item))?;
+        let text = s.to_str().map_err(|_| {
+            bad(
+                format!("topic id {} is not valid Unicode", repr(item)),
+                item,
+            )
+        })?;
+        if let Some(&t) = self.index.get(text) {
+            return Ok(t);
+        }
+        let id = Uuid::parse(text).ok_or_else(|| {
+            bad(
+                format!("malformed topic id {text:?}: expected Kafka's 22-character base64url Uuid form"),
+                item,
+            )
+        })?;
+        let t = self.table.len() as u32;
+        self.index.insert(text.to_owned(), t);
+        self.names.push(s.clone().unbind());
+        self.table.push(ServerTopic {
+            id,
+            partitions: count,
+        });
+        Ok(t)
+    }
+}
+
+/// A partition count: a Java int, not negative.
+fn count_of(n: i64, v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    i32::try_from(n)
+        .ok()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| bad(format!("partition count {n} is negative or too large"), v))
+}
+
+fn partition_count(v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let n: i64 = v
+        .extract()
+        .map_err(|_| bad(format!("partition counts must be int, got {}", repr(v)), v))?;
+    count_of(n, v)
+}
+
+fn field<'py>(
+    item: &Bound<'py, PyAny>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let v = if let Ok(d) = item.cast::<PyDict>() {
+        d.get_item(name)?
+    } else {
+        item.getattr_opt(name)?
+    };
+    Ok(v.filter(|v| !v.is_none()))
+}
+
+fn member(
+    py: Python<'_>,
+    item: &Bound<'_, PyAny>,
+    topics: &mut Topics,
+    previous: &mut Previous,
+    with_current: bool,
+) -> PyResult<ServerMember> {
+    let member_id: String = field(item, intern!(py, "member_id"))?
+        .ok_or_else(|| bad(format!("member {} has no member_id", repr(item)), item))?
+        .extract()
+        .map_err(|_| bad("member_id must be str".into(), item))?;
+    let instance_id: Option<String> = match field(item, intern!(py, "instance_id"))? {
+        Some(v) => Some(
+            v.extract()
+                .map_err(|_| bad("instance_id must be str or None".into(), &v))?,
+        ),
+        None => None,
+    };
+    let subscribed = match field(item, intern!(py, "subscribed_topic_ids"))? {
+        Some(subs) => previous.resolve(&subs, topics)?,
+        None => previous.resolve_empty(),
+    };
+    let mut current = Vec::new();
+    let cur = if with_current {
+        field(item, intern!(py, "current_assignment"))?
+    } else {
+        None
+    };
+    if let Some(cur) = cur {
+        let pairs: Vec<Bound<'_, PyAny>> = if let Ok(d) = cur.cast::<PyDict>() {
+            d.items().iter().collect()
+        } else {
+            cur.try_iter()?.collect::<PyResult<_>>()?
+        };
+        for pair in pairs {
+            let entry = || {
+                bad(
+                    "current_assignment entries must be [topic_id, [partition, ...]]".into(),
+                    &pair,
+                )
+            };
+            if pair.is_instance_of::<PyString>() || pair.len().ok() != Some(2) {
+                return Err(entry());
+            }
+            let (t, parts) = (
+                pair.get_item(0).map_err(|_| entry())?,
+                pair.get_item(1).map_err(|_| entry())?,
+            );
+            let t = topics.intern(&t, None)?;
+            let mut ps = Vec::new();
+            for p in parts.try_iter()? {
+                let p = p?;
+                let v: i64 = p
+                    .extract()
+                    .map_err(|_| bad("partitions must be int".into(), &p))?;
+                ps.push(u32::try_from(v).map_err(|_| bad(format!("negative partition {v}"), &p))?);
+            }
+            current.push((t, ps));
+        }
+    }
+    Ok(ServerMember {
+        member_id,
+        instance_id,
+        subscribed,
+        current,
+    })
+}
+
+/// The previous member's subscription: a member whose subscription is a list equal to the
+/// previous member's list (compared by Python, identity first) shares its parsed ids.
+#[derive(Default)]
+struct Previous {
+    list: Option<(Py<PyAny>, Arc<[u32]>)>,
+}
+
+impl Previous {
+    fn resolve(&mut self, subs: &Bound<'_, PyAny>, topics: &mut Topics) -> PyResult<Arc<[u32]>> {
+        let is_list = subs.is_exact_instance_of::<PyList>();
+        if let (true, Some((prev, parsed))) = (is_list, &self.list) {
+            if subs.is(prev) || subs.eq(prev)? {
+                return Ok(Arc::clone(parsed));
+            }
+        }
+        let parsed: Arc<[u32]> = subs
+            .try_iter()?
+            .map(|t| topics.intern(&t?, None))
+            .collect::<PyResult<Vec<u32>>>()?
+            .into();
+        self.list = is_list.then(|| (subs.clone().unbind(), Arc::clone(&parsed)));
+        Ok(parsed)
+    }
+
+    fn resolve_empty(&mut self) -> Arc<[u32]> {
+        self.list = None;
+        Arc::from(Vec::new())
+    }
+}
+
+/// `server_assign(name, members, topics)`: `{member_id: {topic_id: [partitions]}}` (every member,
+/// `{}` for none; partitions ascending).
+#[pyfunction]
+pub fn server_assign<'py>(
+    py: Python<'py>,
+    name: &str,
+    members: &Bound<'py, PyAny>,
+    topics: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let a = assignor(name)?;
+    let mut table = Topics::default();
+    let topic_map = topics.cast::<PyDict>().map_err(|_| {
+        bad(
+            "topics must be a dict {topic_id: partition count}".into(),
+            topics,
+        )
+    })?;
+    for (k, v) in topic_map.iter() {
+        let count = partition_count(&v)?;
+        table.intern(&k, Some(count))?;
+    }
+    let mut list = Vec::new();
+    let mut previous = Previous::default();
+    for item in members.try_iter()? {
+        // `range` does not read the current assignment: it is neither extracted nor checked.
+        let with_current = a == ServerAssignor::Uniform;
+        list.push(member(py, &item?, &mut table, &mut previous, with_current)?);
+    }
+    let group = ServerGroup {
+        topics: table.table,
+        members: list,
+    };
+    let owners = run(py, || server::assign(a, &group))?;
+    let out = PyDict::new(py);
+    let per_member: Vec<Bound<'py, PyDict>> = group
+        .members
+        .iter()
+        .map(|m| -> PyResult<_> {
+            let d = PyDict::new(py);
+            out.set_item(&m.member_id, &d)?;
+            Ok(d)
+        })
+        .collect::<PyResult<_>>()?;
+    let mut buf: Vec<Vec<u32>> = vec![Vec::new(); group.members.len()];
+    for (t, row) in owners.iter().enumerate() {
+        let mut touched = Vec::new();
+        for (p, &o) in row.iter().enumerate() {
+            if o >= 0 {
+                let b = &mut buf[o as usize];
+                if b.is_empty() {
+                    touched.push(o as usize);
+                }
+                b.push(p as u32);
+            }
+        }
+        for m in touched {
+            let parts = std::mem::take(&mut buf[m]);
+            per_member[m].set_item(table.names[t].bind(py), PyList::new(py, parts)?)?;
+        }
+    }
+    Ok(out)
+}
+
+fn offsets(name: &str, a: &[i64], n: usize, len: usize) -> PyResult<Vec<usize>> {
+    let ok = a.len() == n + 1
+        && a.first() == Some(&0)
+        && a.last() == Some(&(len as i64))
+        && a.windows(2).all(|w| w[0] <= w[1]);
+    if !ok {
+        return Err(InvalidInputError::new_err((
+            format!(
+                "{name} must hold {} non-decreasing offsets from 0 to {len}",
+                n + 1
+            ),
+            a.len(),
+        )));
+    }
+    Ok(a.iter().map(|&x| x as usize).collect())
+}
+
+fn index(name: &str, v: i64, len: usize) -> PyResult<u32> {
+    u32::try_from(v)
+        .ok()
+        .filter(|&x| (x as usize) < len)
+        .ok_or_else(|| InvalidInputError::new_err((format!("{name} {v} out of range 0..{len}"), v)))
+}
+
+/// The topic table of the columnar entry point: ids in order, each once, with its count.
+fn topic_table(topic_ids: &Bound<'_, PyAny>, counts: &[i64]) -> PyResult<Topics> {
+    let mut table = Topics::default();
+    let mut listed = 0usize;
+    for (item, &c) in topic_ids.try_iter()?.zip(counts) {
+        let item = item?;
+        let count = count_of(c, &item)?;
+        let before = table.table.len();
+        table.intern(&item, Some(count))?;
+        if table.table.len() == before {
+            return Err(bad("topic id listed twice".into(), &item));
+        }
+        listed += 1;
+    }
+    if listed != counts.len() || topic_ids.len()? != counts.len() {
+        return Err(InvalidInputError::new_err((
+            format!(
+                "{} topic ids for {} partition counts",
+                topic_ids.len()?,
+                counts.len()
+            ),
+            counts.len(),
+        )));
+    }
+    Ok(table)
+}
+
+/// One subscribed-topic list, shared by the members that use it.
+type Subscription = Arc<[u32]>;
+
+/// The subscription table (row `k` is `subs[offsets[k]..offsets[k + 1]]`, each row one shared
+/// list) and the row of each member: `member_subscription[m]`, or row `m` without it.
+fn subscription_rows(
+    member_subscription: Option<&PyReadonlyArray1<'_, i64>>,
+    subscription_offsets: &PyReadonlyArray1<'_, i64>,
+    subs: &[i64],
+    n_members: usize,
+    n_topics: usize,
+) -> PyResult<(Vec<Subscription>, Vec<usize>)> {
+    let rows_n = match member_subscription {
+        Some(_) => subscription_offsets.len()?.saturating_sub(1),
+        None => n_members,
+    };
+    let bounds = offsets(
+        "subscription_offsets",
+        subscription_offsets.as_slice()?,
+        rows_n,
+        subs.len(),
+    )?;
+    let rows: Vec<Subscription> = (0..rows_n)
+        .map(|k| {
+            subs[bounds[k]..bounds[k + 1]]
+                .iter()
+                .map(|&t| index("subscription topic", t, n_topics))
+                .collect::<PyResult<Vec<u32>>>()
+                .map(Arc::from)
+        })
+        .collect::<PyResult<_>>()?;
+    let which: Vec<usize> = match member_subscription {
+        Some(ms) => {
+            let ms = ms.as_slice()?;
+            if ms.len() != n_members {
+                return Err(InvalidInputError::new_err((
+                    format!("{} member subscriptions for {n_members} members", ms.len()),
+                    ms.len(),
+                )));
+            }
+            ms.iter()
+                .map(|&k| index("member subscription", k, rows_n).map(|k| k as usize))
+                .collect::<PyResult<_>>()?
+        }
+        None => (0..n_members).collect(),
+    };
+    Ok((rows, which))
+}
+
+/// The columnar entry point: owner (member position, -1 for none) of every partition, topics in
+/// the order given and partitions ascending (`partition_counts` long blocks).
+#[pyfunction]
+#[pyo3(signature = (name, topic_ids, partition_counts, member_ids, instance_ids, member_subscription, subscription_offsets, subscription_topics, current_offsets, current_topics, current_partitions))]
+#[allow(clippy::too_many_arguments)]
+pub fn server_assign_columns<'py>(
+    py: Python<'py>,
+    name: &str,
+    topic_ids: &Bound<'py, PyAny>,
+    partition_counts: PyReadonlyArray1<'py, i64>,
+    member_ids: Vec<String>,
+    instance_ids: Option<Vec<Option<String>>>,
+    member_subscription: Option<PyReadonlyArray1<'py, i64>>,
+    subscription_offsets: PyReadonlyArray1<'py, i64>,
+    subscription_topics: PyReadonlyArray1<'py, i64>,
+    current_offsets: PyReadonlyArray1<'py, i64>,
+    current_topics: PyReadonlyArray1<'py, i64>,
+    current_partitions: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<i32>>> {
+    let assignor = assignor(name)?;
+    let table = topic_table(topic_ids, partition_counts.as_slice()?)?;
+    let n_topics = table.table.len();
+    let n = member_ids.len();
+    let instances = instance_ids.unwrap_or_else(|| vec![None; n]);
+    if instances.len() != n {
+        return Err(InvalidInputError::new_err((
+            format!("{} instance ids for {n} members", instances.len()),
+            instances.len(),
+        )));
+    }
+    let (subs, cur_t, cur_p) = (
+        subscription_topics.as_slice()?,
+        current_topics.as_slice()?,
+        current_partitions.as_slice()?,
+    );
+    if cur_t.len() != cur_p.len() {
+        return Err(InvalidInputError::new_err((
+            format!(
+                "{} current topics for {} current partitions",
+                cur_t.len(),
+                cur_p.len()
+            ),
+            cur_p.len(),
+        )));
+    }
+    let (table_rows, which) = subscription_rows(
+        member_subscription.as_ref(),
+        &subscription_offsets,
+        subs,
+        n,
+        n_topics,
+    )?;
+    let co = offsets(
+        "current_offsets",
+        current_offsets.as_slice()?,
+        n,
+        cur_t.len(),
+    )?;
+    let mut members = Vec::with_capacity(n);
+    let mut slot = vec![usize::MAX; n_topics];
+    for (m, (member_id, instance_id)) in member_ids.into_iter().zip(instances).enumerate() {
+        let subscribed = Arc::clone(&table_rows[which[m]]);
+        // Rows of one member grouped by topic, topics in order of first appearance.
+        let mut current: Vec<(u32, Vec<u32>)> = Vec::new();
+        let rows_of_member = if assignor == ServerAssignor::Uniform {
+            co[m]..co[m + 1]
+        } else {
+            0..0 // `range` does not read the current assignment
+        };
+        for row in rows_of_member {
+            let topic = index("current topic", cur_t[row], n_topics)?;
+            let partition = u32::try_from(cur_p[row]).map_err(|_| {
+                InvalidInputError::new_err((
+                    format!("negative partition {}", cur_p[row]),
+                    cur_p[row],
+                ))
+            })?;
+            let at = slot[topic as usize];
+            if at < current.len() && current[at].0 == topic {
+                current[at].1.push(partition);
+            } else {
+                slot[topic as usize] = current.len();
+                current.push((topic, vec![partition]));
+            }
+        }
+        members.push(ServerMember {
+            member_id,
+            instance_id,
+            subscribed,
+            current,
+        });
+    }
+    let group = ServerGroup {
+        topics: table.table,
+        members,
+    };
+    let owners: Owners = run(py, || server::assign(assignor, &group))?;
+    Ok(owners.concat().into_pyarray(py))
+}
