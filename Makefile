@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination tansu bench-kafka-rebalance
 
 # The venv with every dependency group; the package itself is installed editable, so only a Rust
 # change (or a dependency change) rebuilds the extension.
@@ -71,6 +71,17 @@ rocketmq:
 	    CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(ROCKETMQ_VERSION) --root $(ROCKETMQ_HOME) $$crate; \
 	  done; rm -rf $$tgt; }
 
+# The real Kafka-protocol broker of the Kafka group tests: Tansu (Apache Kafka-compatible, in Rust; the
+# `dynostore` feature gives the in-memory storage engine), built once into a cache outside the clone,
+# keyed by version (~8-15 min on 2 cores the first time).
+TANSU_VERSION ?= 0.6.0
+TANSU_HOME    ?= $(HOME)/.cache/mqbalance/tansu-$(TANSU_VERSION)
+tansu:
+	@test -x $(TANSU_HOME)/bin/tansu || { \
+	  set -e; tgt=$$(mktemp -d); \
+	  CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(TANSU_VERSION) --features dynostore --root $(TANSU_HOME) tansu; \
+	  rm -rf $$tgt; }
+
 # The headless browser of the HTML report test: Debian's Chromium, installed when absent (as root with
 # apt-get; elsewhere install Chromium and set MQBALANCE_CHROMIUM to its binary).
 chromium:
@@ -82,7 +93,7 @@ chromium:
 	         "or set MQBALANCE_CHROMIUM to a Chromium binary" >&2; exit 1; \
 	  fi; }
 
-test-python: setup zookeeper rocketmq chromium
+test-python: setup zookeeper rocketmq chromium tansu
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint test-rust test-python
