@@ -19,6 +19,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -127,3 +128,90 @@ def tansu() -> Iterator[TansuBroker]:
     """One Tansu broker (in-memory storage) per test module."""
     with TansuBroker() as broker:
         yield broker
+
+
+MQBALANCE = Path(sys.executable).parent / "mqbalance"
+
+
+class Member:
+    """One ``mqbalance kafka-consume`` process, by PID, recording into ``records``."""
+
+    def __init__(self, name: str, proc: subprocess.Popen[bytes], records: Path, impl: str, assignor: str) -> None:
+        self.name, self.proc, self.records, self.impl, self.assignor = name, proc, records, impl, assignor
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, *, timeout: float = 30.0) -> int:
+        """SIGTERM: a graceful leave (revoke, commit, LeaveGroup); waits for the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+            raise RuntimeError(f"member {self.name} did not leave within {timeout:g} s") from None
+
+    def kill(self) -> float:
+        """``kill -9``: nothing is said to the broker; returns the ``time.monotonic()`` of the kill."""
+        t = time.monotonic()
+        self.proc.kill()
+        self.proc.wait(10)
+        return t
+
+
+class KafkaGroup:
+    """Members of one consumer group, each a separate ``mqbalance kafka-consume`` process.
+
+    >>> # with KafkaGroup(broker, "g", tmp_path) as g: g.start("m1", ["t"], "sticky"); ...
+    """
+
+    def __init__(
+        self,
+        broker: TansuBroker,
+        group: str,
+        directory: Path,
+        *,
+        session_timeout_ms: int = 4_000,
+        heartbeat_interval_ms: int = 400,
+        max_poll_interval_ms: int = 8_000,
+    ) -> None:
+        self.broker, self.group, self.dir = broker, group, directory
+        self.timeouts = (session_timeout_ms, heartbeat_interval_ms, max_poll_interval_ms)
+        self.members: dict[str, Member] = {}
+
+    def start(
+        self,
+        name: str,
+        topics: list[str],
+        assignor: str,
+        *,
+        impl: str = "mqbalance",
+        extra_topics: tuple[str, ...] = (),
+    ) -> Member:
+        records = self.dir / f"{name}.jsonl"
+        s, h, p = self.timeouts
+        cmd = [str(MQBALANCE), "kafka-consume", "--bootstrap", self.broker.bootstrap, "--group", self.group]
+        cmd += [a for t in topics for a in ("--topic", t)] + [a for t in extra_topics for a in ("--extra-topic", t)]
+        cmd += ["--assignor", assignor, "--impl", impl, "--client-id", name, "--record", str(records)]
+        cmd += ["--session-timeout-ms", str(s), "--heartbeat-interval-ms", str(h), "--max-poll-interval-ms", str(p)]
+        with open(self.dir / f"{name}.log", "ab") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        m = self.members[name] = Member(name, proc, records, impl, assignor)
+        return m
+
+    def live(self) -> list[Member]:
+        return [m for m in self.members.values() if m.alive()]
+
+    def close(self) -> None:
+        for m in self.members.values():
+            if m.alive():
+                m.proc.kill()
+                m.proc.wait(10)
+
+    def __enter__(self) -> KafkaGroup:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()

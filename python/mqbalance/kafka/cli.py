@@ -39,6 +39,7 @@ def _cmd_kafka_consume(args: argparse.Namespace) -> int:
         session_timeout_ms=args.session_timeout_ms,
         heartbeat_interval_ms=args.heartbeat_interval_ms,
         max_poll_interval_ms=args.max_poll_interval_ms,
+        extra_topics=list(args.extra_topic or ()),
     )
     return run_kafka_member(cfg)
 
@@ -56,6 +57,7 @@ def add_subcommands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
         choices=["mqbalance", "kafka-python"],
         help="whose assignor class: mqbalance's drop-in (default) or kafka-python's own",
     )
+    c.add_argument("--extra-topic", action="append", help="a topic added to the subscription on SIGUSR1 (repeatable)")
     c.add_argument("--client-id", help="client id (default: mqbalance-PID)")
     c.add_argument("--record", help="append-only record file (default: out/kafka-consumers/<id>.jsonl)")
     c.add_argument("--duration", type=float, help="leave gracefully after this many seconds")

@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -96,6 +96,8 @@ class KafkaMemberConfig:
     heartbeat_interval_ms: int = 500
     max_poll_interval_ms: int = 10_000
     connect_timeout: float = 5.0
+    extra_topics: list[str] = field(default_factory=list)
+    """Topics added to the subscription on SIGUSR1 (a running member changing its subscription)."""
 
     def __post_init__(self) -> None:
         if self.implementation not in ASSIGNOR_CLASSES:
@@ -245,8 +247,11 @@ def run_kafka_member(cfg: KafkaMemberConfig, *, install_signals: bool = True) ->
         pending.clear()
 
     _instrument(instance, rec.write, lambda: consumer._coordinator)
-    consumer.subscribe(cfg.topics, listener=_Listener(rec.write, commit))
+    listener = _Listener(rec.write, commit)
+    consumer.subscribe(cfg.topics, listener=listener)
+    resubscribe = threading.Event()
     if install_signals:
+        signal.signal(signal.SIGUSR1, lambda signum, frame: resubscribe.set())
 
         def _stop(signum: int, frame: FrameType | None) -> None:
             stop.set()
@@ -259,6 +264,11 @@ def run_kafka_member(cfg: KafkaMemberConfig, *, install_signals: bool = True) ->
     end_at = None if cfg.duration is None else time.monotonic() + cfg.duration
     try:
         while not stop.is_set() and (end_at is None or time.monotonic() < end_at):
+            if resubscribe.is_set():
+                resubscribe.clear()
+                topics = sorted({*cfg.topics, *cfg.extra_topics})
+                rec.write(e="sub", topics=topics)
+                consumer.subscribe(topics, listener=listener)
             try:
                 batches = consumer.poll(timeout_ms=100, max_records=100)
             except KafkaError as e:
