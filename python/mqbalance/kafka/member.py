@@ -11,7 +11,8 @@ assignment as ``"topic/partition"`` keys), ``L`` the leader's assignment of a ge
 ``counts`` partitions per topic it saw, ``members``: id, topics, ``ud`` sticky userData in hex,
 ``owned``, ``ogen`` the subscription's generation; ``out``: member id → keys), ``a`` assigned /
 ``r`` revoked / ``lost`` (``q``), ``p`` processed (``q``, offsets ``[a, b)``, ``n``, ``t0``/``t1``),
-``c`` committed (``q``, ``o``), ``err`` (``w``, ``msg``), ``stop``. The checks of
+``c`` committed (``q``, ``o``), ``sub`` subscription changed (``topics``), ``err`` (``w``, ``msg``),
+``leave`` (closing: the revocation that follows is the leave's), ``stop``. The checks of
 :mod:`mqbalance.rocketmq.records` read the ``p`` records unchanged (``q`` is a queue key).
 
 >>> key("orders", 3)
@@ -291,6 +292,7 @@ def run_kafka_member(cfg: KafkaMemberConfig, *, install_signals: bool = True) ->
                 pending[tp] = max(offsets) + 1
             commit()
     finally:
+        rec.write(e="leave")
         try:
             consumer.close()
         finally:
