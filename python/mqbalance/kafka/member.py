@@ -214,6 +214,7 @@ def _consumer(cfg: KafkaMemberConfig, instance: Any) -> Any:
         max_poll_interval_ms=cfg.max_poll_interval_ms,
         metadata_max_age_ms=2_000,
         request_timeout_ms=max(cfg.max_poll_interval_ms + 5_000, 30_000),
+        bootstrap_timeout_ms=int(cfg.connect_timeout * 1000),
     )
 
 
@@ -228,8 +229,11 @@ def run_kafka_member(cfg: KafkaMemberConfig, *, install_signals: bool = True) ->
     check_bootstrap(cfg.bootstrap, cfg.connect_timeout)
     try:
         consumer = _consumer(cfg, instance)
-    except KafkaTimeoutError:  # answered the connect, never a Kafka request
-        raise RemotingConnectError(f"no Kafka broker answered at {cfg.bootstrap}", cfg.bootstrap) from None
+    except KafkaTimeoutError:  # accepted the connection, never answered a Kafka request
+        raise RemotingConnectError(
+            f"no Kafka broker answered at {cfg.bootstrap} within {cfg.connect_timeout:g} s (connected, no answer)",
+            cfg.bootstrap,
+        ) from None
     rec = RecordWriter(cfg.records)
     pending: dict[TopicPartition, int] = {}
 
