@@ -102,6 +102,11 @@ test: lint test-rust test-python
 bench-coordination: setup zookeeper
 	$(PY) benches/coordination_bench.py --sizes 4,16,32 --queues 1024 --out out/coordination
 
+# Rebalance time of real kafka-python groups (8 consumers, 64 partitions) on Tansu, per assignor
+# (about 10 minutes; writes benches/kafka_rebalance_results/).
+bench-kafka-rebalance: setup tansu
+	$(PY) benches/kafka_rebalance.py --members 8 --partitions 64 --repeats 3 --out benches/kafka_rebalance_results
+
 bench: setup
 	$(PY) -m pytest benches -q --benchmark-only --benchmark-columns=min,median,max --benchmark-sort=name
 

@@ -33,8 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
-from kafka_cluster import KafkaGroup, TansuBroker  # noqa: E402
 
+from kafka_cluster import KafkaGroup, TansuBroker  # noqa: E402
 from mqbalance.record_files import load_records  # noqa: E402
 
 ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky"]
@@ -114,9 +114,12 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
-    lines = [
+    head = (
         f"{args.members} consumers (half kafka-python's assignor class, half ours) over {args.partitions} "
-        f"partitions on Tansu 0.6.0; median of {args.repeats}; session timeout 4 s, heartbeat 0.4 s.",
+        f"partitions on Tansu 0.6.0; median of {args.repeats}; session timeout 4 s, heartbeat 0.4 s."
+    )
+    lines = [
+        head,
         "",
         "| assignor | event | settled (s, median) | settled runs | partitions moved (median) |",
         "|---|---|---|---|---|",
