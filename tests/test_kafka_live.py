@@ -355,14 +355,16 @@ def check_below_committed(recs: Mapping[str, list[dict[str, Any]]], committed: M
 
 @pytest.mark.parametrize("kind", ["sticky", "cooperative-sticky", "mixed-sticky"])
 def test_sticky_family_in_real_groups(kind: str, tansu: TansuBroker, admin: KafkaAdminClient, tmp_path: Path) -> None:
-    """Sticky groups on Tansu never settle (GENERATIONS: each rejoin carries new userData or owned
-    partitions, which bumps the generation, and with no join barrier the others rejoin in turn), so
-    these run for a while through a join and leaves (the leader's among them) and check what every rebalance must
-    keep: each assignment our assignor computed as leader is our ``assign`` of what it received,
-    every userData (ours or kafka-python's) decodes in Java's layout to what its member held, a
-    cooperative member never revokes a partition it keeps, no partition is consumed by two members
-    at overlapping times, nothing is lost below the committed offsets. ``mixed-sticky``: two members
-    with kafka-python's own ``StickyPartitionAssignor``, two with ours."""
+    """Sticky groups on Tansu keep rebalancing rather than settle (GENERATIONS: each rejoin
+    carries new userData or owned partitions, which bumps the generation, and with no join barrier
+    the others rejoin in turn), so these run for a while through a join, leaves (the leader's among
+    them) and a ``kill -9``, and check what every rebalance must keep: each assignment our assignor
+    computed as leader is our ``assign`` of what it received; each member's assignment is one a
+    leader sent it; our userData decodes in Java's layout to what its member held, kafka-python's
+    does not (KAFKA_PYTHON_USER_DATA); a cooperative member never revokes a partition it keeps; no
+    partition consumed by two members at overlapping times; nothing lost below the committed
+    offsets. ``mixed-sticky``: members with kafka-python's own ``StickyPartitionAssignor`` and
+    ours, each kind leading in turn."""
     t = f"t-{kind}"
     admin.create_topics([NewTopic(t, 8, 1)])
     producer = Producer(tansu, {t: 8})
@@ -385,6 +387,10 @@ def test_sticky_family_in_real_groups(kind: str, tansu: TansuBroker, admin: Kafk
         time.sleep(3)
         for n in ("c1", "c2"):
             group.start(n, [t], name, impl=first)
+        time.sleep(5)
+        group.members["b2"].kill()  # kill -9, then (GENERATIONS) a join
+        time.sleep(SESSION_TIMEOUT_S + 1)
+        group.start("d1", [t], name)
         time.sleep(5)
         producer.stop()
         for m in group.live():

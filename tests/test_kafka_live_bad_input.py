@@ -61,6 +61,7 @@ def test_a_listener_that_never_answers_is_reported_after_the_timeout(tmp_path: P
         ({"session_timeout_ms": 0}, "session_timeout_ms"),
         ({"heartbeat_interval_ms": True}, "heartbeat_interval_ms"),
         ({"duration": -1.0}, "duration"),
+        ({"connect_timeout": 0}, "connect_timeout"),
     ],
 )
 def test_member_settings_are_checked(fields: dict[str, object], named: str, tmp_path: Path) -> None:

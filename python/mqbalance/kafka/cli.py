@@ -40,6 +40,7 @@ def _cmd_kafka_consume(args: argparse.Namespace) -> int:
         heartbeat_interval_ms=args.heartbeat_interval_ms,
         max_poll_interval_ms=args.max_poll_interval_ms,
         extra_topics=list(args.extra_topic or ()),
+        connect_timeout=args.connect_timeout,
     )
     return run_kafka_member(cfg)
 
@@ -62,6 +63,9 @@ def add_subcommands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     c.add_argument("--record", help="append-only record file (default: out/kafka-consumers/<id>.jsonl)")
     c.add_argument("--duration", type=float, help="leave gracefully after this many seconds")
     c.add_argument("--work-ms", type=float, default=0.0, help="simulated processing time per batch")
+    c.add_argument(
+        "--connect-timeout", type=float, default=5.0, help="seconds for the brokers to answer at start (default 5)"
+    )
     c.add_argument("--session-timeout-ms", type=int, default=6_000)
     c.add_argument("--heartbeat-interval-ms", type=int, default=500)
     c.add_argument("--max-poll-interval-ms", type=int, default=10_000)

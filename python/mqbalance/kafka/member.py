@@ -114,6 +114,7 @@ class KafkaMemberConfig:
         if self.duration is not None:
             number(self.duration, "duration", positive=True)
         number(self.work_ms, "work_ms")
+        number(self.connect_timeout, "connect_timeout", positive=True)
         for name in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
