@@ -3,11 +3,14 @@
 member was given, what the leader computed from which subscriptions, and what each processed are
 read back from their record files (``mqbalance.kafka.member``).
 
-Checked every generation: each member's assignment is what the leader sent it, and when our
-assignor leads, what our ``assignor(name).assign`` computes for the subscriptions the leader
-received (sticky userData decoded in Java's layout, cooperative owned partitions and generation).
-Checked over the run: no partition processed by two members at overlapping times, nothing lost
-(every offset below the log end, and so below the committed offset, processed by some member).
+Checked every generation: each member's assignment is one the leader sent it in that generation
+(Tansu may reuse a generation number, GENERATIONS), and when our assignor leads, the leader's
+output is what our ``assignor(name).assign`` computes for the subscriptions it received (sticky
+userData decoded in Java's layout, cooperative owned partitions and generation). Range and
+roundrobin groups also settle after each change on exactly our ``assign`` of the live members and
+the subscriptions the test gave them. Checked over the run: no partition processed by two members
+at overlapping times, nothing lost below the committed offsets (for range and roundrobin, after
+draining, below the log end).
 
 Where Tansu 0.6.0 differs from Apache Kafka it is stated where met: it has no CreatePartitions, so
 "a topic gaining partitions" is a test that the broker refuses it (it will fail, telling us to test
@@ -107,11 +110,17 @@ def latest_assignment(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def wait_settled(
-    group: KafkaGroup, counts: Mapping[str, int], subscribed: Mapping[str, list[str]], *, hold: float = 1.0
+    group: KafkaGroup,
+    counts: Mapping[str, int],
+    subscribed: Mapping[str, list[str]],
+    *,
+    hold: float = 1.0,
+    since: float = 0.0,
 ) -> tuple[int, dict[str, set[str]], float]:
-    """Until every live member's latest generation is the same, their assignments cover each
-    partition of the topics they subscribe to exactly once, and that holds for ``hold`` seconds.
-    Returns ``(generation, {member: partitions}, time settled)``."""
+    """Until every live member's latest generation is the same and was completed after ``since``
+    (a ``time.monotonic()``), their assignments cover each partition of the topics they subscribe
+    to exactly once, and that holds for ``hold`` seconds. Returns ``(generation, {member:
+    partitions}, time settled)``."""
     deadline = time.monotonic() + SETTLE_TIMEOUT
     seen: tuple[int, float] | None = None
     while time.monotonic() < deadline:
@@ -119,7 +128,7 @@ def wait_settled(
         live = [m.name for m in group.live()]
         latest = {n: latest_assignment(recs.get(n, [])) for n in live}
         gens = {g["gen"] for g in latest.values() if g is not None}
-        if None not in latest.values() and len(gens) == 1:
+        if None not in latest.values() and len(gens) == 1 and all(g["t"] > since for g in latest.values()):
             owned = {n: set(g["q"]) for n, g in latest.items() if g is not None}
             need = {_key(t, p) for n in live for t in subscribed[n] for p in range(counts[t])}
             flat = [q for qs in owned.values() for q in qs]
@@ -289,6 +298,21 @@ def max_pause(rows: list[dict[str, Any]], t0: float, t1: float) -> float:
 MEASURED: dict[str, dict[str, Any]] = {}
 
 
+def expected(
+    name: str,
+    recs: Mapping[str, list[dict[str, Any]]],
+    settled: Mapping[str, set[str]],
+    subscribed: Mapping[str, list[str]],
+    counts: Mapping[str, int],
+) -> dict[str, set[str]]:
+    """What our ``assignor(name).assign`` gives the settled members (by the member ids they hold)
+    for the subscriptions the test gave them: the end-to-end check, independent of the leader's
+    records."""
+    mids = {n: latest_assignment(recs[n])["mid"] for n in settled}  # type: ignore[index]
+    ours = assignor(name).assign(dict(counts), {mids[n]: subscribed[n] for n in settled})
+    return {n: {_key(tp.topic, tp.partition) for tp in ours[mids[n]]} for n in settled}
+
+
 @pytest.mark.parametrize("name", ["range", "roundrobin"])
 def test_group_of_separate_processes_gets_our_assignment_every_generation(
     name: str, tansu: TansuBroker, admin: KafkaAdminClient, tmp_path: Path
@@ -307,13 +331,15 @@ def test_group_of_separate_processes_gets_our_assignment_every_generation(
         for n in ("m2", "m3"):
             group.start(n, [t], name, extra_topics=(u,) if n == "m2" else ())
         _, before, _ = wait_settled(group, counts, subscribed)
+        assert before == expected(name, records_of(group), before, subscribed, counts)
 
         def event(what: str, act: Any) -> None:
             nonlocal before
             t_event = time.monotonic()
             act()
-            _, after, t_settled = wait_settled(group, counts, subscribed)
+            _, after, t_settled = wait_settled(group, counts, subscribed, since=t_event)
             recs = records_of(group)
+            assert after == expected(name, recs, after, subscribed, counts), what
             for n in after:
                 if n in before and before[n] & after[n]:  # kept partitions through the rebalance
                     pauses.setdefault(what, []).append(max_pause(recs[n], t_event, t_settled))
