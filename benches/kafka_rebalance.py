@@ -86,8 +86,17 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         group.start(f"m{i}", [topic], name, impl=impl)
                     before = settled(group, topic, args.partitions, args.settle_timeout)
                     for event in ("join", "leave", "kill"):
-                        if before is None:
-                            rows.append({"assignor": name, "event": event, "rep": rep, "seconds": None, "moved": None})
+                        if before is None:  # the group did not settle before this change: not run
+                            rows.append(
+                                {
+                                    "assignor": name,
+                                    "event": event,
+                                    "rep": rep,
+                                    "seconds": None,
+                                    "moved": None,
+                                    "run": False,
+                                }
+                            )
                             continue
                         t0 = time.monotonic()
                         if event == "join":
@@ -105,6 +114,7 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                                 "rep": rep,
                                 "seconds": seconds,
                                 "moved": None if after is None else moved(before, after),
+                                "run": True,
                             }
                         )
                         print(rows[-1], flush=True)
@@ -121,17 +131,28 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
     lines = [
         head,
         "",
-        "| assignor | event | settled (s, median) | settled runs | partitions moved (median) |",
+        "A change is run only once the group settled after the previous one (the first: 7 members starting);",
+        f"'did not settle': not within {args.settle_timeout:g} s (Tansu: see the README).",
+        "",
+        "| assignor | event | settled (s, median) | settled / run / repeats | partitions moved (median) |",
         "|---|---|---|---|---|",
     ]
     for name in args.assignors:
         for event in ("join", "leave", "kill"):
             rs = [r for r in rows if r["assignor"] == name and r["event"] == event]
-            ok = [r for r in rs if r["seconds"] is not None]
-            sec = f"{statistics.median(r['seconds'] for r in ok):.2f}" if ok else "did not settle"
+            ran = [r for r in rs if r.get("run", True)]
+            ok = [r for r in ran if r["seconds"] is not None]
+            sec = f"{statistics.median(r['seconds'] for r in ok):.2f}" if ok else "did not settle" if ran else "not run"
             mv = f"{statistics.median(r['moved'] for r in ok):g}" if ok else "-"
-            lines.append(f"| {name} | {event} | {sec} | {len(ok)}/{len(rs)} | {mv} |")
+            lines.append(f"| {name} | {event} | {sec} | {len(ok)} / {len(ran)} / {len(rs)} | {mv} |")
     return "\n".join(lines) + "\n"
+
+
+def render(out: Path, args: argparse.Namespace) -> None:
+    """Rewrite ``table.md`` from ``results.json`` (``--table-only``)."""
+    rows = json.loads((out / "results.json").read_text())
+    (out / "table.md").write_text(table(rows, args))
+    print(table(rows, args))
 
 
 def main() -> None:
@@ -142,14 +163,15 @@ def main() -> None:
     p.add_argument("--assignors", default=",".join(ASSIGNORS))
     p.add_argument("--settle-timeout", type=float, default=30.0)
     p.add_argument("--out", default="benches/kafka_rebalance_results")
+    p.add_argument("--table-only", action="store_true", help="rewrite table.md from results.json, run nothing")
     args = p.parse_args()
     args.assignors = args.assignors.split(",")
-    rows = run(args)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (out / "table.md").write_text(table(rows, args))
-    print(table(rows, args))
+    if not args.table_only:
+        rows = run(args)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
+    render(out, args)
 
 
 if __name__ == "__main__":
