@@ -71,8 +71,11 @@ def _key(topic: str, partition: int) -> str:
 class Producer:
     """A thread writing one small record to every partition every ``interval`` seconds."""
 
+    started: list[Producer] = []
+
     def __init__(self, broker: TansuBroker, counts: Mapping[str, int], interval: float = 0.1) -> None:
         self.producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=5)
+        Producer.started.append(self)
         self.counts, self.interval = dict(counts), interval
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -87,10 +90,20 @@ class Producer:
             n += 1
 
     def stop(self) -> None:
+        if self.stop_event.is_set():
+            return
         self.stop_event.set()
         self.thread.join(10)
         self.producer.flush(30)
         self.producer.close(10)
+
+
+@pytest.fixture(autouse=True)
+def _stop_producers(tansu: TansuBroker) -> Iterator[None]:
+    """A test that failed half-way leaves its producer running: stop it while the broker runs."""
+    yield
+    while Producer.started:
+        Producer.started.pop().stop()
 
 
 @pytest.fixture(scope="module")
