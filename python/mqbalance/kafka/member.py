@@ -190,13 +190,13 @@ def check_bootstrap(bootstrap: str, timeout: float) -> None:
     reasons = []
     for addr in bootstrap.split(","):
         host, sep, port = addr.strip().rpartition(":")
-        if not sep or not port.isdigit() or not host:
-            raise InvalidInputError(f"bootstrap address must be HOST:PORT, got {addr!r}", bootstrap)
+        if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
+            raise InvalidInputError(f"bootstrap address must be HOST:PORT (port 1-65535), got {addr!r}", bootstrap)
         try:
             socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
             return
-        except OSError as e:
-            reasons.append(f"{addr.strip()}: {e.strerror or e}")
+        except (OSError, ValueError, UnicodeError) as e:  # refused, unreachable, unresolvable, a NUL
+            reasons.append(f"{addr.strip()}: {getattr(e, 'strerror', None) or e}")
     raise RemotingConnectError(
         f"no Kafka broker answered at {bootstrap} within {timeout:g} s ({'; '.join(reasons)})", bootstrap
     )
