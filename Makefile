@@ -11,7 +11,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination wheel
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination tansu bench-kafka-rebalance wheel
 
 # The venv with every dependency group; the package itself is installed editable, so only a Rust
 # change (or a dependency change) rebuilds the extension.
@@ -72,6 +72,17 @@ rocketmq:
 	    CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(ROCKETMQ_VERSION) --root $(ROCKETMQ_HOME) $$crate; \
 	  done; rm -rf $$tgt; }
 
+# The real Kafka-protocol broker of the Kafka group tests: Tansu (Apache Kafka-compatible, in Rust; the
+# `dynostore` feature gives the in-memory storage engine), built once into a cache outside the clone,
+# keyed by version (~8-15 min on 2 cores the first time).
+TANSU_VERSION ?= 0.6.0
+TANSU_HOME    ?= $(HOME)/.cache/mqbalance/tansu-$(TANSU_VERSION)
+tansu:
+	@test -x $(TANSU_HOME)/bin/tansu || { \
+	  set -e; tgt=$$(mktemp -d); \
+	  CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(TANSU_VERSION) --features dynostore --root $(TANSU_HOME) tansu; \
+	  rm -rf $$tgt; }
+
 # The headless browser of the HTML report test: Debian's Chromium, installed when absent (as root with
 # apt-get; elsewhere install Chromium and set MQBALANCE_CHROMIUM to its binary).
 chromium:
@@ -83,7 +94,7 @@ chromium:
 	         "or set MQBALANCE_CHROMIUM to a Chromium binary" >&2; exit 1; \
 	  fi; }
 
-test-python: setup zookeeper rocketmq chromium
+test-python: setup zookeeper rocketmq chromium tansu
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint test-rust test-python
@@ -91,6 +102,11 @@ test: lint test-rust test-python
 # Coordination on ZooKeeper, every-member vs leader mode (several minutes; writes out/coordination/).
 bench-coordination: setup zookeeper
 	$(PY) benches/coordination_bench.py --sizes 4,16,32 --queues 1024 --out out/coordination
+
+# Rebalance time of real kafka-python groups (8 consumers, 64 partitions) on Tansu, per assignor
+# (about 10 minutes; writes benches/kafka_rebalance_results/).
+bench-kafka-rebalance: setup tansu
+	$(PY) benches/kafka_rebalance.py --members 8 --partitions 64 --repeats 3 --out benches/kafka_rebalance_results
 
 bench: setup
 	$(PY) -m pytest benches -q --benchmark-only --benchmark-columns=min,median,max --benchmark-sort=name

@@ -1168,6 +1168,8 @@ EXEMPT |= {
     "mqbalance.rebalance.ClientIdListing": "an enum; parsed by ConsumerManager (broker-side, driven by the simulator)",
     "mqbalance.rocketmq.cli.*": "`mqbalance consume`: walked by test_cli_refuses_bad_input",
     "mqbalance.rocketmq.worker.*": "the runnable behind `mqbalance consume` (CLI walker): settings = the member's",
+    "mqbalance.kafka.cli.*": "`mqbalance kafka-consume`: walked by test_cli_refuses_bad_input",
+    "mqbalance.kafka.member.*": "the runnable behind `mqbalance kafka-consume` (CLI walker; test_kafka_live_bad_input)",
     "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_records (walked)",
     "mqbalance.rocketmq.records.window_figures": "analysis of ownership_intervals' result (library-built)",
     "mqbalance.rocketmq.records.duplicates_between": "analysis of records already checked by check_records (walked)",
@@ -1662,6 +1664,27 @@ CLI["consume"] = (
         for record in ("{unwritable}", "{unwritable}.jsonl", "{tmp}", "{tmp}/nul\x00.jsonl")
     ]
     + [_consume("--timeout", "0.5"), _consume("--timeout", "0.5", "--namesrv", "127.0.0.1:{closed};[::1]:{closed}")]
+)
+_KAFKA_CONSUME = ["kafka-consume", "--bootstrap", "127.0.0.1:{closed}", "--group", "g", "--topic", "T"]
+CLI["kafka-consume"] = (
+    [_KAFKA_CONSUME, _KAFKA_CONSUME + ["--record", "{tmp}/r.jsonl"]]
+    + [[a for a in _KAFKA_CONSUME if a not in (o, v)] for o, v in zip(_KAFKA_CONSUME[1::2], _KAFKA_CONSUME[2::2])]
+    + [
+        _KAFKA_CONSUME[:2] + [bootstrap] + _KAFKA_CONSUME[3:]
+        for bootstrap in ("host", "127.0.0.1", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:x", "", ",", "h:{closed},x")
+    ]
+    + [_KAFKA_CONSUME + ["--topic", topic] for topic in ("", "\ud800")]
+    + [_KAFKA_CONSUME + ["--assignor", a] for a in ("NOPE", "", "uniform")]
+    + [_KAFKA_CONSUME + ["--impl", "java"], _KAFKA_CONSUME + ["--client-id", "\ud800"]]
+    + [
+        _KAFKA_CONSUME + [f"--{option}", value]
+        for option in ("session-timeout-ms", "heartbeat-interval-ms", "max-poll-interval-ms")
+        for value in ("0", "-1", "1.5", "x")
+    ]
+    + [_KAFKA_CONSUME + ["--duration", d] for d in ("0", "-1", "nan", "inf", "x")]
+    + [_KAFKA_CONSUME + ["--work-ms", w] for w in ("-1", "nan", "inf", "x")]
+    + [_KAFKA_CONSUME + ["--connect-timeout", c] for c in ("0", "-1", "nan", "inf", "x")]
+    + [_KAFKA_CONSUME + ["--record", r] for r in ("{unwritable}", "{tmp}", "{tmp}/nul\x00.jsonl")]
 )
 #: Subcommands not walked, with the reason.
 CLI_EXEMPT = {

@@ -16,7 +16,7 @@ PACKAGE = Path(mqbalance.__file__).parent
 
 #: Imports of our own modules allowed inside a function: the command dispatchers import a command's
 #: module when it runs, so that ``mqbalance --help`` does not load Spark, kazoo or Arrow.
-LAZY_OWN_IMPORTS = {"mqbalance.cli", "mqbalance.coordination.cli", "mqbalance.rocketmq.cli"}
+LAZY_OWN_IMPORTS = {"mqbalance.cli", "mqbalance.coordination.cli", "mqbalance.rocketmq.cli", "mqbalance.kafka.cli"}
 #: Third-party packages imported inside a function: heavy and optional (or only for one feature).
 LAZY_THIRD_PARTY = {"pyspark", "matplotlib", "pyarrow", "yaml", "resource"}
 #: Compiled modules (no ``.py`` source): importable targets with no imports of their own.

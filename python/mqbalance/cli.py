@@ -550,6 +550,9 @@ def main(argv: list[str] | None = None) -> int:
     from mqbalance.rocketmq.cli import add_subcommands as _rocketmq_subcommands
 
     rocketmq_commands = _rocketmq_subcommands(sub)  # consume
+    from mqbalance.kafka.cli import add_subcommands as _kafka_subcommands
+
+    kafka_commands = _kafka_subcommands(sub)  # kafka-consume
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if args.command == "fault-latency-demo":
@@ -567,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         "simulate": _cmd_simulate,
         **coordination_commands,
         **rocketmq_commands,
+        **kafka_commands,
     }
     try:
         return commands[args.command](args)

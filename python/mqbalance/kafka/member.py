@@ -1,0 +1,306 @@
+"""The runnable member behind ``mqbalance kafka-consume``: one kafka-python ``KafkaConsumer`` in a
+consumer group on a real Kafka-protocol broker, with a chosen assignor (ours from
+:mod:`mqbalance.kafka.kafka_python`, or kafka-python's own), recording what it was given and what
+it processed in an append-only file, like ``mqbalance consume`` does on RocketMQ
+(:mod:`mqbalance.rocketmq.worker`): a :class:`KafkaMemberConfig` run by :func:`run_kafka_member`.
+
+The record file (a :class:`~mqbalance.record_files.RecordWriter`; ``t`` is ``time.monotonic()``,
+comparable across processes on Linux) holds, by ``e``: ``start`` (``m`` client id, ``pid``,
+``assignor``, ``impl``), ``g`` a generation completed (``gen``, ``mid`` member id, ``q`` the
+assignment as ``"topic/partition"`` keys), ``L`` the leader's assignment of a generation (``gen``,
+``counts`` partitions per topic it saw, ``members``: id, topics, ``ud`` sticky userData in hex,
+``owned``, ``ogen`` the subscription's generation; ``out``: member id → keys), ``a`` assigned /
+``r`` revoked / ``lost`` (``q``), ``p`` processed (``q``, offsets ``[a, b)``, ``n``, ``t0``/``t1``),
+``c`` committed (``q``, ``o``), ``sub`` subscription changed (``topics``), ``err`` (``w``, ``msg``),
+``leave`` (closing: the revocation that follows is the leave's), ``stop``. The checks of
+:mod:`mqbalance.rocketmq.records` read the ``p`` records unchanged (``q`` is a queue key).
+
+>>> key("orders", 3)
+'orders/3'
+>>> sorted(ASSIGNOR_CLASSES["mqbalance"]) == sorted(ASSIGNOR_CLASSES["kafka-python"])
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor as KPCooperativeSticky
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.errors import KafkaError, KafkaTimeoutError
+from kafka.structs import OffsetAndMetadata
+
+from mqbalance._validate import number
+from mqbalance.exceptions import InvalidInputError, RemotingConnectError
+from mqbalance.kafka import kafka_python
+from mqbalance.record_files import RecordWriter
+
+__all__ = ["KafkaMemberConfig", "run_kafka_member", "check_bootstrap", "key", "ASSIGNOR_CLASSES", "IMPLEMENTATIONS"]
+
+log = logging.getLogger("mqbalance.kafka")
+
+#: Assignor classes by implementation, then by Kafka's name.
+ASSIGNOR_CLASSES: dict[str, dict[str, type]] = {
+    "mqbalance": {
+        "range": kafka_python.RangeAssignor,
+        "roundrobin": kafka_python.RoundRobinAssignor,
+        "sticky": kafka_python.StickyAssignor,
+        "cooperative-sticky": kafka_python.CooperativeStickyAssignor,
+    },
+    "kafka-python": {
+        "range": RangePartitionAssignor,
+        "roundrobin": RoundRobinPartitionAssignor,
+        "sticky": StickyPartitionAssignor,
+        "cooperative-sticky": KPCooperativeSticky,
+    },
+}
+IMPLEMENTATIONS = tuple(ASSIGNOR_CLASSES)
+
+
+def key(topic: str, partition: int) -> str:
+    """``"topic/partition"``, the records' queue key."""
+    return f"{topic}/{partition}"
+
+
+def _keys(tps: Any) -> list[str]:
+    return sorted(key(tp.topic, tp.partition) for tp in tps)
+
+
+@dataclass
+class KafkaMemberConfig:
+    """The settings of one ``mqbalance kafka-consume`` process."""
+
+    bootstrap: str
+    group: str
+    topics: list[str]
+    records: Path
+    assignor: str = "range"
+    implementation: str = "mqbalance"
+    client_id: str | None = None
+    duration: float | None = None
+    work_ms: float = 0.0
+    session_timeout_ms: int = 6_000
+    heartbeat_interval_ms: int = 500
+    max_poll_interval_ms: int = 10_000
+    connect_timeout: float = 5.0
+    extra_topics: list[str] = field(default_factory=list)
+    """Topics added to the subscription on SIGUSR1 (a running member changing its subscription)."""
+
+    def __post_init__(self) -> None:
+        if self.implementation not in ASSIGNOR_CLASSES:
+            raise InvalidInputError(
+                f"implementation must be one of {', '.join(IMPLEMENTATIONS)}, got {self.implementation!r}",
+                self.implementation,
+            )
+        if self.assignor not in ASSIGNOR_CLASSES[self.implementation]:
+            names = ", ".join(ASSIGNOR_CLASSES[self.implementation])
+            raise InvalidInputError(f"assignor must be one of {names}, got {self.assignor!r}", self.assignor)
+        if not self.topics or any(not isinstance(t, str) or not t for t in self.topics):
+            raise InvalidInputError(f"topics must be non-empty topic names, got {self.topics!r}", self.topics)
+        if self.duration is not None:
+            number(self.duration, "duration", positive=True)
+        number(self.work_ms, "work_ms")
+        number(self.connect_timeout, "connect_timeout", positive=True)
+        for name in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise InvalidInputError(f"{name} must be a positive int, got {value!r}", value)
+
+
+def _subscription_fields(metadata: Any) -> dict[str, Any]:
+    ud = getattr(metadata, "user_data", None)
+    owned = [[tp.topic, p] for tp in (getattr(metadata, "owned_partitions", None) or ()) for p in tp.partitions]
+    gen = getattr(metadata, "generation_id", -1)
+    return {
+        "topics": sorted(metadata.topics),
+        "ud": bytes(ud).hex() if ud else "",
+        "owned": owned,
+        "ogen": -1 if gen is None else gen,
+    }
+
+
+def _instrument(assignor: Any, write: Callable[..., None], coordinator: Callable[[], Any]) -> None:
+    """Record the leader's inputs and outputs (``L``) and each completed generation (``g``) by
+    wrapping this one instance's ``assign`` and ``on_assignment``; the class is untouched."""
+    assign, on_assignment = assignor.assign, assignor.on_assignment
+
+    def recording_assign(cluster: Any, members: Any) -> Any:
+        out = assign(cluster, members)
+        topics = sorted({t for m in members for t in m.metadata.topics})
+        write(
+            e="L",
+            gen=coordinator()._generation.generation_id,
+            counts={t: len(cluster.partitions_for_topic(t) or ()) for t in topics},
+            members=[
+                {"id": m.member_id, "iid": getattr(m, "group_instance_id", None), **_subscription_fields(m.metadata)}
+                for m in members
+            ],
+            out={mid: _keys(a.partitions()) for mid, a in out.items()},
+        )
+        return out
+
+    def recording_on_assignment(assignment: Any, generation: int | None = None) -> None:
+        on_assignment(assignment, generation)
+        g = coordinator()._generation
+        write(e="g", gen=g.generation_id, mid=g.member_id, q=_keys(assignment.partitions()))
+
+    assignor.assign = recording_assign
+    assignor.on_assignment = recording_on_assignment
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]  # kafka-python is untyped
+    def __init__(self, write: Callable[..., None], commit: Callable[[], None]) -> None:
+        self.write, self.commit = write, commit
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self.commit()
+        self.write(e="r", q=_keys(revoked))
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self.write(e="a", q=_keys(assigned))
+
+    def on_partitions_lost(self, lost: Any) -> None:
+        self.write(e="lost", q=_keys(lost))
+
+
+def check_bootstrap(bootstrap: str, timeout: float) -> None:
+    """A :class:`~mqbalance.exceptions.RemotingConnectError` naming ``bootstrap`` when none of its
+    ``HOST:PORT`` addresses accepts a TCP connection within ``timeout`` seconds (kafka-python would
+    retry for 30 s and then say little).
+
+    >>> check_bootstrap("127.0.0.1:1", 1.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    mqbalance.exceptions.RemotingConnectError: no Kafka broker answered at 127.0.0.1:1 within 1 s ...
+    """
+    reasons = []
+    for addr in bootstrap.split(","):
+        host, sep, port = addr.strip().rpartition(":")
+        if not sep or not port.isdigit() or not host or not 0 < int(port) < 65536:
+            raise InvalidInputError(f"bootstrap address must be HOST:PORT (port 1-65535), got {addr!r}", bootstrap)
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+            return
+        except (OSError, ValueError, UnicodeError) as e:  # refused, unreachable, unresolvable, a NUL
+            reasons.append(f"{addr.strip()}: {getattr(e, 'strerror', None) or e}")
+    raise RemotingConnectError(
+        f"no Kafka broker answered at {bootstrap} within {timeout:g} s ({'; '.join(reasons)})", bootstrap
+    )
+
+
+def _consumer(cfg: KafkaMemberConfig, instance: Any) -> Any:
+    return KafkaConsumer(
+        bootstrap_servers=cfg.bootstrap.split(","),
+        group_id=cfg.group,
+        client_id=cfg.client_id or f"mqbalance-{os.getpid()}",
+        partition_assignment_strategy=[instance],
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=cfg.session_timeout_ms,
+        heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+        max_poll_interval_ms=cfg.max_poll_interval_ms,
+        metadata_max_age_ms=2_000,
+        request_timeout_ms=max(cfg.max_poll_interval_ms + 5_000, 30_000),
+        bootstrap_timeout_ms=int(cfg.connect_timeout * 1000),
+    )
+
+
+def run_kafka_member(cfg: KafkaMemberConfig, *, install_signals: bool = True) -> int:
+    """Consume until SIGTERM/SIGINT or ``cfg.duration``, committing after every processed batch
+    (and before partitions are revoked); then leave the group gracefully. Returns the exit code.
+
+    A bootstrap address that does not answer is a
+    :class:`~mqbalance.exceptions.RemotingConnectError` raised before the record file is written."""
+    stop = threading.Event()
+    instance = ASSIGNOR_CLASSES[cfg.implementation][cfg.assignor]()
+    check_bootstrap(cfg.bootstrap, cfg.connect_timeout)
+    try:
+        consumer = _consumer(cfg, instance)
+    except KafkaTimeoutError:  # accepted the connection, never answered a Kafka request
+        raise RemotingConnectError(
+            f"no Kafka broker answered at {cfg.bootstrap} within {cfg.connect_timeout:g} s (connected, no answer)",
+            cfg.bootstrap,
+        ) from None
+    rec = RecordWriter(cfg.records)
+    pending: dict[TopicPartition, int] = {}
+
+    def commit() -> None:
+        if not pending:
+            return
+        offsets = {tp: OffsetAndMetadata(o, "", -1) for tp, o in pending.items()}
+        try:
+            consumer.commit(offsets)
+        except KafkaError as e:  # a rebalance under way: the next owner re-reads from the last commit
+            rec.write(e="err", w="commit", msg=str(e)[:300])
+            pending.clear()
+            return
+        for tp, o in offsets.items():
+            rec.write(e="c", q=key(tp.topic, tp.partition), o=o.offset)
+        pending.clear()
+
+    _instrument(instance, rec.write, lambda: consumer._coordinator)
+    listener = _Listener(rec.write, commit)
+    consumer.subscribe(cfg.topics, listener=listener)
+    resubscribe = threading.Event()
+    if install_signals:
+        signal.signal(signal.SIGUSR1, lambda signum, frame: resubscribe.set())
+
+        def _stop(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+    rec.write(
+        e="start", m=cfg.client_id, pid=os.getpid(), group=cfg.group, assignor=cfg.assignor, impl=cfg.implementation
+    )
+    end_at = None if cfg.duration is None else time.monotonic() + cfg.duration
+    try:
+        while not stop.is_set() and (end_at is None or time.monotonic() < end_at):
+            if resubscribe.is_set():
+                resubscribe.clear()
+                topics = sorted({*cfg.topics, *cfg.extra_topics})
+                rec.write(e="sub", topics=topics)
+                consumer.subscribe(topics, listener=listener)
+            try:
+                batches = consumer.poll(timeout_ms=100, max_records=100)
+            except KafkaError as e:
+                rec.write(e="err", w="poll", msg=str(e)[:300])
+                continue
+            for tp, records in batches.items():
+                t0 = time.monotonic()
+                if cfg.work_ms:
+                    time.sleep(cfg.work_ms / 1000)
+                offsets = [r.offset for r in records]
+                rec.write(
+                    e="p",
+                    q=key(tp.topic, tp.partition),
+                    a=min(offsets),
+                    b=max(offsets) + 1,
+                    n=len(offsets),
+                    t0=t0,
+                    t1=time.monotonic(),
+                )
+                pending[tp] = max(offsets) + 1
+            commit()
+    finally:
+        rec.write(e="leave")
+        try:
+            consumer.close()
+        finally:
+            rec.write(e="stop", m=cfg.client_id)
+            rec.close()
+    return 0
