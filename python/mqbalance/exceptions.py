@@ -53,6 +53,7 @@ __all__ = [
     "RemotingTimeoutError",
     "RemotingFrameError",
     "BrokerResponseError",
+    "ColumnError",
 ]
 
 
@@ -241,3 +242,8 @@ class BrokerResponseError(RemotingError):
     @property
     def remark(self) -> str | None:
         return self.value[3] if isinstance(self.value, tuple) else None
+
+
+class ColumnError(InvalidInputError):
+    """A DataFrame column (:mod:`mqbalance.spark`) that is missing, has the wrong type, holds
+    nulls or duplicated queues; ``value`` is the column's name."""
