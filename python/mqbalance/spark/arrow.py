@@ -133,7 +133,6 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     _no_duplicates(g_sorted, t_sorted, b_sorted, q_sorted, starts, c)
     prev = None if c.previous is None else queues.column(c.previous).combine_chunks().take(order)
     owner = np.full(len(sg), -1, dtype=np.int64)
-    ids_of_row: list[list[str]] = []
     pair_ids: list[list[str]] = []
     batch_pairs: list[int] = []
     for k in range(len(starts) - 1):
@@ -194,9 +193,7 @@ def _java_order(groups: pa.Array, topics: pa.Array, brokers: pa.Array, qids: np.
     return by_queue[np.argsort(codes, kind="stable")]
 
 
-def _no_duplicates(
-    g: pa.Array, t: pa.Array, b: pa.Array, q: np.ndarray, starts: np.ndarray, c: QueueColumns
-) -> None:
+def _no_duplicates(g: pa.Array, t: pa.Array, b: pa.Array, q: np.ndarray, starts: np.ndarray, c: QueueColumns) -> None:
     """A queue listed twice in its group is refused, naming it (the clients would see it once)."""
     keys = pa.table({"g": g, "t": t, "b": b, "q": pa.array(q)})
     counted = keys.group_by(["g", "t", "b", "q"]).aggregate([("q", "count")])

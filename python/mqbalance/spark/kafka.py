@@ -97,7 +97,8 @@ def assign_partition_tables(partitions: pa.Table, members: pa.Table, assignor: s
         for t, ps in per_topic.items():
             if min(ps) < 0 or len(ps) != max(ps) + 1:
                 raise ColumnError(
-                    f"column {c.partition!r}: group {g!r} topic {t!r} must list partitions 0..n-1, got {sorted(ps)[:5]}…",
+                    f"column {c.partition!r}: group {g!r} topic {t!r} must list partitions 0..n-1, "
+                    f"got {sorted(ps)[:5]}…",
                     c.partition,
                 )
             counts[t] = len(ps)
@@ -128,6 +129,8 @@ def _order(groups: list[str], topics: list[str], numbers: np.ndarray) -> np.ndar
         names = encoded.dictionary.to_pylist()
         r = np.empty(len(names), dtype=np.int64)
         r[np.asarray(_core.sort_strings_order(names), dtype=np.int64)] = np.arange(len(names))
-        return r[encoded.indices.to_numpy()]
+        ranked: np.ndarray = r[encoded.indices.to_numpy()]
+        return ranked
 
-    return np.lexsort((numbers, rank(topics), rank(groups)))
+    order: np.ndarray = np.lexsort((numbers, rank(topics), rank(groups)))
+    return order
