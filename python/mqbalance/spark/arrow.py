@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from mqbalance import _core
 from mqbalance.allocation.bulk import owners, owners_by_pair
+from mqbalance.allocation.columns import str_column
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.exceptions import ColumnError, InvalidInputError, PreviousAssignmentRequiredError
 
@@ -130,7 +131,6 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     starts = np.concatenate([[0], np.flatnonzero((sg[1:] != sg[:-1]) | (st[1:] != st[:-1])) + 1, [len(sg)]])
     g_sorted = groups.take(order)
     t_sorted, b_sorted, q_sorted = topics.take(order), brokers.take(order), qids[order_np]
-    _no_duplicates(g_sorted, t_sorted, b_sorted, q_sorted, starts, c)
     prev = None if c.previous is None else queues.column(c.previous).combine_chunks().take(order)
     owner = np.full(len(sg), -1, dtype=np.int64)
     pair_ids: list[list[str]] = []
@@ -178,12 +178,15 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     client = pa.array(flat, pa.string()).take(pa.array(pick))
     # Java order: group (String order), then MessageQueue order.
     in_java = _java_order(g_sorted, t_sorted, b_sorted, q_sorted)
+    _no_duplicates(in_java, g_sorted, t_sorted, b_sorted, q_sorted, c)
     out = queues.take(order).append_column(c.client_id, client)
     return out.take(pa.array(in_java))
 
 
 def _java_order(groups: pa.Array, topics: pa.Array, brokers: pa.Array, qids: np.ndarray) -> np.ndarray:
-    by_queue = np.asarray(_core.sort_queues_order(topics.to_pylist(), brokers.to_pylist(), qids), dtype=np.int64)
+    by_queue = np.asarray(
+        _core.sort_queues_order(str_column(topics, "topics"), str_column(brokers, "brokers"), qids), dtype=np.int64
+    )
     g = groups.take(pa.array(by_queue))
     dictionary = pc.dictionary_encode(g)
     names = dictionary.dictionary.to_pylist()
@@ -193,15 +196,20 @@ def _java_order(groups: pa.Array, topics: pa.Array, brokers: pa.Array, qids: np.
     return by_queue[np.argsort(codes, kind="stable")]
 
 
-def _no_duplicates(g: pa.Array, t: pa.Array, b: pa.Array, q: np.ndarray, starts: np.ndarray, c: QueueColumns) -> None:
-    """A queue listed twice in its group is refused, naming it (the clients would see it once)."""
-    keys = pa.table({"g": g, "t": t, "b": b, "q": pa.array(q)})
-    counted = keys.group_by(["g", "t", "b", "q"]).aggregate([("q", "count")])
-    dup = counted.filter(pc.greater(counted.column("q_count"), 1))
-    if dup.num_rows:
-        row = dup.slice(0, 1).to_pylist()[0]
+def _no_duplicates(order: np.ndarray, g: pa.Array, t: pa.Array, b: pa.Array, q: np.ndarray, c: QueueColumns) -> None:
+    """A queue listed twice in its group is refused, naming it (the clients would see it once).
+    In Java order a duplicate sits next to its twin."""
+    taken = pa.array(order)
+    same = np.ones(len(order) - 1, dtype=bool)
+    for col in (g, t, b):
+        codes = pc.dictionary_encode(col.take(taken)).indices.to_numpy()
+        same &= codes[1:] == codes[:-1]
+    qs = q[order]
+    same &= qs[1:] == qs[:-1]
+    if same.any():
+        k = int(order[int(np.argmax(same))])
         raise ColumnError(
-            f"duplicated queue in columns {', '.join(map(repr, c.keys))}: group {row['g']!r}, topic {row['t']!r}, "
-            f"broker {row['b']!r}, queue id {row['q']}",
+            f"duplicated queue in columns {', '.join(map(repr, c.keys))}: group {g[k].as_py()!r}, "
+            f"topic {t[k].as_py()!r}, broker {b[k].as_py()!r}, queue id {int(q[k])}",
             c.queue_id,
         )
