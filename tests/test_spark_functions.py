@@ -183,3 +183,15 @@ def test_kafka_bad_input_is_refused_on_the_driver(spark):
     with pytest.raises(ColumnError, match="members has no column 'member_id'") as caught:
         assign_partitions(p, m.drop("member_id"), "range")
     assert caught.value.value == "member_id"
+
+
+def test_the_readme_example_runs(spark):
+    """The README's ``mqbalance.spark`` example, as written (its getOrCreate finds this session)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Spark functions over your own DataFrames", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None
+    exec(compile(block.group(1), "README.md", "exec"), {})
