@@ -297,7 +297,12 @@ def start_connect_server(*, timeout: float = START_TIMEOUT_S) -> ConnectServer:
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=root,
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
             start_new_session=True,
         )
     server = ConnectServer(f"sc://127.0.0.1:{port}", Daemon("connect server", process, log), root)
