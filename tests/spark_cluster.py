@@ -251,6 +251,84 @@ def bare_python(root: Path) -> str:
     return str(python)
 
 
+@dataclass
+class ConnectServer:
+    """A running Spark Connect server: ``url`` is ``sc://127.0.0.1:PORT``."""
+
+    url: str
+    daemon: Daemon
+    root: Path
+
+    def stop(self) -> None:
+        self.daemon.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _serving(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def start_connect_server(*, timeout: float = START_TIMEOUT_S) -> ConnectServer:
+    """A Spark Connect server (``sbin/start-connect-server.sh`` of the installed pyspark, in the
+    foreground, ``local[2]``) on a free loopback port, its executors' Python this interpreter;
+    ready when the port accepts connections. Raises ``RuntimeError`` with its log if it does not
+    come up; nothing is left running then."""
+    root = Path(tempfile.mkdtemp(prefix="mqbalance-spark-connect-"))
+    port = free_port()
+    env = daemon_env(
+        {
+            "PYSPARK_PYTHON": sys.executable,
+            "SPARK_LOG_DIR": str(root / "logs"),
+            "SPARK_PID_DIR": str(root),
+            "SPARK_DAEMON_MEMORY": "1g",
+        }
+    )
+    log = root / "connect.log"
+    args = [
+        str(spark_home() / "sbin" / "start-connect-server.sh"),
+        *("--master", "local[2]", "--driver-memory", "1g"),
+        *("--conf", f"spark.connect.grpc.binding.port={port}"),
+        *("--conf", "spark.connect.grpc.binding.address=127.0.0.1"),
+        *("--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.driver.bindAddress=127.0.0.1"),
+        *("--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4"),
+        *("--conf", f"spark.driver.extraJavaOptions=-Djava.io.tmpdir={root}"),
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=root,
+            start_new_session=True,
+        )
+    server = ConnectServer(f"sc://127.0.0.1:{port}", Daemon("connect server", process, log), root)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _serving(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in [log, *root.glob("logs/*")])
+                raise RuntimeError(f"Spark Connect server not serving on port {port}; log tail:\n{logs}")
+            time.sleep(0.3)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+@pytest.fixture(scope="module")
+def spark_connect() -> Iterator[ConnectServer]:
+    """A Spark Connect server for the tests of one module, stopped by PID afterwards."""
+    server = start_connect_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture(scope="module")
 def spark_cluster() -> Iterator[SparkCluster]:
     """A master and two workers for the tests of one module; stopped (by PID) and cleaned up

@@ -1066,7 +1066,8 @@ TABLE += [
 EXEMPT: dict[str, str] = {
     "mqbalance.coordination.*": "needs a ZooKeeper server; config: InvalidCoordinationConfigError (test_coordination)",
     "mqbalance.fleet.spark.*": "starts Spark; its inputs are snapshots (walked), checked first by the CLI walker",
-    "mqbalance.spark.*": "re-export of mqbalance.fleet.spark",
+    "mqbalance.spark.*": "DataFrame functions (Spark jobs): bad columns and strategies refused on the driver, "
+    "building blocks' strategies parsed by the registry (walked); tested in test_spark_functions",
     "mqbalance.fleet.shipping.*": "packs the Python environment for Spark executors; no user values",
     "mqbalance.fleet.engine.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
     "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",

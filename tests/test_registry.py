@@ -126,6 +126,7 @@ RUNS_IN = {
     Use.FLEET_AUDIT: _PER_CLIENT | _ROOMS,
     Use.WHAT_IF: _PER_CLIENT | {"STICKY"},
     Use.SCENARIO: _PER_CLIENT | {"STICKY"},
+    Use.DATAFRAME: _PER_CLIENT | _ROOMS | {"STICKY"},
 }
 CONFIGS = {n.value: n.value for n in StrategyName} | {
     "MACHINE_ROOM_NEARBY": "MACHINE_ROOM_NEARBY-AVG",

@@ -34,6 +34,7 @@ a group that never again had every queue pulled exactly once after some event).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -266,7 +267,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
     from mqbalance.fleet.report import what_if_summary
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
-    from mqbalance.fleet.spark import assign_fleet, audit_fleet, session
+    from mqbalance.fleet.spark import assign_fleet, audit_fleet, is_connect, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
@@ -284,8 +285,10 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         f"loaded {snap.source}: {len(snap.groups)} groups, {snap.readable_queue_count():,} readable queues"
         + (f"; previous: {prev.source}" if prev else "")
     )
-    say(f"starting Spark ({args.master or 'local[2]'})")
-    ship = args.ship_environment and not (args.master or "local").startswith("local")
+    if args.remote and args.master:
+        raise SnapshotError("--remote and --master: give one (a Spark Connect server or a master URL)", args.remote)
+    say(f"starting Spark ({args.remote or args.master or 'local[2]'})")
+    ship = args.ship_environment and not args.remote and not (args.master or "local").startswith("local")
     if args.ship_environment and not ship:
         say("local mode: the executors run this Python already; --ship-environment ignored")
     if ship:
@@ -296,14 +299,18 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 50_000_000}g"
     with (
         explain_executor_errors(),
-        session(args.master, ship_environment=ship, driver_memory=driver_memory, conf=conf) as spark,
+        session(
+            args.master, remote=args.remote, ship_environment=ship, driver_memory=driver_memory, conf=conf
+        ) as spark,
     ):
+        remote = is_connect(spark)
+        stages = (lambda what: contextlib.nullcontext()) if remote else (lambda what: say.spark_stages(spark, what))
         target = Path(args.out) / "assignments"
         # Local executors write the assignment rows as they compute them; a cluster's executors may
         # not share this file system, so there Spark writes them in a second pass.
-        in_tasks = not args.no_assignments and spark.sparkContext.master.startswith("local")
+        in_tasks = not args.no_assignments and not remote and spark.sparkContext.master.startswith("local")
         say("assigning and auditing every (group, topic) in the executors")
-        with say.spark_stages(spark, "audit"):
+        with stages("audit"):
             result = audit_fleet(
                 spark,
                 snap,
@@ -316,7 +323,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
         if not args.no_assignments and not in_tasks:
-            with say.spark_stages(spark, "assignments"):
+            with stages("assignments"):
                 assign_fleet(spark, snap, partitions=args.partitions).write.mode("overwrite").parquet(str(target))
         if not args.no_assignments:
             say(f"wrote {target}/ (one row per queue and consuming process, Parquet)")
@@ -469,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     au.add_argument("--previous", help="an earlier snapshot, for churn")
     au.add_argument("--out", default="out/audit", help="output directory (default: out/audit)")
     au.add_argument("--master", help="Spark master URL (default: local[2])")
+    au.add_argument("--remote", metavar="sc://HOST:PORT", help="run on a Spark Connect server instead of --master")
     au.add_argument("--partitions", type=int, help="Spark partitions of the work (default: one per core)")
     au.add_argument("--driver-memory", help="Spark driver memory, e.g. 4g (default: 2g, +1g per 5×10^7 queues)")
     au.add_argument("--executor-memory", help="Spark executor memory on a cluster, e.g. 4g")

@@ -54,6 +54,7 @@ __all__ = [
     "RemotingFrameError",
     "BrokerResponseError",
     "PartitionAssignorError",
+    "ColumnError",
 ]
 
 
@@ -254,3 +255,8 @@ class PartitionAssignorError(MQBalanceError):
     @property
     def java_message(self) -> str:
         return self.message
+
+
+class ColumnError(InvalidInputError):
+    """A DataFrame column (:mod:`mqbalance.spark`) that is missing, has the wrong type, holds
+    nulls or duplicated queues; ``value`` is the column's name."""

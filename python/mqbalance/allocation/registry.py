@@ -115,6 +115,7 @@ class Use(enum.Enum):
     FLEET_AUDIT = "a fleet audit"
     WHAT_IF = "a what-if"
     SCENARIO = "a simulated scenario"
+    DATAFRAME = "a DataFrame assignment (mqbalance.spark)"
 
 
 class StrategyConfigError(InvalidInputError):

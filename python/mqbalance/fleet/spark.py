@@ -32,7 +32,7 @@ from mqbalance.fleet import engine, shipping
 from mqbalance.fleet.findings import AuditResult, summarise
 from mqbalance.fleet.snapshot import GroupIndex, Snapshot
 
-__all__ = ["assign_fleet", "audit", "audit_fleet", "local_session", "session", "stop_session"]
+__all__ = ["assign_fleet", "audit", "audit_fleet", "is_connect", "local_session", "session", "stop_session"]
 
 # Spark's own ERROR lines (a stack trace per failed task, hundreds of lines when memory runs out)
 # are off: a failure reaches the driver as an exception, which the CLI turns into one line where
@@ -121,11 +121,21 @@ def stop_session(spark: Any) -> None:
 
 
 @contextmanager
-def session(master: str | None = None, **options: Any) -> Iterator[Any]:
+def session(master: str | None = None, *, remote: str | None = None, **options: Any) -> Iterator[Any]:
     """The active SparkSession if there is one (left running), else a new :func:`local_session`
-    (stopped on exit)."""
+    (stopped on exit). With ``remote`` (``sc://host:port``), a Spark Connect session to that
+    server instead (``options`` other than ``conf`` are the server's business then)."""
     from pyspark.sql import SparkSession
 
+    if remote is not None:
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+        for key, value in (options.get("conf") or {}).items():
+            spark.conf.set(key, value)
+        try:
+            yield spark
+        finally:
+            spark.stop()
+        return
     existing = SparkSession.getActiveSession()
     spark = existing or local_session(master, **options)
     try:
@@ -150,6 +160,18 @@ def _work_partitions(pairs_table: pa.Table, groups: GroupIndex, n: int) -> pa.Ta
         part_of_group[g] = k = int(np.argmin(load))
         load[k] += work[g]
     return pairs_table.append_column("part", pa.array(part_of_group[group_of]))
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (it has no SparkContext)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+class _Shipped:
+    """A value pickled with the function that reads it (what a broadcast gives, where there is none)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 def _size(groups: GroupIndex, name: str) -> int:
@@ -185,14 +207,19 @@ def _map_pairs(
         return None
     index = snapshot.group_index()
     earlier = None if previous is None else (previous.pair_table(), previous.group_index())
-    n = partitions or TASKS_PER_CORE * spark.sparkContext.defaultParallelism
-    n = min(n, pairs_table.num_rows)
+    remote = is_connect(spark)
+    cores = int(spark.conf.get("spark.sql.shuffle.partitions")) if remote else spark.sparkContext.defaultParallelism
+    n = min(partitions or TASKS_PER_CORE * cores, pairs_table.num_rows)
     table = _work_partitions(pairs_table, index, n)
     if earlier is not None:
         table = engine.with_previous_routes(table, earlier[0])
-    sc = spark.sparkContext
-    work, groups = sc.broadcast(table), sc.broadcast(index)
-    before = None if earlier is None else sc.broadcast(earlier[1])
+    if remote:  # no SparkContext over Spark Connect: the work travels inside the function, once per job
+        work, groups = _Shipped(table), _Shipped(index)
+        before = None if earlier is None else _Shipped(earlier[1])
+    else:
+        sc = spark.sparkContext
+        work, groups = sc.broadcast(table), sc.broadcast(index)
+        before = None if earlier is None else sc.broadcast(earlier[1])
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pairs = work.value
@@ -267,7 +294,9 @@ def audit_fleet(
         if target is not None:
             _write_empty_assignments(target)
         return summarise(snapshot, [], [], [], churn if earlier is None else {})
-    table = pa.Table.from_batches(facts._collect_as_arrow(), schema=engine.FACT_SCHEMA)
+    table = facts.toArrow().cast(engine.FACT_SCHEMA) if is_connect(spark) else None
+    if table is None:
+        table = pa.Table.from_batches(facts._collect_as_arrow(), schema=engine.FACT_SCHEMA)
     if target is not None:
         open(os.path.join(target, "_SUCCESS"), "w").close()
     per_pair, loads, busy = engine.split_facts(table)

@@ -1,0 +1,133 @@
+"""Assignment as DataFrame functions: the user's DataFrames in, a DataFrame out, computed in the
+executors with the Rust core over Arrow batches (a cogrouped ``applyInArrow`` over hash buckets
+of groups: many groups per Python call, nothing collected to the driver). Works on a classic
+session and over Spark Connect alike. The columns are checked on the driver before any job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mqbalance.exceptions import ColumnError, InvalidInputError
+from mqbalance.spark.arrow import QueueColumns, parse_strategies, queue_assigner
+from mqbalance.spark.kafka import PartitionColumns, partition_assigner
+
+__all__ = ["assign_partitions", "assign_queues"]
+
+_STRING = ("StringType",)
+_INTEGER = ("IntegerType", "LongType", "ShortType", "ByteType")
+
+
+def _check(df: Any, what: str, wanted: Mapping[str, tuple[str, ...]]) -> None:
+    """Each column present with one of the wanted types, else :class:`ColumnError` naming it."""
+    fields = {f.name: f for f in df.schema.fields}
+    for name, types in wanted.items():
+        f = fields.get(name)
+        if f is None:
+            raise ColumnError(f"{what} has no column {name!r} (columns: {', '.join(fields)})", name)
+        kind = type(f.dataType).__name__
+        if kind not in types:
+            expected = "string" if types == _STRING else "integer"
+            raise ColumnError(f"{what}.{name}: expected {expected}, got {f.dataType.simpleString()}", name)
+
+
+def _buckets(spark: Any, buckets: int | None) -> int:
+    if buckets is not None:
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
+            raise InvalidInputError(f"buckets must be a positive int, got {buckets!r}", buckets)
+        return buckets
+    return 4 * int(spark.conf.get("spark.sql.shuffle.partitions"))
+
+
+def _ddl(df: Any, extra: str) -> str:
+    return ", ".join([f"`{f.name}` {f.dataType.simpleString()}" for f in df.schema.fields] + [f"`{extra}` string"])
+
+
+def assign_queues(
+    queues: Any,
+    consumers: Any,
+    strategy: Any = "AVG",
+    *,
+    strategy_by_group: Mapping[str, Any] | None = None,
+    previous: str | None = None,
+    group: str = "group",
+    topic: str = "topic",
+    broker_name: str = "broker_name",
+    queue_id: str = "queue_id",
+    client_id: str = "client_id",
+    buckets: int | None = None,
+) -> Any:
+    """The owner of every queue, as every client of its group computes it.
+
+    ``queues``: a DataFrame with ``group, topic, broker_name, queue_id`` (other names through the
+    keyword options; more columns are kept), ``consumers``: ``group, client_id`` (one row per
+    connection). ``strategy``: a Java-style config for every group (``"AVG"``,
+    ``{"name": "CONSISTENT_HASH", "virtualNodeCnt": 5}``, ``"MACHINE_ROOM_NEARBY-AVG"``...),
+    ``strategy_by_group``: a mapping group -> config for some groups. ``previous``: a column of
+    ``queues`` with the previous owner (STICKY needs it). Returns the queues' columns plus
+    ``client_id`` (null where nobody owns the queue), sorted the Java way within each batch of
+    groups. ``buckets``: Python calls per job (default 4 × ``spark.sql.shuffle.partitions``).
+
+    >>> from mqbalance.spark import assign_queues  # doctest: +SKIP
+    >>> assign_queues(spark.createDataFrame(rows, "group string, topic string, broker_name string, queue_id int"),
+    ...               spark.createDataFrame([("g", "c1"), ("g", "c2")], "group string, client_id string"),
+    ...               "AVG").show()  # doctest: +SKIP
+    """
+    from pyspark.sql import functions as F
+
+    cols = QueueColumns(group, topic, broker_name, queue_id, client_id, previous)
+    parse_strategies(strategy, strategy_by_group, previous=previous is not None)  # refuses before any job
+    wanted = {group: _STRING, topic: _STRING, broker_name: _STRING, queue_id: _INTEGER}
+    if previous is not None:
+        wanted[previous] = _STRING
+    _check(queues, "queues", wanted)
+    _check(consumers, "consumers", {group: _STRING, client_id: _STRING})
+    if client_id in queues.columns:
+        raise ColumnError(f"queues already has a column {client_id!r} (the output's owner column)", client_id)
+    n = _buckets(queues.sparkSession, buckets)
+    func = queue_assigner(strategy, strategy_by_group=strategy_by_group, columns=cols)
+    bucket = F.pmod(F.hash(F.col(group)), F.lit(n))
+    return (
+        queues.groupBy(bucket)
+        .cogroup(consumers.select(group, client_id).groupBy(bucket))
+        .applyInArrow(func, _ddl(queues, client_id))
+    )
+
+
+def assign_partitions(
+    partitions: Any,
+    members: Any,
+    assignor: str = "range",
+    *,
+    previous: str | None = None,
+    group: str = "group",
+    topic: str = "topic",
+    partition: str = "partition",
+    member_id: str = "member_id",
+    buckets: int | None = None,
+) -> Any:
+    """Kafka's classic assignors (``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``)
+    over DataFrames: ``partitions`` with ``group, topic, partition`` (every topic's partitions
+    0..n-1; ``previous``: a column with the member that owned it, for the sticky assignors),
+    ``members`` with ``group, member_id, topic`` (one row per subscribed topic). Returns the
+    partitions' columns plus ``member_id`` (null where no member subscribes), as
+    :func:`mqbalance.kafka.assignor` computes it."""
+    from pyspark.sql import functions as F
+
+    cols = PartitionColumns(group, topic, partition, member_id, previous)
+    func = partition_assigner(assignor, columns=cols)  # refuses an unknown assignor before any job
+    wanted = {group: _STRING, topic: _STRING, partition: _INTEGER}
+    if previous is not None:
+        wanted[previous] = _STRING
+    _check(partitions, "partitions", wanted)
+    _check(members, "members", {group: _STRING, member_id: _STRING, topic: _STRING})
+    if member_id in partitions.columns:
+        raise ColumnError(f"partitions already has a column {member_id!r} (the output's owner column)", member_id)
+    n = _buckets(partitions.sparkSession, buckets)
+    bucket = F.pmod(F.hash(F.col(group)), F.lit(n))
+    return (
+        partitions.groupBy(bucket)
+        .cogroup(members.select(group, member_id, topic).groupBy(bucket))
+        .applyInArrow(func, _ddl(partitions, member_id))
+    )

@@ -1,0 +1,197 @@
+"""``mqbalance.spark`` in local mode: the DataFrame functions give exactly what the in-process path
+gives (``bulk.owners`` per (group, topic), ``mqbalance.kafka.assignor``) on generated fleets; the
+building blocks work in a cogrouped ``applyInArrow`` of one's own; bad columns are refused on the
+driver, naming the column. The same comparison runs on a standalone cluster
+(``test_spark_functions_cluster.py``) and over Spark Connect (``test_spark_connect.py``)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mqbalance.exceptions import (
+    ColumnError,
+    PreviousAssignmentRequiredError,
+    PreviousAssignmentWarning,
+    UnknownStrategyError,
+    UnsupportedStrategyError,
+)
+from mqbalance.fleet.spark import session
+from mqbalance.spark import (
+    PARTITION_ASSIGNMENT_SCHEMA,
+    QUEUE_ASSIGNMENT_SCHEMA,
+    assign_partitions,
+    assign_queues,
+    partition_assigner,
+    queue_assigner,
+)
+from spark_functions_cases import (
+    CONSUMER_DDL,
+    MEMBER_DDL,
+    PARTITION_DDL,
+    QUEUE_DDL,
+    STRATEGIES,
+    check_queue_rows,
+    expected_partition_owners,
+    expected_queue_owners,
+    java_group_order,
+    partition_case,
+    queue_case,
+    run_all,
+)
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def spark():
+    with session(fast_start=True, driver_memory="1g") as s:
+        yield s
+
+
+def _queue_tables(queues, consumers):
+    names = ["group", "topic", "broker_name", "queue_id", "previous"]
+    q = pa.table(
+        {
+            n: pa.array([r[k] for r in queues], pa.int32() if n == "queue_id" else pa.string())
+            for k, n in enumerate(names)
+        }
+    )
+    c = pa.table({"group": [g for g, _ in consumers], "client_id": [x for _, x in consumers]})
+    return q, c
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), default=st.sampled_from(STRATEGIES))
+def test_the_arrow_building_block_equals_bulk_owners(seed, default):
+    """Without Spark: one call over many groups, each with its strategy, equals ``bulk.owners`` per pair,
+    and the groups come out in Java String order."""
+    from mqbalance.spark import QueueColumns
+
+    queues, consumers, by_group = queue_case(seed, groups=9)
+    q, c = _queue_tables(queues, consumers)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PreviousAssignmentWarning)
+        out = queue_assigner(default, strategy_by_group=by_group, columns=QueueColumns(previous="previous"))(q, c)
+    rows = out.to_pylist()
+    check_queue_rows(rows, expected_queue_owners(queues, consumers, by_group, default))
+    groups = list(dict.fromkeys(r["group"] for r in rows))
+    assert groups == java_group_order(groups)
+    assert out.schema.field("queue_id").type == pa.int32()  # the queues' own columns, as given
+
+
+def test_local_mode_equals_the_in_process_path(spark):
+    assert run_all(spark) > 400
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), buckets=st.integers(1, 7))
+def test_any_bucketing_gives_the_same_owners(spark, seed, buckets):
+    queues, consumers, by_group = queue_case(seed, groups=10)
+    q, c = spark.createDataFrame(queues, QUEUE_DDL), spark.createDataFrame(consumers, CONSUMER_DDL)
+    got = assign_queues(q, c, strategy_by_group=by_group, previous="previous", buckets=buckets).collect()
+    check_queue_rows([r.asDict() for r in got], expected_queue_owners(queues, consumers, by_group))
+
+
+def test_the_building_blocks_in_an_applyinarrow_of_ones_own(spark):
+    queues, consumers, _ = queue_case(3)
+    q = spark.createDataFrame([r[:4] for r in queues], "group string, topic string, broker_name string, queue_id int")
+    c = spark.createDataFrame(consumers, CONSUMER_DDL)
+    strategy = {"name": "CONSISTENT_HASH", "virtualNodeCnt": 7}
+    mine = (
+        q.groupBy("group").cogroup(c.groupBy("group")).applyInArrow(queue_assigner(strategy), QUEUE_ASSIGNMENT_SCHEMA)
+    )
+    expected = expected_queue_owners(queues, consumers, {}, strategy)
+    check_queue_rows([r.asDict() for r in mine.collect()], expected)
+    partitions, members = partition_case(4)
+    p = spark.createDataFrame([r[:3] for r in partitions], "group string, topic string, partition int")
+    m = spark.createDataFrame(members, MEMBER_DDL)
+    kafka = (
+        p.groupBy("group")
+        .cogroup(m.groupBy("group"))
+        .applyInArrow(partition_assigner("roundrobin"), PARTITION_ASSIGNMENT_SCHEMA)
+    )
+    got = {(r["group"], r["topic"], r["partition"]): r["member_id"] for r in kafka.collect()}
+    assert got == expected_partition_owners(partitions, members, "roundrobin", with_previous=False)
+
+
+@pytest.fixture(scope="module")
+def frames(spark):
+    queues, consumers, _ = queue_case(1, groups=3)
+    return spark.createDataFrame(queues, QUEUE_DDL), spark.createDataFrame(consumers, CONSUMER_DDL)
+
+
+@pytest.mark.parametrize(
+    "change, error, column, message",
+    [
+        (lambda q, c: (q.drop("broker_name"), c), ColumnError, "broker_name", "queues has no column 'broker_name'"),
+        (
+            lambda q, c: (q.withColumn("queue_id", q.queue_id.cast("string")), c),
+            ColumnError,
+            "queue_id",
+            "expected integer",
+        ),
+        (lambda q, c: (q, c.withColumnRenamed("client_id", "id")), ColumnError, "client_id", "consumers has no column"),
+        (lambda q, c: (q, c.withColumn("group", c.group.cast("binary"))), ColumnError, "group", "expected string"),
+        (lambda q, c: (q.withColumnRenamed("previous", "client_id"), c), ColumnError, "client_id", "already has"),
+    ],
+)
+def test_bad_columns_are_refused_on_the_driver_naming_the_column(frames, change, error, column, message):
+    q, c = change(*frames)
+    with pytest.raises(error, match=message) as caught:
+        assign_queues(q, c, "AVG")
+    assert caught.value.value == column
+
+
+@pytest.mark.parametrize(
+    "strategy, error",
+    [
+        ("NOPE", UnknownStrategyError),
+        ({"name": "CONFIG", "messageQueueList": []}, UnsupportedStrategyError),
+        ("range", UnsupportedStrategyError),
+        ("STICKY", PreviousAssignmentRequiredError),
+        ({"name": "CONSISTENT_HASH", "virtualNodeCnt": "x"}, ValueError),
+    ],
+)
+def test_bad_strategies_are_refused_on_the_driver(frames, strategy, error):
+    with pytest.raises(error):
+        assign_queues(*frames, strategy)
+    with pytest.raises(error):
+        assign_queues(*frames, "AVG", strategy_by_group={"cg-1": strategy})
+
+
+def test_nulls_and_duplicated_queues_fail_the_job_naming_the_column(spark):
+    c = spark.createDataFrame([("g", "c1")], CONSUMER_DDL)
+    ddl = "group string, topic string, broker_name string, queue_id int"
+    nulls = spark.createDataFrame([("g", "T", None, 0)], ddl)
+    with pytest.raises(Exception, match="column 'broker_name' holds nulls"):
+        assign_queues(nulls, c).collect()
+    dup = spark.createDataFrame([("g", "T", "b", 0), ("g", "T", "b", 0)], ddl)
+    with pytest.raises(Exception, match="duplicated queue .* group 'g', topic 'T', broker 'b', queue id 0"):
+        assign_queues(dup, c).collect()
+
+
+def test_kafka_bad_input_is_refused_on_the_driver(spark):
+    partitions, members = partition_case(2)
+    p, m = spark.createDataFrame(partitions, PARTITION_DDL), spark.createDataFrame(members, MEMBER_DDL)
+    with pytest.raises(UnknownStrategyError):
+        assign_partitions(p, m, "uniform")
+    with pytest.raises(ColumnError, match="members has no column 'member_id'") as caught:
+        assign_partitions(p, m.drop("member_id"), "range")
+    assert caught.value.value == "member_id"
+
+
+def test_the_readme_example_runs(spark):
+    """The README's ``mqbalance.spark`` example, as written (its getOrCreate finds this session)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Spark functions over your own DataFrames", 1)[1]
+    block = re.search(r"```python\n(.*?)```", section, re.S)
+    assert block is not None
+    exec(compile(block.group(1), "README.md", "exec"), {})
