@@ -1,0 +1,162 @@
+"""The history dataset: what ``mqbalance watch`` writes and ``mqbalance history`` reads.
+
+A history is a directory. It holds a marker file and one Hive-partitioned Parquet table per kind
+of record, so Spark (``spark.read.parquet(f"{root}/members")``) and any Arrow tool
+(``pyarrow.dataset.dataset(..., partitioning="hive")``) read it directly::
+
+    DIR/
+      _mqbalance_history.json              {"format": "mqbalance-history", "schema_version": 1, ...}
+      ticks/date=2026-11-25/hour=03/part-<first tick id, 12 digits>-<run id>.parquet
+      groups/…   members/…   ownership/…   offsets/…   gaps/…       (same partitioning)
+
+The dataset records **changes**, not copies. Each table's rows are events; a ``checkpoint`` row
+repeats the whole current state of its kind, so a reader that starts at any time finds the state
+at the last checkpoint before it and applies the changes after it. Between checkpoints an
+unchanged fleet writes nothing but its tick rows.
+
+Writing is append-only and crash-safe: a file is written under a name starting with ``.`` (which
+Spark and Arrow skip) and renamed into place when complete, so a half-written file is never read
+as data. Retention deletes whole ``hour=`` directories, oldest first.
+
+Every time is a UTC timestamp in milliseconds (``ts``). ``tick_id`` increases by one per tick
+across restarts of the watcher (a restart continues from the highest id found); ``run_id``
+names one watcher process, so a restart is visible as a new run.
+
+The tables (``TABLES``):
+
+* ``ticks`` — one row per tick that ran: when, how long it took, what it read (``membership``,
+  ``offsets`` or both), how many ticks were skipped before it because the previous one ran late,
+  and ``clock_jump_ms``: how far the wall clock moved against the monotonic clock since the last
+  tick (negative when it went backwards; durations are measured on the monotonic clock, never
+  negative).
+* ``groups`` — a consumer group ``appear`` s, ``disappear`` s, or changes ``subscription``
+  (message model, subscribed topics, the group's strategy); ``checkpoint`` rows list them all.
+* ``members`` — a connection (client id **and** address, so two processes sharing an id are two
+  rows) ``join`` s or ``leave`` s a group, with the language, version and strategy it reports.
+* ``ownership`` — a queue's owner changes, as our exact allocation computes it from the members
+  and routes at that tick: ``owner`` is the client id (null: owned by nobody) and ``processes``
+  how many connected processes run that id (0: nobody, 2 or more: owned twice).
+* ``offsets`` — at the offsets interval, per queue whose committed offset or broker max offset
+  changed: both values (null where the broker did not say).
+* ``gaps`` — what could not be read at a tick: the broker, its address, the request and the error.
+
+>>> [f.name for f in TABLES["ownership"]][:6]
+['ts', 'tick_id', 'event', 'group', 'topic', 'broker_name']
+>>> sorted(EVENTS["members"])
+['checkpoint', 'join', 'leave']
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+__all__ = [
+    "EVENTS",
+    "FORMAT",
+    "MARKER_FILE",
+    "PARTITION_COLUMNS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "TICK_KINDS",
+]
+
+#: the value of ``format`` in the marker file; a directory without it is not a history
+FORMAT = "mqbalance-history"
+#: the marker file at the root of every history directory
+MARKER_FILE = "_mqbalance_history.json"
+#: bumped on any change a reader of an older version would misread; a reader refuses a newer one
+SCHEMA_VERSION = 1
+#: the Hive partition columns of every table (directories ``date=YYYY-MM-DD/hour=HH``, UTC)
+PARTITION_COLUMNS = ("date", "hour")
+
+#: what a tick read
+TICK_KINDS = frozenset({"membership", "offsets", "both"})
+
+_TS = pa.timestamp("ms", tz="UTC")
+_COMMON = [pa.field("ts", _TS, nullable=False), pa.field("tick_id", pa.int64(), nullable=False)]
+_QUEUE = [
+    pa.field("group", pa.string(), nullable=False),
+    pa.field("topic", pa.string(), nullable=False),
+    pa.field("broker_name", pa.string(), nullable=False),
+    pa.field("queue_id", pa.int32(), nullable=False),
+]
+
+
+def _event() -> pa.Field:
+    return pa.field("event", pa.string(), nullable=False)
+
+
+#: the Arrow schema of each table (partition columns not included: they are the directory names)
+TABLES: dict[str, pa.Schema] = {
+    "ticks": pa.schema(
+        [
+            *_COMMON,
+            pa.field("run_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("duration_ms", pa.int64(), nullable=False),
+            pa.field("skipped_before", pa.int32(), nullable=False),
+            pa.field("clock_jump_ms", pa.int64(), nullable=False),
+            pa.field("groups", pa.int32(), nullable=False),
+            pa.field("changed_groups", pa.int32(), nullable=False),
+            pa.field("requests", pa.int32(), nullable=False),
+            pa.field("errors", pa.int32(), nullable=False),
+        ]
+    ),
+    "groups": pa.schema(
+        [
+            *_COMMON,
+            _event(),
+            pa.field("group", pa.string(), nullable=False),
+            pa.field("message_model", pa.string()),
+            pa.field("subscriptions", pa.list_(pa.string())),
+            pa.field("strategy", pa.string()),
+        ]
+    ),
+    "members": pa.schema(
+        [
+            *_COMMON,
+            _event(),
+            pa.field("group", pa.string(), nullable=False),
+            pa.field("client_id", pa.string(), nullable=False),
+            pa.field("client_addr", pa.string(), nullable=False),
+            pa.field("language", pa.string()),
+            pa.field("version", pa.int32()),
+            pa.field("strategy", pa.string()),
+        ]
+    ),
+    "ownership": pa.schema(
+        [
+            *_COMMON,
+            _event(),
+            *_QUEUE,
+            pa.field("owner", pa.string()),
+            pa.field("processes", pa.int16(), nullable=False),
+        ]
+    ),
+    "offsets": pa.schema(
+        [
+            *_COMMON,
+            _event(),
+            *_QUEUE,
+            pa.field("committed", pa.int64()),
+            pa.field("max_offset", pa.int64()),
+        ]
+    ),
+    "gaps": pa.schema(
+        [
+            *_COMMON,
+            pa.field("broker_name", pa.string()),
+            pa.field("address", pa.string()),
+            pa.field("request", pa.string(), nullable=False),
+            pa.field("error", pa.string(), nullable=False),
+        ]
+    ),
+}
+
+#: the values of ``event`` per table that has one
+EVENTS: dict[str, frozenset[str]] = {
+    "groups": frozenset({"appear", "disappear", "subscription", "checkpoint"}),
+    "members": frozenset({"join", "leave", "checkpoint"}),
+    "ownership": frozenset({"change", "checkpoint"}),
+    "offsets": frozenset({"change", "checkpoint"}),
+}
