@@ -64,6 +64,8 @@ from mqbalance.allocation.strategies import (
     Sticky,
 )
 from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning, RemotingConnectError
+from mqbalance.fleet import kafka_audit as kafka_audit_mod
+from mqbalance.fleet import kafka_snapshot as kafka_snap_mod
 from mqbalance.fleet import live as live_mod
 from mqbalance.fleet import snapshot as snap_mod
 from mqbalance.kafka import user_data
@@ -287,6 +289,15 @@ _SNAPSHOT = {
 
 _GOOD_SNAPSHOT_FILE = Path(tempfile.mkdtemp(prefix="mqbalance-bad-input-")) / "snapshot.json"
 _GOOD_SNAPSHOT_FILE.write_text(json.dumps(_SNAPSHOT))
+_KAFKA_SNAPSHOT = {
+    "kind": "kafka",
+    "topics": {"t": {"partitions": 2}},
+    "groups": {
+        "g": {"state": "Stable", "members": [{"memberId": "m", "subscription": ["t"], "assignment": {"t": [0]}}]}
+    },
+}
+_GOOD_KAFKA_SNAPSHOT_FILE = _GOOD_SNAPSHOT_FILE.with_name("kafka.json")
+_GOOD_KAFKA_SNAPSHOT_FILE.write_text(json.dumps(_KAFKA_SNAPSHOT))
 
 
 class _Transport:
@@ -840,6 +851,35 @@ TABLE: list[Entry] = [
         namesrv=("namesrv", _UNREACHABLE[0]),
         timeout=("timeout", 0.5),
     ),
+    # fleet: Kafka snapshots and their audit
+    E(
+        "fleet.kafka_snapshot.kafka_snapshot_from_dict",
+        lambda data, source: kafka_snap_mod.kafka_snapshot_from_dict(data, source),
+        data=("mapping", _KAFKA_SNAPSHOT),
+        source=("str", "<s>"),
+    ),
+    E(
+        "fleet.kafka_snapshot.load_kafka_snapshot",
+        lambda path: kafka_snap_mod.load_kafka_snapshot(path),
+        path=("str", str(_GOOD_KAFKA_SNAPSHOT_FILE)),
+    ),
+    E(
+        "fleet.kafka_snapshot.snapshot_kind",
+        lambda path: kafka_snap_mod.snapshot_kind(path),
+        path=("str", str(_GOOD_KAFKA_SNAPSHOT_FILE)),
+    ),
+    E(
+        "fleet.kafka_audit.audit_kafka",
+        lambda snapshot, previous, what_if: kafka_audit_mod.audit_kafka(snapshot, previous, what_if),
+        snapshot=("object", kafka_snap_mod.kafka_snapshot_from_dict(_KAFKA_SNAPSHOT)),
+        previous=("object?", kafka_snap_mod.kafka_snapshot_from_dict(_KAFKA_SNAPSHOT)),
+        what_if=("any", "range,sticky"),
+    ),
+    E(
+        "fleet.kafka_audit.kafka_what_if_candidates",
+        lambda option: kafka_audit_mod.kafka_what_if_candidates(option),
+        option=("any", "range,uniform"),
+    ),
     # rebalance
     E(
         "rebalance.RebalanceService",
@@ -1072,6 +1112,11 @@ EXEMPT: dict[str, str] = {
     "mqbalance.fleet.engine.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
     "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",
     "mqbalance.fleet.findings.*": "result types built by the library",
+    "mqbalance.fleet.kafka_live.*": "reads a live Kafka cluster (test_kafka_fleet; the CLI walker); its bootstrap "
+    "is checked by kafka.member.check_bootstrap",
+    "mqbalance.fleet.kafka_snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka_snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka_snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.audit.*": "re-exports of mqbalance.fleet",
     "mqbalance.snapshot.*": "re-exports of mqbalance.fleet.snapshot (walked)",
     "mqbalance.examples.fault_seed.*": "the demo behind `mqbalance fault-latency-demo` (CLI walker)",

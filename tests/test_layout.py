@@ -182,6 +182,9 @@ FLEET_LAYERS = {
     "findings": 2,
     "report": 3,
     "spark": 3,
+    "kafka_snapshot": 1,
+    "kafka_live": 2,
+    "kafka_audit": 3,
     "__init__": 4,
 }
 FLEET_LAZY_IMPORTS = {"pyspark", "matplotlib"}

@@ -15,6 +15,12 @@ that did not answer are listed in the snapshot and on stderr. ``audit`` and ``as
 ``--namesrv`` instead of a snapshot file to read the cluster directly. With
 ``MQBALANCE_ACCESS_KEY`` and ``MQBALANCE_SECRET_KEY`` set, every request is signed (ACL).
 
+``mqbalance snapshot --bootstrap HOST:PORT[,HOST:PORT] -o fleet.json`` — read a live Kafka cluster
+(topics, consumer groups with their members' subscriptions and assignments, committed and log-end
+offsets) into a Kafka snapshot (:mod:`mqbalance.fleet.kafka_live`). ``audit`` and ``assign`` take
+either kind of snapshot file and tell them apart; a Kafka one is audited in-process
+(:mod:`mqbalance.fleet.kafka_audit`) into the same outputs.
+
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x.
 
@@ -39,12 +45,14 @@ import dataclasses
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.engine import DEFAULT_WHAT_IF
+from mqbalance.fleet.kafka_snapshot import KafkaSnapshot
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
 
@@ -107,7 +115,7 @@ def _live(args: argparse.Namespace, say: Progress) -> Snapshot:
     return snap
 
 
-def _warn_partial(snap: Snapshot) -> None:
+def _warn_partial(snap: Snapshot | KafkaSnapshot) -> None:
     lines = snap.error_lines()
     if lines:
         print(f"mqbalance: warning: {snap.source} is partial, {len(lines)} read error(s):", file=sys.stderr)
@@ -143,14 +151,21 @@ def _cmd_snapshot(args: argparse.Namespace) -> int:
     from mqbalance.fleet.live import read_cluster
     from mqbalance.fleet.snapshot import write_parquet
 
-    if not args.timeout > 0:
+    if bool(args.namesrv) == bool(args.bootstrap):
+        raise SnapshotError("give --namesrv (RocketMQ) or --bootstrap (Kafka), one of them", args.namesrv)
+    timeout = 3.0 if args.timeout is None else args.timeout
+    if not timeout > 0:
         raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
     out = Path(args.out)
     _check_out(out)  # before the cluster is read, which may take minutes
     say = Progress(quiet=args.quiet, stream=sys.stderr)
+    if args.bootstrap:
+        return _kafka_snapshot(args, out, timeout, say)
+    if args.group:
+        raise SnapshotError("--group goes with --bootstrap (a RocketMQ snapshot reads every group)", args.group)
     data = read_cluster(
         args.namesrv,
-        timeout=args.timeout,
+        timeout=timeout,
         running_info=not args.no_running_info,
         progress=say,
         credentials=_credentials(),
@@ -170,8 +185,123 @@ def _cmd_snapshot(args: argparse.Namespace) -> int:
     return 4 if args.fail_on_partial and snap.errors.num_rows else 0
 
 
+def _kafka_snapshot(args: argparse.Namespace, out: Path, timeout: float, say: Progress) -> int:
+    from mqbalance.fleet.kafka_live import read_kafka_cluster
+    from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
+
+    if out.suffix.lower() != ".json":
+        raise SnapshotError(f"-o {out}: a Kafka snapshot is written as JSON (-o fleet.json)", str(out))
+    data = read_kafka_cluster(args.bootstrap, timeout=timeout, groups=args.group, progress=say)
+    snap = kafka_snapshot_from_dict(data, f"kafka://{args.bootstrap}")  # validated before anything is written
+    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    members = sum(len(g.members) for g in snap.groups.values())
+    print(
+        f"{out}: {len(snap.topics):,} topics, {snap.partition_count():,} partitions, {len(snap.groups):,} groups, "
+        f"{members:,} members, {len(snap.committed):,} committed offsets"
+    )
+    _warn_partial(snap)
+    return 4 if args.fail_on_partial and snap.errors else 0
+
+
+def _kafka_snapshot_arg(args: argparse.Namespace) -> KafkaSnapshot | None:
+    """The Kafka snapshot named on the command line, or ``None`` for a RocketMQ one (or none)."""
+    from mqbalance.fleet.kafka_snapshot import load_kafka_snapshot, snapshot_kind
+
+    if not args.snapshot or snapshot_kind(args.snapshot) != "kafka":
+        return None
+    if args.namesrv:
+        raise SnapshotError("give a snapshot file or --namesrv, not both", args.snapshot)
+    snap = load_kafka_snapshot(args.snapshot)
+    _warn_partial(snap)
+    return snap
+
+
+def _cmd_assign_kafka(args: argparse.Namespace, snap: KafkaSnapshot) -> int:
+    from mqbalance.fleet import FindingKind
+    from mqbalance.fleet.kafka_audit import audit_kafka
+
+    result = audit_kafka(snap, what_if=())
+    print(f"{snap.source}: {len(snap.groups)} groups")
+    t = result.totals
+    print(
+        f"fleet: {t['queues_assigned']:,} partitions in {t['group_topics']:,} group/topic pairs, "
+        f"{t['processes']:,} members; assigned to nobody {t['unowned_queues']:,}, twice {t['double_owned_queues']:,}, "
+        f"idle members {t['idle_processes']:,}, lag {t['lag']:,}, rebalancing groups {t['rebalancing_groups']:,}"
+    )
+    header = (
+        f"{'group':<20} {'topic':<22} {'parts':>6} {'membrs':>6} {'min':>4} {'max':>4} {'nobody':>7} {'twice':>6} "
+        f"{'lag':>10}  notes"
+    )
+    print(header)
+    print("-" * len(header))
+    groups = snap.groups
+    lines = []
+    for r in result.rows:
+        notes = []
+        group = groups[r.group]
+        if not group.stable:
+            notes.append(group.state)
+        if group.members and not group.metadata_known:
+            notes.append("members' assignments not returned by the broker")
+        if r.idle_processes:
+            notes.append(f"{r.idle_processes} idle")
+        risk = r.unowned + r.double_owned
+        line = (
+            f"{r.group:<20} {r.topic:<22} {r.queues:>6} {r.processes:>6} {r.min_per_process:>4} {r.max_per_process:>4} "
+            f"{r.unowned:>7} {r.double_owned:>6} {r.lag or 0:>10}  {'; '.join(notes)}"
+        )
+        lines.append((risk, r.idle_processes, r.group, r.topic, line))
+    if args.top is None:
+        shown = sorted(lines, key=lambda x: (x[2], x[3]))
+    else:
+        shown = sorted(lines, key=lambda x: (-x[0], -x[1], x[2], x[3]))[: args.top]
+    for *_, line in shown:
+        print(line)
+    if len(shown) < len(lines):
+        print(f"... {len(lines) - len(shown):,} more group/topic pairs (--top)")
+    return 3 if args.fail_on_unowned and result.count(FindingKind.UNOWNED) else 0
+
+
+def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: list[str], say: Progress) -> int:
+    from mqbalance.fleet import write_outputs
+    from mqbalance.fleet.kafka_audit import KAFKA_WHAT_IF, audit_kafka, kafka_what_if_candidates
+    from mqbalance.fleet.kafka_snapshot import load_kafka_snapshot, snapshot_kind
+
+    prev = None
+    if args.previous:
+        if snapshot_kind(args.previous) != "kafka":
+            raise SnapshotError(
+                f"--previous {args.previous}: not a Kafka snapshot, and {snap.source} is one", args.previous
+            )
+        prev = load_kafka_snapshot(args.previous)
+    if args.master or args.remote:
+        say("a Kafka snapshot is audited in-process; --master/--remote are not used")
+    what_if: tuple[str, ...] = KAFKA_WHAT_IF if args.what_if is None else ()
+    if args.what_if is not None and args.what_if.strip().lower() != "none":
+        what_if = kafka_what_if_candidates(args.what_if)
+    say(f"loaded {snap.source}: {len(snap.groups)} groups, {snap.partition_count():,} partitions")
+    result = audit_kafka(snap, prev, what_if)
+    write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
+    say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
+    print()
+    print(f"fleet: {result.totals['queues_assigned']:,} partitions, {result.totals['groups']:,} groups")
+    for kind, n in Counter(f.kind.value for f in result.findings).most_common():
+        print(f"  {kind}: {n}")
+    failing = [k for k in fail_on if result.count(k)]
+    if failing:
+        print(f"mqbalance: findings of kind(s) {', '.join(failing)} (--fail-on)", file=sys.stderr)
+        return 3
+    return 0
+
+
 def _cmd_assign(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FindingKind, audit_snapshot
+
+    kafka = _kafka_snapshot_arg(args)
+    if kafka is not None:
+        if args.top is not None and args.top < 0:
+            raise SnapshotError(f"--top: must be >= 0, got {args.top}", args.top)
+        return _cmd_assign_kafka(args, kafka)
 
     if args.top is not None and args.top < 0:
         raise SnapshotError(f"--top: must be >= 0, got {args.top}", args.top)
@@ -275,6 +405,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         raise SnapshotError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
     say = Progress(quiet=args.quiet)
     _writable_dir(args.out, "--out")
+    kafka = _kafka_snapshot_arg(args)
+    if kafka is not None:
+        return _cmd_audit_kafka(args, kafka, fail_on, say)
     live = _snapshot_arg(args, say)
     if live is not None:
         snap = live
@@ -512,8 +645,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     for p in (au, a):
         _live_options(p, required=False)
-    sn = sub.add_parser("snapshot", help="read a live RocketMQ cluster (name server + brokers) into a snapshot file")
-    _live_options(sn, required=True)
+    sn = sub.add_parser(
+        "snapshot",
+        help="read a live RocketMQ cluster (--namesrv) or Kafka cluster (--bootstrap) into a snapshot file",
+    )
+    _live_options(sn, required=False)
+    sn.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT[,HOST:PORT]",
+        help="read the live Kafka cluster behind these brokers instead (kafka-python's admin client; -o must be .json)",
+    )
+    sn.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        help="with --bootstrap: a consumer group to describe even if the broker does not list it (repeatable)",
+    )
     sn.add_argument(
         "-o", "--out", required=True, help="fleet.json (JSON) or a directory, e.g. fleet.parquet (Parquet layout)"
     )

@@ -12,7 +12,10 @@ The modules, bottom to top: each imports only modules to its left, and nothing c
 * :mod:`~mqbalance.fleet.report` — JSON/CSV/Markdown/HTML outputs and plots;
 * :mod:`~mqbalance.fleet.spark` — the same at scale on Spark (imported on demand);
 * :mod:`~mqbalance.fleet.live` — a snapshot read from a running cluster;
-* :mod:`~mqbalance.fleet.example` — generated example fleets with planted hazards.
+* :mod:`~mqbalance.fleet.example` — generated example fleets with planted hazards;
+* Kafka fleets, beside them (``kafka_snapshot < kafka_live``, ``findings < kafka_audit``):
+  :mod:`~mqbalance.fleet.kafka_snapshot` (the model), :mod:`~mqbalance.fleet.kafka_live` (read from a
+  running cluster) and :mod:`~mqbalance.fleet.kafka_audit` (the same rows, findings and report).
 
 >>> snap = snapshot_from_dict(example_fleet(7, groups=12), "example")
 >>> result = audit_snapshot(snap)

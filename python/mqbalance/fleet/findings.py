@@ -50,6 +50,10 @@ class FindingKind(enum.StrEnum):
     MISSING_ROUTE = "missing-route"
     #: queues whose consumers differ from the previous snapshot's
     CHURN = "churn"
+    #: messages between the committed offsets and the log end (Kafka fleets)
+    LAG = "lag"
+    #: groups read in the middle of a rebalance: their assignment is not final (Kafka fleets)
+    REBALANCING = "rebalancing"
 
     @property
     def meaning(self) -> str:
@@ -70,6 +74,8 @@ _MEANINGS = {
     FindingKind.STRATEGY_MISMATCH: "clients of one group on different strategies",
     FindingKind.MISSING_ROUTE: "subscribed topics without a readable queue",
     FindingKind.CHURN: "queues that changed consumers since the previous snapshot",
+    FindingKind.LAG: "messages between the committed offsets and the log end",
+    FindingKind.REBALANCING: "groups read in the middle of a rebalance",
 }
 FINDING_KINDS = tuple(k.value for k in FindingKind)
 
@@ -114,6 +120,8 @@ class PairRow:
     mean_per_process: float
     skew: float | None
     churn: int | None
+    #: messages behind the log end (Kafka fleets; ``None`` where the snapshot has no log-end offsets)
+    lag: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.__slots__}

@@ -16,6 +16,7 @@ Usage::
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -25,6 +26,8 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 
 from mqbalance.kafka import user_data
 from mqbalance.kafka.assignors import Assignor, Subscription, TopicPartition, assignor
+
+log = logging.getLogger("mqbalance.kafka")
 
 __all__ = ["RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"]
 
@@ -173,12 +176,28 @@ class StickyAssignor(_StickyState):
         )
 
     def _owned(self, member: Any) -> tuple[bytes | None, int | None]:
-        """The userData as is: the binding decodes Java's layout (as :mod:`mqbalance.kafka.user_data`)."""
+        """The userData as is: the binding decodes Java's layout (as :mod:`mqbalance.kafka.user_data`).
+
+        userData that is not in Java's layout (kafka-python's own sticky assignor writes a 2-byte
+        version first) is no claim at all, as in Kafka's assignor: the member is treated as owning
+        nothing, and a warning names it."""
         data = member.metadata.user_data
-        return (data if type(data) is bytes else bytes(data) if data else None), None
+        raw = data if type(data) is bytes else bytes(data) if data else None
+        if raw and user_data.decode(raw) is None:
+            log.warning(
+                "member %s: sticky userData (%d bytes) is not in Java's layout; its previous assignment is ignored",
+                getattr(member, "member_id", "?"),
+                len(raw),
+            )
+        return raw, None
 
     def _subscription(self, member: Any) -> Subscription:
         decoded = user_data.decode(member.metadata.user_data)
+        if decoded is None and member.metadata.user_data:
+            log.warning(
+                "member %s: sticky userData is not in Java's layout; its previous assignment is ignored",
+                getattr(member, "member_id", "?"),
+            )
         owned, generation = decoded if decoded is not None else ([], None)
         return Subscription(
             list(member.metadata.topics),

@@ -1,0 +1,290 @@
+"""The audit of a Kafka fleet: what the groups' current assignments mean, per (group, topic), in
+the same rows, findings and report as the RocketMQ audit (:mod:`mqbalance.fleet.findings`).
+
+Per (group, topic), from a :class:`~mqbalance.fleet.kafka_snapshot.KafkaSnapshot`:
+
+* partitions assigned to no member (``unowned``) and to more than one (``double-owned``), members
+  subscribed to the topic that hold none of it (``idle-consumer``), min/max/mean per member and
+  skew — when the broker returned the members' assignments and the group is ``Stable`` (a group
+  read mid-rebalance is a ``rebalancing`` finding instead: its assignment is not final);
+* ``lag``: the messages between the committed offsets and the log end;
+* ``churn`` against a previous snapshot: partitions whose member (by client id) changed;
+* per group, ``strategy-mismatch`` when the members' sticky userData comes in two layouts (Java's
+  and another: kafka-python's own sticky assignor writes a version first; each leader ignores
+  the other kind's claims, so the group is not sticky across them);
+* a topic a member subscribes to that the cluster does not have: ``missing-route``.
+
+The what-if tries the client-side assignors (``range``, ``roundrobin``, ``sticky``,
+``cooperative-sticky``: :func:`mqbalance.kafka.assignor`, the sticky ones keeping today's
+assignment as the members' previous one) and the broker-side ones of the consumer protocol
+(``uniform`` and ``server-range``: :func:`mqbalance.kafka.server_assign`; these need the topic
+ids, and take the members in the snapshot's order as the coordinator's): partitions that would
+move, the most one member would hold, members left with nothing.
+
+>>> from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
+>>> snap = kafka_snapshot_from_dict({"kind": "kafka", "topics": {"t": {"partitions": 3}},
+...     "groups": {"g": {"state": "Stable", "protocol": "range", "members": [
+...         {"memberId": "a", "subscription": ["t"], "assignment": {"t": [0, 1, 2]}},
+...         {"memberId": "b", "subscription": ["t"], "assignment": {}}]}},
+...     "endOffsets": [{"topic": "t", "partition": 0, "offset": 10}],
+...     "offsets": [{"group": "g", "topic": "t", "partition": 0, "offset": 4}]})
+>>> result = audit_kafka(snap, what_if=("roundrobin",))
+>>> [(f.kind.value, f.count) for f in result.findings]
+[('idle-consumer', 1), ('lag', 6)]
+>>> [(w.strategy, w.moved, w.max_load) for w in result.what_if]
+[('roundrobin', 1, 2)]
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+
+from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
+from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, PairRow, WhatIfRow
+from mqbalance.fleet.kafka_snapshot import KafkaGroup, KafkaSnapshot
+from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assign
+from mqbalance.kafka import user_data as java_user_data
+
+__all__ = ["KAFKA_WHAT_IF", "audit_kafka", "kafka_what_if_candidates"]
+
+#: every candidate of the Kafka what-if: the client-side assignors, then the broker-side ones
+KAFKA_WHAT_IF = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range")
+_SERVER = {"uniform": "uniform", "server-range": "range"}
+_STICKY = ("sticky", "cooperative-sticky")
+
+
+def kafka_what_if_candidates(option: str) -> tuple[str, ...]:
+    """The candidates of a comma-separated ``--what-if`` for a Kafka fleet (names of
+    :data:`KAFKA_WHAT_IF`, case ignored); anything else is an
+    :class:`~mqbalance.exceptions.UnknownStrategyError` naming it."""
+    if not isinstance(option, str):
+        raise InvalidInputError(f"what-if candidates must be a comma-separated str, got {option!r}", option)
+    names = tuple(n.strip().lower() for n in option.split(",") if n.strip())
+    unknown = [n for n in names if n not in KAFKA_WHAT_IF]
+    if unknown:
+        raise UnknownStrategyError(
+            f"--what-if: unknown Kafka assignor(s) {unknown}; known: {', '.join(KAFKA_WHAT_IF)}", unknown
+        )
+    return names
+
+
+def _owners(group: KafkaGroup) -> dict[tuple[str, int], list[str]]:
+    """Member ids per assigned partition."""
+    owners: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for m in group.members:
+        for tp in m.assignment or ():
+            owners[tp].append(m.member_id)
+    return owners
+
+
+def _layouts(group: KafkaGroup) -> Counter[str]:
+    """Members with sticky userData, by layout: Java's (what Kafka's Java clients and mqbalance
+    write) or another."""
+    return Counter(
+        "Java's" if java_user_data.decode(m.user_data) is not None else "another" for m in group.members if m.user_data
+    )
+
+
+def _candidate(
+    name: str, group: KafkaGroup, counts: dict[str, int], topic_ids: dict[str, str]
+) -> dict[str, set[tuple[str, int]]] | None:
+    """Each member's partitions under candidate ``name``; ``None`` when it cannot be computed here
+    (a broker-side assignor without topic ids)."""
+    if name in _SERVER:
+        if any(t not in topic_ids for t in counts):
+            return None
+        back = {topic_ids[t]: t for t in counts}
+        members = [
+            {
+                "member_id": m.member_id,
+                "instance_id": m.group_instance_id,
+                "subscribed_topic_ids": [topic_ids[t] for t in m.subscription or () if t in counts],
+                "current_assignment": [
+                    [topic_ids[t], [p for tt, p in m.assignment or () if tt == t]]
+                    for t in sorted({t for t, _ in m.assignment or () if t in counts})
+                ],
+            }
+            for m in group.members
+        ]
+        got = server_assign(_SERVER[name], members, {topic_ids[t]: n for t, n in counts.items()})
+        return {mid: {(back[tid], p) for tid, ps in parts.items() for p in ps} for mid, parts in got.items()}
+    sticky = name in _STICKY
+    subs = {
+        m.member_id: Subscription(
+            [t for t in m.subscription or () if t in counts],
+            [TopicPartition(t, p) for t, p in m.assignment or () if t in counts] if sticky else (),
+            1 if sticky else None,
+            m.group_instance_id,
+        )
+        for m in group.members
+    }
+    got_lists = assignor(name).assign(counts, subs)
+    return {mid: {(tp.topic, tp.partition) for tp in parts} for mid, parts in got_lists.items()}
+
+
+def audit_kafka(
+    snapshot: KafkaSnapshot, previous: KafkaSnapshot | None = None, what_if: Sequence[str] = KAFKA_WHAT_IF
+) -> AuditResult:
+    """The audit of a Kafka snapshot (see the module docs); ``previous`` for churn, ``what_if``
+    names of :data:`KAFKA_WHAT_IF` (a sequence, or one comma-separated str; empty: none)."""
+    if not isinstance(snapshot, KafkaSnapshot):
+        raise InvalidInputError(f"snapshot must be a KafkaSnapshot, got {snapshot!r}"[:200], snapshot)
+    if previous is not None and not isinstance(previous, KafkaSnapshot):
+        raise InvalidInputError(f"previous must be a KafkaSnapshot or None, got {previous!r}"[:200], previous)
+    if isinstance(what_if, str):
+        what_if = kafka_what_if_candidates(what_if)
+    elif not isinstance(what_if, (list, tuple)) or not all(isinstance(n, str) for n in what_if):
+        raise InvalidInputError(f"what_if must be a sequence of assignor names, got {what_if!r}"[:200], what_if)
+    else:
+        what_if = kafka_what_if_candidates(",".join(what_if)) if what_if else ()
+    rows: list[PairRow] = []
+    findings: list[Finding] = []
+    switched: list[WhatIfRow] = []
+    shares: list[float] = []
+    before = previous.groups if previous is not None else None
+    for g, group in sorted(snapshot.groups.items()):
+        layouts = _layouts(group)
+        if len(layouts) > 1:
+            names = ", ".join(f"{k} ×{n}" for k, n in layouts.most_common())
+            detail = (
+                f"members' sticky userData in {len(layouts)} layouts ({names}): each leader ignores the other's claims"
+            )
+            findings.append(Finding(FindingKind.STRATEGY_MISMATCH, g, None, len(layouts), detail))
+        if group.state not in ("Stable", "Empty", "Dead"):
+            detail = f"read while {group.state}: the assignment of its {len(group.members)} members is not final"
+            findings.append(Finding(FindingKind.REBALANCING, g, None, len(group.members), detail))
+        known = group.metadata_known and bool(group.members)
+        judged = known and group.stable
+        subscribed = {t for m in group.members for t in m.subscription or ()}
+        offset_topics = {t for (gg, t, _p) in snapshot.committed if gg == g}
+        owners = _owners(group)
+        old_owner: dict[tuple[str, int], str] = {}
+        if before is not None and g in before and before[g].metadata_known:
+            old_owner = {tp: m.name for m in before[g].members for tp in m.assignment or ()}
+        counts = {t: snapshot.topics[t] for t in sorted(subscribed) if t in snapshot.topics}
+        for t in sorted(subscribed | offset_topics):
+            if t not in snapshot.topics:
+                detail = f"topic {t} is not in the cluster's metadata: the group consumes nothing of it"
+                findings.append(Finding(FindingKind.MISSING_ROUTE, g, t, 1, detail))
+                continue
+            n = snapshot.topics[t]
+            subscribers = [m for m in group.members if t in (m.subscription or ())]
+            loads = [sum(1 for tt, _ in m.assignment or () if tt == t) for m in subscribers]
+            unowned = double = idle = 0
+            if judged and subscribers:
+                unowned = sum(1 for p in range(n) if not owners.get((t, p)))
+                double = sum(1 for p in range(n) if len(owners.get((t, p), ())) > 1)
+                idle = sum(1 for x in loads if x == 0)
+                shares.extend(x / (n / len(subscribers)) for x in loads if n)
+            lag = behind = 0
+            for p in range(n):
+                c, e = snapshot.committed.get((g, t, p)), snapshot.end_offsets.get((t, p))
+                if c is not None and e is not None:
+                    lag += max(0, e - c)
+                    behind += e < c
+            moved = None
+            if before is not None:
+                now_owner = {tp: m.name for m in group.members for tp in m.assignment or ()}
+                moved = sum(1 for p in range(n) if old_owner and now_owner.get((t, p)) != old_owner.get((t, p)))
+            mean = sum(loads) / len(loads) if loads else 0.0
+            rows.append(
+                PairRow(
+                    group=g,
+                    topic=t,
+                    message_model="CLUSTERING",
+                    strategies=group.protocol,
+                    queues=n,
+                    processes=len(subscribers),
+                    client_ids=len({m.name for m in subscribers}),
+                    unowned=unowned,
+                    double_owned=double,
+                    idle_processes=idle,
+                    min_per_process=min(loads, default=0),
+                    max_per_process=max(loads, default=0),
+                    mean_per_process=round(mean, 3),
+                    skew=round(max(loads) / mean, 3) if mean else None,
+                    churn=moved,
+                    lag=lag,
+                )
+            )
+            if unowned:
+                detail = f"{unowned} of {n} partitions are assigned to no member"
+                findings.append(Finding(FindingKind.UNOWNED, g, t, unowned, detail))
+            if double:
+                detail = f"{double} partitions are assigned to more than one member"
+                findings.append(Finding(FindingKind.DOUBLE_OWNED, g, t, double, detail))
+            if idle:
+                detail = f"{idle} of {len(subscribers)} members hold no partition of {t} ({n} partitions)"
+                findings.append(Finding(FindingKind.IDLE_CONSUMER, g, t, idle, detail))
+            if lag:
+                detail = f"{lag:,} messages between the committed offsets and the log end"
+                if behind:
+                    detail += f"; at {behind} partitions the log end is below the committed offset"
+                findings.append(Finding(FindingKind.LAG, g, t, lag, detail))
+            if moved:
+                detail = f"{moved} partitions changed members since the previous snapshot"
+                findings.append(Finding(FindingKind.CHURN, g, t, moved, detail))
+        if known and counts and what_if:
+            switched += _what_if(group, counts, snapshot.topic_ids, what_if)
+    totals = {
+        "groups": len(snapshot.groups),
+        "group_topics": len(rows),
+        "queues_assigned": sum(r.queues for r in rows),
+        "processes": sum(len(gr.members) for gr in snapshot.groups.values()),
+        "unowned_queues": sum(f.count for f in findings if f.kind is FindingKind.UNOWNED),
+        "double_owned_queues": sum(f.count for f in findings if f.kind is FindingKind.DOUBLE_OWNED),
+        "idle_processes": _idle_anywhere(snapshot),
+        "idle_process_topics": sum(f.count for f in findings if f.kind is FindingKind.IDLE_CONSUMER),
+        "strategy_mismatched_groups": sum(1 for f in findings if f.kind is FindingKind.STRATEGY_MISMATCH),
+        "missing_routes": sum(1 for f in findings if f.kind is FindingKind.MISSING_ROUTE),
+        "rebalancing_groups": sum(1 for f in findings if f.kind is FindingKind.REBALANCING),
+        "lag": sum(r.lag or 0 for r in rows),
+        "groups_without_member_metadata": sum(
+            1 for gr in snapshot.groups.values() if gr.members and not gr.metadata_known
+        ),
+    }
+    if previous is not None:
+        totals["churned_queues"] = sum(f.count for f in findings if f.kind is FindingKind.CHURN)
+    share, weight = np.unique(np.round(np.array(shares, dtype=np.float64), 6), return_counts=True)
+    return AuditResult(rows, findings, totals, share, weight.astype(np.int64), switched)
+
+
+def _idle_anywhere(snapshot: KafkaSnapshot) -> int:
+    """Members of stable groups with known assignments that hold no partition at all."""
+    return sum(
+        1 for gr in snapshot.groups.values() if gr.stable and gr.metadata_known for m in gr.members if not m.assignment
+    )
+
+
+def _what_if(
+    group: KafkaGroup, counts: dict[str, int], topic_ids: dict[str, str], names: Sequence[str]
+) -> list[WhatIfRow]:
+    rows = []
+    now = {m.member_id: set(m.assignment or ()) for m in group.members}
+    now_owner = {tp: mid for mid, tps in now.items() for tp in tps}
+    for name in names:
+        got = _candidate(name, group, counts, topic_ids)
+        if got is None:
+            continue
+        owner = {tp: mid for mid, tps in got.items() for tp in tps}
+        for t, n in counts.items():
+            subscribers = [m.member_id for m in group.members if t in (m.subscription or ())]
+            loads = [sum(1 for tt, _ in got.get(mid, ()) if tt == t) for mid in subscribers]
+            now_loads = [sum(1 for tt, _ in now.get(mid, ()) if tt == t) for mid in subscribers]
+            rows.append(
+                WhatIfRow(
+                    group=group.name,
+                    topic=t,
+                    strategy=name,
+                    queues=n,
+                    processes=len(subscribers),
+                    moved=sum(1 for p in range(n) if owner.get((t, p)) != now_owner.get((t, p))),
+                    max_load=max(loads, default=0),
+                    idle=sum(1 for x in loads if x == 0),
+                    now_max=max(now_loads, default=0),
+                )
+            )
+    return rows

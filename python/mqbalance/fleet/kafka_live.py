@@ -1,0 +1,223 @@
+"""A live Kafka snapshot: read a Kafka cluster's topics, consumer groups and offsets through
+kafka-python's admin client into the Kafka snapshot layout (:mod:`mqbalance.fleet.kafka_snapshot`).
+
+What is read, and with which request:
+
+* topics and partition counts (and topic ids) — Metadata;
+* consumer groups — ListGroups, then DescribeGroups: state, protocol type, the assignor the group
+  runs, and per member its ids, host, subscription, userData and current assignment, decoded from
+  the member's metadata and assignment bytes (the consumer protocol's layouts);
+* committed offsets — OffsetFetch per group; log-end offsets — ListOffsets (latest).
+
+A group read while it rebalances keeps its state (``PreparingRebalance``, ``CompletingRebalance``)
+and whatever the broker returned. A request that fails is recorded in ``errors`` (with the group
+where there is one) and the rest is still read; only a bootstrap where no broker answers is an
+error (:class:`~mqbalance.exceptions.RemotingConnectError`, within ``timeout``).
+
+Brokers that return members without their metadata (Tansu 0.6.0 answers DescribeGroups with empty
+client ids, hosts, metadata and assignments) give members whose ``subscription`` and
+``assignment`` are ``null``, and an ``errors`` line saying so per group.
+
+>>> try:
+...     read_kafka_cluster("127.0.0.1:1", timeout=0.5)
+... except RemotingConnectError as e:
+...     print(str(e).split(" within")[0])
+no Kafka broker answered at 127.0.0.1:1
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaError
+from kafka.errors import for_code as kafka_error_for_code
+from kafka.protocol.consumer import OffsetSpec
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+from kafka.structs import TopicPartition
+
+from mqbalance.exceptions import RemotingConnectError
+from mqbalance.fleet.kafka_snapshot import KAFKA_KIND
+from mqbalance.kafka.member import check_bootstrap
+
+__all__ = ["read_kafka_cluster"]
+
+
+class _Admin(KafkaAdminClient):  # type: ignore[misc]
+    """kafka-python's admin client, keeping DescribeGroups' member bytes for us to decode.
+
+    kafka-python 3.0 decodes them itself and then fails on authorized-operation values it does
+    not know (Tansu sends 15); we take the response's groups as they came."""
+
+    def _describe_groups_process_response(self, response: Any) -> dict[str, Any]:
+        return {group.group_id: group for group in response.groups}
+
+
+def _decode_member(member: Any) -> dict[str, Any]:
+    """One DescribeGroups member as the snapshot's member object."""
+    out: dict[str, Any] = {
+        "memberId": member.member_id,
+        "clientId": member.client_id or "",
+        "host": member.client_host or "",
+        "groupInstanceId": getattr(member, "group_instance_id", None),
+        "subscription": None,
+        "assignment": None,
+        "userData": None,
+    }
+    metadata, assignment = bytes(member.member_metadata or b""), bytes(member.member_assignment or b"")
+    if metadata:
+        try:
+            sub = ConsumerProtocolSubscription.decode(metadata)
+            out["subscription"] = sorted(sub.topics)
+            out["userData"] = bytes(sub.user_data).hex() if sub.user_data else None
+        except (struct.error, ValueError, TypeError):
+            pass
+    if assignment:
+        try:
+            got = ConsumerProtocolAssignment.decode(assignment)
+            out["assignment"] = {t: sorted(ps) for t, ps in _assigned(got)}
+        except (struct.error, ValueError, TypeError):
+            pass
+    elif metadata and out["subscription"] is not None:
+        out["assignment"] = {}  # an empty assignment: a member with nothing
+    return out
+
+
+def _assigned(assignment: Any) -> list[tuple[str, list[int]]]:
+    pairs = []
+    for item in assignment.assigned_partitions:
+        topic = getattr(item, "topic", None)
+        parts = getattr(item, "partitions", None)
+        if topic is None:
+            topic, parts = item
+        pairs.append((topic, list(parts or ())))
+    return pairs
+
+
+def _topic_id(value: Any) -> str | None:
+    """A topic id as Kafka's ``Uuid.toString()`` spells it (22 characters of unpadded base64url);
+    ``None`` for none or the zero id."""
+    if not value:
+        return None
+    try:
+        u = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        return str(value)
+    return None if u.int == 0 else base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
+
+
+def read_kafka_cluster(
+    bootstrap: str,
+    *,
+    timeout: float = 5.0,
+    groups: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The Kafka snapshot of the cluster at ``bootstrap`` (``HOST:PORT[,HOST:PORT…]``), as the JSON
+    object :func:`~mqbalance.fleet.kafka_snapshot.kafka_snapshot_from_dict` validates.
+
+    ``groups``: group ids to describe besides those ListGroups returns (a broker may not list a
+    group it holds no offsets for yet — Tansu 0.6.0 does not — or ACLs may hide it)."""
+    say = progress or (lambda _msg: None)
+    check_bootstrap(bootstrap, timeout)
+    errors: list[dict[str, str]] = []
+    try:
+        admin = _Admin(
+            bootstrap_servers=bootstrap.split(","),
+            client_id="mqbalance-snapshot",
+            request_timeout_ms=int(timeout * 1000),
+        )
+    except KafkaError as e:
+        raise RemotingConnectError(
+            f"no Kafka broker answered at {bootstrap} within {timeout:g} s ({e})", bootstrap
+        ) from None
+    try:
+        return _read(admin, say, errors, groups)
+    finally:
+        admin.close()
+
+
+def _read(admin: Any, say: Callable[[str], None], errors: list[dict[str, str]], extra: Sequence[str]) -> dict[str, Any]:
+    topics: dict[str, dict[str, Any]] = {}
+    names = sorted(t for t in admin.list_topics() if not t.startswith("__"))
+    if names:
+        for t in admin.describe_topics(names):
+            if t.get("error_code"):
+                errors.append(
+                    {"request": "Metadata", "topic": t["name"], "error": kafka_error_for_code(t["error_code"]).__name__}
+                )
+                continue
+            spec: dict[str, Any] = {"partitions": len(t["partitions"])}
+            topic_id = _topic_id(t.get("topic_id"))
+            if topic_id:
+                spec["topicId"] = topic_id
+            topics[t["name"]] = spec
+    say(f"{len(topics):,} topics, {sum(s['partitions'] for s in topics.values()):,} partitions")
+    listed = admin.list_groups()
+    group_ids = sorted(
+        {g["group_id"] for g in listed if g.get("protocol_type", "consumer") in ("consumer", "")} | set(extra)
+    )
+    groups: dict[str, Any] = {}
+    if group_ids:
+        try:
+            described = admin.describe_groups(group_ids)
+        except KafkaError as e:
+            errors.append({"request": "DescribeGroups", "error": f"{type(e).__name__}: {e}"})
+            described = {}
+        for g in group_ids:
+            d = described.get(g)
+            if d is None:
+                continue
+            if d.error_code:
+                errors.append(
+                    {"request": "DescribeGroups", "group": g, "error": kafka_error_for_code(d.error_code).__name__}
+                )
+                continue
+            members = [_decode_member(m) for m in d.members]
+            if members and all(m["subscription"] is None for m in members):
+                errors.append(
+                    {
+                        "request": "DescribeGroups",
+                        "group": g,
+                        "error": "the broker returned the members without their metadata or assignment",
+                    }
+                )
+            groups[g] = {
+                "state": d.group_state,
+                "protocolType": d.protocol_type,
+                "protocol": d.protocol_data or "",
+                "members": members,
+            }
+    say(f"{len(groups):,} consumer groups, {sum(len(g['members']) for g in groups.values()):,} members")
+    offsets: list[dict[str, Any]] = []
+    for g in group_ids:
+        try:
+            got = admin.list_group_offsets({g: None})
+        except KafkaError as e:
+            errors.append({"request": "OffsetFetch", "group": g, "error": f"{type(e).__name__}: {e}"})
+            continue
+        for tp, om in sorted(got.get(g, {}).items()):
+            if om.offset is not None and om.offset >= 0:
+                offsets.append({"group": g, "topic": tp.topic, "partition": tp.partition, "offset": om.offset})
+    ends: list[dict[str, Any]] = []
+    tps = [TopicPartition(t, p) for t, spec in sorted(topics.items()) for p in range(spec["partitions"])]
+    if tps:
+        try:
+            latest = admin.list_partition_offsets(dict.fromkeys(tps, OffsetSpec.LATEST))
+            for tp, ot in sorted(latest.items()):
+                ends.append({"topic": tp.topic, "partition": tp.partition, "offset": ot.offset})
+        except KafkaError as e:
+            errors.append({"request": "ListOffsets", "error": f"{type(e).__name__}: {e}"})
+    say(f"{len(offsets):,} committed offsets, {len(ends):,} log-end offsets")
+    return {
+        "kind": KAFKA_KIND,
+        "topics": topics,
+        "groups": groups,
+        "offsets": offsets,
+        "endOffsets": ends,
+        "errors": errors,
+    }
