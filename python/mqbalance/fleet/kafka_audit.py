@@ -165,6 +165,8 @@ def audit_kafka(
         if before is not None and g in before and before[g].metadata_known:
             old_owner = {tp: m.name for m in before[g].members for tp in m.assignment or ()}
         counts = {t: snapshot.topics[t] for t in sorted(subscribed) if t in snapshot.topics}
+        held = {m.member_id: Counter(t for t, _ in m.assignment or ()) for m in group.members}
+        now_owner = {tp: m.name for m in group.members for tp in m.assignment or ()}
         for t in sorted(subscribed | offset_topics):
             if t not in snapshot.topics:
                 detail = f"topic {t} is not in the cluster's metadata: the group consumes nothing of it"
@@ -172,7 +174,7 @@ def audit_kafka(
                 continue
             n = snapshot.topics[t]
             subscribers = [m for m in group.members if t in (m.subscription or ())]
-            loads = [sum(1 for tt, _ in m.assignment or () if tt == t) for m in subscribers]
+            loads = [held[m.member_id][t] for m in subscribers]
             unowned = double = idle = 0
             if judged and subscribers:
                 unowned = sum(1 for p in range(n) if not owners.get((t, p)))
@@ -187,7 +189,6 @@ def audit_kafka(
                     behind += e < c
             moved = None
             if before is not None:
-                now_owner = {tp: m.name for m in group.members for tp in m.assignment or ()}
                 moved = sum(1 for p in range(n) if old_owner and now_owner.get((t, p)) != old_owner.get((t, p)))
             mean = sum(loads) / len(loads) if loads else 0.0
             rows.append(
@@ -265,15 +266,17 @@ def _what_if(
     rows = []
     now = {m.member_id: set(m.assignment or ()) for m in group.members}
     now_owner = {tp: mid for mid, tps in now.items() for tp in tps}
+    now_held = {mid: Counter(t for t, _ in tps) for mid, tps in now.items()}
     for name in names:
         got = _candidate(name, group, counts, topic_ids)
         if got is None:
             continue
         owner = {tp: mid for mid, tps in got.items() for tp in tps}
+        got_held = {mid: Counter(t for t, _ in tps) for mid, tps in got.items()}
         for t, n in counts.items():
             subscribers = [m.member_id for m in group.members if t in (m.subscription or ())]
-            loads = [sum(1 for tt, _ in got.get(mid, ()) if tt == t) for mid in subscribers]
-            now_loads = [sum(1 for tt, _ in now.get(mid, ()) if tt == t) for mid in subscribers]
+            loads = [got_held[mid][t] if mid in got_held else 0 for mid in subscribers]
+            now_loads = [now_held[mid][t] for mid in subscribers]
             rows.append(
                 WhatIfRow(
                     group=group.name,
