@@ -1114,6 +1114,8 @@ EXEMPT: dict[str, str] = {
     "mqbalance.fleet.findings.*": "result types built by the library",
     "mqbalance.fleet.kafka_live.*": "reads a live Kafka cluster (test_kafka_fleet; the CLI walker); its bootstrap "
     "is checked by kafka.member.check_bootstrap",
+    "mqbalance.fleet.kafka_audit.audit_kafka_on_spark": "starts Spark; its arguments are audit_kafka's (walked), "
+    "checked on the driver by the same function (test_kafka_fleet_spark)",
     "mqbalance.fleet.kafka_snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka_snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka_snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",

@@ -264,7 +264,7 @@ def _cmd_assign_kafka(args: argparse.Namespace, snap: KafkaSnapshot) -> int:
 
 def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: list[str], say: Progress) -> int:
     from mqbalance.fleet import write_outputs
-    from mqbalance.fleet.kafka_audit import KAFKA_WHAT_IF, audit_kafka, kafka_what_if_candidates
+    from mqbalance.fleet.kafka_audit import KAFKA_WHAT_IF, audit_kafka, audit_kafka_on_spark, kafka_what_if_candidates
     from mqbalance.fleet.kafka_snapshot import load_kafka_snapshot, snapshot_kind
 
     prev = None
@@ -274,13 +274,20 @@ def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: lis
                 f"--previous {args.previous}: not a Kafka snapshot, and {snap.source} is one", args.previous
             )
         prev = load_kafka_snapshot(args.previous)
-    if args.master or args.remote:
-        say("a Kafka snapshot is audited in-process; --master/--remote are not used")
     what_if: tuple[str, ...] = KAFKA_WHAT_IF if args.what_if is None else ()
     if args.what_if is not None and args.what_if.strip().lower() != "none":
         what_if = kafka_what_if_candidates(args.what_if)
     say(f"loaded {snap.source}: {len(snap.groups)} groups, {snap.partition_count():,} partitions")
-    result = audit_kafka(snap, prev, what_if)
+    if args.master or args.remote:
+        from mqbalance.fleet.spark import session
+
+        if args.master and args.remote:
+            raise SnapshotError("--remote and --master: give one (a Spark Connect server or a master URL)", args.remote)
+        say(f"starting Spark ({args.remote or args.master}); the groups are audited in the executors")
+        with session(args.master, remote=args.remote, conf=_spark_conf(args)) as spark:
+            result = audit_kafka_on_spark(spark, snap, prev, what_if, partitions=args.partitions)
+    else:  # one row per (group, topic): in-process unless a Spark master is named
+        result = audit_kafka(snap, prev, what_if)
     write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
     say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
     print()

@@ -21,6 +21,9 @@ assignment as the members' previous one) and the broker-side ones of the consume
 ids, and take the members in the snapshot's order as the coordinator's): partitions that would
 move, the most one member would hold, members left with nothing.
 
+:func:`audit_kafka_on_spark` runs the same audit in Spark's executors (a classic session or Spark
+Connect), the groups split over the tasks, and merges what they return into the same result.
+
 >>> from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
 >>> snap = kafka_snapshot_from_dict({"kind": "kafka", "topics": {"t": {"partitions": 3}},
 ...     "groups": {"g": {"state": "Stable", "protocol": "range", "members": [
@@ -37,10 +40,13 @@ move, the most one member would hold, members left with nothing.
 
 from __future__ import annotations
 
+import pickle
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
 from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, PairRow, WhatIfRow
@@ -48,7 +54,7 @@ from mqbalance.fleet.kafka_snapshot import KafkaGroup, KafkaSnapshot
 from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assign
 from mqbalance.kafka import user_data as java_user_data
 
-__all__ = ["KAFKA_WHAT_IF", "audit_kafka", "kafka_what_if_candidates"]
+__all__ = ["KAFKA_WHAT_IF", "audit_kafka", "audit_kafka_on_spark", "kafka_what_if_candidates"]
 
 #: every candidate of the Kafka what-if: the client-side assignors, then the broker-side ones
 KAFKA_WHAT_IF = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range")
@@ -97,14 +103,21 @@ def _candidate(
         if any(t not in topic_ids for t in counts):
             return None
         back = {topic_ids[t]: t for t in counts}
+        # the coordinator never holds a partition in two members' current assignments: one the
+        # snapshot shows twice counts for its first member (in the snapshot's order)
+        first: dict[tuple[str, int], str] = {}
+        for m in group.members:
+            for tp in m.assignment or ():
+                if tp[0] in counts and tp[1] < counts[tp[0]]:
+                    first.setdefault(tp, m.member_id)
         members = [
             {
                 "member_id": m.member_id,
                 "instance_id": m.group_instance_id,
                 "subscribed_topic_ids": [topic_ids[t] for t in m.subscription or () if t in counts],
                 "current_assignment": [
-                    [topic_ids[t], [p for tt, p in m.assignment or () if tt == t]]
-                    for t in sorted({t for t, _ in m.assignment or () if t in counts})
+                    [topic_ids[t], [p for tt, p in m.assignment or () if tt == t and first[(t, p)] == m.member_id]]
+                    for t in sorted({t for t, p in m.assignment or () if first.get((t, p)) == m.member_id})
                 ],
             }
             for m in group.members
@@ -125,21 +138,25 @@ def _candidate(
     return {mid: {(tp.topic, tp.partition) for tp in parts} for mid, parts in got_lists.items()}
 
 
-def audit_kafka(
-    snapshot: KafkaSnapshot, previous: KafkaSnapshot | None = None, what_if: Sequence[str] = KAFKA_WHAT_IF
-) -> AuditResult:
-    """The audit of a Kafka snapshot (see the module docs); ``previous`` for churn, ``what_if``
-    names of :data:`KAFKA_WHAT_IF` (a sequence, or one comma-separated str; empty: none)."""
+def _checked(snapshot: Any, previous: Any, what_if: Any) -> tuple[str, ...]:
+    """The candidates, once the arguments of an audit are checked (typed errors naming them)."""
     if not isinstance(snapshot, KafkaSnapshot):
         raise InvalidInputError(f"snapshot must be a KafkaSnapshot, got {snapshot!r}"[:200], snapshot)
     if previous is not None and not isinstance(previous, KafkaSnapshot):
         raise InvalidInputError(f"previous must be a KafkaSnapshot or None, got {previous!r}"[:200], previous)
     if isinstance(what_if, str):
-        what_if = kafka_what_if_candidates(what_if)
-    elif not isinstance(what_if, (list, tuple)) or not all(isinstance(n, str) for n in what_if):
+        return kafka_what_if_candidates(what_if)
+    if not isinstance(what_if, (list, tuple)) or not all(isinstance(n, str) for n in what_if):
         raise InvalidInputError(f"what_if must be a sequence of assignor names, got {what_if!r}"[:200], what_if)
-    else:
-        what_if = kafka_what_if_candidates(",".join(what_if)) if what_if else ()
+    return kafka_what_if_candidates(",".join(what_if)) if what_if else ()
+
+
+def audit_kafka(
+    snapshot: KafkaSnapshot, previous: KafkaSnapshot | None = None, what_if: Sequence[str] = KAFKA_WHAT_IF
+) -> AuditResult:
+    """The audit of a Kafka snapshot (see the module docs); ``previous`` for churn, ``what_if``
+    names of :data:`KAFKA_WHAT_IF` (a sequence, or one comma-separated str; empty: none)."""
+    what_if = _checked(snapshot, previous, what_if)
     rows: list[PairRow] = []
     findings: list[Finding] = []
     switched: list[WhatIfRow] = []
@@ -250,6 +267,7 @@ def audit_kafka(
     if previous is not None:
         totals["churned_queues"] = sum(f.count for f in findings if f.kind is FindingKind.CHURN)
     share, weight = np.unique(np.round(np.array(shares, dtype=np.float64), 6), return_counts=True)
+    switched.sort(key=lambda w: (w.group, w.topic, w.strategy))
     return AuditResult(rows, findings, totals, share, weight.astype(np.int64), switched)
 
 
@@ -291,3 +309,78 @@ def _what_if(
                 )
             )
     return rows
+
+
+def _subset(snapshot: KafkaSnapshot, names: Sequence[str]) -> KafkaSnapshot:
+    """The snapshot with only the groups ``names`` (topics and log-end offsets kept whole)."""
+    keep = set(names)
+    return KafkaSnapshot(
+        snapshot.source,
+        snapshot.topics,
+        {g: snapshot.groups[g] for g in names if g in snapshot.groups},
+        {k: v for k, v in snapshot.committed.items() if k[0] in keep},
+        snapshot.end_offsets,
+        snapshot.topic_ids,
+    )
+
+
+def _merge(parts: Sequence[AuditResult], with_churn: bool) -> AuditResult:
+    """One result from the results of disjoint sets of groups."""
+    rows = sorted((r for p in parts for r in p.rows), key=lambda r: (r.group, r.topic))
+    findings = [f for p in parts for f in p.findings]
+    switched = sorted((w for p in parts for w in p.what_if), key=lambda w: (w.group, w.topic, w.strategy))
+    totals: Counter[str] = Counter()
+    for p in parts:
+        totals.update(p.totals)
+    share = np.concatenate([p.fair_share for p in parts]) if parts else np.zeros(0)
+    weight = np.concatenate([p.fair_share_processes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    values, where = np.unique(share, return_inverse=True)
+    counts = np.bincount(where, weights=weight, minlength=len(values)).astype(np.int64)
+    merged = dict(totals)
+    if not with_churn:
+        merged.pop("churned_queues", None)
+    return AuditResult(rows, findings, merged, values, counts, switched)
+
+
+def audit_kafka_on_spark(
+    spark: Any,
+    snapshot: KafkaSnapshot,
+    previous: KafkaSnapshot | None = None,
+    what_if: Sequence[str] = KAFKA_WHAT_IF,
+    *,
+    partitions: int | None = None,
+) -> AuditResult:
+    """:func:`audit_kafka` in Spark's executors: the groups are dealt over ``partitions`` tasks
+    (default: twice the cores, at most one per group) by their size, each task audits its groups
+    and returns its result, and the driver merges them. Equal to :func:`audit_kafka` of the whole
+    snapshot. The snapshot travels inside the task function (no SparkContext is needed, so a Spark
+    Connect session works too)."""
+    candidates = _checked(snapshot, previous, what_if)  # on the driver, before the job
+    names = sorted(snapshot.groups)
+    if not names:
+        return audit_kafka(snapshot, previous, what_if)
+    remote = type(spark).__module__.startswith("pyspark.sql.connect")
+    cores = int(spark.conf.get("spark.sql.shuffle.partitions")) if remote else spark.sparkContext.defaultParallelism
+    n = max(1, min(partitions or 2 * cores, len(names)))
+    load = {
+        g: 1 + sum(snapshot.topics.get(t, 0) for m in snapshot.groups[g].members for t in m.subscription or ())
+        for g in names
+    }
+    chunks: list[list[str]] = [[] for _ in range(n)]
+    weights = [0] * n
+    for g in sorted(names, key=lambda g: -load[g]):  # largest first, each to the lightest task
+        i = weights.index(min(weights))
+        chunks[i].append(g)
+        weights[i] += load[g]
+    work = [(_subset(snapshot, c), None if previous is None else _subset(previous, c)) for c in chunks]
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for part in batch.column(0).to_pylist():
+                snap, before = work[part]
+                result = audit_kafka(snap, before, candidates)
+                yield pa.record_batch([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
+
+    table = spark.range(0, n, 1, numPartitions=n).mapInArrow(run, "result binary").toArrow()
+    parts = [pickle.loads(b) for b in table.column("result").to_pylist()]
+    return _merge(parts, previous is not None)

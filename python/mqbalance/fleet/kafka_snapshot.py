@@ -37,6 +37,7 @@ a :class:`~mqbalance.fleet.snapshot.SnapshotError` naming the file and the field
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -175,6 +176,19 @@ def _str(source: str, where: str, value: Any, *, optional: bool = False) -> Any:
     return value
 
 
+def _topic_id(source: str, where: str, value: Any) -> str:
+    """Kafka's ``Uuid.toString()`` form: 22 characters of unpadded base64url (16 bytes)."""
+    text: str = _str(source, where, value)
+    try:
+        ok = len(text) == 22 and len(base64.urlsafe_b64decode(text + "==")) == 16
+        ok = ok and base64.urlsafe_b64encode(base64.urlsafe_b64decode(text + "==")).rstrip(b"=").decode() == text
+    except ValueError:
+        ok = False
+    if not ok:
+        raise _fail(source, where, "expected a topic id (22 characters of unpadded base64url)", value)
+    return text
+
+
 def _count(source: str, where: str, value: Any, *, low: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low or value > 2**31 - 1:
         raise _fail(source, where, f"expected an integer >= {low}", value)
@@ -245,7 +259,7 @@ def kafka_snapshot_from_dict(data: Any, source: str = "<dict>") -> KafkaSnapshot
             raise _fail(source, f"topics.{t}", "expected an object", spec)
         topics[t] = _count(source, f"topics.{t}.partitions", spec.get("partitions"))
         if spec.get("topicId") is not None:
-            topic_ids[t] = _str(source, f"topics.{t}.topicId", spec["topicId"])
+            topic_ids[t] = _topic_id(source, f"topics.{t}.topicId", spec["topicId"])
     raw_groups = data.get("groups", {})
     if not isinstance(raw_groups, dict):
         raise _fail(source, "groups", "expected an object", raw_groups)
