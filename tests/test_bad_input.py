@@ -68,6 +68,8 @@ from mqbalance.fleet import kafka_audit as kafka_audit_mod
 from mqbalance.fleet import kafka_snapshot as kafka_snap_mod
 from mqbalance.fleet import live as live_mod
 from mqbalance.fleet import snapshot as snap_mod
+from mqbalance.history import collector as history_collector_mod
+from mqbalance.history import writer as history_writer_mod
 from mqbalance.kafka import user_data
 from mqbalance.rebalance import PushConsumer, RebalanceService
 from mqbalance.rebalance.client import ConsumeFromWhere
@@ -296,6 +298,8 @@ _KAFKA_SNAPSHOT = {
         "g": {"state": "Stable", "members": [{"memberId": "m", "subscription": ["t"], "assignment": {"t": [0]}}]}
     },
 }
+_HISTORY = str(_GOOD_SNAPSHOT_FILE.with_name("history"))
+history_writer_mod.open_history(_HISTORY, create=True)
 _GOOD_KAFKA_SNAPSHOT_FILE = _GOOD_SNAPSHOT_FILE.with_name("kafka.json")
 _GOOD_KAFKA_SNAPSHOT_FILE.write_text(json.dumps(_KAFKA_SNAPSHOT))
 
@@ -880,6 +884,14 @@ TABLE: list[Entry] = [
         lambda option: kafka_audit_mod.kafka_what_if_candidates(option),
         option=("any", "range,uniform"),
     ),
+    # history: a directory that is not a history, or of a newer version, is one HistoryError
+    E(
+        "history.writer.open_history",
+        lambda root: history_writer_mod.open_history(root, create=False),
+        root=("str", _HISTORY),
+    ),
+    E("history.writer.read_ticks", lambda root: history_writer_mod.read_ticks(root), root=("str", _HISTORY)),
+    E("history.collector.load_state", lambda root: history_collector_mod.load_state(root), root=("str", _HISTORY)),
     # rebalance
     E(
         "rebalance.RebalanceService",
@@ -1116,6 +1128,11 @@ EXEMPT: dict[str, str] = {
     "is checked by kafka.member.check_bootstrap",
     "mqbalance.fleet.kafka_audit.audit_kafka_on_spark": "starts Spark; its arguments are audit_kafka's (walked), "
     "checked on the driver by the same function (test_kafka_fleet_spark)",
+    "mqbalance.history.collector.Collector": "reads a live RocketMQ cluster every tick (test_watch; the CLI walker)",
+    "mqbalance.history.collector.FleetState": "the collector's state, built by it",
+    "mqbalance.history.collector.TickResult": "result type of Collector.tick",
+    "mqbalance.history.collector.diff": "compares two FleetStates the collector built",
+    "mqbalance.history.writer.HistoryWriter": "the collector's writer; its directory: open_history (walked)",
     "mqbalance.fleet.kafka_snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka_snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka_snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",
@@ -1688,6 +1705,15 @@ def _consume(*extra: str, drop: str | None = None) -> list[str]:
     return argv + list(extra)
 
 
+CLI["watch"] = (
+    [["watch", "--namesrv", ns, "--out", "{tmp}/h"] for ns in ("host", "127.0.0.1:0", "", ";", "127.0.0.1:x")]
+    + [
+        ["watch", "--namesrv", "127.0.0.1:{closed}", "--out", "{tmp}/h", flag, value]
+        for flag in ("--interval", "--offsets-interval", "--checkpoint-every", "--retain", "--timeout")
+        for value in ("0", "-1", "nan", "x", "1e400")
+    ]
+    + [["watch", "--namesrv", "127.0.0.1:{closed}", "--out", "{unwritable}"]]
+)
 CLI["consume"] = (
     [_consume(drop=option) for option in ("--namesrv", "--group", "--topic")]
     + [

@@ -21,6 +21,10 @@ offsets) into a Kafka snapshot (:mod:`mqbalance.fleet.kafka_live`). ``audit`` an
 either kind of snapshot file and tell them apart; a Kafka one is audited in-process
 (:mod:`mqbalance.fleet.kafka_audit`) into the same outputs.
 
+``mqbalance watch --namesrv HOST:PORT --out DIR [--interval 10s] [--offsets-interval 60s]`` — watch
+a live RocketMQ cluster until stopped: every change of membership and queue ownership, and the
+offsets, into a history dataset (:mod:`mqbalance.history`), continued after a restart.
+
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x.
 
@@ -44,7 +48,9 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -298,6 +304,45 @@ def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: lis
     if failing:
         print(f"mqbalance: findings of kind(s) {', '.join(failing)} (--fail-on)", file=sys.stderr)
         return 3
+    return 0
+
+
+def _duration_s(text: str, flag: str) -> float:
+    """``10s``, ``1.5m``, ``2h``, ``7d`` or plain seconds, as seconds (> 0)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+    value = text.strip().lower()
+    scale = units.get(value[-1:])
+    number = value[:-1] if scale is not None else value
+    try:
+        seconds = float(number) * (scale or 1.0)
+    except ValueError:
+        raise SnapshotError(f"{flag}: expected a duration like 10s, 5m, 2h or 7d, got {text!r}", text) from None
+    if not 0 < seconds < 10**8:
+        raise SnapshotError(f"{flag}: must be a positive duration, got {text!r}", text)
+    return seconds
+
+
+def _cmd_watch(args: argparse.Namespace) -> int:
+    from mqbalance.history.collector import Collector
+
+    say = Progress(quiet=args.quiet, stream=sys.stderr)
+    collector = Collector(
+        args.namesrv,
+        args.out,
+        interval=_duration_s(args.interval, "--interval"),
+        offsets_interval=_duration_s(args.offsets_interval, "--offsets-interval"),
+        checkpoint_every=_duration_s(args.checkpoint_every, "--checkpoint-every"),
+        retain=_duration_s(args.retain, "--retain"),
+        timeout=args.timeout,
+        running_info=not args.no_running_info,
+        say=say,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda _s, _f: stop.set())
+    say(f"watching {args.namesrv} into {args.out} (continuing after tick {collector.writer.last_tick})")
+    ticks = collector.run(stop)
+    say(f"stopped after {ticks} tick(s); last tick {collector.writer.last_tick}")
     return 0
 
 
@@ -675,6 +720,16 @@ def main(argv: list[str] | None = None) -> int:
     sn.add_argument(
         "--fail-on-partial", action="store_true", help="exit 4 when some broker or request could not be read"
     )
+    w = sub.add_parser(
+        "watch", help="watch a live RocketMQ cluster: membership and queue ownership changes into a history dataset"
+    )
+    _live_options(w, required=True)
+    w.add_argument("--out", required=True, help="the history directory (created, or continued after a restart)")
+    w.add_argument("--interval", default="10s", help="membership and ownership every (default: 10s)")
+    w.add_argument("--offsets-interval", default="60s", help="committed and max offsets every (default: 60s)")
+    w.add_argument("--checkpoint-every", default="1h", help="write the whole state every (default: 1h)")
+    w.add_argument("--retain", default="7d", help="delete hours of history older than this (default: 7d)")
+    w.add_argument("--quiet", action="store_true", help="no progress lines")
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--top", type=int, help="print only the N worst group/topic pairs (default: all, by name)")
     a.add_argument("--seed", type=int, default=7)
@@ -729,6 +784,7 @@ def main(argv: list[str] | None = None) -> int:
         "audit": _cmd_audit,
         "assign": _cmd_assign,
         "snapshot": _cmd_snapshot,
+        "watch": _cmd_watch,
         "simulate": _cmd_simulate,
         **coordination_commands,
         **rocketmq_commands,

@@ -55,6 +55,7 @@ __all__ = [
     "BrokerResponseError",
     "PartitionAssignorError",
     "ColumnError",
+    "HistoryError",
 ]
 
 
@@ -260,3 +261,8 @@ class PartitionAssignorError(MQBalanceError):
 class ColumnError(InvalidInputError):
     """A DataFrame column (:mod:`mqbalance.spark`) that is missing, has the wrong type, holds
     nulls or duplicated queues; ``value`` is the column's name."""
+
+
+class HistoryError(InvalidInputError):
+    """A history directory (:mod:`mqbalance.history`) that is not ours, has a newer schema
+    version, or cannot be written; ``value`` is the path or the version."""

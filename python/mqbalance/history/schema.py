@@ -28,7 +28,9 @@ The tables (``TABLES``):
   ``offsets`` or both), how many ticks were skipped before it because the previous one ran late,
   and ``clock_jump_ms``: how far the wall clock moved against the monotonic clock since the last
   tick (negative when it went backwards; durations are measured on the monotonic clock, never
-  negative).
+  negative), and whether the tick wrote a ``checkpoint`` (then every other table holds the whole
+  state at that tick, even when that state is empty). A tick's row is written after its events:
+  events of a tick without a row were cut short by a crash and are not data.
 * ``groups`` — a consumer group ``appear`` s, ``disappear`` s, or changes ``subscription``
   (message model, subscribed topics, the group's strategy); ``checkpoint`` rows list them all.
 * ``members`` — a connection (client id **and** address, so two processes sharing an id are two
@@ -93,6 +95,7 @@ TABLES: dict[str, pa.Schema] = {
             *_COMMON,
             pa.field("run_id", pa.string(), nullable=False),
             pa.field("kind", pa.string(), nullable=False),
+            pa.field("checkpoint", pa.bool_(), nullable=False),
             pa.field("duration_ms", pa.int64(), nullable=False),
             pa.field("skipped_before", pa.int32(), nullable=False),
             pa.field("clock_jump_ms", pa.int64(), nullable=False),

@@ -1,0 +1,393 @@
+"""The collector behind ``mqbalance watch``: every tick, the live cluster read as a snapshot
+(:func:`mqbalance.fleet.live.read_cluster`), the owner of every queue computed as the clients
+compute it (:func:`mqbalance.fleet.engine.assign_snapshot`), compared with the previous tick,
+and only the changes written to the history dataset (:mod:`mqbalance.history.writer`).
+
+A tick reads membership (groups, connections, owners) every ``interval``; committed offsets and
+the brokers' max offsets every ``offsets_interval``; and writes a checkpoint (the whole state)
+every ``checkpoint_every`` and on its first tick. A tick that could not read everything (a broker
+down, a request failed) records ``gaps`` and keeps the previous membership and ownership rather
+than report everyone behind that broker as gone. Ticks run on a fixed schedule: a tick that takes
+longer than the interval makes the next start at the next slot, and the slots missed are counted
+(``skipped_before``). Durations are measured on the monotonic clock; how far the wall clock moved
+against it since the last tick is recorded (``clock_jump_ms``).
+
+On a restart the state is rebuilt from the dataset (the last checkpoint and the changes after
+it), so the first tick of the new run writes only what changed while the collector was away.
+
+>>> state = FleetState()
+>>> later = FleetState(members={("g", "c1", "10.0.0.1:1"): ("JAVA", 453, "AVG")})
+>>> [(e["event"], e["client_id"], e["client_addr"]) for e in diff(state, later, offsets=False)["members"]]
+[('join', 'c1', '10.0.0.1:1')]
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingError
+from mqbalance.fleet.engine import assign_snapshot
+from mqbalance.fleet.live import read_cluster
+from mqbalance.fleet.snapshot import snapshot_from_dict
+from mqbalance.history.schema import TABLES
+from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
+from mqbalance.remoting import BrokerClient, NameServer
+
+__all__ = ["Collector", "FleetState", "TickResult", "diff", "load_state"]
+
+Queue = tuple[str, str, str, int]  # group, topic, broker name, queue id
+
+
+@dataclass
+class FleetState:
+    """What one tick saw: groups (message model, subscriptions, strategy), connections (group,
+    client id, address → language, version, strategy), queue owners (owner, processes) and
+    offsets (committed, broker max)."""
+
+    groups: dict[str, tuple[str | None, tuple[str, ...], str | None]] = field(default_factory=dict)
+    members: dict[tuple[str, str, str], tuple[str | None, int | None, str | None]] = field(default_factory=dict)
+    ownership: dict[Queue, tuple[str | None, int]] = field(default_factory=dict)
+    offsets: dict[Queue, tuple[int | None, int | None]] = field(default_factory=dict)
+
+
+def _queue_row(q: Queue) -> dict[str, Any]:
+    return {"group": q[0], "topic": q[1], "broker_name": q[2], "queue_id": q[3]}
+
+
+def diff(old: FleetState, new: FleetState, *, offsets: bool) -> dict[str, list[dict[str, Any]]]:
+    """The events that turn ``old`` into ``new`` (offsets only when ``offsets``)."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for g, (model, subs, strategy) in sorted(new.groups.items()):
+        before = old.groups.get(g)
+        if before != (model, subs, strategy):
+            event = "appear" if before is None else "subscription"
+            out["groups"].append(
+                {"event": event, "group": g, "message_model": model, "subscriptions": list(subs), "strategy": strategy}
+            )
+    for g in sorted(old.groups.keys() - new.groups.keys()):
+        out["groups"].append({"event": "disappear", "group": g})
+    for key in sorted(new.members.keys() - old.members.keys()):
+        lang, version, strategy = new.members[key]
+        out["members"].append(
+            {
+                "event": "join",
+                "group": key[0],
+                "client_id": key[1],
+                "client_addr": key[2],
+                "language": lang,
+                "version": version,
+                "strategy": strategy,
+            }  # fmt: skip
+        )
+    for key in sorted(old.members.keys() - new.members.keys()):
+        out["members"].append({"event": "leave", "group": key[0], "client_id": key[1], "client_addr": key[2]})
+    for q in sorted(new.ownership.keys() | old.ownership.keys()):
+        now = new.ownership.get(q, (None, 0))
+        if old.ownership.get(q, (None, 0)) != now:
+            out["ownership"].append({"event": "change", **_queue_row(q), "owner": now[0], "processes": now[1]})
+    if offsets:
+        for q, (committed, top) in sorted(new.offsets.items()):
+            if old.offsets.get(q) != (committed, top):
+                out["offsets"].append({"event": "change", **_queue_row(q), "committed": committed, "max_offset": top})
+    return dict(out)
+
+
+def checkpoint(state: FleetState) -> dict[str, list[dict[str, Any]]]:
+    """The whole state as ``checkpoint`` events."""
+    return {
+        "groups": [
+            {"event": "checkpoint", "group": g, "message_model": m, "subscriptions": list(s), "strategy": st}
+            for g, (m, s, st) in sorted(state.groups.items())
+        ],
+        "members": [
+            {
+                "event": "checkpoint",
+                "group": k[0],
+                "client_id": k[1],
+                "client_addr": k[2],
+                "language": v[0],
+                "version": v[1],
+                "strategy": v[2],
+            }  # fmt: skip
+            for k, v in sorted(state.members.items())
+        ],
+        "ownership": [
+            {"event": "checkpoint", **_queue_row(q), "owner": o, "processes": n}
+            for q, (o, n) in sorted(state.ownership.items())
+        ],
+        "offsets": [
+            {"event": "checkpoint", **_queue_row(q), "committed": c, "max_offset": m}
+            for q, (c, m) in sorted(state.offsets.items())
+        ],
+    }
+
+
+def load_state(root: str | Path) -> FleetState:
+    """The state at the last committed tick of a history: its last checkpoint, then the changes."""
+    path = open_history(root, create=False)
+    ticks = read_ticks(path)
+    if ticks.num_rows == 0:
+        return FleetState()
+    ids = ticks.column("tick_id").to_pylist()
+    flags = ticks.column("checkpoint").to_pylist()
+    points = [i for i, f in zip(ids, flags, strict=True) if f]
+    if not points:
+        return FleetState()
+    start, last = max(points), max(ids)
+    state = FleetState()
+    for name in ("groups", "members", "ownership", "offsets"):
+        files = []
+        for f in (path / name).glob("date=*/hour=*/part-*.parquet"):
+            tick = int(f.name[5:17])
+            if start <= tick <= last:
+                files.append((tick, f))
+        for _tick, f in sorted(files):
+            for r in pq.read_table(f, schema=TABLES[name]).to_pylist():
+                _apply(state, name, r)
+    return state
+
+
+def _apply(state: FleetState, name: str, r: Mapping[str, Any]) -> None:
+    if name == "groups":
+        if r["event"] == "disappear":
+            state.groups.pop(r["group"], None)
+        else:
+            state.groups[r["group"]] = (r["message_model"], tuple(r["subscriptions"] or ()), r["strategy"])
+    elif name == "members":
+        key = (r["group"], r["client_id"], r["client_addr"])
+        if r["event"] == "leave":
+            state.members.pop(key, None)
+        else:
+            state.members[key] = (r["language"], r["version"], r["strategy"])
+    else:
+        q = (r["group"], r["topic"], r["broker_name"], r["queue_id"])
+        if name == "ownership":
+            if r["owner"] is None and r["processes"] == 0 and r["event"] == "change":
+                state.ownership.pop(q, None)
+            else:
+                state.ownership[q] = (r["owner"], r["processes"])
+        else:
+            state.offsets[q] = (r["committed"], r["max_offset"])
+
+
+def _seconds(value: Any, name: str, *, minimum: float = 0.01) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= 10**7:
+        raise InvalidInputError(
+            f"{name} must be a number of seconds between {minimum:g} and 10^7, got {value!r}", value
+        )
+    return float(value)
+
+
+@dataclass
+class TickResult:
+    """What one tick did."""
+
+    tick_id: int
+    kind: str
+    events: int
+    bytes_written: int
+    duration_s: float
+    errors: int
+    skipped_before: int
+    state: FleetState
+
+
+class Collector:
+    """Watches the cluster behind ``namesrv`` into the history at ``out`` (see the module docs)."""
+
+    def __init__(
+        self,
+        namesrv: str,
+        out: str | Path,
+        *,
+        interval: float = 10.0,
+        offsets_interval: float = 60.0,
+        checkpoint_every: float = 3600.0,
+        retain: float | None = 7 * 86400.0,
+        timeout: float = 3.0,
+        running_info: bool = False,
+        wall: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+        say: Callable[[str], None] = lambda _m: None,
+    ) -> None:
+        self.namesrv = namesrv
+        self.interval = _seconds(interval, "interval")
+        self.offsets_interval = _seconds(offsets_interval, "offsets interval")
+        self.checkpoint_every = _seconds(checkpoint_every, "checkpoint interval")
+        self.retain = None if retain is None else _seconds(retain, "retain", minimum=1.0)
+        self.timeout = _seconds(timeout, "timeout")
+        NameServer(namesrv, timeout=self.timeout).close()  # the addresses are checked now, not at the first tick
+        self.running_info = running_info
+        self.wall, self.monotonic, self.say = wall, monotonic, say
+        self.writer = HistoryWriter(out, run_id=uuid.uuid4().hex[:12])
+        self.state = load_state(self.writer.root)
+        self.last_checkpoint: float | None = None
+        self.last_offsets: float | None = None
+        self.last_seen: tuple[float, float] | None = None  # (wall, monotonic) at the last tick
+        self.skipped = 0
+        self.ticks = 0
+
+    def tick(self) -> TickResult:
+        """Read the cluster once and write what changed."""
+        start_mono, start_wall = self.monotonic(), self.wall()
+        jump = 0
+        if self.last_seen is not None:
+            jump = round(((start_wall - self.last_seen[0]) - (start_mono - self.last_seen[1])) * 1000)
+        self.last_seen = (start_wall, start_mono)
+        due_offsets = self.last_offsets is None or start_mono - self.last_offsets >= self.offsets_interval - 1e-6
+        due_checkpoint = self.last_checkpoint is None or start_mono - self.last_checkpoint >= self.checkpoint_every
+        try:
+            data = read_cluster(self.namesrv, timeout=self.timeout, running_info=self.running_info)
+        except RemotingError as e:  # no name server answered: a gap, and the next tick tries again
+            data = {"errors": [{"address": self.namesrv, "request": "name server", "error": str(e)}], "failed": True}
+        gaps = [
+            {
+                "broker_name": e.get("broker"),
+                "address": e.get("address"),
+                "request": str(e.get("request", "?")),
+                "error": str(e.get("error", "")),
+            }  # fmt: skip
+            for e in data.get("errors", [])
+        ]
+        requests = 3 + len(data.get("topics", {})) + len(data.get("groups", {}))
+        new = FleetState()
+        complete = not gaps
+        if complete:
+            new = self._membership(data)
+        else:  # what could not be read is not "gone": keep the last membership and owners
+            new.groups, new.members, new.ownership = self.state.groups, self.state.members, self.state.ownership
+        new.offsets = dict(self.state.offsets)
+        due_offsets = due_offsets and not data.get("failed")
+        if due_offsets:
+            offsets, failed, asked = self._offsets(data, new)
+            requests += asked
+            gaps += failed
+            new.offsets = offsets
+        events = checkpoint(new) if due_checkpoint else diff(self.state, new, offsets=due_offsets)
+        if gaps:
+            events["gaps"] = gaps
+        changed = len(
+            {r["group"] for name in ("groups", "members", "ownership") for r in events.get(name, ()) if "group" in r}
+        )
+        tick_id = self.writer.last_tick + 1
+        kind = "both" if due_offsets else "membership"
+        duration = self.monotonic() - start_mono
+        written = self.writer.commit_tick(
+            tick_id,
+            dt.datetime.fromtimestamp(start_wall, dt.UTC),
+            events,
+            {
+                "kind": kind,
+                "checkpoint": due_checkpoint,
+                "duration_ms": max(0, round(duration * 1000)),
+                "skipped_before": self.skipped,
+                "clock_jump_ms": jump,
+                "groups": len(new.groups),
+                "changed_groups": changed if not due_checkpoint else 0,
+                "requests": requests,
+                "errors": len(gaps),
+            },
+        )
+        skipped, self.skipped = self.skipped, 0
+        if due_checkpoint:
+            self.last_checkpoint = start_mono
+        if due_offsets:
+            self.last_offsets = start_mono
+        if self.retain is not None:
+            self.writer.prune(dt.datetime.fromtimestamp(start_wall, dt.UTC), dt.timedelta(seconds=self.retain))
+        self.state = new
+        self.ticks += 1
+        n = sum(len(v) for k, v in events.items() if k != "gaps")
+        return TickResult(tick_id, kind, n, written, duration, len(gaps), skipped, new)
+
+    def _membership(self, data: Mapping[str, Any]) -> FleetState:
+        state = FleetState()
+        for g, spec in data.get("groups", {}).items():
+            strategy = spec.get("strategy")
+            state.groups[g] = (
+                spec.get("messageModel"),
+                tuple(sorted(spec.get("subscriptions", ()))),
+                strategy if isinstance(strategy, str) else str(strategy),
+            )
+            for c in spec.get("connections", ()):
+                key = (g, c["clientId"], c.get("clientAddr", ""))
+                state.members[key] = (c.get("language"), c.get("version"), c.get("strategy"))
+        snap = snapshot_from_dict({k: v for k, v in data.items() if k in ("topics", "groups")}, "watch")
+        owners: dict[Queue, list[str]] = defaultdict(list)
+        for row in assign_snapshot(snap).to_pylist():
+            q = (row["group"], row["topic"], row["broker_name"], row["queue_id"])
+            owners[q]  # every readable queue of a subscribed topic has an entry, owned or not
+            if row["consumer"] is not None:
+                owners[q].append(row["consumer"])
+        for q, who in owners.items():
+            names = sorted(set(who))
+            state.ownership[q] = (",".join(names) if names else None, len(who))
+        return state
+
+    def _offsets(
+        self, data: Mapping[str, Any], state: FleetState
+    ) -> tuple[dict[Queue, tuple[int | None, int | None]], list[dict[str, Any]], int]:
+        """Committed offsets (from the tick's read) and each broker's max offset of every queue
+        the groups consume (``GET_MAX_OFFSET``), with the requests that failed as gaps."""
+        committed = {
+            (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"])
+            for o in data.get("offsets", [])
+        }
+        addresses = dict(data.get("meta", {}).get("brokers", {}))
+        wanted = sorted({(q[1], q[2], q[3]) for q in state.ownership})
+        tops: dict[tuple[str, str, int], int | None] = {}
+        failed: list[dict[str, Any]] = []
+        by_broker: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+        for tq in wanted:
+            by_broker[tq[1]].append(tq)
+
+        def read(broker: str) -> None:
+            addr = addresses.get(broker)
+            if addr is None:
+                return
+            try:
+                with BrokerClient(addr, timeout=self.timeout) as client:
+                    for topic, b, qid in by_broker[broker]:
+                        tops[(topic, b, qid)] = client.max_offset(topic, qid)
+            except (RemotingError, MQBalanceError, OSError) as e:
+                failed.append({"broker_name": broker, "address": addr, "request": "GET_MAX_OFFSET", "error": str(e)})
+
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(by_broker)))) as pool:
+            list(pool.map(read, sorted(by_broker)))
+        out = {}
+        for q in state.ownership:
+            out[q] = (committed.get(q), tops.get((q[1], q[2], q[3])))
+        return out, failed, len(wanted)
+
+    def run(self, stop: threading.Event) -> int:
+        """Tick on schedule until ``stop`` is set; the ticks run."""
+        next_at = self.monotonic()
+        while not stop.is_set():
+            result = self.tick()
+            self.say(
+                f"tick {result.tick_id}: {result.events} change(s), {result.bytes_written:,} bytes, "
+                f"{result.duration_s * 1000:.0f} ms" + (f", {result.errors} gap(s)" if result.errors else "")
+            )
+            next_at += self.interval
+            now = self.monotonic()
+            if now > next_at:  # the tick overran: start at the next slot, count the ones missed
+                missed = int((now - next_at) // self.interval) + 1
+                self.skipped += missed
+                next_at += missed * self.interval
+            stop.wait(max(0.0, next_at - self.monotonic()))
+        self.writer.close()
+        return self.ticks
+
+    def close(self) -> None:
+        self.writer.close()
