@@ -1128,6 +1128,11 @@ EXEMPT: dict[str, str] = {
     "is checked by kafka.member.check_bootstrap",
     "mqbalance.fleet.kafka_audit.audit_kafka_on_spark": "starts Spark; its arguments are audit_kafka's (walked), "
     "checked on the driver by the same function (test_kafka_fleet_spark)",
+    "mqbalance.history.analysis.*": "pure functions over a group's rows, called by the job on the dataset it read "
+    "(test_history, with Burrow's cases)",
+    "mqbalance.history.job.analyse": "starts Spark; its directory is checked by open_history (walked), the CLI walker",
+    "mqbalance.history.job.HistoryResult": "result type of analyse",
+    "mqbalance.history.job.write_history_outputs": "writes a HistoryResult built by the library; paths: CLI walker",
     "mqbalance.history.collector.Collector": "reads a live RocketMQ cluster every tick (test_watch; the CLI walker)",
     "mqbalance.history.collector.FleetState": "the collector's state, built by it",
     "mqbalance.history.collector.TickResult": "result type of Collector.tick",
@@ -1714,6 +1719,12 @@ CLI["watch"] = (
     ]
     + [["watch", "--namesrv", "127.0.0.1:{closed}", "--out", "{unwritable}"]]
 )
+CLI["history"] = (
+    [["history", d] for d in ("{tmp}/none", "{tmp}", "{unwritable}")]
+    + [["history", "{history}", flag, v] for flag in ("--from", "--to") for v in ("x", "2026-13-01", "")]
+    + [["history", "{history}", "--window", v] for v in ("0", "-1", "nan", "x")]
+    + [["history", "{history}", flag, v] for flag in ("--min-cycles", "--min-episodes") for v in ("0", "-1", "x")]
+)
 CLI["consume"] = (
     [_consume(drop=option) for option in ("--namesrv", "--group", "--topic")]
     + [
@@ -1794,8 +1805,9 @@ def test_cli_refuses_bad_input(argv: list[str], bad_files: dict[str, Path], tmp_
     before any Spark job or simulation starts."""
     unwritable = tmp_path / "file"
     unwritable.write_text("x")
+    history = history_writer_mod.open_history(tmp_path / "history", create=True)
     names = {"tmp": str(tmp_path), "unwritable": str(unwritable / "out"), "closed": str(CLOSED_PORT)}
-    names |= {k: str(v) for k, v in bad_files.items()}
+    names |= {k: str(v) for k, v in bad_files.items()} | {"history": str(history)}
     args = []
     for a in argv:
         for key, value in names.items():

@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import datetime as dt
 import json
 import os
 import signal
@@ -343,6 +344,54 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     say(f"watching {args.namesrv} into {args.out} (continuing after tick {collector.writer.last_tick})")
     ticks = collector.run(stop)
     say(f"stopped after {ticks} tick(s); last tick {collector.writer.last_tick}")
+    return 0
+
+
+def _when(text: str | None, flag: str) -> dt.datetime | None:
+    if text is None:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise SnapshotError(f"{flag}: expected an ISO time like 2026-11-25T03:00, got {text!r}", text) from None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from mqbalance.fleet.spark import session
+    from mqbalance.history.job import analyse, write_history_outputs
+    from mqbalance.history.writer import open_history
+
+    open_history(args.dir, create=False)  # one line before Spark starts when it is not a history
+    start, end = _when(args.since, "--from"), _when(args.until, "--to")
+    window = _duration_s(args.window, "--window")
+    for flag, value in (("--min-cycles", args.min_cycles), ("--min-episodes", args.min_episodes)):
+        if value < 1:
+            raise SnapshotError(f"{flag}: must be at least 1, got {value}", value)
+    say = Progress(quiet=args.quiet, stream=sys.stderr)
+    if args.master and args.remote:
+        raise SnapshotError("--remote and --master: give one (a Spark Connect server or a master URL)", args.remote)
+    say(f"starting Spark ({args.remote or args.master or 'local[2]'})")
+    with session(args.master, remote=args.remote) as spark:
+        result = analyse(
+            spark,
+            args.dir,
+            groups=args.group,
+            start=start,
+            end=end,
+            window=window,
+            min_cycles=args.min_cycles,
+            min_episodes=args.min_episodes,
+        )
+    write_history_outputs(result, args.out)
+    summary = {
+        "episodes": len(result.episodes),
+        "flapping_clients": len(result.flapping_clients),
+        "flapping_groups": len(result.flapping_groups),
+        "health": dict(Counter(h["status"] for h in result.health)),
+    }
+    Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(summary))
     return 0
 
 
@@ -730,6 +779,18 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--checkpoint-every", default="1h", help="write the whole state every (default: 1h)")
     w.add_argument("--retain", default="7d", help="delete hours of history older than this (default: 7d)")
     w.add_argument("--quiet", action="store_true", help="no progress lines")
+    h = sub.add_parser("history", help="analyse a history dataset on Spark: rebalance episodes, flapping, queue health")
+    h.add_argument("dir", help="the history directory `mqbalance watch` writes")
+    h.add_argument("--out", default="out/history", help="output directory (default: out/history)")
+    h.add_argument("--group", action="append", default=[], help="only this group (repeatable)")
+    h.add_argument("--from", dest="since", help="episodes starting from this time (ISO, UTC unless given)")
+    h.add_argument("--to", dest="until", help="data up to this time (ISO, UTC unless given)")
+    h.add_argument("--window", default="60s", help="membership changes closer than this are one episode (60s)")
+    h.add_argument("--min-cycles", type=int, default=3, help="join/leave cycles that make a client flapping (3)")
+    h.add_argument("--min-episodes", type=int, default=5, help="episodes that make a group flapping (5)")
+    h.add_argument("--master", help="Spark master URL (default: local[2])")
+    h.add_argument("--remote", metavar="sc://HOST:PORT", help="a Spark Connect server instead of --master")
+    h.add_argument("--quiet", action="store_true", help="no progress lines")
     a.add_argument("--fail-on-unowned", action="store_true", help="exit 3 when some queue is consumed by nobody")
     a.add_argument("--top", type=int, help="print only the N worst group/topic pairs (default: all, by name)")
     a.add_argument("--seed", type=int, default=7)
@@ -785,6 +846,7 @@ def main(argv: list[str] | None = None) -> int:
         "assign": _cmd_assign,
         "snapshot": _cmd_snapshot,
         "watch": _cmd_watch,
+        "history": _cmd_history,
         "simulate": _cmd_simulate,
         **coordination_commands,
         **rocketmq_commands,

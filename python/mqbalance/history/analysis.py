@@ -1,0 +1,216 @@
+"""What a group's history means: rebalance episodes, flapping members and consumer health, from
+the events of one group (:mod:`mqbalance.history.schema`). Pure functions over plain rows, so the
+same code runs in-process and inside Spark's executors (:mod:`mqbalance.history.job`).
+
+**Episodes.** A membership change (a ``join`` or ``leave``) starts an episode; the next change
+less than ``window`` seconds after the previous one belongs to the same episode. An episode has
+who joined and left (client id and address), the queues whose owner changed from its start until
+the next episode, the time from its start until every queue was owned again (``None`` when that
+never happened before the next episode or the end of the data), and the queue-seconds over that
+span with a queue owned by nobody (``processes == 0``) or by two processes or more.
+
+**Flapping.** A client id that joined and left at least ``min_cycles`` times; a group with at least
+``min_episodes`` episodes.
+
+**Health** (LinkedIn Burrow's rules, ``core/internal/evaluator``), per queue over its last
+``window_readings`` offsets readings (Burrow: the last commits): OK when the lag is zero at any
+reading of the window; otherwise, first match: REWIND (the committed offset went backwards), STOP
+(no committed offset change for longer than the span between the window's first and last
+change, or nobody owns the queue), STALL (committed offset unchanged over the window while lag > 0
+and a process owns it), WARN (lag never decreased), else OK. Where ours differ from Burrow's, and
+why, is in the README.
+
+>>> from datetime import datetime, timedelta, timezone
+>>> t0 = datetime(2026, 11, 25, tzinfo=timezone.utc)
+>>> rows = [{"ts": t0 + timedelta(seconds=s), "event": e, "client_id": c, "client_addr": "a"}
+...         for s, e, c in [(0, "join", "c1"), (5, "join", "c2"), (100, "leave", "c2")]]
+>>> [(e["start"].second, len(e["joined"]), len(e["left"])) for e in episodes(rows, [], window=30)]
+[(0, 2, 0), (40, 0, 1)]
+>>> burrow_status([(0, 10, 5), (60_000, 10, 7), (120_000, 10, 9)], now_ms=130_000, owned=True)
+'STALL'
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = ["DEFAULT_WINDOW_S", "burrow_status", "episodes", "flapping", "health"]
+
+#: membership changes closer than this belong to one episode (seconds)
+DEFAULT_WINDOW_S = 60.0
+
+
+def _ms(ts: Any) -> int:
+    if isinstance(ts, dt.datetime):
+        return int(ts.timestamp() * 1000)
+    return int(ts)
+
+
+def _owner_timeline(ownership: Iterable[Mapping[str, Any]]) -> list[tuple[int, tuple[str, str, int], int]]:
+    """``(ms, queue, processes)`` in time order."""
+    out = [(_ms(r["ts"]), (r["topic"], r["broker_name"], int(r["queue_id"])), int(r["processes"])) for r in ownership]
+    return sorted(out, key=lambda x: x[0])
+
+
+def _integrate(
+    timeline: Sequence[tuple[int, tuple[str, str, int], int]], start: int, end: int
+) -> tuple[float, float, int | None]:
+    """Queue-seconds with nobody and with two or more processes over ``[start, end)``, and the
+    first time ``>= start`` at which no queue is owned by nobody (``None``: not before ``end``)."""
+    state: dict[tuple[str, str, int], int] = {}
+    i = 0
+    while i < len(timeline) and timeline[i][0] <= start:
+        state[timeline[i][1]] = timeline[i][2]
+        i += 1
+    nobody = sum(1 for v in state.values() if v == 0)
+    twice = sum(1 for v in state.values() if v >= 2)
+    t = start
+    idle_s = dup_s = 0.0
+    owned_at = start if nobody == 0 else None
+    while i < len(timeline) and timeline[i][0] < end:
+        at, q, n = timeline[i]
+        idle_s += nobody * (at - t) / 1000
+        dup_s += twice * (at - t) / 1000
+        t = at
+        old = state.get(q)
+        if old is not None:
+            nobody -= old == 0
+            twice -= old >= 2
+        state[q] = n
+        nobody += n == 0
+        twice += n >= 2
+        if nobody == 0 and owned_at is None:
+            owned_at = at
+        i += 1
+    idle_s += nobody * max(0, end - t) / 1000
+    dup_s += twice * max(0, end - t) / 1000
+    return idle_s, dup_s, owned_at
+
+
+def episodes(
+    members: Iterable[Mapping[str, Any]],
+    ownership: Iterable[Mapping[str, Any]],
+    *,
+    window: float = DEFAULT_WINDOW_S,
+    end: Any = None,
+) -> list[dict[str, Any]]:
+    """The rebalance episodes of one group (see the module docs). ``members`` and ``ownership``
+    are the group's rows of those tables (checkpoints included); ``end`` the end of the data
+    (default: the last row's time)."""
+    changes = sorted((r for r in members if r["event"] in ("join", "leave")), key=lambda r: _ms(r["ts"]))
+    timeline = _owner_timeline(ownership)
+    last = max([_ms(r["ts"]) for r in changes] + [t for t, _, _ in timeline], default=0)
+    stop = _ms(end) if end is not None else last
+    groups: list[list[Mapping[str, Any]]] = []
+    for r in changes:
+        if groups and _ms(r["ts"]) - _ms(groups[-1][-1]["ts"]) < window * 1000:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    out = []
+    for k, rows in enumerate(groups):
+        start = _ms(rows[0]["ts"])
+        until = _ms(groups[k + 1][0]["ts"]) if k + 1 < len(groups) else max(stop, _ms(rows[-1]["ts"]))
+        moved = sum(1 for t, _q, _n in timeline if start <= t < until)
+        idle_s, dup_s, owned_at = _integrate(timeline, start, until)
+        out.append(
+            {
+                "episode": k,
+                "start": rows[0]["ts"],
+                "end": rows[-1]["ts"],
+                "joined": [(r["client_id"], r["client_addr"]) for r in rows if r["event"] == "join"],
+                "left": [(r["client_id"], r["client_addr"]) for r in rows if r["event"] == "leave"],
+                "queue_changes": moved,
+                "owned_again_s": None if owned_at is None else (owned_at - start) / 1000,
+                "unowned_queue_s": round(idle_s, 3),
+                "double_owned_queue_s": round(dup_s, 3),
+            }
+        )
+    return out
+
+
+def flapping(members: Iterable[Mapping[str, Any]], *, min_cycles: int = 3) -> list[dict[str, Any]]:
+    """Client ids that joined and left at least ``min_cycles`` times, most cycles first."""
+    joins: dict[str, int] = defaultdict(int)
+    leaves: dict[str, int] = defaultdict(int)
+    for r in members:
+        if r["event"] == "join":
+            joins[r["client_id"]] += 1
+        elif r["event"] == "leave":
+            leaves[r["client_id"]] += 1
+    cycles = {c: min(joins[c], leaves[c]) for c in joins.keys() | leaves.keys()}
+    ranked = sorted((c for c, n in cycles.items() if n >= min_cycles), key=lambda c: (-cycles[c], c))
+    return [{"client_id": c, "joins": joins[c], "leaves": leaves[c], "cycles": cycles[c]} for c in ranked]
+
+
+def burrow_status(window: Sequence[tuple[int, int, int]], *, now_ms: int, owned: bool) -> str:
+    """Burrow's status of one queue from its window of readings ``(ms, committed, lag)``, oldest
+    first (see the module docs)."""
+    if not window or any(lag == 0 for _t, _c, lag in window):
+        return "OK"
+    offsets = [c for _t, c, _l in window]
+    if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)):
+        return "REWIND"
+    changes = [window[0][0]] + [window[i][0] for i in range(1, len(window)) if offsets[i] != offsets[i - 1]]
+    first, last = changes[0], changes[-1]
+    if not owned or (len(changes) > 1 and now_ms - last > last - first):
+        return "STOP"
+    if all(c == offsets[0] for c in offsets):
+        return "STALL"
+    lags = [lag for _t, _c, lag in window]
+    if all(b >= a for a, b in zip(lags, lags[1:], strict=False)):
+        return "WARN"
+    return "OK"
+
+
+def health(
+    offsets: Iterable[Mapping[str, Any]],
+    readings: Sequence[Any],
+    owners: Mapping[tuple[str, str, int], int],
+    *,
+    window_readings: int = 10,
+) -> list[dict[str, Any]]:
+    """Per queue of one group: Burrow's status over the last ``window_readings`` offsets readings
+    (``readings``: the times the offsets were read, from ``ticks``; a queue without a row at a
+    reading kept its values), the lag at the last reading and an estimated time lag (the lag over
+    the consumption rate across the window; ``None`` when nothing was consumed). ``owners``:
+    processes per queue at the end."""
+    times = sorted({_ms(t) for t in readings})
+    series: dict[tuple[str, str, int], list[tuple[int, int | None, int | None]]] = defaultdict(list)
+    for r in sorted(offsets, key=lambda r: _ms(r["ts"])):
+        series[(r["topic"], r["broker_name"], int(r["queue_id"]))].append(
+            (_ms(r["ts"]), r["committed"], r["max_offset"])
+        )
+    out = []
+    for q, points in sorted(series.items()):
+        filled: list[tuple[int, int, int]] = []
+        j, cur = 0, None
+        for t in times:
+            while j < len(points) and points[j][0] <= t:
+                cur = points[j]
+                j += 1
+            if cur is not None and cur[1] is not None and cur[2] is not None:
+                filled.append((t, cur[1], max(0, cur[2] - cur[1])))
+        window = filled[-window_readings:]
+        if not window:
+            continue
+        now = window[-1][0]
+        status = burrow_status(window, now_ms=now, owned=owners.get(q, 0) > 0)
+        consumed = window[-1][1] - window[0][1]
+        span_s = (window[-1][0] - window[0][0]) / 1000
+        time_lag = window[-1][2] / (consumed / span_s) if consumed > 0 and span_s > 0 else None
+        out.append(
+            {
+                "topic": q[0],
+                "broker_name": q[1],
+                "queue_id": q[2],
+                "status": status,
+                "lag": window[-1][2],
+                "time_lag_s": None if time_lag is None else round(time_lag, 3),
+                "committed": window[-1][1],
+            }
+        )
+    return out

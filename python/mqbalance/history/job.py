@@ -1,0 +1,270 @@
+"""``mqbalance history DIR``: the analysis of a history dataset on Spark (local mode by default, a
+cluster with ``--master``, Spark Connect with ``--remote``; the same code). Every group's events go
+to one executor task (``groupBy("group").applyInArrow``) where :mod:`mqbalance.history.analysis`
+turns them into episodes, flapping members and queue health; the driver gets those rows back and
+writes Parquet, CSV, a Markdown report and a plot.
+
+Reading from ``start`` still reads each group from the beginning of the data (the state at
+``start`` needs the checkpoint and the changes before it); only episodes starting before
+``start`` are left out of the results. Offsets readings come from the ``ticks`` table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from mqbalance.exceptions import HistoryError
+from mqbalance.history.analysis import DEFAULT_WINDOW_S, episodes, flapping, health
+from mqbalance.history.schema import TABLES
+from mqbalance.history.writer import open_history, read_ticks
+
+__all__ = ["HistoryResult", "analyse", "write_history_outputs"]
+
+_COLUMNS = {
+    "ts": pa.timestamp("ms", tz="UTC"),
+    "table": pa.string(),
+    "event": pa.string(),
+    "group": pa.string(),
+    "client_id": pa.string(),
+    "client_addr": pa.string(),
+    "topic": pa.string(),
+    "broker_name": pa.string(),
+    "queue_id": pa.int32(),
+    "owner": pa.string(),
+    "processes": pa.int16(),
+    "committed": pa.int64(),
+    "max_offset": pa.int64(),
+}
+_OUT = pa.schema([("group", pa.string()), ("kind", pa.string()), ("row", pa.string())])
+
+
+@dataclass
+class HistoryResult:
+    """Per group: episodes, flapping client ids, queue health; and the groups ranked by episodes."""
+
+    episodes: list[dict[str, Any]]
+    flapping_clients: list[dict[str, Any]]
+    flapping_groups: list[dict[str, Any]]
+    health: list[dict[str, Any]]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    raise TypeError(type(value))
+
+
+def _analyse_group(
+    table: pa.Table, readings: Sequence[int], window: float, min_cycles: int, end_ms: int | None
+) -> pa.Table:
+    rows = table.to_pylist()
+    group = rows[0]["group"] if rows else ""
+    members = [r for r in rows if r["table"] == "members"]
+    ownership = [r for r in rows if r["table"] == "ownership"]
+    offsets = [r for r in rows if r["table"] == "offsets"]
+    last_ts = max((r["ts"] for r in rows), default=None)
+    end: Any = end_ms if end_ms is not None else last_ts
+    out: list[tuple[str, dict[str, Any]]] = [
+        ("episode", e) for e in episodes(members, ownership, window=window, end=end)
+    ]
+    out += [("flapping", f) for f in flapping(members, min_cycles=min_cycles)]
+    owners: dict[tuple[str, str, int], int] = {}
+    for r in sorted(ownership, key=lambda r: r["ts"]):
+        owners[(r["topic"], r["broker_name"], int(r["queue_id"]))] = int(r["processes"])
+    out += [("health", h) for h in health(offsets, readings, owners)]
+    return pa.table(
+        {
+            "group": [group] * len(out),
+            "kind": [k for k, _ in out],
+            "row": [json.dumps(v, default=_json_default) for _, v in out],
+        },
+        schema=_OUT,
+    )
+
+
+def analyse(
+    spark: Any,
+    root: str | Path,
+    *,
+    groups: Sequence[str] = (),
+    start: dt.datetime | None = None,
+    end: dt.datetime | None = None,
+    window: float = DEFAULT_WINDOW_S,
+    min_cycles: int = 3,
+    min_episodes: int = 5,
+) -> HistoryResult:
+    """The analysis of the history at ``root`` (see the module docs)."""
+    path = open_history(root, create=False)
+    if not (isinstance(window, (int, float)) and not isinstance(window, bool) and 0 < window < 10**7):
+        raise HistoryError(f"window must be a positive number of seconds, got {window!r}", window)
+    for name, value in (("min_cycles", min_cycles), ("min_episodes", min_episodes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise HistoryError(f"{name} must be an integer >= 1, got {value!r}", value)
+    ticks = read_ticks(path)
+    readings = [
+        int(t.timestamp() * 1000)
+        for t, kind in zip(ticks.column("ts").to_pylist(), ticks.column("kind").to_pylist(), strict=True)
+        if kind in ("offsets", "both") and (end is None or t <= end)
+    ]
+    frames = []
+    from pyspark.sql import functions as F
+
+    for name in ("members", "ownership", "offsets"):
+        files = sorted((path / name).glob("date=*/hour=*/part-*.parquet"))
+        if not files:
+            continue
+        df = spark.read.schema(_spark_schema(TABLES[name])).parquet(*[str(f) for f in files])
+        df = df.withColumn("table", F.lit(name))
+        for column, kind in _COLUMNS.items():
+            if column not in df.columns:
+                df = df.withColumn(column, F.lit(None).cast(_spark_type(kind)))
+        frames.append(df.select(*_COLUMNS))
+    if not frames:
+        return HistoryResult([], [], [], [])
+    events = frames[0]
+    for f in frames[1:]:
+        events = events.unionByName(f)
+    if groups:
+        events = events.where(F.col("group").isin(list(groups)))
+    if end is not None:
+        events = events.where(F.col("ts") <= F.lit(end))
+    end_ms = None if end is None else int(end.timestamp() * 1000)
+
+    def run(table: pa.Table) -> pa.Table:
+        return _analyse_group(table, readings, float(window), min_cycles, end_ms)
+
+    got = events.groupBy("group").applyInArrow(run, "group string, kind string, row string").toArrow()
+    result = HistoryResult([], [], [], [])
+    for group, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True):
+        item = {"group": group, **json.loads(row)}
+        if kind == "episode":
+            if start is None or dt.datetime.fromisoformat(item["start"]) >= start:
+                result.episodes.append(item)
+        elif kind == "flapping":
+            result.flapping_clients.append(item)
+        else:
+            result.health.append(item)
+    result.episodes.sort(key=lambda e: (e["group"], e["episode"]))
+    result.flapping_clients.sort(key=lambda f: (-f["cycles"], f["group"], f["client_id"]))
+    result.health.sort(key=lambda h: (h["group"], h["topic"], h["broker_name"], h["queue_id"]))
+    counts: dict[str, int] = {}
+    for e in result.episodes:
+        counts[e["group"]] = counts.get(e["group"], 0) + 1
+    result.flapping_groups = sorted(
+        ({"group": g, "episodes": n} for g, n in counts.items() if n >= min_episodes),
+        key=lambda r: (-r["episodes"], r["group"]),
+    )
+    return result
+
+
+def _spark_type(kind: pa.DataType) -> str:
+    if pa.types.is_timestamp(kind):
+        return "timestamp"
+    if pa.types.is_string(kind):
+        return "string"
+    if pa.types.is_int16(kind):
+        return "smallint"
+    if pa.types.is_int32(kind):
+        return "int"
+    if pa.types.is_int64(kind):
+        return "bigint"
+    if pa.types.is_boolean(kind):
+        return "boolean"
+    if pa.types.is_list(kind):
+        return "array<string>"
+    raise TypeError(kind)  # pragma: no cover - every type of the schema is above
+
+
+def _spark_schema(schema: pa.Schema) -> str:
+    return ", ".join(f"`{f.name}` {_spark_type(f.type)}" for f in schema)
+
+
+def write_history_outputs(result: HistoryResult, out: str | Path) -> dict[str, Path]:
+    """Parquet and CSV per table, ``report.md`` and ``episodes_per_hour.png``; the paths by name."""
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for name, rows in (
+        ("episodes", result.episodes),
+        ("flapping_clients", result.flapping_clients),
+        ("flapping_groups", result.flapping_groups),
+        ("health", result.health),
+    ):
+        flat = [{k: json.dumps(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows]
+        table = pa.Table.from_pylist(flat) if flat else pa.table({"group": pa.array([], pa.string())})
+        pq.write_table(table, directory / f"{name}.parquet")
+        pacsv.write_csv(table, directory / f"{name}.csv")
+        paths[name] = directory / f"{name}.csv"
+    statuses: dict[str, int] = {}
+    for h in result.health:
+        statuses[h["status"]] = statuses.get(h["status"], 0) + 1
+    lines = [
+        "# mqbalance history",
+        "",
+        f"- rebalance episodes: {len(result.episodes):,} in {len({e['group'] for e in result.episodes}):,} groups",
+        (
+            f"- flapping client ids: {len(result.flapping_clients):,}; groups with repeated episodes: "
+            f"{len(result.flapping_groups):,}"
+        ),
+        "- queue health: " + (", ".join(f"{k} {v:,}" for k, v in sorted(statuses.items())) or "no offsets"),
+        "",
+        "## Worst episodes (queue-seconds owned by nobody)",
+        "",
+        (
+            "| group | start | joined | left | queue changes | owned again after (s) | nobody (queue-s) "
+            "| twice (queue-s) |"
+        ),
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for e in sorted(result.episodes, key=lambda e: -e["unowned_queue_s"])[:20]:
+        lines.append(
+            f"| {e['group']} | {e['start']} | {len(e['joined'])} | {len(e['left'])} | {e['queue_changes']} "
+            f"| {e['owned_again_s']} | {e['unowned_queue_s']} | {e['double_owned_queue_s']} |"
+        )
+    lines += ["", "## Queues not OK", "", "| group | topic | broker | queue | status | lag | time lag (s) |"]
+    lines += ["|---|---|---|---|---|---|---|"]
+    for h in [h for h in result.health if h["status"] != "OK"][:50]:
+        lines.append(
+            f"| {h['group']} | {h['topic']} | {h['broker_name']} | {h['queue_id']} | {h['status']} | {h['lag']} "
+            f"| {h['time_lag_s']} |"
+        )
+    image = _plot(result, directory)
+    if image:
+        lines += ["", f"![{image}]({image})"]
+        paths[image] = directory / image
+    paths["report_md"] = directory / "report.md"
+    paths["report_md"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return paths
+
+
+def _plot(result: HistoryResult, directory: Path) -> str | None:
+    if not result.episodes:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hours: dict[str, int] = {}
+    for e in result.episodes:
+        hour = e["start"][:13]
+        hours[hour] = hours.get(hour, 0) + 1
+    keys = sorted(hours)
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    ax.bar(range(len(keys)), [hours[k] for k in keys], color="#3b7dd8")
+    ax.set_xticks(range(len(keys)), [k[5:].replace("T", " ") + "h" for k in keys], rotation=45, ha="right")
+    ax.set_ylabel("rebalance episodes")
+    ax.set_title("Rebalance episodes per hour across the fleet")
+    fig.tight_layout()
+    fig.savefig(directory / "episodes_per_hour.png", dpi=100)
+    plt.close(fig)
+    return "episodes_per_hour.png"

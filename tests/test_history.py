@@ -1,0 +1,154 @@
+"""``mqbalance history``: the analysis of a history dataset on Spark (local mode), over a dataset
+written by the real writer with planted events — an episode with a known unowned period, a
+flapping member, and queues planted to be OK, STALL, REWIND and STOP by Burrow's rules. The
+expected values come from the plan below, not from the analysis."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_cluster import MQBALANCE
+from mqbalance.exceptions import HistoryError
+from mqbalance.fleet.spark import local_session, stop_session
+from mqbalance.history.analysis import burrow_status
+from mqbalance.history.job import analyse, write_history_outputs
+from mqbalance.history.writer import HistoryWriter
+
+T0 = dt.datetime(2026, 11, 25, 1, 0, tzinfo=dt.UTC)
+QUEUES = [("T", "b", q) for q in range(4)]
+
+
+def q(topic: str, broker: str, queue_id: int) -> dict[str, Any]:
+    return {"topic": topic, "broker_name": broker, "queue_id": queue_id}
+
+
+def plan() -> dict[int, dict[str, list[dict[str, Any]]]]:
+    """Events by second after T0."""
+    at: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    first = at[0]
+    first["members"] = [{"event": "checkpoint", "group": "g1", "client_id": "c1", "client_addr": "a1"}]
+    first["ownership"] = [
+        {"event": "checkpoint", "group": "g1", **q(*x), "owner": "c1", "processes": 1} for x in QUEUES
+    ]
+    first["ownership"] += [{"event": "checkpoint", "group": "g2", **q("U", "b", 0), "owner": "d1", "processes": 1}]
+    first["members"] += [{"event": "checkpoint", "group": "g2", "client_id": "d1", "client_addr": "x"}]
+    # episode 0 at 100 s: c2 joins; queues 2 and 3 are owned by nobody for 10 s, then by c2
+    at[100]["members"].append({"event": "join", "group": "g1", "client_id": "c2", "client_addr": "a2"})
+    at[100]["ownership"] += [
+        {"event": "change", "group": "g1", **q(*x), "owner": None, "processes": 0} for x in QUEUES[2:]
+    ]
+    at[110]["ownership"] += [
+        {"event": "change", "group": "g1", **q(*x), "owner": "c2", "processes": 1} for x in QUEUES[2:]
+    ]
+    # a flapping member: joins and leaves 4 times, 10 s apart, cycles 200 s apart (4 more episodes)
+    for k in range(4):
+        s = 300 + 200 * k
+        at[s]["members"].append({"event": "join", "group": "g1", "client_id": "f", "client_addr": "af"})
+        at[s + 10]["members"].append({"event": "leave", "group": "g1", "client_id": "f", "client_addr": "af"})
+    # g2's only member leaves at 400 s: its queue owned by nobody from then on
+    at[400]["members"].append({"event": "leave", "group": "g2", "client_id": "d1", "client_addr": "x"})
+    at[400]["ownership"].append({"event": "change", "group": "g2", **q("U", "b", 0), "owner": None, "processes": 0})
+    # offsets read every 60 s: q0 consumed (OK), q1 stalled, q2 rewound, U/0 stopped
+    for k, s in enumerate(range(0, 1201, 60)):
+        rows = at[s]["offsets"]
+        lag0 = 5 if k % 2 else 0
+        rows.append(
+            {"event": "change", "group": "g1", **q("T", "b", 0), "committed": 10 * k, "max_offset": 10 * k + lag0}
+        )
+        rows.append({"event": "change", "group": "g1", **q("T", "b", 1), "committed": 5, "max_offset": 6 + k})
+        back = 3 if k == 18 else 4 + k
+        rows.append({"event": "change", "group": "g1", **q("T", "b", 2), "committed": back, "max_offset": 100})
+        committed = min(k, 6) * 2
+        rows.append({"event": "change", "group": "g2", **q("U", "b", 0), "committed": committed, "max_offset": 50 + k})
+        rows.append({"event": "change", "group": "g1", **q("T", "b", 3), "committed": 0, "max_offset": 0})
+    return at
+
+
+def write(root: Path) -> None:
+    w = HistoryWriter(root, run_id="plan")
+    readings = set(range(0, 1201, 60))
+    for tick_id, s in enumerate(sorted(set(plan()) | readings), start=1):
+        events = plan()[s]
+        w.commit_tick(
+            tick_id,
+            T0 + dt.timedelta(seconds=s),
+            dict(events),
+            {"kind": "both" if s in readings else "membership", "checkpoint": s == 0, "duration_ms": 5,
+             "skipped_before": 0, "clock_jump_ms": 0, "groups": 2, "changed_groups": 1, "requests": 4, "errors": 0},
+        )  # fmt: skip
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Any:
+    session = local_session(fast_start=True, driver_memory="1g")
+    yield session
+    stop_session(session)
+
+
+def test_history_finds_the_planted_episodes_flapping_and_health(spark: Any, tmp_path: Path) -> None:
+    write(tmp_path / "h")
+    result = analyse(spark, tmp_path / "h", window=60, min_cycles=3, min_episodes=5)
+    g1 = [e for e in result.episodes if e["group"] == "g1"]
+    assert len(g1) == 5
+    first = g1[0]
+    assert first["joined"] == [["c2", "a2"]] and first["left"] == []
+    assert first["owned_again_s"] == 10.0 and first["unowned_queue_s"] == 20.0 and first["queue_changes"] == 4
+    assert [(e["joined"], e["left"]) for e in g1[1:]] == [([["f", "af"]], [["f", "af"]])] * 4
+    assert [dt.datetime.fromisoformat(e["start"]) - T0 for e in g1[1:]] == [
+        dt.timedelta(seconds=300 + 200 * k) for k in range(4)
+    ]
+    assert [(f["group"], f["client_id"], f["cycles"]) for f in result.flapping_clients] == [("g1", "f", 4)]
+    assert result.flapping_groups == [{"group": "g1", "episodes": 5}]
+    status = {(h["group"], h["queue_id"]): h["status"] for h in result.health}
+    assert status == {("g1", 0): "OK", ("g1", 1): "STALL", ("g1", 2): "REWIND", ("g1", 3): "OK", ("g2", 0): "STOP"}
+    lag = {(h["group"], h["queue_id"]): h["lag"] for h in result.health}
+    assert lag[("g1", 1)] == 6 + 20 - 5 and lag[("g1", 0)] == 0
+    paths = write_history_outputs(result, tmp_path / "out")
+    assert (tmp_path / "out" / "episodes.csv").read_text().count("\n") == 1 + 5 + 1  # g2's leave is an episode too
+    assert "STALL" in paths["report_md"].read_text() and (tmp_path / "out" / "episodes_per_hour.png").stat().st_size > 0
+    only = analyse(spark, tmp_path / "h", groups=["g2"], start=T0 + dt.timedelta(seconds=200))
+    assert {e["group"] for e in only.episodes} == {"g2"} and len(only.episodes) == 1
+
+
+@pytest.mark.parametrize(
+    ("window", "status"),
+    [
+        ([(0, 10, 5), (60_000, 10, 0), (120_000, 10, 9)], "OK"),  # lag zero once: Burrow's rule 1
+        ([(0, 10, 5), (60_000, 9, 7), (120_000, 12, 9)], "REWIND"),
+        ([(0, 10, 5), (60_000, 12, 7), (120_000, 14, 9)], "WARN"),  # advancing, lag never decreasing
+        ([(0, 10, 5), (60_000, 12, 4), (120_000, 14, 9)], "OK"),  # lag decreased once
+        ([(0, 10, 5), (60_000, 10, 7), (120_000, 10, 9)], "STALL"),
+        ([(0, 10, 5), (10_000, 11, 7), (20_000, 11, 9)], "STOP"),  # last change 10 s after the first, now 100 s later
+    ],
+)
+def test_burrows_rules_on_hand_written_windows(window: list[tuple[int, int, int]], status: str) -> None:
+    assert burrow_status(window, now_ms=window[-1][0] if status != "STOP" else 110_000, owned=True) == status
+
+
+def test_history_cli_refuses_a_directory_that_is_not_a_history(tmp_path: Path) -> None:
+    (tmp_path / "x.txt").write_text("no")
+    got = subprocess.run([str(MQBALANCE), "history", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2 and got.stderr.count("\n") == 1 and "not a mqbalance history" in got.stderr
+    with pytest.raises(HistoryError):
+        analyse(None, tmp_path)
+
+
+def test_history_cli_writes_the_report(tmp_path: Path) -> None:
+    write(tmp_path / "h")
+    got = subprocess.run(
+        [str(MQBALANCE), "history", str(tmp_path / "h"), "--out", str(tmp_path / "o"), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert got.returncode == 0, got.stderr
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["episodes"] == 6 and summary["flapping_clients"] == 1
