@@ -338,14 +338,18 @@ class Collector:
     def _offsets(
         self, data: Mapping[str, Any], state: FleetState
     ) -> tuple[dict[Queue, tuple[int | None, int | None]], list[dict[str, Any]], int]:
-        """Committed offsets (from the tick's read) and each broker's max offset of every queue
-        the groups consume (``GET_MAX_OFFSET``), with the requests that failed as gaps."""
+        """Committed offsets (from the tick's read) and each broker's max offset (``GET_MAX_OFFSET``)
+        of every queue a group owns or has committed offsets on, with the requests that failed as
+        gaps."""
         committed = {
             (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"])
             for o in data.get("offsets", [])
         }
         addresses = dict(data.get("meta", {}).get("brokers", {}))
-        wanted = sorted({(q[1], q[2], q[3]) for q in state.ownership})
+        # every queue a group owns now or has committed offsets on (a stopped group keeps its
+        # offsets on the broker, and its lag keeps growing: that is what STOP is about)
+        keys = set(state.ownership) | set(committed)
+        wanted = sorted({(q[1], q[2], q[3]) for q in keys})
         tops: dict[tuple[str, str, int], int | None] = {}
         failed: list[dict[str, Any]] = []
         by_broker: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
@@ -365,9 +369,7 @@ class Collector:
 
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(by_broker)))) as pool:
             list(pool.map(read, sorted(by_broker)))
-        out = {}
-        for q in state.ownership:
-            out[q] = (committed.get(q), tops.get((q[1], q[2], q[3])))
+        out = {q: (committed.get(q), tops.get((q[1], q[2], q[3]))) for q in keys}
         return out, failed, len(wanted)
 
     def run(self, stop: threading.Event) -> int:

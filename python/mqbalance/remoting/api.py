@@ -612,6 +612,14 @@ class BrokerClient:
         else:
             self.client.invoke_ok(RequestCode.UPDATE_CONSUMER_OFFSET, ext)
 
+    def reset_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """``INVOKE_BROKER_TO_RESET_OFFSET`` (222), as ``mqadmin resetOffset`` sends it: set the
+        group's committed offset of one queue to ``offset``, backwards too (a plain commit that
+        goes backwards is refused by brokers that guard against stale commits)."""
+        ext = {"topic": topic, "group": group, "queueId": queue_id, "offset": offset}
+        ext |= {"timestamp": -1, "isForce": "true"}
+        self.client.invoke_ok(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+
     def all_consumer_offsets(self) -> dict[tuple[str, str], dict[int, int]]:
         """``GET_ALL_CONSUMER_OFFSET`` (43): every committed offset on this broker, by
         ``(group, topic)`` then queue id (``{}`` when the broker has none)."""

@@ -1,0 +1,125 @@
+"""End to end: a real name server and broker (``rocketmq_cluster.py``), real ``mqbalance consume``
+processes, the real ``mqbalance watch`` process, then ``mqbalance history`` on Spark (local). The
+test plants, with times it records itself: a member restarted again and again (flapping), a member
+killed with ``kill -9``, a member whose processing blocks (STALL while lag grows), a group whose
+only member is killed (STOP), and a group whose committed offset is reset backwards (REWIND). The
+report must show each, within one watch interval plus the broker's own delay in dropping a dead
+connection. (A duplicated client id is not planted here: the Rust broker lists one connection per
+id, see INFRA.md and ``test_watch.py``.)"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.csv as pacsv
+
+from kafka_cluster import MQBALANCE
+from mqbalance.remoting import BrokerClient
+from rocketmq_cluster import RocketMQCluster
+
+TOPIC = "TopicE2E"
+INTERVAL = 1.0
+
+
+def consume(cluster: RocketMQCluster, group: str, client_id: str, log: object, *extra: str) -> subprocess.Popen[bytes]:
+    cmd = [str(MQBALANCE), "consume", "--namesrv", cluster.namesrv_addr, "--group", group, "--topic", TOPIC,
+           "--client-id", client_id, "--record", "/dev/null", "--from", "first", "--persist-interval-ms", "500",
+           "--rebalance-interval-ms", "1000", "--heartbeat-interval-ms", "1000", *extra]  # fmt: skip
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)  # type: ignore[arg-type]
+
+
+def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    broker = rocketmq.brokers[0]
+    with BrokerClient(broker.addr) as admin:
+        admin.create_topic(TOPIC, read=2, write=2)
+    stop_producing = threading.Event()
+
+    def produce() -> None:
+        with BrokerClient(broker.addr) as p:
+            while not stop_producing.wait(0.05):
+                for q in range(2):
+                    p.send(TOPIC, q, b"m")
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    log = (tmp_path / "procs.log").open("ab")
+    history = tmp_path / "history"
+    watch = subprocess.Popen(
+        [
+            str(MQBALANCE),
+            "watch",
+            "--namesrv",
+            rocketmq.namesrv_addr,
+            "--out",
+            str(history),
+            "--interval",
+            "1s",
+            "--offsets-interval",
+            "1s",
+            "--no-running-info",
+            "--quiet",
+        ],  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(consume(rocketmq, "cg-live", "live-a", log))
+        procs.append(consume(rocketmq, "cg-stall", "stall-s", log, "--work-ms", "600000"))
+        procs.append(stopper := consume(rocketmq, "cg-stop", "stop-x", log))
+        procs.append(rewinder := consume(rocketmq, "cg-rewind", "rewind-r", log))
+        killed = consume(rocketmq, "cg-live", "kill-k", log)
+        procs.append(killed)
+        time.sleep(6)
+        kill_at = dt.datetime.now(dt.UTC)
+        killed.send_signal(signal.SIGKILL)
+        for _ in range(4):  # flapping: in for 1.5 s, out for 3 s
+            flap = consume(rocketmq, "cg-live", "flap-f", log)
+            time.sleep(1.5)
+            flap.send_signal(signal.SIGTERM)
+            flap.wait(20)
+            time.sleep(3)
+        stopper.send_signal(signal.SIGKILL)
+        rewinder.send_signal(signal.SIGKILL)
+        time.sleep(3)
+        with BrokerClient(broker.addr) as admin:
+            for q in range(2):
+                admin.reset_offset("cg-rewind", TOPIC, q, 1)
+        time.sleep(5)  # a few readings after the reset: it stays inside the last 10 (Burrow's window)
+    finally:
+        watch.send_signal(signal.SIGTERM)
+        watch.wait(30)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        stop_producing.set()
+        producer.join(10)
+        log.close()
+    out = tmp_path / "report"
+    got = subprocess.run(
+        [str(MQBALANCE), "history", str(history), "--out", str(out), "--window", "2s", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert got.returncode == 0, got.stderr
+    flapping = pacsv.read_csv(out / "flapping_clients.csv").to_pylist()
+    assert [(f["group"], f["client_id"]) for f in flapping] == [("cg-live", "flap-f")] and flapping[0]["cycles"] >= 3
+    episodes = pacsv.read_csv(out / "episodes.csv").to_pylist()
+    left_k = [e for e in episodes if e["group"] == "cg-live" and "kill-k" in e["left"]]
+    assert len(left_k) == 1
+    seen = dt.datetime.fromisoformat(str(left_k[0]["start"]))
+    assert dt.timedelta(0) <= seen - kill_at <= dt.timedelta(seconds=INTERVAL + 2), (seen, kill_at)
+    health = {(h["group"], h["queue_id"]): h["status"] for h in pacsv.read_csv(out / "health.csv").to_pylist()}
+    assert {health[("cg-stall", q)] for q in range(2)} == {"STALL"}, health
+    assert {health[("cg-stop", q)] for q in range(2)} == {"STOP"}, health
+    assert {health[("cg-rewind", q)] for q in range(2)} == {"REWIND"}, health
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["flapping_clients"] == 1
