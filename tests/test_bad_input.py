@@ -1133,6 +1133,7 @@ EXEMPT: dict[str, str] = {
     "mqbalance.history.job.analyse": "starts Spark; its directory is checked by open_history (walked), the CLI walker",
     "mqbalance.history.job.HistoryResult": "result type of analyse",
     "mqbalance.history.job.write_history_outputs": "writes a HistoryResult built by the library; paths: CLI walker",
+    "mqbalance.history.metrics.WatchMetrics": "the watcher's metrics registry, fed by the collector (test_watch)",
     "mqbalance.history.collector.Collector": "reads a live RocketMQ cluster every tick (test_watch; the CLI walker)",
     "mqbalance.history.collector.FleetState": "the collector's state, built by it",
     "mqbalance.history.collector.TickResult": "result type of Collector.tick",
@@ -1718,6 +1719,10 @@ CLI["watch"] = (
         for value in ("0", "-1", "nan", "x", "1e400")
     ]
     + [["watch", "--namesrv", "127.0.0.1:{closed}", "--out", "{unwritable}"]]
+    + [
+        ["watch", "--namesrv", "127.0.0.1:{closed}", "--out", "{tmp}/h", "--metrics-port", p]
+        for p in ("0", "70000", "x")
+    ]
 )
 CLI["history"] = (
     [["history", d] for d in ("{tmp}/none", "{tmp}", "{unwritable}")]

@@ -11,6 +11,7 @@ import json
 import signal
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from mqbalance.history.collector import Collector, FleetState, diff, load_state
 from mqbalance.history.schema import MARKER_FILE, SCHEMA_VERSION, TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
 from mqbalance.remoting import BrokerClient, ConsumerData
-from rocketmq_cluster import RocketMQCluster
+from rocketmq_cluster import RocketMQCluster, free_port
 
 TOPIC, GROUP = "TopicW", "cg-watch"
 
@@ -248,3 +249,48 @@ def test_diff_of_a_group_that_disappears_and_comes_back() -> None:
     assert [e["event"] for e in diff(seen, gone, offsets=False)["groups"]] == ["disappear"]
     assert [e["event"] for e in diff(gone, seen, offsets=False)["groups"]] == ["appear"]
     assert pa.table({"x": [1]}).num_rows == 1
+
+
+def scrape(port: int) -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            out[name] = float(value)
+    return out
+
+
+def test_the_metrics_endpoint_scraped_over_http(cluster: RocketMQCluster, tmp_path: Path) -> None:
+    broker = cluster.brokers[0]
+    port = free_port()
+    c1 = Client(broker.addr, "10.0.0.1@m1")
+    log = (tmp_path / "watch.log").open("ab")
+    cmd = [str(MQBALANCE), "watch", "--namesrv", cluster.namesrv_addr, "--out", str(tmp_path / "h"), "--interval",
+           "0.3s", "--offsets-interval", "0.3s", "--no-running-info", "--metrics-port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+    members = f'mqbalance_group_members{{group="{GROUP}"}}'
+    try:
+        deadline = time.monotonic() + 20
+        got: dict[str, float] = {}
+        while time.monotonic() < deadline and got.get(members) != 1.0:
+            time.sleep(0.3)
+            try:
+                got = scrape(port)
+            except OSError:
+                continue
+        assert got.get(members) == 1.0 and got["mqbalance_watch_ticks_total"] >= 1, got
+        c2 = Client(broker.addr, "10.0.0.2@m2")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and got.get(members) != 2.0:
+            time.sleep(0.3)
+            got = scrape(port)
+        assert got[members] == 2.0 and got[f'mqbalance_group_rebalances_total{{group="{GROUP}"}}'] >= 1.0, got
+        assert got[f'mqbalance_group_unowned_queues{{group="{GROUP}"}}'] == 0.0
+        c2.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+        log.close()
+        c1.close()

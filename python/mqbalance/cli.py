@@ -325,8 +325,14 @@ def _duration_s(text: str, flag: str) -> float:
 
 def _cmd_watch(args: argparse.Namespace) -> int:
     from mqbalance.history.collector import Collector
+    from mqbalance.history.metrics import WatchMetrics
 
     say = Progress(quiet=args.quiet, stream=sys.stderr)
+    metrics = None
+    if args.metrics_port is not None:
+        if not 0 < args.metrics_port < 65536:
+            raise SnapshotError(f"--metrics-port: must be 1-65535, got {args.metrics_port}", args.metrics_port)
+        metrics = WatchMetrics()
     collector = Collector(
         args.namesrv,
         args.out,
@@ -337,7 +343,11 @@ def _cmd_watch(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         running_info=not args.no_running_info,
         say=say,
+        metrics=metrics,
     )
+    if metrics is not None:
+        metrics.serve(args.metrics_port, args.metrics_addr)
+        say(f"metrics on http://{args.metrics_addr}:{args.metrics_port}/metrics")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda _s, _f: stop.set())
@@ -778,6 +788,8 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--offsets-interval", default="60s", help="committed and max offsets every (default: 60s)")
     w.add_argument("--checkpoint-every", default="1h", help="write the whole state every (default: 1h)")
     w.add_argument("--retain", default="7d", help="delete hours of history older than this (default: 7d)")
+    w.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    w.add_argument("--metrics-addr", default="127.0.0.1", help="the address to serve them on (default: 127.0.0.1)")
     w.add_argument("--quiet", action="store_true", help="no progress lines")
     h = sub.add_parser("history", help="analyse a history dataset on Spark: rebalance episodes, flapping, queue health")
     h.add_argument("dir", help="the history directory `mqbalance watch` writes")

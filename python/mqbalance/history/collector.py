@@ -40,6 +40,7 @@ from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingErro
 from mqbalance.fleet.engine import assign_snapshot
 from mqbalance.fleet.live import read_cluster
 from mqbalance.fleet.snapshot import snapshot_from_dict
+from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
 from mqbalance.remoting import BrokerClient, NameServer
@@ -220,6 +221,7 @@ class Collector:
         wall: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         say: Callable[[str], None] = lambda _m: None,
+        metrics: WatchMetrics | None = None,
     ) -> None:
         self.namesrv = namesrv
         self.interval = _seconds(interval, "interval")
@@ -230,6 +232,7 @@ class Collector:
         NameServer(namesrv, timeout=self.timeout).close()  # the addresses are checked now, not at the first tick
         self.running_info = running_info
         self.wall, self.monotonic, self.say = wall, monotonic, say
+        self.metrics = metrics
         self.writer = HistoryWriter(out, run_id=uuid.uuid4().hex[:12])
         self.state = load_state(self.writer.root)
         self.last_checkpoint: float | None = None
@@ -306,6 +309,16 @@ class Collector:
             self.last_offsets = start_mono
         if self.retain is not None:
             self.writer.prune(dt.datetime.fromtimestamp(start_wall, dt.UTC), dt.timedelta(seconds=self.retain))
+        if self.metrics is not None:
+            self.metrics.observe(
+                new,
+                self.state.offsets,
+                events,
+                duration_s=duration,
+                skipped=skipped,
+                errors=len(gaps),
+                offsets_read=due_offsets,
+            )
         self.state = new
         self.ticks += 1
         n = sum(len(v) for k, v in events.items() if k != "gaps")

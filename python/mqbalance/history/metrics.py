@@ -1,0 +1,114 @@
+"""Prometheus metrics of ``mqbalance watch --metrics-port`` (the ``prometheus_client`` library),
+updated after every tick from what the collector saw.
+
+Per consumer group (label ``group``):
+
+* ``mqbalance_group_members`` — connections the broker lists;
+* ``mqbalance_group_unowned_queues`` / ``mqbalance_group_double_owned_queues`` — queues of the
+  group's subscriptions owned by no process / by two or more;
+* ``mqbalance_group_lag`` — messages between the committed and the max offsets (last reading);
+* ``mqbalance_group_queues_not_progressing`` — queues with lag whose committed offset did not move
+  between the last two offsets readings (a quick live signal; ``mqbalance history`` applies Burrow's
+  full rules over the window);
+* ``mqbalance_group_rebalances_total`` — ticks at which the group's membership changed.
+
+For the watcher: ``mqbalance_watch_ticks_total``, ``mqbalance_watch_skipped_ticks_total``,
+``mqbalance_watch_read_errors_total`` and ``mqbalance_watch_tick_seconds`` (a histogram).
+
+>>> m = WatchMetrics()
+>>> m.ticks.inc()
+>>> b"mqbalance_watch_ticks_total 1.0" in m.exposition()
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter as Tally
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+__all__ = ["WatchMetrics"]
+
+
+class WatchMetrics:
+    """The watcher's metrics in their own registry (see the module docs)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.members = Gauge("mqbalance_group_members", "connections the broker lists", ["group"], registry=r)
+        self.unowned = Gauge("mqbalance_group_unowned_queues", "queues owned by no process", ["group"], registry=r)
+        self.double = Gauge(
+            "mqbalance_group_double_owned_queues", "queues owned by two processes or more", ["group"], registry=r
+        )
+        self.lag = Gauge("mqbalance_group_lag", "messages between committed and max offsets", ["group"], registry=r)
+        self.stuck = Gauge(
+            "mqbalance_group_queues_not_progressing",
+            "queues with lag whose committed offset did not move between the last two readings",
+            ["group"],
+            registry=r,
+        )
+        self.rebalances = Counter(
+            "mqbalance_group_rebalances", "ticks at which the group's membership changed", ["group"], registry=r
+        )
+        self.ticks = Counter("mqbalance_watch_ticks", "ticks run", registry=r)
+        self.skipped = Counter("mqbalance_watch_skipped_ticks", "ticks skipped because one ran late", registry=r)
+        self.errors = Counter("mqbalance_watch_read_errors", "reads that failed (gaps)", registry=r)
+        self.duration = Histogram("mqbalance_watch_tick_seconds", "tick duration", registry=r)
+        self._groups: set[str] = set()
+
+    def serve(self, port: int, addr: str = "127.0.0.1") -> Any:
+        """Serve ``/metrics`` on ``addr:port`` in a daemon thread; the server."""
+        return start_http_server(port, addr=addr, registry=self.registry)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def observe(
+        self,
+        state: Any,
+        previous_offsets: Mapping[tuple[str, str, str, int], tuple[int | None, int | None]],
+        events: Mapping[str, Sequence[Mapping[str, Any]]],
+        *,
+        duration_s: float,
+        skipped: int,
+        errors: int,
+        offsets_read: bool,
+    ) -> None:
+        """Update from one tick: the collector's new state, the offsets before it and the events."""
+        self.ticks.inc()
+        self.skipped.inc(skipped)
+        self.errors.inc(errors)
+        self.duration.observe(duration_s)
+        members = Tally(k[0] for k in state.members)
+        unowned = Tally(q[0] for q, (_o, n) in state.ownership.items() if n == 0)
+        double = Tally(q[0] for q, (_o, n) in state.ownership.items() if n >= 2)
+        groups = set(state.groups) | set(members)
+        for g in self._groups - groups:
+            for gauge in (self.members, self.unowned, self.double, self.lag, self.stuck):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(g)
+        for g in groups:
+            self.members.labels(g).set(members[g])
+            self.unowned.labels(g).set(unowned[g])
+            self.double.labels(g).set(double[g])
+        if offsets_read:
+            lag: Tally[str] = Tally()
+            stuck: Tally[str] = Tally()
+            for q, (committed, top) in state.offsets.items():
+                if committed is None or top is None:
+                    continue
+                behind = max(0, top - committed)
+                lag[q[0]] += behind
+                before = previous_offsets.get(q)
+                if behind and before is not None and before[0] == committed:
+                    stuck[q[0]] += 1
+            for g in groups | set(lag):
+                self.lag.labels(g).set(lag[g])
+                self.stuck.labels(g).set(stuck[g])
+        for g in {r["group"] for r in events.get("members", ()) if r.get("event") in ("join", "leave")}:
+            self.rebalances.labels(g).inc()
+        self._groups = groups
