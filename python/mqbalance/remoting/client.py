@@ -33,7 +33,7 @@ import socket
 import threading
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
 
 from mqbalance import _validate
 from mqbalance.exceptions import (
@@ -287,13 +287,20 @@ def check_credentials(credentials: AclCredentials | None) -> AclCredentials | No
     return credentials
 
 
+_SENT_LOCK = threading.Lock()
+
+
 class RemotingClient:
     """``RemotingClient("127.0.0.1:9876", timeout=3.0)``: connects at once (a
     :class:`RemotingConnectError` within ``timeout`` if it cannot).
 
     :meth:`invoke` returns the response whatever its code; :meth:`invoke_ok` raises
     :class:`BrokerResponseError` (code and remark) unless it is ``SUCCESS``.
+    ``RemotingClient.requests_sent`` counts the requests every client of this process has sent.
     """
+
+    #: requests sent by every client of this process (a watcher reports the difference per tick)
+    requests_sent: ClassVar[int] = 0
 
     def __init__(
         self,
@@ -353,6 +360,8 @@ class RemotingClient:
 
     def _request(self, code: int, ext_fields: Mapping[str, Any] | None, body: bytes, flag: int) -> RemotingCommand:
         fields = {k: str(v) for k, v in (ext_fields or {}).items() if v is not None}
+        with _SENT_LOCK:
+            RemotingClient.requests_sent += 1
         if self.credentials is not None:
             fields = self.credentials.sign(fields, body)
         return RemotingCommand(int(code), opaque=next(self._opaque), flag=flag, ext_fields=fields, body=body)
