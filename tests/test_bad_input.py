@@ -785,6 +785,11 @@ TABLE: list[Entry] = [
     ),
     E("remoting.api.decode_messages(hostile)", remoting_api.decode_messages, data=("messages", _message(b"x"))),
     E("remoting.api.decode_properties", remoting_api.decode_properties, text=("str", "TAGS\x01a\x02")),
+    E(
+        "remoting.api.parse_consume_stats",
+        lambda body: remoting_api.parse_consume_stats(body),
+        body=("bytes", b'{"offsetTable":{{"topic":"T","brokerName":"b","queueId":0}:{"brokerOffset":7}}}'),
+    ),
     E("remoting.api.encode_properties", remoting_api.encode_properties, props=("mapping", {"TAGS": "a"})),
     E(
         "remoting.api.strategy_from_running_info",

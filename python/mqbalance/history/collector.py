@@ -44,6 +44,7 @@ from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
 from mqbalance.remoting import BrokerClient, NameServer
+from mqbalance.remoting.client import RemotingClient
 
 __all__ = ["Collector", "FleetState", "TickResult", "diff", "load_state"]
 
@@ -250,6 +251,7 @@ class Collector:
         self.last_seen = (start_wall, start_mono)
         due_offsets = self.last_offsets is None or start_mono - self.last_offsets >= self.offsets_interval - 1e-6
         due_checkpoint = self.last_checkpoint is None or start_mono - self.last_checkpoint >= self.checkpoint_every
+        sent = RemotingClient.requests_sent
         try:
             data = read_cluster(self.namesrv, timeout=self.timeout, running_info=self.running_info)
         except RemotingError as e:  # no name server answered: a gap, and the next tick tries again
@@ -263,7 +265,6 @@ class Collector:
             }  # fmt: skip
             for e in data.get("errors", [])
         ]
-        requests = 3 + len(data.get("topics", {})) + len(data.get("groups", {}))
         new = FleetState()
         complete = not gaps
         if complete:
@@ -273,8 +274,7 @@ class Collector:
         new.offsets = dict(self.state.offsets)
         due_offsets = due_offsets and not data.get("failed")
         if due_offsets:
-            offsets, failed, asked = self._offsets(data, new)
-            requests += asked
+            offsets, failed, _asked = self._offsets(data, new)
             gaps += failed
             new.offsets = offsets
         events = checkpoint(new) if due_checkpoint else diff(self.state, new, offsets=due_offsets)
@@ -285,6 +285,7 @@ class Collector:
         )
         tick_id = self.writer.last_tick + 1
         kind = "both" if due_offsets else "membership"
+        requests = RemotingClient.requests_sent - sent  # this process's requests during the tick
         duration = self.monotonic() - start_mono
         written = self.writer.commit_tick(
             tick_id,
@@ -351,9 +352,10 @@ class Collector:
     def _offsets(
         self, data: Mapping[str, Any], state: FleetState
     ) -> tuple[dict[Queue, tuple[int | None, int | None]], list[dict[str, Any]], int]:
-        """Committed offsets (from the tick's read) and each broker's max offset (``GET_MAX_OFFSET``)
-        of every queue a group owns or has committed offsets on, with the requests that failed as
-        gaps."""
+        """Committed offsets (from the tick's read of the brokers' offset tables) and each
+        broker's max offset, with one ``GET_CONSUME_STATS`` per group and broker (not one request
+        per queue), for every queue a group owns or has committed offsets on; the requests that
+        failed as gaps."""
         committed = {
             (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"])
             for o in data.get("offsets", [])
@@ -362,28 +364,31 @@ class Collector:
         # every queue a group owns now or has committed offsets on (a stopped group keeps its
         # offsets on the broker, and its lag keeps growing: that is what STOP is about)
         keys = set(state.ownership) | set(committed)
-        wanted = sorted({(q[1], q[2], q[3]) for q in keys})
-        tops: dict[tuple[str, str, int], int | None] = {}
+        asks = sorted({(q[0], q[2]) for q in keys if q[2] in addresses})
+        tops: dict[tuple[str, str, int], int] = {}
         failed: list[dict[str, Any]] = []
-        by_broker: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
-        for tq in wanted:
-            by_broker[tq[1]].append(tq)
+        lock = threading.Lock()
 
         def read(broker: str) -> None:
-            addr = addresses.get(broker)
-            if addr is None:
-                return
+            addr = addresses[broker]
             try:
                 with BrokerClient(addr, timeout=self.timeout) as client:
-                    for topic, b, qid in by_broker[broker]:
-                        tops[(topic, b, qid)] = client.max_offset(topic, qid)
+                    for group, b in asks:
+                        if b == broker:
+                            got = client.consume_stats(group)
+                            with lock:
+                                tops.update({q: top for q, (top, _c) in got.items()})
             except (RemotingError, MQBalanceError, OSError) as e:
-                failed.append({"broker_name": broker, "address": addr, "request": "GET_MAX_OFFSET", "error": str(e)})
+                with lock:
+                    failed.append(
+                        {"broker_name": broker, "address": addr, "request": "GET_CONSUME_STATS", "error": str(e)}
+                    )
 
-        with ThreadPoolExecutor(max_workers=max(1, min(16, len(by_broker)))) as pool:
-            list(pool.map(read, sorted(by_broker)))
+        brokers = sorted({b for _g, b in asks})
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(brokers)))) as pool:
+            list(pool.map(read, brokers))
         out = {q: (committed.get(q), tops.get((q[1], q[2], q[3]))) for q in keys}
-        return out, failed, len(wanted)
+        return out, failed, len(asks)
 
     def run(self, stop: threading.Event) -> int:
         """Tick on schedule until ``stop`` is set; the ticks run."""

@@ -483,14 +483,18 @@ def parse_consume_stats(body: bytes, *, addr: str = "") -> dict[tuple[str, str, 
     ...                     b'{"brokerOffset":7,"consumerOffset":5}},"consumeTps":0.0}')
     {('T', 'b', 0): (7, 5)}
     """
+    if not isinstance(body, (bytes, bytearray, memoryview)):
+        raise RemotingFrameError(f"{addr}: a GET_CONSUME_STATS body must be bytes, got {body!r:.40}", body)
     out: dict[tuple[str, str, int], tuple[int, int]] = {}
-    for key, value in _QUEUE_ENTRY.findall(body or b""):
+    for key, value in _QUEUE_ENTRY.findall(bytes(body)):
         try:
             mq, off = json.loads(b"{" + key + b"}"), json.loads(b"{" + value + b"}")
             queue = (str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"]))
             out[queue] = (int(off.get("brokerOffset", -1)), int(off.get("consumerOffset", -1)))
         except (ValueError, KeyError, TypeError) as e:
-            raise RemotingFrameError(f"{addr}: a GET_CONSUME_STATS entry is not a queue and its offsets: {e}", addr) from None
+            raise RemotingFrameError(
+                f"{addr}: a GET_CONSUME_STATS entry is not a queue and its offsets: {e}", addr
+            ) from None
     return out
 
 
