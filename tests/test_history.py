@@ -111,7 +111,8 @@ def test_history_finds_the_planted_episodes_flapping_and_health(spark: Any, tmp_
     assert status == {("g1", 0): "OK", ("g1", 1): "STALL", ("g1", 2): "REWIND", ("g1", 3): "OK", ("g2", 0): "STOP"}
     lag = {(h["group"], h["queue_id"]): h["lag"] for h in result.health}
     assert lag[("g1", 1)] == 6 + 20 - 5 and lag[("g1", 0)] == 0
-    paths = write_history_outputs(result, tmp_path / "out")
+    paths = write_history_outputs(result, tmp_path / "out", root=tmp_path / "h")
+    assert (tmp_path / "out" / "ownership.png").stat().st_size > 0 and (tmp_path / "out" / "lag.png").stat().st_size > 0
     assert (tmp_path / "out" / "episodes.csv").read_text().count("\n") == 1 + 5 + 1  # g2's leave is an episode too
     assert "STALL" in paths["report_md"].read_text() and (tmp_path / "out" / "episodes_per_hour.png").stat().st_size > 0
     only = analyse(spark, tmp_path / "h", groups=["g2"], start=T0 + dt.timedelta(seconds=200))

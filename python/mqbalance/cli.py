@@ -393,7 +393,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
             min_cycles=args.min_cycles,
             min_episodes=args.min_episodes,
         )
-    write_history_outputs(result, args.out)
+    write_history_outputs(result, args.out, root=args.dir)
     summary = {
         "episodes": len(result.episodes),
         "flapping_clients": len(result.flapping_clients),

@@ -188,8 +188,11 @@ def _spark_schema(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {_spark_type(f.type)}" for f in schema)
 
 
-def write_history_outputs(result: HistoryResult, out: str | Path) -> dict[str, Path]:
-    """Parquet and CSV per table, ``report.md`` and ``episodes_per_hour.png``; the paths by name."""
+def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str | Path | None = None) -> dict[str, Path]:
+    """Parquet and CSV per table, ``report.md`` and ``episodes_per_hour.png``; with the history's
+    ``root``, also ``ownership.png`` (the group with the most episodes: one row per queue, a colour
+    per process, gaps where nobody owns a queue, red where two do) and ``lag.png`` (total lag over
+    time of the five groups with the most lag at the end). The paths by name."""
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
@@ -237,10 +240,13 @@ def write_history_outputs(result: HistoryResult, out: str | Path) -> dict[str, P
             f"| {h['group']} | {h['topic']} | {h['broker_name']} | {h['queue_id']} | {h['status']} | {h['lag']} "
             f"| {h['time_lag_s']} |"
         )
-    image = _plot(result, directory)
-    if image:
-        lines += ["", f"![{image}]({image})"]
-        paths[image] = directory / image
+    images = [_plot(result, directory)]
+    if root is not None:
+        images += [_ownership_plot(result, Path(root), directory), _lag_plot(result, Path(root), directory)]
+    for image in images:
+        if image:
+            lines += ["", f"![{image}]({image})"]
+            paths[image] = directory / image
     paths["report_md"] = directory / "report.md"
     paths["report_md"].write_text("\n".join(lines) + "\n", encoding="utf-8")
     return paths
@@ -268,3 +274,100 @@ def _plot(result: HistoryResult, directory: Path) -> str | None:
     fig.savefig(directory / "episodes_per_hour.png", dpi=100)
     plt.close(fig)
     return "episodes_per_hour.png"
+
+
+def _group_rows(root: Path, table: str, groups: set[str]) -> list[dict[str, Any]]:
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    files = [str(f) for f in sorted((root / table).glob("date=*/hour=*/part-*.parquet"))]
+    if not files:
+        return []
+    data = ds.dataset(files, schema=TABLES[table], format="parquet")
+    rows: list[dict[str, Any]] = data.to_table(filter=pc.field("group").isin(sorted(groups))).to_pylist()
+    return sorted(rows, key=lambda r: (r["tick_id"], r["ts"]))
+
+
+def _ownership_plot(result: HistoryResult, root: Path, directory: Path) -> str | None:
+    counts: dict[str, int] = {}
+    for e in result.episodes:
+        counts[e["group"]] = counts.get(e["group"], 0) + 1
+    if not counts:
+        return None
+    group = min(counts, key=lambda g: (-counts[g], g))
+    rows = _group_rows(root, "ownership", {group})
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    last_tick = read_ticks(root).column("ts").to_pylist()
+    end = max([r["ts"] for r in rows] + last_tick[-1:])
+    queues = sorted({(r["topic"], r["broker_name"], r["queue_id"]) for r in rows})
+    index = {q: i for i, q in enumerate(queues)}
+    owners = sorted({r["owner"] for r in rows if r["owner"]})
+    palette = plt.get_cmap("tab20")
+    colour = {o: palette(i % 20) for i, o in enumerate(owners)}
+    current: dict[tuple[str, str, int], dict[str, Any]] = {}
+    segments: list[tuple[int, Any, Any, dict[str, Any]]] = []
+    for r in rows:
+        q = (r["topic"], r["broker_name"], r["queue_id"])
+        if q in current:
+            segments.append((index[q], current[q]["ts"], r["ts"], current[q]))
+        current[q] = r
+    for q, r in current.items():
+        segments.append((index[q], r["ts"], end, r))
+    fig, ax = plt.subplots(figsize=(10, 0.25 * len(queues) + 1.8))
+    for y, start, stop, r in segments:
+        if r["processes"] == 0 or stop <= start:
+            continue  # owned by nobody: a gap
+        width = stop - start
+        hatch = "////" if r["processes"] >= 2 else None
+        edge = "#d62728" if r["processes"] >= 2 else "none"
+        ax.barh(y, width, left=start, height=0.8, color=colour.get(r["owner"], "#999999"), hatch=hatch, edgecolor=edge)
+    ax.set_yticks(range(len(queues)), [f"{t}/{b}/{i}" for t, b, i in queues], fontsize=6)
+    ax.set_title(f"Queue ownership over time: {group} (colour per process; gaps: nobody; hatched red: two)")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(directory / "ownership.png", dpi=100)
+    plt.close(fig)
+    return "ownership.png"
+
+
+def _lag_plot(result: HistoryResult, root: Path, directory: Path) -> str | None:
+    lag: dict[str, int] = {}
+    for h in result.health:
+        lag[h["group"]] = lag.get(h["group"], 0) + int(h["lag"])
+    worst = {g for g, _n in sorted(lag.items(), key=lambda x: (-x[1], x[0]))[:5] if lag[g] > 0}
+    if not worst:
+        return None
+    rows = _group_rows(root, "offsets", worst)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    for g in sorted(worst):
+        state: dict[tuple[str, str, int], int] = {}
+        xs: list[Any] = []
+        ys: list[int] = []
+        for r in (r for r in rows if r["group"] == g):
+            if r["committed"] is not None and r["max_offset"] is not None:
+                state[(r["topic"], r["broker_name"], r["queue_id"])] = max(0, r["max_offset"] - r["committed"])
+            if xs and xs[-1] == r["ts"]:
+                ys[-1] = sum(state.values())
+            else:
+                xs.append(r["ts"])
+                ys.append(sum(state.values()))
+        ax.step(xs, ys, where="post", label=g)
+    ax.set_ylabel("messages behind")
+    ax.set_title("Lag over time: the groups with the most lag at the end")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(directory / "lag.png", dpi=100)
+    plt.close(fig)
+    return "lag.png"
