@@ -12,8 +12,9 @@ Reading from ``start`` still reads each group from the beginning of the data (th
 from __future__ import annotations
 
 import datetime as dt
+import html
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -249,7 +250,83 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
             paths[image] = directory / image
     paths["report_md"] = directory / "report.md"
     paths["report_md"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    paths["report_html"] = directory / "report.html"
+    paths["report_html"].write_text(_html(result, statuses, [i for i in images if i]), encoding="utf-8")
     return paths
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "\n".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table>\n<tr>{head}</tr>\n{body}\n</table>"
+
+
+def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[str]) -> str:
+    """The report as one HTML page (the Markdown report's content, with the plots inline)."""
+    worst = sorted(result.episodes, key=lambda e: -e["unowned_queue_s"])[:20]
+    sick = [h for h in result.health if h["status"] != "OK"][:50]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>mqbalance history</title>",
+        (
+            "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+            "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eef}</style></head><body>"
+        ),
+        "<h1>mqbalance history</h1>",
+        _table(
+            ["rebalance episodes", "flapping client ids", "flapping groups", "queue health"],
+            [
+                [
+                    len(result.episodes),
+                    len(result.flapping_clients),
+                    len(result.flapping_groups),
+                    ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "no offsets",
+                ]
+            ],
+        ),
+        "<h2 id='episodes'>Rebalance episodes (most queue-seconds owned by nobody first)</h2>",
+        _table(
+            [
+                "group",
+                "start",
+                "joined",
+                "left",
+                "queue changes",
+                "owned again after (s)",
+                "nobody (queue-s)",
+                "twice (queue-s)",
+            ],  # fmt: skip
+            [
+                [
+                    e["group"],
+                    e["start"],
+                    len(e["joined"]),
+                    len(e["left"]),
+                    e["queue_changes"],
+                    e["owned_again_s"],
+                    e["unowned_queue_s"],
+                    e["double_owned_queue_s"],
+                ]  # fmt: skip
+                for e in worst
+            ],
+        ),
+        "<h2 id='flapping'>Flapping</h2>",
+        _table(
+            ["group", "client id", "joins", "leaves", "cycles"],
+            [[f["group"], f["client_id"], f["joins"], f["leaves"], f["cycles"]] for f in result.flapping_clients],
+        ),  # fmt: skip
+        _table(["group", "episodes"], [[g["group"], g["episodes"]] for g in result.flapping_groups]),
+        "<h2 id='health'>Queues not OK</h2>",
+        _table(
+            ["group", "topic", "broker", "queue", "status", "lag", "time lag (s)"],
+            [
+                [h["group"], h["topic"], h["broker_name"], h["queue_id"], h["status"], h["lag"], h["time_lag_s"]]
+                for h in sick
+            ],
+        ),  # fmt: skip
+        *[f"<p><img src='{html.escape(i)}' alt='{html.escape(i)}'></p>" for i in images],
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
 
 
 def _plot(result: HistoryResult, directory: Path) -> str | None:
