@@ -294,3 +294,32 @@ def test_the_metrics_endpoint_scraped_over_http(cluster: RocketMQCluster, tmp_pa
         proc.wait(20)
         log.close()
         c1.close()
+
+
+def test_a_broker_that_stops_is_a_gap_not_everyone_leaving(tmp_path: Path) -> None:
+    """The name server drops a stopped broker from its cluster list at once; the groups it served
+    are unread while it is away (gaps, the membership kept), and read again once it is back."""
+    with RocketMQCluster(brokers=1) as c:
+        broker = c.brokers[0]
+        with BrokerClient(broker.addr) as admin:
+            admin.create_topic(TOPIC, read=4, write=4)
+        client = Client(broker.addr, "10.0.0.7@b1")
+        collector = Collector(c.namesrv_addr, tmp_path / "h", interval=1, offsets_interval=0.01, running_info=False)
+        before = collector.tick()
+        assert [k[1] for k in before.state.members] == ["10.0.0.7@b1"]
+        client.close()
+        broker.stop()
+        away = [collector.tick() for _ in range(3)]
+        assert all(t.errors >= 1 and t.state.members == before.state.members for t in away)
+        assert [r for r in table(tmp_path / "h", "members") if r["event"] == "leave"] == []
+        assert {g["request"] for g in table(tmp_path / "h", "gaps")} >= {"cluster list"}
+        c.start_broker(broker.broker_name)
+        client = Client(broker.addr, "10.0.0.7@b1")
+        deadline = time.monotonic() + 60
+        back = collector.tick()
+        while time.monotonic() < deadline and back.errors:
+            time.sleep(1)
+            client.beat()
+            back = collector.tick()
+        assert back.errors == 0 and [k[1] for k in back.state.members] == ["10.0.0.7@b1"]
+        client.close()

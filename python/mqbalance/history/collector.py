@@ -7,9 +7,10 @@ A tick reads membership (groups, connections, owners) every ``interval``; commit
 the brokers' max offsets every ``offsets_interval``; and writes a checkpoint (the whole state)
 every ``checkpoint_every`` and on its first tick. A tick that could not read everything (a broker
 down, a request failed) records ``gaps`` and keeps the previous membership and ownership rather
-than report everyone behind that broker as gone. Ticks run on a fixed schedule: a tick that takes
-longer than the interval makes the next start at the next slot, and the slots missed are counted
-(``skipped_before``). Durations are measured on the monotonic clock; how far the wall clock moved
+than report everyone behind that broker as gone; so does a broker that has just disappeared from
+the name server's cluster list (a name server drops a stopped broker at once), for 10 minutes.
+Ticks run on a fixed schedule: a tick that takes longer than the interval makes the next start at
+the next slot, and the slots missed are counted (``skipped_before``). Durations are measured on the monotonic clock; how far the wall clock moved
 against it since the last tick is recorded (``clock_jump_ms``).
 
 On a restart the state is rebuilt from the dataset (the last checkpoint and the changes after
@@ -49,6 +50,9 @@ from mqbalance.remoting.client import RemotingClient
 __all__ = ["Collector", "FleetState", "TickResult", "diff", "load_state"]
 
 Queue = tuple[str, str, str, int]  # group, topic, broker name, queue id
+
+#: how long a broker that left the name server's cluster list counts as unread rather than gone
+BROKER_MEMORY_S = 600.0
 
 
 @dataclass
@@ -240,6 +244,9 @@ class Collector:
         self.last_offsets: float | None = None
         self.last_seen: tuple[float, float] | None = None  # (wall, monotonic) at the last tick
         self.skipped = 0
+        #: brokers listed before (name -> address, when last listed): one that disappears from the
+        #: cluster list is a gap for BROKER_MEMORY_S, not the end of every group it served
+        self.brokers_seen: dict[str, tuple[str, float]] = {}
         self.ticks = 0
 
     def tick(self) -> TickResult:
@@ -265,6 +272,15 @@ class Collector:
             }  # fmt: skip
             for e in data.get("errors", [])
         ]
+        listed = dict(data.get("meta", {}).get("brokers", {}))
+        for name, (addr, seen) in sorted(self.brokers_seen.items()):
+            if name not in listed and not data.get("failed") and start_mono - seen < BROKER_MEMORY_S:
+                # a name server drops a broker that stopped: its groups are unread, not gone
+                gaps.append(
+                    {"broker_name": name, "address": addr, "request": "cluster list", "error": "no longer listed"}
+                )
+        for name, addr in listed.items():
+            self.brokers_seen[name] = (addr, start_mono)
         new = FleetState()
         complete = not gaps
         if complete:

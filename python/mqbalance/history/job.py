@@ -45,6 +45,8 @@ _COLUMNS = {
     "committed": pa.int64(),
     "max_offset": pa.int64(),
 }
+#: offsets readings Burrow's rules look at, per queue (Burrow keeps the last 10 commits)
+WINDOW_READINGS = 10
 _OUT = pa.schema([("group", pa.string()), ("kind", pa.string()), ("row", pa.string())])
 
 
@@ -115,7 +117,7 @@ def analyse(
         int(t.timestamp() * 1000)
         for t, kind in zip(ticks.column("ts").to_pylist(), ticks.column("kind").to_pylist(), strict=True)
         if kind in ("offsets", "both") and (end is None or t <= end)
-    ]
+    ][-WINDOW_READINGS:]  # health looks at the last readings only
     frames = []
     from pyspark.sql import functions as F
 
@@ -124,6 +126,8 @@ def analyse(
         if not files:
             continue
         df = spark.read.schema(_spark_schema(TABLES[name])).parquet(*[str(f) for f in files])
+        if name == "offsets" and readings:
+            df = _offsets_for_window(df, readings[0], end, F)
         df = df.withColumn("table", F.lit(name))
         for column, kind in _COLUMNS.items():
             if column not in df.columns:
@@ -165,6 +169,23 @@ def analyse(
         key=lambda r: (-r["episodes"], r["group"]),
     )
     return result
+
+
+def _offsets_for_window(df: Any, start_ms: int, end: dt.datetime | None, F: Any) -> Any:
+    """The offsets rows health needs: those from the window's first reading on, and before it
+    only each queue's latest row (the values it carried into the window). A day of readings of
+    every queue is mostly rows the window never looks at; this keeps them in the JVM."""
+    start = F.lit(dt.datetime.fromtimestamp(start_ms / 1000, dt.UTC))
+    if end is not None:
+        df = df.where(F.col("ts") <= F.lit(end))
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    latest = (
+        df.where(F.col("ts") < start)
+        .groupBy(*keys)
+        .agg(F.max_by(F.struct(*df.columns), F.struct("ts", "tick_id")).alias("r"))
+        .select("r.*")
+    )
+    return df.where(F.col("ts") >= start).unionByName(latest)
 
 
 def _spark_type(kind: pa.DataType) -> str:
