@@ -10,8 +10,9 @@ down, a request failed) records ``gaps`` and keeps the previous membership and o
 than report everyone behind that broker as gone; so does a broker that has just disappeared from
 the name server's cluster list (a name server drops a stopped broker at once), for 10 minutes.
 Ticks run on a fixed schedule: a tick that takes longer than the interval makes the next start at
-the next slot, and the slots missed are counted (``skipped_before``). Durations are measured on the monotonic clock; how far the wall clock moved
-against it since the last tick is recorded (``clock_jump_ms``).
+the next slot, and the slots missed are counted (``skipped_before``). Durations are measured on the
+monotonic clock; how far the wall clock moved against it since the last tick is recorded
+(``clock_jump_ms``).
 
 On a restart the state is rebuilt from the dataset (the last checkpoint and the changes after
 it), so the first tick of the new run writes only what changed while the collector was away.
