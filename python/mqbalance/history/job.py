@@ -121,8 +121,21 @@ def analyse(
     frames = []
     from pyspark.sql import functions as F
 
+    # the offsets at the window's start are in the last checkpoint before it and the changes
+    # after: the files before that checkpoint are not read at all
+    first_needed = 0
+    if readings:
+        start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
+        points = [
+            i
+            for i, t, c in zip(*(ticks.column(n).to_pylist() for n in ("tick_id", "ts", "checkpoint")), strict=True)
+            if c and t <= start_ts
+        ]
+        first_needed = max(points, default=0)
     for name in ("members", "ownership", "offsets"):
         files = sorted((path / name).glob("date=*/hour=*/part-*.parquet"))
+        if name == "offsets":
+            files = [f for f in files if int(f.name[5:17]) >= first_needed]
         if not files:
             continue
         df = spark.read.schema(_spark_schema(TABLES[name])).parquet(*[str(f) for f in files])
@@ -188,22 +201,20 @@ def _offsets_for_window(df: Any, start_ms: int, end: dt.datetime | None, F: Any)
     return df.where(F.col("ts") >= start).unionByName(latest)
 
 
+#: Spark SQL's name of each Arrow type the history schema uses
+_SPARK_TYPES = (
+    (pa.types.is_timestamp, "timestamp"),
+    (pa.types.is_string, "string"),
+    (pa.types.is_int16, "smallint"),
+    (pa.types.is_int32, "int"),
+    (pa.types.is_int64, "bigint"),
+    (pa.types.is_boolean, "boolean"),
+    (pa.types.is_list, "array<string>"),
+)
+
+
 def _spark_type(kind: pa.DataType) -> str:
-    if pa.types.is_timestamp(kind):
-        return "timestamp"
-    if pa.types.is_string(kind):
-        return "string"
-    if pa.types.is_int16(kind):
-        return "smallint"
-    if pa.types.is_int32(kind):
-        return "int"
-    if pa.types.is_int64(kind):
-        return "bigint"
-    if pa.types.is_boolean(kind):
-        return "boolean"
-    if pa.types.is_list(kind):
-        return "array<string>"
-    raise TypeError(kind)  # pragma: no cover - every type of the schema is above
+    return next(name for test, name in _SPARK_TYPES if test(kind))
 
 
 def _spark_schema(schema: pa.Schema) -> str:

@@ -179,25 +179,33 @@ class HistoryWriter:
         return last
 
     def _write(self, name: str, ts: dt.datetime, tick_id: int, rows: Sequence[Mapping[str, Any]]) -> int:
+        return self._write_table(name, ts, tick_id, _table(name, rows))
+
+    def _write_table(self, name: str, ts: dt.datetime, tick_id: int, table: pa.Table) -> int:
         directory = self.root / name / _partition(ts)
         directory.mkdir(parents=True, exist_ok=True)
         self.seq += 1
         final = directory / f"part-{tick_id:012d}-{self.run_id}-{self.seq}.parquet"
         tmp = directory / f".{final.name}.tmp"
-        pq.write_table(_table(name, rows), tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd")
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, final)
         return final.stat().st_size
 
-    def commit_tick(
-        self, tick_id: int, ts: dt.datetime, events: Mapping[str, Sequence[Mapping[str, Any]]], tick: Mapping[str, Any]
-    ) -> int:
-        """Write a tick: its events per table (``ts`` and ``tick_id`` added), then its row.
-        Returns the bytes written."""
+    def commit_tick(self, tick_id: int, ts: dt.datetime, events: Mapping[str, Any], tick: Mapping[str, Any]) -> int:
+        """Write a tick: its events per table (rows as dicts, or an Arrow table of the columns
+        other than ``ts`` and ``tick_id``, which are added), then its row. Returns the bytes
+        written."""
         written = 0
         for name, rows in events.items():
-            if rows:
+            if isinstance(rows, pa.Table):  # columns already built (bulk writers): add ts and tick_id
+                if rows.num_rows:
+                    n = rows.num_rows
+                    rows = rows.append_column("ts", pa.array([ts] * n, TABLES[name].field("ts").type))
+                    rows = rows.append_column("tick_id", pa.array([tick_id] * n, pa.int64()))
+                    written += self._write_table(name, ts, tick_id, rows.select(TABLES[name].names).cast(TABLES[name]))
+            elif rows:
                 written += self._write(name, ts, tick_id, [{**r, "ts": ts, "tick_id": tick_id} for r in rows])
         row = {**tick, "ts": int(ts.timestamp() * 1000), "tick_id": tick_id, "run_id": self.run_id}
         line = json.dumps(row) + "\n"

@@ -1,0 +1,276 @@
+"""Benchmark: ``mqbalance history`` over generated days of a large fleet, on Spark local.
+
+The generator (seeded) writes, through the real writer, what ``mqbalance watch`` would record for
+``--queues`` queues in ``--groups`` groups (one topic of queues/groups queues per group, 2 to 6
+members each, AVG allocation): a membership tick every 10 s with realistic churn (``--churn``
+changes per hour across the fleet, and ``--flappers`` members restarting every 5 minutes), an
+offsets reading every 60 s in which every queue's committed and max offsets move, and a
+checkpoint every hour. Measured per number of days: dataset size, generation time, and the
+analysis' wall time and peak memory (the Python driver plus the Spark JVM and its workers, sampled
+every 0.2 s). Target (issue 23): a day analysed in at most 2 minutes on 2 cores, memory flat in
+the number of days.
+
+    python benches/history_scale.py --queues 100000 --groups 1000 --days 1,2 --out benches/history_results
+
+writes ``results.json``, ``table.md`` and ``scale.png`` there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from mqbalance.fleet.spark import local_session, stop_session
+from mqbalance.history.job import analyse
+from mqbalance.history.writer import HistoryWriter
+
+T0 = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+
+
+def _owners(members: list[str], n: int) -> list[str]:
+    """AVG over ``n`` queues and the sorted members (Java's AllocateMessageQueueAveragely)."""
+    ids = sorted(members)
+    out = []
+    for i, cid in enumerate(ids):
+        mod = n % len(ids)
+        size = n // len(ids) + (1 if i < mod else 0) if n > len(ids) else (1 if i < n else 0)
+        out += [cid] * size
+    return out + [None] * (n - len(out))  # type: ignore[list-item]
+
+
+def generate(root: Path, *, queues: int, groups: int, days: int, churn: int, flappers: int, seed: int) -> float:
+    started = time.perf_counter()
+    rng = random.Random(seed)
+    per = queues // groups
+    w = HistoryWriter(root, run_id="gen")
+    members = {g: [f"10.0.{g % 250}.{k}@{g}-{k}" for k in range(rng.randint(2, 6))] for g in range(groups)}
+    owner = {g: _owners(members[g], per) for g in range(groups)}
+    committed = np.zeros(queues, dtype=np.int64)
+    top = np.zeros(queues, dtype=np.int64)
+    group_col = pa.array([f"cg-{g:04d}" for g in range(groups) for _ in range(per)])
+    topic_col = pa.array([f"t-{g:04d}" for g in range(groups) for _ in range(per)])
+    broker_col = pa.array(["broker-a"] * (groups * per))
+    qid_col = pa.array(np.tile(np.arange(per, dtype=np.int32), groups))
+    rate = np.array([rng.randint(0, 200) for _ in range(groups * per)], dtype=np.int64)
+    flapping = [rng.randrange(groups) for _ in range(flappers)]
+    ticks_per_day = 8640
+    tick_id = 0
+    for day in range(days):
+        for k in range(ticks_per_day):
+            tick_id += 1
+            s = day * 86400 + k * 10
+            ts = T0 + dt.timedelta(seconds=s)
+            checkpoint = k % 360 == 0
+            offsets_now = k % 6 == 0
+            events: dict[str, object] = {}
+            changed: set[int] = set()
+            member_rows, owner_rows = [], []
+            if rng.random() < churn / 360:
+                changed.add(rng.randrange(groups))
+            for i, g in enumerate(flapping):
+                if (k + i * 7) % 30 == 0:
+                    changed.add(g)
+            for g in changed:
+                name = f"cg-{g:04d}"
+                ids = members[g]
+                if len(ids) > 2 and (len(ids) >= 6 or rng.random() < 0.5):
+                    gone = ids.pop(rng.randrange(len(ids)))
+                    member_rows.append({"event": "leave", "group": name, "client_id": gone, "client_addr": "a"})
+                else:
+                    cid = f"10.1.{g % 250}.{tick_id % 250}@{g}-{tick_id}"
+                    ids.append(cid)
+                    member_rows.append({"event": "join", "group": name, "client_id": cid, "client_addr": "a"})
+                new = _owners(ids, per)
+                for q, (a, b) in enumerate(zip(owner[g], new, strict=True)):
+                    if a != b:
+                        owner_rows.append(
+                            {
+                                "event": "change",
+                                "group": name,
+                                "topic": f"t-{g:04d}",
+                                "broker_name": "broker-a",
+                                "queue_id": q,
+                                "owner": b,
+                                "processes": 1,
+                            }  # fmt: skip
+                        )
+                owner[g] = new
+            if checkpoint:
+                member_rows = [
+                    {"event": "checkpoint", "group": f"cg-{g:04d}", "client_id": c, "client_addr": "a"}
+                    for g in range(groups)
+                    for c in members[g]
+                ]
+                events["ownership"] = pa.table(
+                    {
+                        "event": pa.array(["checkpoint"] * (groups * per)),
+                        "group": group_col,
+                        "topic": topic_col,
+                        "broker_name": broker_col,
+                        "queue_id": qid_col,
+                        "owner": pa.array([o for g in range(groups) for o in owner[g]], pa.string()),
+                        "processes": pa.array(np.ones(groups * per, dtype=np.int16)),
+                    }
+                )
+            elif owner_rows:
+                events["ownership"] = owner_rows
+            if member_rows:
+                events["members"] = member_rows
+            if offsets_now:
+                top += rate + 1
+                committed += rate
+                events["offsets"] = pa.table(
+                    {
+                        "event": pa.array(["checkpoint" if checkpoint else "change"] * (groups * per)),
+                        "group": group_col,
+                        "topic": topic_col,
+                        "broker_name": broker_col,
+                        "queue_id": qid_col,
+                        "committed": pa.array(committed),
+                        "max_offset": pa.array(top),
+                    }
+                )
+            w.commit_tick(
+                tick_id,
+                ts,
+                events,
+                {
+                    "kind": "both" if offsets_now else "membership",
+                    "checkpoint": checkpoint,
+                    "duration_ms": 300,
+                    "skipped_before": 0,
+                    "clock_jump_ms": 0,
+                    "groups": groups,
+                    "changed_groups": len(changed),
+                    "requests": 1200,
+                    "errors": 0,
+                },  # fmt: skip
+            )
+            if k % 1440 == 0:
+                print(f"day {day + 1}: {k / ticks_per_day:.0%}", file=sys.stderr)
+    w.close()
+    return time.perf_counter() - started
+
+
+def _tree_rss(pid: int) -> int:
+    """RSS (bytes) of ``pid`` and its descendants, from /proc."""
+    total = 0
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    stack = [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except OSError:
+            pass
+        stack += children.get(p, [])
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--queues", type=int, default=100_000)
+    ap.add_argument("--groups", type=int, default=1000)
+    ap.add_argument("--days", default="1,2")
+    ap.add_argument("--churn", type=int, default=100, help="membership changes per hour across the fleet")
+    ap.add_argument("--flappers", type=int, default=5)
+    ap.add_argument("--out", type=Path, default=Path("benches/history_results"))
+    args = ap.parse_args(argv)
+    rows = []
+    for days in (int(d) for d in args.days.split(",")):
+        root = Path(tempfile.mkdtemp(prefix="mqbalance-history-bench-")) / "h"
+        try:
+            gen_s = generate(root, queues=args.queues, groups=args.groups, days=days, churn=args.churn,
+                             flappers=args.flappers, seed=23)  # fmt: skip
+            size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+            peak = [0]
+            done = threading.Event()
+
+            def sample(done: threading.Event = done, peak: list[int] = peak) -> None:
+                while not done.wait(0.2):
+                    peak[0] = max(peak[0], _tree_rss(os.getpid()))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            t = time.perf_counter()
+            spark = local_session(fast_start=True, driver_memory="2g")
+            try:
+                result = analyse(spark, root)
+            finally:
+                stop_session(spark)
+            took = time.perf_counter() - t
+            done.set()
+            sampler.join()
+            rows.append(
+                {
+                    "days": days,
+                    "dataset_bytes": size,
+                    "generate_s": round(gen_s, 1),
+                    "analyse_s": round(took, 1),
+                    "peak_rss_bytes": peak[0],
+                    "episodes": len(result.episodes),
+                    "health_rows": len(result.health),
+                    "flapping_clients": len(result.flapping_clients),
+                }  # fmt: skip
+            )
+            print(rows[-1], file=sys.stderr)
+        finally:
+            shutil.rmtree(root.parent, ignore_errors=True)
+    command = " ".join(["python", "benches/history_scale.py", *(argv if argv is not None else sys.argv[1:])])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps({"rows": rows, "command": command}, indent=1) + "\n")
+    lines = [
+        f"{args.queues:,} queues, {args.groups:,} groups; membership every 10 s, offsets every 60 s",
+        "",
+        "| days | dataset | analysis (Spark local[2]) | peak memory | episodes | queues evaluated |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['days']} | {r['dataset_bytes'] / 2**20:,.0f} MiB | {r['analyse_s']:.0f} s "
+            f"| {r['peak_rss_bytes'] / 2**30:.2f} GiB | {r['episodes']:,} | {r['health_rows']:,} |"
+        )
+    lines += ["", f"`{command}`"]
+    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    a.plot([r["days"] for r in rows], [r["analyse_s"] for r in rows], "o-")
+    a.set_xlabel("days of history")
+    a.set_ylabel("analysis (s)")
+    b.plot([r["days"] for r in rows], [r["peak_rss_bytes"] / 2**30 for r in rows], "o-", color="#d62728")
+    b.set_xlabel("days of history")
+    b.set_ylabel("peak memory (GiB)")
+    fig.suptitle(f"mqbalance history: {args.queues:,} queues, {args.groups:,} groups")
+    fig.tight_layout()
+    fig.savefig(args.out / "scale.png", dpi=100)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
