@@ -59,11 +59,12 @@ from typing import TYPE_CHECKING
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import MQBalanceError
 from mqbalance.fleet.engine import DEFAULT_WHAT_IF
-from mqbalance.fleet.kafka_snapshot import KafkaSnapshot
+from mqbalance.fleet.kafka_snapshot import KafkaSnapshot, kafka_snapshot_from_dict, load_kafka_snapshot, snapshot_kind
 from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
 from mqbalance.progress import Progress
 
 if TYPE_CHECKING:
+    from mqbalance.fleet.findings import AuditResult
     from mqbalance.remoting import AclCredentials
 
 __all__ = ["SnapshotError", "main"]
@@ -194,7 +195,6 @@ def _cmd_snapshot(args: argparse.Namespace) -> int:
 
 def _kafka_snapshot(args: argparse.Namespace, out: Path, timeout: float, say: Progress) -> int:
     from mqbalance.fleet.kafka_live import read_kafka_cluster
-    from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
 
     if out.suffix.lower() != ".json":
         raise SnapshotError(f"-o {out}: a Kafka snapshot is written as JSON (-o fleet.json)", str(out))
@@ -212,7 +212,6 @@ def _kafka_snapshot(args: argparse.Namespace, out: Path, timeout: float, say: Pr
 
 def _kafka_snapshot_arg(args: argparse.Namespace) -> KafkaSnapshot | None:
     """The Kafka snapshot named on the command line, or ``None`` for a RocketMQ one (or none)."""
-    from mqbalance.fleet.kafka_snapshot import load_kafka_snapshot, snapshot_kind
 
     if not args.snapshot or snapshot_kind(args.snapshot) != "kafka":
         return None
@@ -272,7 +271,6 @@ def _cmd_assign_kafka(args: argparse.Namespace, snap: KafkaSnapshot) -> int:
 def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: list[str], say: Progress) -> int:
     from mqbalance.fleet import write_outputs
     from mqbalance.fleet.kafka_audit import KAFKA_WHAT_IF, audit_kafka, audit_kafka_on_spark, kafka_what_if_candidates
-    from mqbalance.fleet.kafka_snapshot import load_kafka_snapshot, snapshot_kind
 
     prev = None
     if args.previous:
@@ -301,9 +299,14 @@ def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: lis
     print(f"fleet: {result.totals['queues_assigned']:,} partitions, {result.totals['groups']:,} groups")
     for kind, n in Counter(f.kind.value for f in result.findings).most_common():
         print(f"  {kind}: {n}")
+    return _fail_on_exit(result, fail_on)
+
+
+def _fail_on_exit(result: AuditResult, fail_on: list[str]) -> int:
+    """Exit code 3, said on stderr, when the audit found a kind listed in ``--fail-on``."""
     failing = [k for k in fail_on if result.count(k)]
     if failing:
-        print(f"mqbalance: findings of kind(s) {', '.join(failing)} (--fail-on)", file=sys.stderr)
+        print(f"failing on: {', '.join(failing)}", file=sys.stderr)
         return 3
     return 0
 
@@ -586,11 +589,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         for f in worst:
             print(f"  {f.kind.value:<20} {f.group:<20} {f.topic or '':<22} {f.detail}")
     print(f"Report: {paths['report_md']}")
-    failing = [k for k in fail_on if result.count(k)]
-    if failing:
-        print(f"failing on: {', '.join(failing)}", file=sys.stderr)
-        return 3
-    return 0
+    return _fail_on_exit(result, fail_on)
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:

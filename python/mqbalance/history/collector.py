@@ -291,7 +291,7 @@ class Collector:
         new.offsets = dict(self.state.offsets)
         due_offsets = due_offsets and not data.get("failed")
         if due_offsets:
-            offsets, failed, _asked = self._offsets(data, new)
+            offsets, failed = self._offsets(data, new)
             gaps += failed
             new.offsets = offsets
         events = checkpoint(new) if due_checkpoint else diff(self.state, new, offsets=due_offsets)
@@ -368,7 +368,7 @@ class Collector:
 
     def _offsets(
         self, data: Mapping[str, Any], state: FleetState
-    ) -> tuple[dict[Queue, tuple[int | None, int | None]], list[dict[str, Any]], int]:
+    ) -> tuple[dict[Queue, tuple[int | None, int | None]], list[dict[str, Any]]]:
         """Committed offsets (from the tick's read of the brokers' offset tables) and each
         broker's max offset, with one ``GET_CONSUME_STATS`` per group and broker (not one request
         per queue), for every queue a group owns or has committed offsets on; the requests that
@@ -405,7 +405,7 @@ class Collector:
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(brokers)))) as pool:
             list(pool.map(read, brokers))
         out = {q: (committed.get(q), tops.get((q[1], q[2], q[3]))) for q in keys}
-        return out, failed, len(asks)
+        return out, failed
 
     def run(self, stop: threading.Event) -> int:
         """Tick on schedule until ``stop`` is set; the ticks run."""

@@ -162,10 +162,13 @@ class HistoryWriter:
         """Clean a crash's leftovers; the last committed tick id (0 for none)."""
         for leftover in self.root.glob("*/date=*/hour=*/.*"):
             leftover.unlink(missing_ok=True)
+        # each fold writes consecutive ticks named by the first: the newest file holds the highest
+        # ids, and only it can overlap the journal (a crash between a fold and the truncation)
+        files = sorted((self.root / "ticks").glob("date=*/hour=*/part-*.parquet"), key=lambda f: f.name)
         folded: set[int] = set()
-        for f in (self.root / "ticks").glob("date=*/hour=*/part-*.parquet"):
-            folded.update(pq.read_table(f, columns=["tick_id"]).column("tick_id").to_pylist())
-        # a cut last line is dropped; rows already folded (a crash between fold and truncation) too
+        if files:
+            folded.update(pq.read_table(files[-1], columns=["tick_id"]).column("tick_id").to_pylist())
+        # a cut last line is dropped; rows already folded too
         rows = [r for r in _journal_rows(self.journal) if int(r["tick_id"]) not in folded]
         _atomic_text(self.journal, "".join(json.dumps(r) + "\n" for r in rows))
         last = max([*folded, *(int(r["tick_id"]) for r in rows)], default=0)
