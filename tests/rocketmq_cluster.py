@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from mqbalance.exceptions import RemotingError
-from mqbalance.remoting import NameServer
+from mqbalance.exceptions import BrokerResponseError, RemotingError
+from mqbalance.remoting import BrokerClient, NameServer, ResponseCode
 
 VERSION = "1.0.0"
 HOME = Path(
@@ -217,6 +217,33 @@ class RocketMQCluster:
             b.start()
         self._wait({b.broker_name for b in self.brokers}, [self.namesrv, *self.brokers])
         return self
+
+    def create_topic(self, topic: str, queues: Mapping[str, int], *, perm: int = 6, timeout: float = 20.0) -> None:
+        """Create ``topic`` with ``queues[broker name]`` read and write queues (``perm`` 6: read and
+        write) on those brokers and wait
+        until the name server's route lists every one of them: a broker registers a new topic with
+        the name server in the background, so a route read at once may miss a broker.
+
+        >>> cluster.create_topic("TopicA", {"broker-a": 8, "broker-b": 4})  # doctest: +SKIP
+        """
+        for name, n in queues.items():
+            with BrokerClient(self.broker(name).addr) as admin:
+                admin.create_topic(topic, read=n, write=n, perm=perm)
+        want = dict(queues)
+        deadline = time.monotonic() + timeout
+        with NameServer(self.namesrv_addr) as ns:
+            while True:
+                try:
+                    got = {q.broker_name: q.read_queue_nums for q in ns.topic_route(topic).queues}
+                except BrokerResponseError as e:
+                    if e.code != ResponseCode.TOPIC_NOT_EXIST:
+                        raise
+                    got = {}
+                if got == want:
+                    return
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the name server's route of {topic} is {got}, not {want}, after {timeout:g} s")
+                time.sleep(0.05)
 
     def start_broker(self, name: str) -> None:
         """(Re)start a stopped broker on its port and store, and wait until it is listed."""

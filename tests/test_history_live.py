@@ -36,8 +36,7 @@ def consume(cluster: RocketMQCluster, group: str, client_id: str, log: object, *
 
 def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
     broker = rocketmq.brokers[0]
-    with BrokerClient(broker.addr) as admin:
-        admin.create_topic(TOPIC, read=2, write=2)
+    rocketmq.create_topic(TOPIC, {"broker-a": 2})
     stop_producing = threading.Event()
 
     def produce() -> None:

@@ -37,11 +37,9 @@ class Fleet:
         self.cluster = cluster
         a, b = (x.addr for x in cluster.brokers)
         self.clients: list[BrokerClient] = []
-        with BrokerClient(a) as ba, BrokerClient(b) as bb:
-            ba.create_topic("TopicA", read=8, write=8)
-            bb.create_topic("TopicA", read=4, write=4)
-            ba.create_topic("TopicB", read=2, write=2)
-            bb.create_topic("TopicRO", read=3, write=3, perm=4)
+        cluster.create_topic("TopicA", {"broker-a": 8, "broker-b": 4})
+        cluster.create_topic("TopicB", {"broker-a": 2})
+        cluster.create_topic("TopicRO", {"broker-b": 3}, perm=4)
         members = [
             ("cg-a", "10.0.0.1@a1", ["TopicA"], "CLUSTERING", None),
             ("cg-a", "10.0.0.2@a2", ["TopicA"], "CLUSTERING", "AllocateMessageQueueAveragelyByCircle"),

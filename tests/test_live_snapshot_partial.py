@@ -21,9 +21,8 @@ from rocketmq_cluster import RocketMQCluster
 def cluster() -> Iterator[RocketMQCluster]:
     with RocketMQCluster(brokers=2) as c:
         clients = []
+        c.create_topic("TopicP", {b.broker_name: 4 for b in c.brokers})
         for b in c.brokers:
-            with BrokerClient(b.addr) as admin:
-                admin.create_topic("TopicP", read=4, write=4)
             client = BrokerClient(b.addr)
             client.heartbeat("10.0.0.1@p", [ConsumerData("cg-p", ["TopicP"])])
             clients.append(client)

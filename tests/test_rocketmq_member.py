@@ -26,22 +26,8 @@ def cluster():
 
 
 def make_topic(cluster, topic, per_broker=4):
-    for b in cluster.brokers:
-        with BrokerClient(b.addr) as bc:
-            bc.create_topic(topic, read=per_broker, write=per_broker)
-    deadline = time.monotonic() + 20
-    from mqbalance.remoting import NameServer
-
-    with NameServer(cluster.namesrv_addr) as ns:
-        while time.monotonic() < deadline:
-            try:
-                route = ns.topic_route(topic)
-                if len(route.queues) == len(cluster.brokers):
-                    return [MessageQueue(topic, q.broker_name, i) for q in route.queues for i in range(per_broker)]
-            except Exception:
-                pass
-            time.sleep(0.2)
-    raise AssertionError(f"no route for {topic}")
+    cluster.create_topic(topic, {b.broker_name: per_broker for b in cluster.brokers})
+    return [MessageQueue(topic, b.broker_name, i) for b in cluster.brokers for i in range(per_broker)]
 
 
 def produce(cluster, queues, n_per_queue, tag="m"):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
-from mqbalance.remoting import BrokerClient, NameServer
+from mqbalance.remoting import BrokerClient
 from mqbalance.rocketmq import check_records, load_records
 from mqbalance.rocketmq.worker import EXIT_REFUSED, queue_name
 from rocketmq_cluster import RocketMQCluster
@@ -31,14 +31,7 @@ def cluster():
 
 
 def make_topic(cluster, topic):
-    for b in cluster.brokers:
-        with BrokerClient(b.addr) as bc:
-            bc.create_topic(topic, read=PER_BROKER, write=PER_BROKER)
-    with NameServer(cluster.namesrv_addr) as ns:
-        deadline = time.monotonic() + 20
-        while len(ns.topic_route(topic).queues) < len(cluster.brokers):
-            assert time.monotonic() < deadline, f"no route for {topic}"
-            time.sleep(0.2)
+    cluster.create_topic(topic, {b.broker_name: PER_BROKER for b in cluster.brokers})
     return [f"{b.broker_name}/{topic}/{q}" for b in cluster.brokers for q in range(PER_BROKER)]
 
 

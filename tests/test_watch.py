@@ -56,8 +56,7 @@ class Client:
 
 @pytest.fixture(scope="module")
 def cluster(rocketmq: RocketMQCluster) -> RocketMQCluster:
-    with BrokerClient(rocketmq.brokers[0].addr) as admin:
-        admin.create_topic(TOPIC, read=4, write=4)
+    rocketmq.create_topic(TOPIC, {"broker-a": 4})
     return rocketmq
 
 
@@ -301,8 +300,7 @@ def test_a_broker_that_stops_is_a_gap_not_everyone_leaving(tmp_path: Path) -> No
     are unread while it is away (gaps, the membership kept), and read again once it is back."""
     with RocketMQCluster(brokers=1) as c:
         broker = c.brokers[0]
-        with BrokerClient(broker.addr) as admin:
-            admin.create_topic(TOPIC, read=4, write=4)
+        c.create_topic(TOPIC, {"broker-a": 4})
         client = Client(broker.addr, "10.0.0.7@b1")
         collector = Collector(c.namesrv_addr, tmp_path / "h", interval=1, offsets_interval=0.01, running_info=False)
         before = collector.tick()
