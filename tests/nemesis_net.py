@@ -333,16 +333,3 @@ def _other_live_networks() -> bool:
         if pid is not None and pid != os.getpid() and _alive(pid):
             return True
     return False
-
-
-@pytest.fixture
-def network(request: pytest.FixtureRequest) -> Iterator[Network]:
-    """A :class:`Network` for the test; leftovers of crashed runs are swept first, everything of
-    this one deleted afterwards, whether the test passed or not."""
-    require_netns()
-    sweep()
-    net = Network(re.sub(r"[^a-z0-9]", "", request.node.name.lower())[:20] or "test")
-    try:
-        yield net
-    finally:
-        net.close()

@@ -83,8 +83,19 @@ class ZkGroup:
         self.paths = GroupPaths(name)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.nodes: dict[str, Node] = {}
-        self.admin = KazooClient(hosts=admin_hosts, timeout=10.0, connection_retry={"max_tries": -1, "max_delay": 0.5})
-        self.admin.start(timeout=20)
+        self.admin = self._admin(admin_hosts)
+
+    @staticmethod
+    def _admin(hosts: str) -> KazooClient:
+        admin = KazooClient(hosts=hosts, timeout=10.0, connection_retry={"max_tries": -1, "max_delay": 0.5})
+        admin.start(timeout=20)
+        return admin
+
+    def admin_on(self, hosts: str) -> None:
+        """Read the group through ``hosts`` from now on (a server the next fault leaves alone)."""
+        old, self.admin = self.admin, self._admin(hosts)
+        old.stop()
+        old.close()
 
     def spawn(self, cid: str, node: Node, hosts: str) -> None:
         """Start member ``cid`` in ``node``'s namespace, talking to ZooKeeper at ``hosts``."""

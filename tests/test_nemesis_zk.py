@@ -50,7 +50,7 @@ from nemesis_zk import (
 from zk_fixture import ZooKeeperEnsemble
 
 pytestmark = pytest.mark.nemesis
-pytest_plugins = ["nemesis_net"]  # the `network` fixture
+pytest_plugins = ["nemesis_plugin"]  # the `network` fixture
 
 SESSION_S = 2.0
 MEMBERS = 3
