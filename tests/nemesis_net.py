@@ -3,11 +3,12 @@ process under test, joined to the root namespace by a veth pair, and faults made
 
 * :class:`Network` — the namespaces of one test. ``net.node("m0")`` creates namespace
   ``mqbn<pid>-<n>-m0`` with a veth pair ``mqbn<pid>-<k>h`` (root side) / ``...n`` (inside), the
-  addresses of a private /30 of ``10.213.0.0/16`` (``.1`` root side, ``.2`` inside) and one route,
-  ``10.213.0.0/16`` via the root side: a process inside reaches the root namespace and the other
-  namespaces of the test through that one path, and nothing else (no default route; every address
-  is on this machine). Namespace-to-namespace traffic is routed by the root namespace
-  (``net.ipv4.ip_forward``, switched on while a network exists, restored after the last one).
+  addresses of a /30 of ``198.18.0.0/15`` (RFC 2544's block for test networks, routed nowhere;
+  ``.1`` root side, ``.2`` inside) and one route, ``198.18.0.0/15`` via the root side: a process
+  inside reaches the root namespace and the other namespaces of the test through that one path, and
+  nothing else (no default route; every address is on this machine). Namespace-to-namespace
+  traffic is routed by the root namespace: forwarding is switched on for the harness's veths only
+  (``net.ipv4.conf.<veth>.forwarding``), never for the machine's own interfaces.
 * Faults: :meth:`Network.partition` takes the root side of a node's veth down — the node keeps its
   address and route, its packets vanish, established TCP connections hang without a reset, exactly
   a pulled cable; :meth:`Network.cut` drops the packets between two nodes only (a ``blackhole``
@@ -46,12 +47,12 @@ import pytest
 
 #: Every namespace and link this harness makes starts with this, then the creating process's pid in hex.
 PREFIX = "mqbn"
-#: The private block the /30s of the namespaces come from.
-BLOCK = ipaddress.ip_network("10.213.0.0/16")
+#: The block the /30s of the namespaces come from (RFC 2544: for test networks, routed nowhere).
+BLOCK = ipaddress.ip_network("198.18.0.0/15")
 #: Priority of the root namespace's blackhole rules (before the main table's 32766).
 RULE_PRIORITY = 1000
 LOCK = Path("/run/mqbalance-nemesis.lock")
-FORWARD = Path("/proc/sys/net/ipv4/ip_forward")
+CONF = Path("/proc/sys/net/ipv4/conf")
 _NAME = re.compile(rf"^{PREFIX}([0-9a-f]+)-")
 
 
@@ -221,7 +222,6 @@ class Network:
         self.label = label
         self.nodes: list[Node] = []
         self._cuts: set[tuple[str, str]] = set()
-        self._forward_was: str | None = None
         self._down: set[str] = set()
 
     def __repr__(self) -> str:
@@ -231,10 +231,6 @@ class Network:
         """Create a namespace with its veth pair, addresses and route."""
         if not re.fullmatch(r"[a-z0-9]{1,8}", label):
             raise ValueError(f"node label must be 1-8 of [a-z0-9], got {label!r}")
-        if self._forward_was is None:
-            self._forward_was = FORWARD.read_text().strip()
-            if self._forward_was != "1":
-                FORWARD.write_text("1\n")
         Network._links += 1
         netns = f"{self.tag}-{label}"
         link = f"{PREFIX}{os.getpid():x}-{Network._links}"
@@ -250,6 +246,7 @@ class Network:
             _ip("link", "add", host_if, "type", "veth", "peer", "name", inner_if)
             _ip("link", "set", inner_if, "netns", netns)
             _ip("addr", "add", f"{gw}/30", "dev", host_if)
+            (CONF / host_if / "forwarding").write_text("1\n")  # route between the harness's veths only
             _ip("link", "set", host_if, "up")
         _ip("-n", netns, "addr", "add", f"{addr}/30", "dev", inner_if)
         _ip("-n", netns, "link", "set", "lo", "up")
@@ -315,21 +312,9 @@ class Network:
                 time.sleep(0.1)
             _ip("link", "del", node.host_if, check=False)
         self.nodes.clear()
-        if self._forward_was is not None and self._forward_was != "1" and not _other_live_networks():
-            FORWARD.write_text(self._forward_was + "\n")
-        self._forward_was = None
 
     def __enter__(self) -> Network:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _other_live_networks() -> bool:
-    """Whether another live process still has namespaces of this harness (it may need forwarding)."""
-    for line in _ip("netns", "list", check=False).stdout.splitlines():
-        pid = _owner_pid(line.split()[0]) if line.split() else None
-        if pid is not None and pid != os.getpid() and _alive(pid):
-            return True
-    return False
