@@ -39,7 +39,6 @@ from mqbalance.coordination import GroupPaths, group_status
 from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.layout import MemberInfo
 from mqbalance.coordination.records import RecordCheck, check_records, load_records
-from mqbalance.kafka import TopicPartition
 from nemesis_net import Node
 
 PACKAGE_ROOT = str(Path(mqbalance.__file__).resolve().parent.parent)
@@ -129,6 +128,12 @@ class ZkGroup:
                 continue
             out[int(q)] = who.rsplit("-", 1)[0] if self.strategy == "range" else who
         return out
+
+    def registered(self) -> list[str]:
+        try:
+            return sorted(self.admin.get_children(self.paths.ids))
+        except NoNodeError:
+            return []
 
     def session_of(self, cid: str) -> int | None:
         stat = self.admin.exists(self.paths.member(cid))
@@ -261,7 +266,16 @@ def replay(node: Node, hosts: str, action: dict[str, Any]) -> dict[str, Any]:
     """Run ``nemesis_replay.py`` in ``node``'s namespace with ``action``; its JSON answer."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([PACKAGE_ROOT, str(TESTS), os.environ.get("PYTHONPATH", "")])}
     cp = subprocess.run(
-        ["ip", "netns", "exec", node.netns, sys.executable, str(TESTS / "nemesis_replay.py"), hosts, json.dumps(action)],
+        [
+            "ip",
+            "netns",
+            "exec",
+            node.netns,
+            sys.executable,
+            str(TESTS / "nemesis_replay.py"),
+            hosts,
+            json.dumps(action),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

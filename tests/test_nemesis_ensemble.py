@@ -2,10 +2,11 @@
 network namespace, from the Debian package), and the server a member is connected to partitioned
 away from the other two.
 
-Two variants alternate, with the member's server the leader or a follower: **cut from its peers** — the server loses the quorum but the member
-still reaches it, so the server closes its clients' connections and they must find a server of the
-majority; **isolated** — the server is cut off from everyone, the member's connection goes silent
-(no reset) and the member must notice by itself (kazoo's read timeout, ⅔ of the session) and move.
+Two variants alternate, with the member's server the leader or a follower: **cut from its peers**
+— the server loses the quorum but the member still reaches it, so the server closes its clients'
+connections and they must find a server of the majority; **isolated** — the server is cut off
+from everyone, the member's connection goes silent (no reset) and the member must notice by
+itself (kazoo's read timeout, ⅔ of the session) and move.
 
 What must hold: the member reaches a majority server within its session timeout in the first
 variant (measured in both); if it got there in time it kept its session and its queues (no
