@@ -82,6 +82,7 @@ class ZkGroup:
         self.paths = GroupPaths(name)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.nodes: dict[str, Node] = {}
+        self.leaving: set[str] = set()
         self.admin = self._admin(admin_hosts)
 
     @staticmethod
@@ -111,7 +112,13 @@ class ZkGroup:
         return self.out / f"{cid}.jsonl"
 
     def live(self) -> list[str]:
-        return sorted(c for c, p in self.procs.items() if p.poll() is None)
+        """Members running and not leaving (see :meth:`leave`)."""
+        return sorted(c for c, p in self.procs.items() if p.poll() is None and c not in self.leaving)
+
+    def leave(self, cid: str) -> None:
+        """Ask member ``cid`` to leave gracefully (SIGTERM); it no longer counts as live."""
+        self.leaving.add(cid)
+        self.procs[cid].send_signal(signal.SIGTERM)
 
     def owners(self) -> dict[int, str]:
         """``{queue: owner member}`` as ZooKeeper holds it now."""

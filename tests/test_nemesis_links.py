@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -100,10 +99,11 @@ def _burst(network: Network, g: ZkGroup, links: Links, rng: random.Random, seria
             serial[0] += 1
             _spawn(network, g, links, cid)
         else:
-            victim = rng.choice(g.live())
-            g.procs[victim].send_signal(signal.SIGTERM)
+            g.leave(rng.choice(g.live()))
     t_last = time.monotonic()
     converged = g.wait(lambda: g.converged(g.live()), CONVERGE_BOUND_S)
+    for cid in g.leaving:  # a graceful leave completes, even on a flaky link
+        g.procs[cid].wait(30)
     links.flaky(False)
     t_end = time.monotonic()
     return {"kind": "burst", "converged": converged, "t_fault": t_fault, "t_last": t_last, "t_end": t_end}
@@ -184,9 +184,9 @@ def test_flaky_and_one_way_links(network: Network, tmp_path: Path, mode: str, st
             _spawn(network, g, links, f"m{serial[0]}")
             serial[0] += 1
         assert g.wait(lambda: g.converged(g.live()), 30) is not None, "the group never converged"
-        directions = ["answers-lost", "requests-lost"]
-        rng.shuffle(directions)
-        for r in range(rounds(2)):
+        # one round each by default: the two tests cover both directions between them
+        directions = ["answers-lost", "requests-lost"] if mode == "every-member" else ["requests-lost", "answers-lost"]
+        for r in range(rounds(1)):
             done.append(_burst(network, g, links, rng, serial))
             done.append(_one_way(g, links, rng, directions[r % 2]))
         time.sleep(0.5)
