@@ -114,7 +114,18 @@ def sweep() -> list[str]:
             removed.append(name)
     for rule in _rules():
         if rule.pid is None or not _alive(rule.pid):
-            _ip("rule", "del", "priority", str(RULE_PRIORITY), "from", rule.src, "to", rule.dst, "blackhole", check=False)
+            _ip(
+                "rule",
+                "del",
+                "priority",
+                str(RULE_PRIORITY),
+                "from",
+                rule.src,
+                "to",
+                rule.dst,
+                "blackhole",
+                check=False,
+            )
             removed.append(f"rule {rule.src}->{rule.dst}")
     return removed
 
