@@ -136,7 +136,7 @@ def test_server_partitioned_from_ensemble(
 ) -> None:
     """Scenario 6: the member's server is partitioned from the other two; the member moves to the
     majority and keeps its queues if it gets there within its session."""
-    name = f"zk-ensemble-{mode}"
+    name = f"6: three-server ensemble, the member's server partitioned ({mode})"
     seed = seed_for(name)
     rng = random.Random(seed)
     ens = zk_ensemble

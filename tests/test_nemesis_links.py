@@ -170,7 +170,7 @@ def _check_one_way(records: dict[str, list[dict[str, Any]]], rnd: dict[str, Any]
 @pytest.mark.parametrize(("mode", "strategy"), [("every-member", "AVG"), ("leader", "CONSISTENT_HASH")])
 def test_flaky_and_one_way_links(network: Network, tmp_path: Path, mode: str, strategy: str) -> None:
     """Scenario 2: 20 % loss and 200 ms delay during joins and leaves; one-way silence past the session."""
-    name = f"zk-links-{mode}"
+    name = f"2: ZooKeeper flaky and one-way links ({mode})"
     seed = seed_for(name)
     rng = random.Random(seed)
     zk = ZooKeeperEnsemble([network.node("zk")], tmp_path / "zk").start()

@@ -277,10 +277,24 @@ def _run(network: Network, tmp_path: Path, mode: str, strategy: str, *, leader: 
 @pytest.mark.parametrize(("mode", "strategy"), [("every-member", "AVG"), ("leader", "CONSISTENT_HASH")])
 def test_zombie_partitioned_from_zookeeper(network: Network, tmp_path: Path, mode: str, strategy: str) -> None:
     """Scenario 1: a member partitioned from ZooKeeper past its session while it keeps running."""
-    _run(network, tmp_path, mode, strategy, leader=False, name=f"zk-zombie-{mode}")
+    _run(
+        network,
+        tmp_path,
+        mode,
+        strategy,
+        leader=False,
+        name=f"1: ZooKeeper member partitioned past its session ({mode})",
+    )
 
 
 def test_leader_partitioned_publications_fenced(network: Network, tmp_path: Path) -> None:
     """Scenario 5: the leader is partitioned past its session; the others elect a new one; the
     deposed leader's publications are refused."""
-    _run(network, tmp_path, "leader", "kafka-sticky", leader=True, name="zk-deposed-leader")
+    _run(
+        network,
+        tmp_path,
+        "leader",
+        "kafka-sticky",
+        leader=True,
+        name="5: ZooKeeper leader partitioned, publications fenced (leader)",
+    )
