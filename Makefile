@@ -94,7 +94,7 @@ chromium:
 	         "or set MQBALANCE_CHROMIUM to a Chromium binary" >&2; exit 1; \
 	  fi; }
 
-test-python: setup zookeeper rocketmq chromium tansu
+test-python: setup zookeeper rocketmq chromium tansu iproute2
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint test-rust test-python
@@ -133,3 +133,20 @@ bench-kafka-server: setup
 	@if [ -n "$(JAVA_CLASSES)" ]; then \
 	  $(PY) benches/kafka_server_vs_java.py --java-classes "$(JAVA_CLASSES)" --out benches/kafka_server_results; \
 	else echo "JAVA_CLASSES not set: skipped the timing against Kafka's Java classes"; fi
+
+# The network-fault tests (`pytest -m nemesis`, part of `make test`) make network namespaces and veths
+# with iproute2's `ip` (as root): installed when absent.
+.PHONY: iproute2 nemesis
+iproute2:
+	@command -v ip >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iproute2; \
+	  else \
+	    echo "iproute2 missing: sudo apt-get install -y --no-install-recommends iproute2 (Debian/Ubuntu)" >&2; exit 1; \
+	  fi; }
+
+# The network-fault scenarios alone, NEMESIS_ROUNDS rounds each, their tables in out/nemesis/nemesis.md
+# (as root; about 4 minutes per round of every scenario).
+NEMESIS_ROUNDS ?= 5
+nemesis: setup zookeeper rocketmq iproute2
+	$(PY) tests/nemesis_report.py --rounds $(NEMESIS_ROUNDS) --out out/nemesis

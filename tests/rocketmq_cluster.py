@@ -5,6 +5,10 @@ and N brokers on free loopback ports, by PID, with temporary store directories, 
 name server's cluster info lists every broker, and stops them. A server that cannot start fails
 the test — it never skips.
 
+Every server listens on 127.0.0.1 unless placed elsewhere: ``namesrv_host`` / ``broker_hosts`` give
+an address and a network namespace to run it in (``ip netns exec``; the network-fault tests put
+the name server and the broker each in a namespace of their own, see ``test_nemesis_rocketmq.py``).
+
 Fixtures (registered in ``conftest.py``): ``rocketmq`` (one broker) and ``rocketmq2`` (two broker
 sets ``broker-a``/``broker-b`` of one cluster), each started once per test module.
 """
@@ -60,8 +64,8 @@ def free_port_pair() -> int:
 class ServerProcess:
     """One server process started by PID, its output in ``<dir>/out.log``."""
 
-    def __init__(self, name: str, cmd: list[str], directory: Path) -> None:
-        self.name, self.cmd, self.dir = name, cmd, directory
+    def __init__(self, name: str, cmd: list[str], directory: Path, *, netns: str | None = None) -> None:
+        self.name, self.cmd, self.dir, self.netns = name, cmd, directory, netns
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -77,8 +81,9 @@ class ServerProcess:
         self.dir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ROCKETMQ_HOME": str(self.dir), "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         with open(self.dir / "out.log", "ab") as out:
+            argv = ["ip", "netns", "exec", self.netns, *self.cmd] if self.netns else self.cmd  # execs: same pid
             self.proc = subprocess.Popen(
-                self.cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.dir, env=env
+                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.dir, env=env
             )
 
     def running(self) -> bool:
@@ -105,9 +110,17 @@ class ServerProcess:
 
 class Broker(ServerProcess):
     def __init__(
-        self, name: str, cluster: str, namesrv: str, directory: Path, config: Mapping[str, Any] | None = None
+        self,
+        name: str,
+        cluster: str,
+        namesrv: str,
+        directory: Path,
+        config: Mapping[str, Any] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
     ) -> None:
-        self.broker_name, self.cluster = name, cluster
+        self.broker_name, self.cluster, self.host = name, cluster, host
         self.port = free_port_pair()
         self.ha_port = free_port()
         props = {
@@ -115,8 +128,8 @@ class Broker(ServerProcess):
             "brokerName": name,
             "brokerId": 0,
             "namesrvAddr": namesrv,
-            "brokerIP1": "127.0.0.1",
-            "brokerIP2": "127.0.0.1",
+            "brokerIP1": host,
+            "brokerIP2": host,
             "listenPort": self.port,
             "haListenPort": self.ha_port,
             "storePathRootDir": directory / "store",
@@ -127,11 +140,11 @@ class Broker(ServerProcess):
         directory.mkdir(parents=True, exist_ok=True)
         conf = directory / "broker.properties"  # the format is chosen by the extension
         conf.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
-        super().__init__(f"broker {name}", [str(BROKER_BIN), "-c", str(conf)], directory)
+        super().__init__(f"broker {name}", [str(BROKER_BIN), "-c", str(conf)], directory, netns=netns)
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 class RocketMQCluster:
@@ -144,9 +157,13 @@ class RocketMQCluster:
         cluster: str = "mqbalance-test",
         broker_config: Mapping[str, Any] | None = None,
         start_timeout: float = 60.0,
+        namesrv_host: tuple[str, str | None] = ("127.0.0.1", None),
+        broker_hosts: Mapping[str, tuple[str, str | None]] | None = None,
     ) -> None:
+        """``namesrv_host`` / ``broker_hosts`` (by broker name): ``(address, network namespace or None)``."""
         self.dir = Path(tempfile.mkdtemp(prefix="mqbalance-rocketmq-"))
         self.cluster = cluster
+        self.namesrv_host, self.broker_hosts = namesrv_host[0], dict(broker_hosts or {})
         self.namesrv_port = free_port()
         self.namesrv = ServerProcess(
             "name server",
@@ -155,22 +172,26 @@ class RocketMQCluster:
                 "--listenPort",
                 str(self.namesrv_port),
                 "--bindAddress",
-                "127.0.0.1",
+                self.namesrv_host,
                 "--rocketmqHome",
                 str(self.dir / "namesrv"),
             ],
             self.dir / "namesrv",
+            netns=namesrv_host[1],
         )
         self.broker_config = dict(broker_config or {})
         self.brokers = [self._broker(f"broker-{chr(ord('a') + i)}") for i in range(brokers)]
         self.start_timeout = start_timeout
 
     def _broker(self, name: str) -> Broker:
-        return Broker(name, self.cluster, self.namesrv_addr, self.dir / name, self.broker_config)
+        host, netns = self.broker_hosts.get(name, ("127.0.0.1", None))
+        return Broker(
+            name, self.cluster, self.namesrv_addr, self.dir / name, self.broker_config, host=host, netns=netns
+        )
 
     @property
     def namesrv_addr(self) -> str:
-        return f"127.0.0.1:{self.namesrv_port}"
+        return f"{self.namesrv_host}:{self.namesrv_port}"
 
     def broker(self, name: str) -> Broker:
         return next(b for b in self.brokers if b.broker_name == name)

@@ -1088,13 +1088,14 @@ TABLE += [
     E("rocketmq.member.default_client_id", rocketmq_mod.default_client_id),
     E(
         "rocketmq.transport.ClusterTransport",
-        lambda namesrv, timeout, on_notify, on_error, on_commit, running_info: ClusterTransport(
+        lambda namesrv, timeout, on_notify, on_error, on_commit, running_info, may_commit: ClusterTransport(
             namesrv,
             timeout=timeout,
             on_notify=on_notify,
             on_error=on_error,
             on_commit=on_commit,
             running_info=running_info,
+            may_commit=may_commit,
         ).close(),
         namesrv=("namesrv", _UNREACHABLE[0]),
         timeout=("timeout", 0.5),
@@ -1102,6 +1103,7 @@ TABLE += [
         on_error=("object?", None),
         on_commit=("object?", None),
         running_info=("object?", None),
+        may_commit=("object?", None),
     ),
     E("rocketmq.records.load_records", rocketmq_mod.load_records, paths=("strs", [str(_GOOD_RECORDS)])),
     E("rocketmq.records.load_records(content)", rocketmq_mod.load_records, paths=("record_files", [_GOOD_RECORDS])),
@@ -1182,6 +1184,7 @@ EXEMPT: dict[str, str] = {
     "mqbalance.sim.QueueCountChange": "scenario event dataclass built by scenario_from_dict (walked)",
     "mqbalance.sim.NetworkChange": "scenario event dataclass built by scenario_from_dict (walked)",
     "mqbalance.sim.NotificationSwitch": "scenario event dataclass built by scenario_from_dict (walked)",
+    "mqbalance.sim.Partition": "scenario event dataclass built by scenario_from_dict (walked)",
     "mqbalance.sim.bundled_scenarios": "no parameters",
     "mqbalance.sim.scenario.*": "walked through mqbalance.sim (same objects)",
     "mqbalance.sim.engine.*": "walked through mqbalance.sim",

@@ -53,10 +53,11 @@ class Claim:
 
 class Claims:
     """What one member owns (``owned``), is releasing (``revoking``: still committable inside
-    ``on_revoked``) and, in leader mode, was assigned but has not claimed yet (``pending``: the
-    previous owner still holds it). ``lock`` guards the three; ``commit_lock`` orders commits and
-    releases. ``one_by_one``: release with one delete per node, as Kafka's consumer does (otherwise
-    in multis of :data:`CLAIM_BATCH`)."""
+    ``on_revoked``), in leader mode was assigned but has not claimed yet (``pending``: the previous
+    owner still holds it), and has released without an answer yet (``unreleased``, see
+    :meth:`release`). ``lock`` guards the four; ``commit_lock`` orders commits and releases.
+    ``one_by_one``: release with one delete per node, as Kafka's consumer does (otherwise in multis
+    of :data:`CLAIM_BATCH`)."""
 
     def __init__(self, session: MemberSession, lifecycle: Lifecycle, *, one_by_one: bool) -> None:
         self._session, self._lifecycle, self._one_by_one = session, lifecycle, one_by_one
@@ -66,6 +67,7 @@ class Claims:
         self.owned: dict[TopicPartition, Claim] = {}
         self.revoking: dict[TopicPartition, Claim] = {}
         self.pending: dict[TopicPartition, str] = {}
+        self.unreleased: set[TopicPartition] = set()  # release started, delete not answered yet
 
     def owns(self, tp: TopicPartition | None) -> bool:
         """Owns ``tp`` (anything, when ``None``)."""
@@ -177,20 +179,54 @@ class Claims:
         if not claims:
             return
         self._lifecycle.revoked(frozenset(claims), reason)
-        paths = self._session.paths
         try:
             if release:
-                with self.commit_lock:
-                    if self._one_by_one:  # Kafka deletes them one by one
-                        for tp in sorted(claims):
-                            self._session.delete(paths.owner(*tp))
-                    else:
-                        self.delete_many([paths.owner(*tp) for tp in sorted(claims)])
+                self.release(claims)
                 self._session.stats.bump("released", len(claims))
         finally:
             with self.lock:
                 for tp in claims:
                     self.revoking.pop(tp, None)
+
+    def release(self, tps: Iterable[TopicPartition]) -> None:
+        """Delete the owner nodes of ``tps`` (this session's). Until each delete is answered the
+        partition stays in ``unreleased``: a connection lost in the middle leaves nodes that may
+        still be held by this live session although this member no longer counts them as owned —
+        nobody else could ever claim them — so :meth:`release_leftovers` deletes them later."""
+        tps = sorted(tps)
+        paths = self._session.paths
+        with self.lock:
+            self.unreleased.update(tps)
+        with self.commit_lock:
+            if self._one_by_one:  # Kafka deletes them one by one
+                for tp in tps:
+                    self._session.delete(paths.owner(*tp))
+                    with self.lock:
+                        self.unreleased.discard(tp)
+            else:
+                self.delete_many([paths.owner(*tp) for tp in tps])
+                with self.lock:
+                    self.unreleased.difference_update(tps)
+
+    def release_leftovers(self) -> None:
+        """Delete the owner nodes a lost connection kept :meth:`release` from deleting, if this
+        session still holds them (if the delete went through unanswered, the node is gone, or
+        another member's by now: that one is left alone)."""
+        with self.lock:
+            left = sorted(self.unreleased)
+        if not left:
+            return
+        session, paths = self._session, self._session.paths
+        for tp in left:
+            session.stats.count()
+            stat = session.client.exists(paths.owner(*tp))
+            with self.lock:
+                held_here = tp not in self.owned and tp not in self.revoking
+            if stat is not None and stat.ephemeralOwner == session.session and held_here:
+                log.info("%s: deleting owner node %s left by an interrupted release", self._name, paths.owner(*tp))
+                session.delete(paths.owner(*tp))
+            with self.lock:
+                self.unreleased.discard(tp)
 
     def delete_many(self, paths: list[str]) -> None:
         """Delete nodes in multis of :data:`CLAIM_BATCH`; a failed multi (a node gone already) one by one."""

@@ -129,8 +129,7 @@ class EveryMemberProtocol:
             if any(isinstance(r, Exception) for r in result):
                 session.stats.bump("conflicts")
                 log.info("%s: conflict claiming %s/%s; releasing %d claimed", self._name, *tp, len(claimed))
-                for done in claimed:  # Kafka: remove all paths that we have owned in ZK
-                    session.delete(session.paths.owner(*done))
+                claims.release(claimed)  # Kafka: remove all paths that we have owned in ZK
                 return False
             claimed[tp] = claims.new_claim(tp, thread, raw, version, result[1])
         with claims.lock:

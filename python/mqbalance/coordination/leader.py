@@ -241,8 +241,8 @@ class LeaderProtocol:
                     orphans.append(tp)
                     del claimed[tp]
             done = not claims.pending
-        for tp in orphans:
-            session.delete(session.paths.owner(*tp))
+        if orphans:
+            claims.release(orphans)
         session.stats.bump("claimed", len(claimed))
         if claimed:
             self._life.assigned({tp: cl.offset for tp, cl in claimed.items()})

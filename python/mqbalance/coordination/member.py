@@ -403,6 +403,7 @@ class GroupMember:
             life.announce(self.state)
         if session.session is None or not session.connected or life.state is MemberState.FAILED and self._error:
             return
+        self._claims.release_leftovers()
         if "rewatch" in kinds:
             # Read again whatever is watched (setting the watches anew), as if each had fired: a
             # change made while disconnected would otherwise go unnoticed for good.
@@ -415,6 +416,7 @@ class GroupMember:
         claims = self._claims
         with claims.lock:
             claims.pending.clear()
+            claims.unreleased.clear()  # the session's owner nodes went with it
         self._session.session = None
         self._protocol.session_lost()
         self._watches.forget()

@@ -14,6 +14,13 @@ A member's session (:class:`MemberSession`) is where work is allowed: the lease 
 time of the last answered request + ``LEASE_FRACTION`` × the session timeout, so with a 6 s session
 a member whose last ping was sent at t = 100 s may work until t = 104.5 s, while ZooKeeper cannot
 expire the session (and hand its partitions to anybody else) before t = 106 s.
+
+A member disconnected for a whole session timeout gives its session up (:meth:`MemberSession.abandon`,
+as Curator does): on a one-way link whose requests reach ZooKeeper but whose answers do not, every
+reconnection attempt carries the session id and renews the session on the server, so it would never
+expire and the member's partitions would stay with a member that cannot work them for as long as
+the link stays broken. Two-way partitions are not affected: ZooKeeper has expired those sessions by
+then (the last request it heard was sent before the disconnection).
 """
 
 from __future__ import annotations
@@ -110,6 +117,8 @@ class MemberSession:
         self.fenced = False  # a session was lost and its claims are not revoked yet: no work
         self.lease_until = 0.0
         self.session: int | None = None  # the session our ids node belongs to
+        self.disconnected_since: float | None = None  # time.monotonic() of the last SUSPENDED, while it lasts
+        self.abandoned: set[int] = set()  # sessions this member gave up (their nodes are its own)
 
     # ------------------------------------------------------------------ connection
     def connect(self) -> None:
@@ -152,13 +161,16 @@ class MemberSession:
                 self.fenced = True  # a new session: whatever the old one owned is gone
             self.lease_until = time.monotonic() + LEASE_FRACTION * self.session_timeout
             self.connected = True
+            self.disconnected_since = None
             self._events.put(("connected",))
         elif st == KazooState.SUSPENDED:
             self.connected = False
+            self.disconnected_since = time.monotonic()
             self._events.put(("suspended",))
         elif st == KazooState.LOST:
             self.connected = False
             self.fenced = True
+            self.disconnected_since = None
             self._events.put(("lost",))
 
     # ------------------------------------------------------------------ the lease
@@ -170,10 +182,14 @@ class MemberSession:
         return until
 
     def lease_loop(self, stop: threading.Event) -> None:
-        """Renew the lease with a cheap read every quarter of the session timeout until ``stop``."""
+        """Renew the lease with a cheap read every quarter of the session timeout until ``stop``;
+        give the session up once disconnected for a whole session timeout (:meth:`abandon`)."""
         interval = self.session_timeout / 4
         path = self.paths.member(self.client_id)
         while not stop.wait(interval):
+            since = self.disconnected_since
+            if since is not None and time.monotonic() - since >= self.session_timeout and not stop.is_set():
+                self.abandon()
             if not self.connected:
                 continue
             sent = time.monotonic()
@@ -185,6 +201,27 @@ class MemberSession:
                 self.stats.bump("lease_requests")
             if self.connected:
                 self.lease_until = max(self.lease_until, sent + LEASE_FRACTION * self.session_timeout)
+
+    def abandon(self) -> None:
+        """Give the session up and start a new one: close the client (its close request, if it gets
+        through, expires the session at once; otherwise nothing renews it any more and ZooKeeper
+        expires it one session timeout later), then connect again with no session. The client's
+        ``LOST`` revokes everything owned (reason ``SESSION_LOST``); the new session registers again,
+        replacing the registration the old one may still hold (:meth:`register`)."""
+        log.warning(
+            "%s: disconnected for %.1f s (the session timeout): giving the session up and starting a new one",
+            self.client_id,
+            self.session_timeout,
+        )
+        self.disconnected_since = None
+        self.fenced = True
+        if self.session is not None:
+            self.abandoned.add(self.session)
+        self.stats.bump("sessions_abandoned")
+        try:
+            self.client.stop()
+        finally:
+            self.client.start_async()
 
     # ------------------------------------------------------------------ joining the group
     def prepare(self, *, leader: bool) -> None:
@@ -224,7 +261,8 @@ class MemberSession:
             ) from e
 
     def register(self) -> None:
-        """Create ``ids/<client_id>`` (ephemeral) for this session; refuse an id held by another session."""
+        """Create ``ids/<client_id>`` (ephemeral) for this session; refuse an id held by another
+        session, unless that is one this member abandoned (its node is deleted and created again)."""
         c = self.client
         path = self.paths.member(self.client_id)
         data = encode_member(self.member)
@@ -242,6 +280,11 @@ class MemberSession:
                     continue
                 if stat.ephemeralOwner == session:
                     break
+                if stat.ephemeralOwner in self.abandoned:
+                    log.info("%s: replacing the registration of its abandoned session 0x%x", self.client_id,
+                             stat.ephemeralOwner)  # fmt: skip
+                    self.delete(path)
+                    continue
                 raise DuplicateClientIdError(
                     f"client id {self.client_id!r} is already registered in group {self.paths.group!r} by another "
                     f"live session (0x{stat.ephemeralOwner:x}): refusing to start a second member with the same id",

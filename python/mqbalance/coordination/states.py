@@ -61,6 +61,7 @@ class MemberStats:
     commits: int = 0
     fenced_commits: int = 0
     lease_requests: int = 0
+    sessions_abandoned: int = 0  #: sessions given up after a whole session timeout disconnected
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}

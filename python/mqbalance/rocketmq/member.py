@@ -10,7 +10,12 @@ two threads, over :class:`~mqbalance.rocketmq.transport.ClusterTransport`.
 * the **pull** thread pulls every queue the member holds from its process queue's offset and hands
   the messages to ``consume(mq, messages)``; the offset moves on only after the callback returned
   (a callback that raises gets the batch again), so a crash or a lost queue means messages consumed
-  again, never skipped (at-least-once).
+  again, never skipped (at-least-once). A pull answered over a new broker connection is not
+  consumed: the queue first moves up to the group's committed offset when that is ahead (cut off
+  longer than the broker's ``channelExpiredTimeout``, the member was dropped and others went on
+  with its queues), and a position is committed only over the connection it was last pulled on —
+  so a member back from a partition neither redoes the others' work nor moves their progress back
+  (Java's client does both until its process queue expires).
 
 Offsets reach the broker as in Java: every 5 s, when a queue is dropped, at shutdown. Errors of the
 cluster (unreachable broker, rejected request, unknown topic, unknown code) never stop the member:
@@ -98,6 +103,7 @@ class MemberStats:
     commits: int = 0
     errors: int = 0
     duplicate_id_seen: int = 0
+    caught_up: int = 0  # queues moved up to the group's committed offset after a reconnection
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -225,6 +231,7 @@ class RocketMQMember:
             on_error=self._error,
             on_commit=self._committed,
             running_info=self._running_info,
+            may_commit=self._may_commit,
         )
         self.consumer = PushConsumer(
             self.client_id,
@@ -249,6 +256,7 @@ class RocketMQMember:
         self._t0 = time.monotonic()
         self._threads: list[threading.Thread] = []
         self._held: dict[MessageQueue, int] = {}  # the ownership last reported (queue → start offset)
+        self._epochs: dict[MessageQueue, int | None] = {}  # broker connection a queue's position was last pulled on
         self._notified_mono = 0.0
         #: ``(notification arrived, rebalance done)`` in ``time.monotonic()`` seconds, per rebalance
         #: that followed a notification (the latency benchmark's figure)
@@ -488,6 +496,33 @@ class RocketMQMember:
             self._state = MemberState.REFUSED
         self.transport.close()
 
+    def _may_commit(self, mq: MessageQueue) -> bool:
+        """Commit ``mq``'s position only over the connection it was last pulled on (see
+        :meth:`_catch_up`): over a new one, or none (the commit would open one), it may be behind the
+        group's progress until the next pull catches it up."""
+        if mq not in self._epochs:
+            return True  # not pulled yet: the position is the offset read when the queue was taken
+        epoch = self._epochs[mq]
+        return epoch is not None and self.transport.connection_epoch(mq.broker_name) == epoch
+
+    def _catch_up(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        """Move ``mq``'s position up to the group's committed offset if that is ahead. A member cut
+        off from its broker for longer than the broker's ``channelExpiredTimeout`` was dropped and
+        its queues handed to others, who processed and committed past where it stopped, while it
+        still holds them until it rebalances. Below a committed offset every message was processed
+        (a commit follows the processing), so nothing is skipped; going on from the old position
+        would process them all again and commit that older position over the group's progress."""
+        committed = self.transport.query_offset(self.group, mq)  # -1: none, -2: failed
+        if committed == -2:
+            return False
+        with self._lock:
+            if committed > pq.consumed_offset and not pq.dropped and self.consumer.owned().get(mq) is pq:
+                log.info("%s: %s: the group committed %d, ahead of our %d: going on from there",
+                         self.client_id, mq, committed, pq.consumed_offset)  # fmt: skip
+                pq.consumed_offset = committed
+                self.stats.caught_up += 1
+        return True
+
     # ---- pull thread ----------------------------------------------------------------------------
     def _pull_loop(self) -> None:
         while not self._stop.is_set():
@@ -511,6 +546,10 @@ class RocketMQMember:
         self.stats.pulls += 1
         if result is None:  # failed: reported by the transport
             return 0
+        epoch = self.transport.connection_epoch(mq.broker_name)
+        if self._epochs.setdefault(mq, epoch) != epoch:  # pulled over a new connection: catch up first
+            self._epochs[mq] = epoch if self._catch_up(mq, pq) else -1  # -1: try again at the next pull
+            return 0  # the batch is pulled again from the position caught up to
         messages, next_offset = result
         if messages:
             try:

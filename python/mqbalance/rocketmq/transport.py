@@ -90,12 +90,14 @@ class ClusterTransport:
         on_error: Callable[[str, Exception], None] | None = None,
         on_commit: Callable[[MessageQueue, int], None] | None = None,
         running_info: Callable[[], dict[str, Any]] | None = None,
+        may_commit: Callable[[MessageQueue], bool] | None = None,
     ) -> None:
         for name, callback in (
             ("on_notify", on_notify),
             ("on_error", on_error),
             ("on_commit", on_commit),
             ("running_info", running_info),
+            ("may_commit", may_commit),
         ):
             if not (callback is None or callable(callback)):
                 raise InvalidInputError(
@@ -107,6 +109,7 @@ class ClusterTransport:
         self._on_error = on_error
         self._on_commit = on_commit
         self._running_info = running_info
+        self._may_commit = may_commit
         self._lock = threading.Lock()
         self._brokers: dict[str, BrokerClient] = {}  # master address → its connection
         self._master: dict[str, str] = {}  # broker name → master address
@@ -161,6 +164,15 @@ class ClusterTransport:
         except (AttributeError, OSError):
             return None
         return f"{host}:{port}"
+
+    def connection_epoch(self, broker_name: str) -> int | None:
+        """How many times the connection to ``broker_name``'s master was established, ``None`` while
+        it is not connected: a new value means a new connection, on which the broker may no longer
+        know this consumer."""
+        with self._lock:
+            addr = self._master.get(broker_name)
+            bc = self._brokers.get(addr) if addr is not None else None
+        return None if bc is None or not bc.client.connected else bc.client.connects
 
     def reconnected(self) -> bool:
         """Whether a broker connection was re-established since our last heartbeat to it (the broker
@@ -260,6 +272,8 @@ class ClusterTransport:
 
     def commit_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
         if offset < 0 or self._committed.get(mq) == offset:
+            return
+        if self._may_commit is not None and not self._may_commit(mq):
             return
         try:
             self._broker_of(mq.broker_name).update_offset(group, mq.topic, mq.queue_id, offset)

@@ -53,6 +53,7 @@ from mqbalance.sim.model import (
     Leave,
     NetworkChange,
     NotificationSwitch,
+    Partition,
     QueueCountChange,
     Scenario,
     ScenarioEvent,
@@ -63,25 +64,31 @@ __all__ = ["Simulation"]
 
 
 class _Link:
-    """One consumer's connection to the broker: delay and loss from the simulation's network."""
+    """One consumer's connection to the broker: delay and loss from the simulation's network;
+    ``cut`` while a :class:`~mqbalance.sim.model.Partition` holds (nothing gets through)."""
 
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
+        self.cut = False
 
     def send_heartbeat(self, client: RebalanceImpl) -> None:
-        self.sim.send(lambda: self.sim.broker.send_heartbeat(client))
+        if not self.cut:
+            self.sim.send(lambda: self.sim.broker.send_heartbeat(client))
 
     def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
-        return None if self.sim.lose() else self.sim.broker.find_consumer_id_list(topic, group)
+        return None if self.cut or self.sim.lose() else self.sim.broker.find_consumer_id_list(topic, group)
 
     def query_offset(self, group: str, mq: MessageQueue) -> int:
-        return -2 if self.sim.lose() else self.sim.broker.query_offset(group, mq)  # -2: the request failed
+        if self.cut or self.sim.lose():
+            return -2  # the request failed
+        return self.sim.broker.query_offset(group, mq)
 
     def max_offset(self, mq: MessageQueue) -> int:
         return self.sim.max_offset[self.sim.index[mq]]
 
     def commit_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
-        self.sim.send(lambda: self.sim.broker.commit_offset(group, mq, offset))
+        if not self.cut:
+            self.sim.send(lambda: self.sim.broker.commit_offset(group, mq, offset))
 
     def unregister(self, client: RebalanceImpl) -> None:
         self.sim.broker.unregister(client)  # followed by the channel closing: reliable
@@ -95,10 +102,10 @@ class _Producer:
 
 
 class _Consumer:
-    __slots__ = ("pc", "throughput", "credit", "version", "pulling")
+    __slots__ = ("pc", "link", "throughput", "credit", "version", "pulling")
 
-    def __init__(self, pc: PushConsumer, throughput: float) -> None:
-        self.pc, self.throughput, self.credit, self.version = pc, throughput, 0.0, 0
+    def __init__(self, pc: PushConsumer, link: _Link, throughput: float) -> None:
+        self.pc, self.link, self.throughput, self.credit, self.version = pc, link, throughput, 0.0, 0
         self.pulling: list[tuple[Any, int]] = []  # (process queue, queue index) being pulled now
 
 
@@ -172,6 +179,8 @@ class Simulation:
         if consumer is None:
             return
         self.metrics.notified()
+        if consumer.link.cut:
+            return
 
         def arrive() -> None:
             consumer.pc.on_notify(now_ms=self.now)
@@ -233,12 +242,13 @@ class Simulation:
     def _start_consumer(self, client_id: str, throughput: float) -> None:
         s = self.scenario
         channel = f"ch-{len(self.consumers) + 1}"
+        link = _Link(self)
         pc = PushConsumer(
             client_id,
             s.group,
             [t.name for t in s.topics],
             self.strategy,
-            _Link(self),
+            link,
             self.name_server,
             semantics=s.semantics,
             consume_from_where=ConsumeFromWhere[s.consume_from_where],
@@ -250,14 +260,14 @@ class Simulation:
             poll_name_server_interval_ms=s.client.poll_name_server_interval_ms,
             pull_delay_ms=s.client.pull_delay_ms,
         )
-        c = _Consumer(pc, throughput)
+        c = _Consumer(pc, link, throughput)
         self.consumers.append(c)
         self.by_channel[channel] = c
         pc.start(now_ms=self.now)
         self._dirty = True
         self._reschedule(c)
 
-    def _find(self, client_id: str, event: Leave | Crash) -> _Consumer:
+    def _find(self, client_id: str, event: Leave | Crash | Partition) -> _Consumer:
         running = [c for c in self.consumers if c.pc.running and c.pc.client_id == client_id]
         if not running:
             raise InvalidInputError(
@@ -288,9 +298,26 @@ class Simulation:
                 self.network = network
             case NotificationSwitch(enabled=enabled):
                 self.manager.notify_consumer_ids_changed_enable = enabled
+            case Partition(client_id=client_id, duration_ms=duration_ms):
+                c = self._find(client_id, event)
+                c.link.cut = True
+                self.at(self.now + duration_ms, partial(self._heal, c))
             case _:
                 assert_never(event)
         self._dirty = True
+
+    def _heal(self, c: _Consumer) -> None:
+        """A partition ends: the consumer pulls again from where it stopped. If the broker dropped
+        its channel meanwhile, its connection is re-established and it heartbeats and rebalances at
+        once (``RocketMQMember``'s rejoin)."""
+        c.link.cut = False
+        self._dirty = True
+        channel = c.pc.impl.channel or ""
+        group = self.manager.groups.get(self.scenario.group)
+        if c.pc.running and (group is None or channel not in group.channels):
+            c.link.send_heartbeat(c.pc.impl)
+            c.pc.on_notify(now_ms=self.now)
+            self._reschedule(c)
 
     # ---- flow -----------------------------------------------------------------------------------
     def _ownership(self) -> None:
@@ -298,7 +325,7 @@ class Simulation:
         owners: dict[int, list[int]] = {}
         for i, c in enumerate(self.consumers):
             c.pulling = []
-            if not c.pc.running:
+            if not c.pc.running or c.link.cut:
                 continue
             active = c.pc.active_from
             for mq, pq in c.pc.impl.process_queues.items():

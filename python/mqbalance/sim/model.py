@@ -27,6 +27,7 @@ __all__ = [
     "QueueCountChange",
     "NetworkChange",
     "NotificationSwitch",
+    "Partition",
     "ScenarioEvent",
     "Scenario",
 ]
@@ -162,7 +163,28 @@ class NotificationSwitch(_Event):
         return f"broker notification {'on' if self.enabled else 'off'}"
 
 
-ScenarioEvent: TypeAlias = Join | Leave | Crash | QueueCountChange | NetworkChange | NotificationSwitch
+@dataclass(frozen=True, slots=True)
+class Partition(_Event):
+    """The newest running consumer with ``client_id`` is cut off from the broker for ``duration_ms``
+    while it keeps running (both directions: nothing it sends arrives, nothing reaches it). It pulls
+    nothing; its heartbeats, offset commits, member queries and the broker's notifications are lost;
+    it keeps its queues. The broker expires its channel after ``channel_expired_timeout`` (noticed at
+    its next scan) and the others take its queues. When the link heals it pulls its queues again from
+    where it stopped (duplicates, and queues owned twice until it rebalances) and, if the broker had
+    expired it, heartbeats and rebalances at once (its connection is re-established).
+
+    >>> Partition(60_000, "10.0.0.2@1002", 30_000).describe()
+    'partition 10.0.0.2@1002 from the broker for 30000 ms'
+    """
+
+    client_id: str
+    duration_ms: int
+
+    def describe(self) -> str:
+        return f"partition {self.client_id} from the broker for {self.duration_ms} ms"
+
+
+ScenarioEvent: TypeAlias = Join | Leave | Crash | QueueCountChange | NetworkChange | NotificationSwitch | Partition
 """Every kind of timeline event (the engine matches on it exhaustively)."""
 
 

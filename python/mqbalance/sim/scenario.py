@@ -33,11 +33,13 @@ Durations are seconds (a number) or strings with a unit: ``"500ms"``, ``"20s"``,
       - {at: 40m, queues: {topic: TopicTest, queues_per_broker: 48}}
       - {at: 50m, network: {delay: 200ms, loss: 0.1}}
       - {at: 55m, notify: false}                # the broker stops sending NOTIFY_CONSUMER_IDS_CHANGED
+      - {at: 58m, partition: {id: 10.0.0.6@1006, for: 30s}}   # cut off from the broker, still running
 
 Each event becomes one typed object (:mod:`.model`: :class:`~.model.Join`, :class:`~.model.Leave`,
 :class:`~.model.Crash`, :class:`~.model.QueueCountChange`, :class:`~.model.NetworkChange`,
-:class:`~.model.NotificationSwitch`). ``leave``/``crash`` act on the newest running consumer with
-that id (ids may be duplicated: the duplicated-client-id hazard). Errors name the file, the field
+:class:`~.model.NotificationSwitch`, :class:`~.model.Partition`). ``leave``/``crash``/``partition``
+act on the newest running consumer with that id (ids may be duplicated: the duplicated-client-id
+hazard). Errors name the file, the field
 path and the bad value (:class:`ScenarioError`); the mapping is read by the small declarative
 reader of :mod:`._schema`.
 
@@ -84,6 +86,7 @@ from mqbalance.sim.model import (
     NetworkChange,
     NetworkSettings,
     NotificationSwitch,
+    Partition,
     QueueCountChange,
     Scenario,
     ScenarioEvent,
@@ -369,6 +372,16 @@ def _notify(at: int, entry: dict[Any, Any], where: str, ctx: _EventContext) -> S
     return NotificationSwitch(at, flag(entry["notify"], f"{where}.notify"))
 
 
+_PARTITION = Schema(
+    Partition,
+    {"id": Key("client_id", text(), required=True), "for": Key("duration_ms", duration(positive=True), required=True)},
+)
+
+
+def _partition(at: int, entry: dict[Any, Any], where: str, ctx: _EventContext) -> ScenarioEvent:
+    return _PARTITION.read(entry["partition"], f"{where}.partition", at_ms=at)
+
+
 _EventReader = Callable[[int, dict[Any, Any], str, _EventContext], ScenarioEvent]
 _EVENT_KINDS: dict[str, _EventReader] = {
     "join": _join,
@@ -377,6 +390,7 @@ _EVENT_KINDS: dict[str, _EventReader] = {
     "queues": _queues,
     "network": _network,
     "notify": _notify,
+    "partition": _partition,
 }
 
 
@@ -402,7 +416,7 @@ def _check_timeline(events: list[tuple[str, ScenarioEvent]], where: str, duratio
             fail(f"{where}[{i}].at", f"{e.at_ms} ms is after the end of the run ({duration_ms} ms)", e.at_ms)
         if isinstance(e, Join):
             known.add(e.client_id)
-        elif isinstance(e, (Leave, Crash)) and e.client_id not in known:
+        elif isinstance(e, (Leave, Crash, Partition)) and e.client_id not in known:
             fail(
                 f"{where}[{i}].{kind}",
                 f"no consumer {e.client_id!r} has started by then (consumers: {', '.join(sorted(known)) or 'none'})",

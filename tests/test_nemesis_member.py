@@ -1,0 +1,109 @@
+"""The two member bugs the network-fault scenarios found, each pinned by a direct test on a real
+ZooKeeper server (in-process members on loopback; the scenarios themselves run member processes in
+network namespaces):
+
+1. **A member deaf to ZooKeeper kept its session forever.** On a link whose requests reach
+   ZooKeeper but whose answers do not, every reconnection attempt carries the session id and renews
+   the session on the server, so the member's owner nodes never expired and its partitions stayed
+   with a member that could not work them. Now a member disconnected for a whole session timeout
+   gives its session up (``MemberSession.abandon``) and later replaces its own old registration.
+2. **A release cut short by a lost connection leaked owner nodes.** The member forgot the
+   partitions before deleting their owner nodes; a delete that failed on a dropped connection left
+   a node held by its live session that nobody could ever claim (the group never converged). Now
+   the deletes not yet answered are remembered and finished once connected
+   (``Claims.release_leftovers``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
+
+from mqbalance.coordination import GroupMember, GroupPaths, MemberState, ZooKeeperServer, set_partitions
+from nemesis_proxy import FaultProxy
+from zk_fixture import wait_until
+
+pytestmark = pytest.mark.nemesis
+pytest_plugins = ["zk_plugin"]  # `zk_server`, `zk`, `group`
+
+FAST: dict[str, Any] = {"rebalance_backoff_ms": 100, "rebalance_max_retries": 10}
+
+
+@pytest.fixture
+def stack() -> Iterator[ExitStack]:
+    with ExitStack() as s:
+        yield s
+
+
+def _owner_sessions(zk: KazooClient, group: str, topic: str) -> dict[int, int]:
+    p = GroupPaths(group)
+    return {int(n): zk.exists(f"{p.owners}/{topic}/{n}").ephemeralOwner for n in zk.get_children(f"{p.owners}/{topic}")}
+
+
+@pytest.mark.parametrize("mode", ["every-member", "leader"])
+def test_member_deaf_to_zookeeper_gives_its_session_up(
+    zk_server: ZooKeeperServer, zk: KazooClient, group: str, stack: ExitStack, mode: str
+) -> None:
+    set_partitions(zk, "t", 4)
+    session_s = 2.0
+    proxy = stack.enter_context(FaultProxy(("127.0.0.1", 0), ("127.0.0.1", zk_server.port), seed=3))
+    deaf = stack.enter_context(
+        GroupMember(
+            f"127.0.0.1:{proxy.address[1]}", group, ["t"], client_id="a", mode=mode, session_timeout=session_s, **FAST
+        )
+    )
+    other = stack.enter_context(
+        GroupMember(zk_server.hosts, group, ["t"], client_id="b", mode=mode, session_timeout=session_s, **FAST)
+    )
+    wait_until(lambda: deaf.state is MemberState.ACQUIRED and other.state is MemberState.ACQUIRED and deaf.assignment)
+    old = deaf._session.session
+    t0 = time.monotonic()
+    proxy.down.silent = True  # its requests (and reconnections) reach ZooKeeper, no answer comes back
+    # without the fix "a" keeps its session (and its partitions) for as long as the link stays so
+    wait_until(lambda: len(other.assignment) == 4, timeout=3 * session_s + 4)
+    took = time.monotonic() - t0
+    assert not deaf.may_work()
+    assert deaf.stats.sessions_abandoned == 1
+    assert took > session_s  # not before a whole session timeout disconnected
+    proxy.heal()
+    wait_until(
+        lambda: (
+            deaf.state is MemberState.ACQUIRED and len(deaf.assignment) + len(other.assignment) == 4 and deaf.assignment
+        )
+    )
+    assert deaf._session.session not in (None, old)  # rejoined with a new session, under the same id
+    assert zk.exists(GroupPaths(group).member("a")).ephemeralOwner == deaf._session.session
+
+
+def test_release_cut_short_by_a_lost_connection_is_finished_later(
+    zk_server: ZooKeeperServer, zk: KazooClient, group: str, stack: ExitStack
+) -> None:
+    set_partitions(zk, "t", 4)
+    a = stack.enter_context(GroupMember(zk_server.hosts, group, ["t"], client_id="a", session_timeout=4.0, **FAST))
+    wait_until(lambda: len(a.assignment) == 4)
+    session = a._session
+    real_delete = session.client.delete
+    calls = []
+
+    def delete_dropping_the_second(path: str, *args: Any, **kw: Any) -> Any:
+        calls.append(path)
+        if len(calls) == 2:  # the connection drops before this delete is sent
+            raise ConnectionLoss()
+        return real_delete(path, *args, **kw)
+
+    session.client.delete = delete_dropping_the_second
+    b = stack.enter_context(GroupMember(zk_server.hosts, group, ["t"], client_id="b", session_timeout=4.0, **FAST))
+    # "a" releases everything (every-member) and claims its half again; the owner node whose delete
+    # was lost is deleted once "a" handles its next event, so "b" gets its half
+    wait_until(lambda: len(b.assignment) == 2 and len(a.assignment) == 2, timeout=15)
+    assert len(calls) >= 2
+    owners = _owner_sessions(zk, group, "t")
+    assert sorted(owners.values()).count(a._session.session) == 2 and len(owners) == 4
+    assert not a._claims.unreleased
+    assert {tp.partition for tp in a.assignment} | {tp.partition for tp in b.assignment} == {0, 1, 2, 3}
