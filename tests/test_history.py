@@ -121,6 +121,51 @@ def test_history_finds_the_planted_episodes_flapping_and_health(spark: Any, tmp_
     assert {e["group"] for e in only.episodes} == {"g2"} and len(only.episodes) == 1
 
 
+def test_history_finds_duplicated_client_ids_both_ways(spark: Any, tmp_path: Path) -> None:
+    """Id ``d`` is listed from two addresses at once for 40 s (a broker listing every connection),
+    then its two processes take it from each other three times 10 s apart, on a new connection each
+    time (a broker keeping one connection per id); id ``r`` restarts on a new address twice, 100 s
+    apart, which is not a duplicate."""
+
+    def m(event: str, cid: str, addr: str) -> dict[str, Any]:
+        return {"event": event, "group": "g3", "client_id": cid, "client_addr": addr}
+
+    at: dict[int, list[dict[str, Any]]] = {
+        0: [m("checkpoint", "d", "p1"), m("checkpoint", "r", "r1")],
+        100: [m("leave", "r", "r1"), m("join", "r", "r2")],
+        200: [m("leave", "r", "r2"), m("join", "r", "r3")],
+        600: [m("join", "d", "p2")],
+        640: [m("leave", "d", "p2")],
+        800: [m("leave", "d", "p1"), m("join", "d", "p3")],
+        810: [m("leave", "d", "p3"), m("join", "d", "p4")],
+        820: [m("leave", "d", "p4"), m("join", "d", "p5")],
+        1000: [],
+    }
+    w = HistoryWriter(tmp_path / "h", run_id="dup")
+    for tick_id, s in enumerate(sorted(at), start=1):
+        w.commit_tick(
+            tick_id,
+            T0 + dt.timedelta(seconds=s),
+            {"members": at[s]},
+            {"kind": "membership", "checkpoint": s == 0, "duration_ms": 5, "skipped_before": 0, "clock_jump_ms": 0,
+             "groups": 1, "changed_groups": 1, "requests": 1, "errors": 0},
+        )  # fmt: skip
+    w.close()
+    result = analyse(spark, tmp_path / "h", window=60)
+    got = [
+        (d["client_id"], d["addresses"], d["how"], *(dt.datetime.fromisoformat(d[k]) - T0 for k in ("start", "end")))
+        for d in result.duplicate_ids
+    ]
+    seconds = dt.timedelta(seconds=1)
+    assert got == [
+        ("d", ["p1", "p2"], "listed twice", 600 * seconds, 640 * seconds),
+        ("d", ["p1", "p3", "p4", "p5"], "alternating", 800 * seconds, 820 * seconds),
+    ]
+    paths = write_history_outputs(result, tmp_path / "out")
+    assert paths["duplicate_ids"].read_text().count("\n") == 1 + 2
+    assert "| g3 | d | p1, p2 |" in paths["report_md"].read_text()
+
+
 @pytest.mark.parametrize(
     ("window", "status"),
     [

@@ -2,10 +2,11 @@
 processes, the real ``mqbalance watch`` process, then ``mqbalance history`` on Spark (local). The
 test plants, with times it records itself: a member restarted again and again (flapping), a member
 killed with ``kill -9``, a member whose processing blocks (STALL while lag grows), a group whose
-only member is killed (STOP), and a group whose committed offset is reset backwards (REWIND). The
-report must show each, within one watch interval plus the broker's own delay in dropping a dead
-connection. (A duplicated client id is not planted here: the Rust broker lists one connection per
-id, see INFRA.md and ``test_watch.py``.)"""
+only member is killed (STOP), a group whose committed offset is reset backwards (REWIND), and a
+second process started with a client id in use (a duplicated id: the Rust broker keeps one
+connection per id, so the two processes take it from each other and the id alternates between
+their addresses). The report must show each, within one watch interval plus the broker's own delay
+in dropping a dead connection."""
 
 from __future__ import annotations
 
@@ -75,7 +76,10 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
         procs.append(rewinder := consume(rocketmq, "cg-rewind", "rewind-r", log))
         killed = consume(rocketmq, "cg-live", "kill-k", log)
         procs.append(killed)
+        procs.append(consume(rocketmq, "cg-dup", "dup-d", log))
         time.sleep(6)
+        dup_at = dt.datetime.now(dt.UTC)  # a second process with the same client id
+        procs.append(consume(rocketmq, "cg-dup", "dup-d", log))
         kill_at = dt.datetime.now(dt.UTC)
         killed.send_signal(signal.SIGKILL)
         for _ in range(4):  # flapping: in for 1.5 s, out for 3 s
@@ -120,5 +124,9 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
     assert {health[("cg-stall", q)] for q in range(2)} == {"STALL"}, health
     assert {health[("cg-stop", q)] for q in range(2)} == {"STOP"}, health
     assert {health[("cg-rewind", q)] for q in range(2)} == {"REWIND"}, health
+    dups = pacsv.read_csv(out / "duplicate_ids.csv").to_pylist()
+    assert [(d["group"], d["client_id"]) for d in dups] == [("cg-dup", "dup-d")], dups
+    seen = dt.datetime.fromisoformat(str(dups[0]["start"]))
+    assert dt.timedelta(0) <= seen - dup_at <= dt.timedelta(seconds=INTERVAL + 2), (seen, dup_at)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["flapping_clients"] == 1

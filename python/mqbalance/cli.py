@@ -401,6 +401,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
         "episodes": len(result.episodes),
         "flapping_clients": len(result.flapping_clients),
         "flapping_groups": len(result.flapping_groups),
+        "duplicate_ids": len(result.duplicate_ids),
         "health": dict(Counter(h["status"] for h in result.health)),
     }
     Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")

@@ -9,7 +9,15 @@ the next episode, the time from its start until every queue was owned again (``N
 never happened before the next episode or the end of the data), and the queue-seconds over that
 span with a queue owned by nobody (``processes == 0``) or by two processes or more.
 
-**Flapping.** A client id that joined and left at least ``min_cycles`` times; a group with at least
+**Duplicated client ids.** Two processes sharing a client id: over a period the id is connected
+from two addresses at once (how a broker that lists every connection shows it), or it moves to a
+new connection without ever leaving at least ``min_swaps`` times, each less than ``window`` after
+the previous (how a broker that keeps one connection per id shows it: the two processes take the id
+from each other in turn, each time on a new connection; a process that reconnects or restarts
+moves once). Periods less than ``window`` apart are one.
+
+**Flapping.** A client id that joined and left at least ``min_cycles`` times (the id, not one of its
+addresses: joining is its first connection, leaving its last); a group with at least
 ``min_episodes`` episodes.
 
 **Health** (LinkedIn Burrow's rules, ``core/internal/evaluator``), per queue over its last
@@ -35,12 +43,15 @@ from __future__ import annotations
 import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import groupby
 from typing import Any
 
-__all__ = ["DEFAULT_WINDOW_S", "burrow_status", "episodes", "flapping", "health"]
+__all__ = ["DEFAULT_WINDOW_S", "MIN_SWAPS", "burrow_status", "duplicate_ids", "episodes", "flapping", "health"]
 
 #: membership changes closer than this belong to one episode (seconds)
 DEFAULT_WINDOW_S = 60.0
+#: moves of one client id to a new connection, without leaving, that make it a duplicated id
+MIN_SWAPS = 3
 
 
 def _ms(ts: Any) -> int:
@@ -132,15 +143,97 @@ def episodes(
     return out
 
 
+def duplicate_ids(
+    members: Iterable[Mapping[str, Any]],
+    *,
+    window: float = DEFAULT_WINDOW_S,
+    min_swaps: int = MIN_SWAPS,
+    end: Any = None,
+) -> list[dict[str, Any]]:
+    """The duplicated-client-id periods of one group (see the module docs), each with the client id,
+    the addresses seen carrying it, ``start`` and ``end`` (ms; ``end`` is the data's end when the id
+    is still listed twice there) and how it showed (``"listed twice"``, ``"alternating"``).
+
+    >>> rows = [{"ts": t, "event": e, "client_id": "c", "client_addr": a}
+    ...         for t, e, a in [(0, "join", "A"), (1000, "leave", "A"), (1000, "join", "B"),
+    ...                         (2000, "leave", "B"), (2000, "join", "C"), (3000, "leave", "C"), (3000, "join", "D")]]
+    >>> [(d["start"], d["end"], d["addresses"], d["how"]) for d in duplicate_ids(rows, window=5)]
+    [(1000, 3000, ['A', 'B', 'C', 'D'], 'alternating')]
+    >>> both = [{"ts": t, "event": e, "client_id": "c", "client_addr": a}
+    ...         for t, e, a in [(0, "join", "A"), (3000, "join", "B"), (9000, "leave", "B")]]
+    >>> [(d["start"], d["end"], d["how"]) for d in duplicate_ids(both, end=10_000)]
+    [(3000, 9000, 'listed twice')]
+    """
+    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in members:
+        by_id[r["client_id"]].append(r)
+    stop = _ms(end) if end is not None else max((_ms(r["ts"]) for r in members), default=0)
+    out = []
+    for cid in sorted(by_id):
+        spans: list[tuple[int, int, set[str], str]] = []
+        present: set[str] = set()
+        twice_since: int | None = None
+        twice_addrs: set[str] = set()
+        swaps: list[tuple[int, set[str]]] = []  # the id moved to another connection without leaving
+        for t, rows in groupby(sorted(by_id[cid], key=lambda r: _ms(r["ts"])), key=lambda r: _ms(r["ts"])):
+            before = set(present)
+            for r in rows:
+                (present.discard if r["event"] == "leave" else present.add)(r["client_addr"])
+            if before and present and before - present and present - before:
+                swaps.append((t, before ^ present))
+            if len(present) >= 2:
+                twice_since = t if twice_since is None else twice_since
+                twice_addrs |= present
+            elif twice_since is not None:
+                spans.append((twice_since, t, twice_addrs, "listed twice"))
+                twice_since, twice_addrs = None, set()
+        if twice_since is not None:
+            spans.append((twice_since, max(stop, twice_since), twice_addrs, "listed twice"))
+        runs: list[list[tuple[int, set[str]]]] = []
+        for swap in swaps:
+            if runs and swap[0] - runs[-1][-1][0] < window * 1000:
+                runs[-1].append(swap)
+            else:
+                runs.append([swap])
+        for run in runs:
+            if len(run) >= min_swaps:
+                spans.append((run[0][0], run[-1][0], set().union(*(a for _t, a in run)), "alternating"))
+        merged: list[list[Any]] = []
+        for a, b, addrs, how in sorted(spans, key=lambda x: x[0]):
+            if merged and a - merged[-1][1] < window * 1000:
+                m = merged[-1]
+                m[1], m[2] = max(m[1], b), m[2] | addrs
+                m[3] = m[3] if m[3] == how else "listed twice"
+            else:
+                merged.append([a, b, set(addrs), how])
+        out += [
+            {"client_id": cid, "addresses": sorted(addrs), "start": a, "end": b, "how": how}
+            for a, b, addrs, how in merged
+        ]
+    return out
+
+
 def flapping(members: Iterable[Mapping[str, Any]], *, min_cycles: int = 3) -> list[dict[str, Any]]:
-    """Client ids that joined and left at least ``min_cycles`` times, most cycles first."""
+    """Client ids that joined and left at least ``min_cycles`` times, most cycles first. An id
+    joins when it goes from no connection to one and leaves when its last connection goes: an id
+    moving between addresses within one tick (a duplicated id, :func:`duplicate_ids`) never left.
+
+    >>> rows = [{"ts": t, "event": e, "client_id": "c", "client_addr": a}
+    ...         for t, e, a in [(0, "join", "A"), (5, "leave", "A"), (5, "join", "B"), (9, "leave", "B")]]
+    >>> flapping(rows, min_cycles=1)
+    [{'client_id': 'c', 'joins': 1, 'leaves': 1, 'cycles': 1}]
+    """
     joins: dict[str, int] = defaultdict(int)
     leaves: dict[str, int] = defaultdict(int)
-    for r in members:
-        if r["event"] == "join":
-            joins[r["client_id"]] += 1
-        elif r["event"] == "leave":
-            leaves[r["client_id"]] += 1
+    present: dict[str, set[str]] = defaultdict(set)
+    for r in sorted(members, key=lambda r: (_ms(r["ts"]), r["event"] == "leave")):  # a tick's joins first
+        here = present[r["client_id"]]
+        if r["event"] == "leave":
+            here.discard(r["client_addr"])
+            leaves[r["client_id"]] += not here
+        else:
+            joins[r["client_id"]] += r["event"] == "join" and not here
+            here.add(r["client_addr"])
     cycles = {c: min(joins[c], leaves[c]) for c in joins.keys() | leaves.keys()}
     ranked = sorted((c for c, n in cycles.items() if n >= min_cycles), key=lambda c: (-cycles[c], c))
     return [{"client_id": c, "joins": joins[c], "leaves": leaves[c], "cycles": cycles[c]} for c in ranked]

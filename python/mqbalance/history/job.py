@@ -1,7 +1,7 @@
 """``mqbalance history DIR``: the analysis of a history dataset on Spark (local mode by default, a
 cluster with ``--master``, Spark Connect with ``--remote``; the same code). Every group's events go
 to one executor task (``groupBy("group").applyInArrow``) where :mod:`mqbalance.history.analysis`
-turns them into episodes, flapping members and queue health; the driver gets those rows back and
+turns them into episodes, flapping members, duplicated client ids and queue health; the driver gets those rows back and
 writes Parquet, CSV, a Markdown report and a plot.
 
 Reading from ``start`` still reads each group from the beginning of the data (the state at
@@ -24,7 +24,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from mqbalance.exceptions import HistoryError
-from mqbalance.history.analysis import DEFAULT_WINDOW_S, episodes, flapping, health
+from mqbalance.history.analysis import DEFAULT_WINDOW_S, duplicate_ids, episodes, flapping, health
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import open_history, read_ticks
 
@@ -52,12 +52,14 @@ _OUT = pa.schema([("group", pa.string()), ("kind", pa.string()), ("row", pa.stri
 
 @dataclass
 class HistoryResult:
-    """Per group: episodes, flapping client ids, queue health; and the groups ranked by episodes."""
+    """Per group: episodes, flapping client ids, queue health, duplicated-client-id periods; and
+    the groups ranked by episodes."""
 
     episodes: list[dict[str, Any]]
     flapping_clients: list[dict[str, Any]]
     flapping_groups: list[dict[str, Any]]
     health: list[dict[str, Any]]
+    duplicate_ids: list[dict[str, Any]]
 
 
 def _json_default(value: Any) -> Any:
@@ -80,6 +82,9 @@ def _analyse_group(
         ("episode", e) for e in episodes(members, ownership, window=window, end=end)
     ]
     out += [("flapping", f) for f in flapping(members, min_cycles=min_cycles)]
+    for d in duplicate_ids(members, window=window, end=end):
+        when = {k: dt.datetime.fromtimestamp(d[k] / 1000, dt.UTC) for k in ("start", "end")}
+        out.append(("duplicate", {**d, **when, "seconds": (d["end"] - d["start"]) / 1000}))
     owners: dict[tuple[str, str, int], int] = {}
     for r in sorted(ownership, key=lambda r: r["ts"]):
         owners[(r["topic"], r["broker_name"], int(r["queue_id"]))] = int(r["processes"])
@@ -147,7 +152,7 @@ def analyse(
                 df = df.withColumn(column, F.lit(None).cast(_spark_type(kind)))
         frames.append(df.select(*_COLUMNS))
     if not frames:
-        return HistoryResult([], [], [], [])
+        return HistoryResult([], [], [], [], [])
     events = frames[0]
     for f in frames[1:]:
         events = events.unionByName(f)
@@ -161,7 +166,7 @@ def analyse(
         return _analyse_group(table, readings, float(window), min_cycles, end_ms)
 
     got = events.groupBy("group").applyInArrow(run, "group string, kind string, row string").toArrow()
-    result = HistoryResult([], [], [], [])
+    result = HistoryResult([], [], [], [], [])
     for group, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True):
         item = {"group": group, **json.loads(row)}
         if kind == "episode":
@@ -169,11 +174,15 @@ def analyse(
                 result.episodes.append(item)
         elif kind == "flapping":
             result.flapping_clients.append(item)
+        elif kind == "duplicate":
+            if start is None or dt.datetime.fromisoformat(item["end"]) >= start:
+                result.duplicate_ids.append(item)
         else:
             result.health.append(item)
     result.episodes.sort(key=lambda e: (e["group"], e["episode"]))
     result.flapping_clients.sort(key=lambda f: (-f["cycles"], f["group"], f["client_id"]))
     result.health.sort(key=lambda h: (h["group"], h["topic"], h["broker_name"], h["queue_id"]))
+    result.duplicate_ids.sort(key=lambda d: (d["group"], d["start"], d["client_id"]))
     counts: dict[str, int] = {}
     for e in result.episodes:
         counts[e["group"]] = counts.get(e["group"], 0) + 1
@@ -222,10 +231,11 @@ def _spark_schema(schema: pa.Schema) -> str:
 
 
 def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str | Path | None = None) -> dict[str, Path]:
-    """Parquet and CSV per table, ``report.md`` and ``episodes_per_hour.png``; with the history's
-    ``root``, also ``ownership.png`` (the group with the most episodes: one row per queue, a colour
-    per process, gaps where nobody owns a queue, red where two do) and ``lag.png`` (total lag over
-    time of the five groups with the most lag at the end). The paths by name."""
+    """Parquet and CSV per table (episodes, flapping clients and groups, health, duplicate ids),
+    ``report.md`` and ``episodes_per_hour.png``; with the history's ``root``, also ``ownership.png``
+    (the group with the most episodes: one row per queue, a colour per process, gaps where nobody
+    owns a queue, red where two do) and ``lag.png`` (total lag over time of the five groups with
+    the most lag at the end). The paths by name."""
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
@@ -234,6 +244,7 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
         ("flapping_clients", result.flapping_clients),
         ("flapping_groups", result.flapping_groups),
         ("health", result.health),
+        ("duplicate_ids", result.duplicate_ids),
     ):
         flat = [{k: json.dumps(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows]
         table = pa.Table.from_pylist(flat) if flat else pa.table({"group": pa.array([], pa.string())})
@@ -252,6 +263,7 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
             f"{len(result.flapping_groups):,}"
         ),
         "- queue health: " + (", ".join(f"{k} {v:,}" for k, v in sorted(statuses.items())) or "no offsets"),
+        f"- duplicated client ids: {len(result.duplicate_ids):,} periods",
         "",
         "## Worst episodes (queue-seconds owned by nobody)",
         "",
@@ -265,6 +277,13 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
         lines.append(
             f"| {e['group']} | {e['start']} | {len(e['joined'])} | {len(e['left'])} | {e['queue_changes']} "
             f"| {e['owned_again_s']} | {e['unowned_queue_s']} | {e['double_owned_queue_s']} |"
+        )
+    lines += ["", "## Duplicated client ids", "", "| group | client id | addresses | start | end | seconds | how |"]
+    lines += ["|---|---|---|---|---|---|---|"]
+    for d in result.duplicate_ids[:50]:
+        lines.append(
+            f"| {d['group']} | {d['client_id']} | {', '.join(d['addresses'])} | {d['start']} | {d['end']} "
+            f"| {d['seconds']} | {d['how']} |"
         )
     lines += ["", "## Queues not OK", "", "| group | topic | broker | queue | status | lag | time lag (s) |"]
     lines += ["|---|---|---|---|---|---|---|"]
@@ -305,12 +324,13 @@ def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[s
         ),
         "<h1>mqbalance history</h1>",
         _table(
-            ["rebalance episodes", "flapping client ids", "flapping groups", "queue health"],
+            ["rebalance episodes", "flapping client ids", "flapping groups", "duplicated ids", "queue health"],
             [
                 [
                     len(result.episodes),
                     len(result.flapping_clients),
                     len(result.flapping_groups),
+                    len(result.duplicate_ids),
                     ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())) or "no offsets",
                 ]
             ],
@@ -347,6 +367,14 @@ def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[s
             [[f["group"], f["client_id"], f["joins"], f["leaves"], f["cycles"]] for f in result.flapping_clients],
         ),  # fmt: skip
         _table(["group", "episodes"], [[g["group"], g["episodes"]] for g in result.flapping_groups]),
+        "<h2 id='duplicates'>Duplicated client ids</h2>",
+        _table(
+            ["group", "client id", "addresses", "start", "end", "seconds", "how"],
+            [
+                [d["group"], d["client_id"], ", ".join(d["addresses"]), d["start"], d["end"], d["seconds"], d["how"]]
+                for d in result.duplicate_ids[:50]
+            ],
+        ),  # fmt: skip
         "<h2 id='health'>Queues not OK</h2>",
         _table(
             ["group", "topic", "broker", "queue", "status", "lag", "time lag (s)"],
