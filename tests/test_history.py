@@ -113,6 +113,10 @@ def test_history_finds_the_planted_episodes_flapping_and_health(spark: Any, tmp_
     assert status == {("g1", 0): "OK", ("g1", 1): "STALL", ("g1", 2): "REWIND", ("g1", 3): "OK", ("g2", 0): "STOP"}
     lag = {(h["group"], h["queue_id"]): h["lag"] for h in result.health}
     assert lag[("g1", 1)] == 6 + 20 - 5 and lag[("g1", 0)] == 0
+    # read 101 s at a time: span ends cut episode 0 between its join and its queues' new owner, and
+    # two of f's cycles between its join and its leave; put together, the same results
+    spans = analyse(spark, tmp_path / "h", window=60, min_cycles=3, min_episodes=5, span=dt.timedelta(seconds=101))
+    assert spans == result
     paths = write_history_outputs(result, tmp_path / "out", root=tmp_path / "h")
     assert (tmp_path / "out" / "ownership.png").stat().st_size > 0 and (tmp_path / "out" / "lag.png").stat().st_size > 0
     assert (tmp_path / "out" / "episodes.csv").read_text().count("\n") == 1 + 5 + 1  # g2's leave is an episode too
@@ -161,6 +165,8 @@ def test_history_finds_duplicated_client_ids_both_ways(spark: Any, tmp_path: Pat
         ("d", ["p1", "p2"], "listed twice", 600 * seconds, 640 * seconds),
         ("d", ["p1", "p3", "p4", "p5"], "alternating", 800 * seconds, 820 * seconds),
     ]
+    # span ends at 606 s and 808 s cut both periods; put together, the same periods
+    assert analyse(spark, tmp_path / "h", window=60, span=dt.timedelta(seconds=101)) == result
     paths = write_history_outputs(result, tmp_path / "out")
     assert paths["duplicate_ids"].read_text().count("\n") == 1 + 2
     assert "| g3 | d | p1, p2 |" in paths["report_md"].read_text()

@@ -395,6 +395,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
             window=window,
             min_cycles=args.min_cycles,
             min_episodes=args.min_episodes,
+            progress=say,
         )
     write_history_outputs(result, args.out, root=args.dir)
     summary = {

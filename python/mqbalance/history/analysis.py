@@ -46,7 +46,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
-__all__ = ["DEFAULT_WINDOW_S", "MIN_SWAPS", "burrow_status", "duplicate_ids", "episodes", "flapping", "health"]
+__all__ = [
+    "DEFAULT_WINDOW_S",
+    "MIN_SWAPS",
+    "burrow_status",
+    "duplicate_ids",
+    "duplicate_periods",
+    "episodes",
+    "flapping",
+    "health",
+    "id_moves",
+    "integrate",
+    "ms",
+    "owner_timeline",
+]
 
 #: membership changes closer than this belong to one episode (seconds)
 DEFAULT_WINDOW_S = 60.0
@@ -54,19 +67,20 @@ DEFAULT_WINDOW_S = 60.0
 MIN_SWAPS = 3
 
 
-def _ms(ts: Any) -> int:
+def ms(ts: Any) -> int:
+    """Milliseconds since the epoch of a time or of a number of milliseconds."""
     if isinstance(ts, dt.datetime):
         return int(ts.timestamp() * 1000)
     return int(ts)
 
 
-def _owner_timeline(ownership: Iterable[Mapping[str, Any]]) -> list[tuple[int, tuple[str, str, int], int]]:
+def owner_timeline(ownership: Iterable[Mapping[str, Any]]) -> list[tuple[int, tuple[str, str, int], int]]:
     """``(ms, queue, processes)`` in time order."""
-    out = [(_ms(r["ts"]), (r["topic"], r["broker_name"], int(r["queue_id"])), int(r["processes"])) for r in ownership]
+    out = [(ms(r["ts"]), (r["topic"], r["broker_name"], int(r["queue_id"])), int(r["processes"])) for r in ownership]
     return sorted(out, key=lambda x: x[0])
 
 
-def _integrate(
+def integrate(
     timeline: Sequence[tuple[int, tuple[str, str, int], int]], start: int, end: int
 ) -> tuple[float, float, int | None]:
     """Queue-seconds with nobody and with two or more processes over ``[start, end)``, and the
@@ -111,22 +125,22 @@ def episodes(
     """The rebalance episodes of one group (see the module docs). ``members`` and ``ownership``
     are the group's rows of those tables (checkpoints included); ``end`` the end of the data
     (default: the last row's time)."""
-    changes = sorted((r for r in members if r["event"] in ("join", "leave")), key=lambda r: _ms(r["ts"]))
-    timeline = _owner_timeline(ownership)
-    last = max([_ms(r["ts"]) for r in changes] + [t for t, _, _ in timeline], default=0)
-    stop = _ms(end) if end is not None else last
+    changes = sorted((r for r in members if r["event"] in ("join", "leave")), key=lambda r: ms(r["ts"]))
+    timeline = owner_timeline(ownership)
+    last = max([ms(r["ts"]) for r in changes] + [t for t, _, _ in timeline], default=0)
+    stop = ms(end) if end is not None else last
     groups: list[list[Mapping[str, Any]]] = []
     for r in changes:
-        if groups and _ms(r["ts"]) - _ms(groups[-1][-1]["ts"]) < window * 1000:
+        if groups and ms(r["ts"]) - ms(groups[-1][-1]["ts"]) < window * 1000:
             groups[-1].append(r)
         else:
             groups.append([r])
     out = []
     for k, rows in enumerate(groups):
-        start = _ms(rows[0]["ts"])
-        until = _ms(groups[k + 1][0]["ts"]) if k + 1 < len(groups) else max(stop, _ms(rows[-1]["ts"]))
+        start = ms(rows[0]["ts"])
+        until = ms(groups[k + 1][0]["ts"]) if k + 1 < len(groups) else max(stop, ms(rows[-1]["ts"]))
         moved = sum(1 for t, _q, _n in timeline if start <= t < until)
-        idle_s, dup_s, owned_at = _integrate(timeline, start, until)
+        idle_s, dup_s, owned_at = integrate(timeline, start, until)
         out.append(
             {
                 "episode": k,
@@ -141,6 +155,77 @@ def episodes(
             }
         )
     return out
+
+
+def id_moves(
+    members: Iterable[Mapping[str, Any]], *, end: Any = None, since: Any = None
+) -> dict[str, tuple[list[tuple[int, list[str]]], list[tuple[int, int, list[str]]]]]:
+    """Per client id of one group, what :func:`duplicate_periods` reads: the times (ms) it moved to
+    another connection without leaving, with the addresses involved, and the spans ``(start, end,
+    addresses)`` it was connected from two addresses or more (``end``: the data's end when still
+    so there). Rows before ``since`` (ms or a time) only give the state at ``since``."""
+    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in members:
+        by_id[r["client_id"]].append(r)
+    stop = ms(end) if end is not None else max((ms(r["ts"]) for r in members), default=0)
+    first = ms(since) if since is not None else None
+    out = {}
+    for cid in sorted(by_id):
+        twice: list[tuple[int, int, list[str]]] = []
+        swaps: list[tuple[int, list[str]]] = []
+        present: set[str] = set()
+        twice_since: int | None = None
+        twice_addrs: set[str] = set()
+        for t, rows in groupby(sorted(by_id[cid], key=lambda r: ms(r["ts"])), key=lambda r: ms(r["ts"])):
+            before = set(present)
+            for r in rows:
+                (present.discard if r["event"] == "leave" else present.add)(r["client_addr"])
+            if first is not None and t < first:  # the state at ``since``
+                twice_since, twice_addrs = (first, set(present)) if len(present) >= 2 else (None, set())
+                continue
+            if before and present and before - present and present - before:
+                swaps.append((t, sorted(before ^ present)))
+            if len(present) >= 2:
+                twice_since = t if twice_since is None else twice_since
+                twice_addrs |= present
+            elif twice_since is not None:
+                twice.append((twice_since, t, sorted(twice_addrs)))
+                twice_since, twice_addrs = None, set()
+        if twice_since is not None:
+            twice.append((twice_since, max(stop, twice_since), sorted(twice_addrs)))
+        if swaps or twice:
+            out[cid] = (swaps, twice)
+    return out
+
+
+def duplicate_periods(
+    swaps: Sequence[tuple[int, Sequence[str]]],
+    twice: Sequence[tuple[int, int, Sequence[str]]],
+    *,
+    window: float = DEFAULT_WINDOW_S,
+    min_swaps: int = MIN_SWAPS,
+) -> list[dict[str, Any]]:
+    """One client id's duplicated periods from its :func:`id_moves` (in time order; those of
+    consecutive spans of data may be concatenated): ``start``, ``end`` (ms), ``addresses``, ``how``."""
+    spans: list[tuple[int, int, set[str], str]] = [(a, b, set(addrs), "listed twice") for a, b, addrs in twice]
+    runs: list[list[tuple[int, Sequence[str]]]] = []
+    for swap in swaps:
+        if runs and swap[0] - runs[-1][-1][0] < window * 1000:
+            runs[-1].append(swap)
+        else:
+            runs.append([swap])
+    for run in runs:
+        if len(run) >= min_swaps:
+            spans.append((run[0][0], run[-1][0], {a for _t, addrs in run for a in addrs}, "alternating"))
+    merged: list[list[Any]] = []
+    for a, b, addrs, how in sorted(spans, key=lambda x: x[0]):
+        if merged and a - merged[-1][1] < window * 1000:
+            m = merged[-1]
+            m[1], m[2] = max(m[1], b), m[2] | addrs
+            m[3] = m[3] if m[3] == how else "listed twice"
+        else:
+            merged.append([a, b, set(addrs), how])
+    return [{"addresses": sorted(addrs), "start": a, "end": b, "how": how} for a, b, addrs, how in merged]
 
 
 def duplicate_ids(
@@ -164,59 +249,18 @@ def duplicate_ids(
     >>> [(d["start"], d["end"], d["how"]) for d in duplicate_ids(both, end=10_000)]
     [(3000, 9000, 'listed twice')]
     """
-    by_id: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in members:
-        by_id[r["client_id"]].append(r)
-    stop = _ms(end) if end is not None else max((_ms(r["ts"]) for r in members), default=0)
-    out = []
-    for cid in sorted(by_id):
-        spans: list[tuple[int, int, set[str], str]] = []
-        present: set[str] = set()
-        twice_since: int | None = None
-        twice_addrs: set[str] = set()
-        swaps: list[tuple[int, set[str]]] = []  # the id moved to another connection without leaving
-        for t, rows in groupby(sorted(by_id[cid], key=lambda r: _ms(r["ts"])), key=lambda r: _ms(r["ts"])):
-            before = set(present)
-            for r in rows:
-                (present.discard if r["event"] == "leave" else present.add)(r["client_addr"])
-            if before and present and before - present and present - before:
-                swaps.append((t, before ^ present))
-            if len(present) >= 2:
-                twice_since = t if twice_since is None else twice_since
-                twice_addrs |= present
-            elif twice_since is not None:
-                spans.append((twice_since, t, twice_addrs, "listed twice"))
-                twice_since, twice_addrs = None, set()
-        if twice_since is not None:
-            spans.append((twice_since, max(stop, twice_since), twice_addrs, "listed twice"))
-        runs: list[list[tuple[int, set[str]]]] = []
-        for swap in swaps:
-            if runs and swap[0] - runs[-1][-1][0] < window * 1000:
-                runs[-1].append(swap)
-            else:
-                runs.append([swap])
-        for run in runs:
-            if len(run) >= min_swaps:
-                spans.append((run[0][0], run[-1][0], set().union(*(a for _t, a in run)), "alternating"))
-        merged: list[list[Any]] = []
-        for a, b, addrs, how in sorted(spans, key=lambda x: x[0]):
-            if merged and a - merged[-1][1] < window * 1000:
-                m = merged[-1]
-                m[1], m[2] = max(m[1], b), m[2] | addrs
-                m[3] = m[3] if m[3] == how else "listed twice"
-            else:
-                merged.append([a, b, set(addrs), how])
-        out += [
-            {"client_id": cid, "addresses": sorted(addrs), "start": a, "end": b, "how": how}
-            for a, b, addrs, how in merged
-        ]
-    return out
+    return [
+        {"client_id": cid, **period}
+        for cid, (swaps, twice) in id_moves(members, end=end).items()
+        for period in duplicate_periods(swaps, twice, window=window, min_swaps=min_swaps)
+    ]
 
 
-def flapping(members: Iterable[Mapping[str, Any]], *, min_cycles: int = 3) -> list[dict[str, Any]]:
+def flapping(members: Iterable[Mapping[str, Any]], *, min_cycles: int = 3, since: Any = None) -> list[dict[str, Any]]:
     """Client ids that joined and left at least ``min_cycles`` times, most cycles first. An id
     joins when it goes from no connection to one and leaves when its last connection goes: an id
     moving between addresses within one tick (a duplicated id, :func:`duplicate_ids`) never left.
+    Rows before ``since`` (ms or a time) only give who was connected at ``since``.
 
     >>> rows = [{"ts": t, "event": e, "client_id": "c", "client_addr": a}
     ...         for t, e, a in [(0, "join", "A"), (5, "leave", "A"), (5, "join", "B"), (9, "leave", "B")]]
@@ -226,13 +270,15 @@ def flapping(members: Iterable[Mapping[str, Any]], *, min_cycles: int = 3) -> li
     joins: dict[str, int] = defaultdict(int)
     leaves: dict[str, int] = defaultdict(int)
     present: dict[str, set[str]] = defaultdict(set)
-    for r in sorted(members, key=lambda r: (_ms(r["ts"]), r["event"] == "leave")):  # a tick's joins first
+    first = ms(since) if since is not None else None
+    for r in sorted(members, key=lambda r: (ms(r["ts"]), r["event"] == "leave")):  # a tick's joins first
         here = present[r["client_id"]]
+        counted = first is None or ms(r["ts"]) >= first
         if r["event"] == "leave":
             here.discard(r["client_addr"])
-            leaves[r["client_id"]] += not here
+            leaves[r["client_id"]] += counted and not here
         else:
-            joins[r["client_id"]] += r["event"] == "join" and not here
+            joins[r["client_id"]] += counted and r["event"] == "join" and not here
             here.add(r["client_addr"])
     cycles = {c: min(joins[c], leaves[c]) for c in joins.keys() | leaves.keys()}
     ranked = sorted((c for c, n in cycles.items() if n >= min_cycles), key=lambda c: (-cycles[c], c))
@@ -271,11 +317,11 @@ def health(
     reading kept its values), the lag at the last reading and an estimated time lag (the lag over
     the consumption rate across the window; ``None`` when nothing was consumed). ``owners``:
     processes per queue at the end."""
-    times = sorted({_ms(t) for t in readings})
+    times = sorted({ms(t) for t in readings})
     series: dict[tuple[str, str, int], list[tuple[int, int | None, int | None]]] = defaultdict(list)
-    for r in sorted(offsets, key=lambda r: _ms(r["ts"])):
+    for r in sorted(offsets, key=lambda r: ms(r["ts"])):
         series[(r["topic"], r["broker_name"], int(r["queue_id"]))].append(
-            (_ms(r["ts"]), r["committed"], r["max_offset"])
+            (ms(r["ts"]), r["committed"], r["max_offset"])
         )
     out = []
     for q, points in sorted(series.items()):

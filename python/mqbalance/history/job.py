@@ -4,17 +4,20 @@ to one executor task (``groupBy("group").applyInArrow``) where :mod:`mqbalance.h
 turns them into episodes, flapping members, duplicated client ids and queue health; the driver gets those rows back and
 writes Parquet, CSV, a Markdown report and a plot.
 
-Reading from ``start`` still reads each group from the beginning of the data (the state at
-``start`` needs the checkpoint and the changes before it); only episodes starting before
-``start`` are left out of the results. Offsets readings come from the ``ticks`` table.
+The range (``start`` to ``end``, default: the whole history) is read :data:`SPAN` at a time, each
+span from the last checkpoint before it (the state at its start) to its end, so memory follows the
+span, not the range: an episode still going at a span's end goes on in the next span's rows and is
+put together on the driver (:func:`_combine`). Health reads the offsets from the last checkpoint
+before its window of readings (from the ``ticks`` table) only.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,17 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from mqbalance.exceptions import HistoryError
-from mqbalance.history.analysis import DEFAULT_WINDOW_S, duplicate_ids, episodes, flapping, health
+from mqbalance.history.analysis import (
+    DEFAULT_WINDOW_S,
+    duplicate_periods,
+    episodes,
+    flapping,
+    health,
+    id_moves,
+    integrate,
+    ms,
+    owner_timeline,
+)
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import open_history, read_ticks
 
@@ -68,27 +81,46 @@ def _json_default(value: Any) -> Any:
     raise TypeError(type(value))
 
 
-def _analyse_group(
-    table: pa.Table, readings: Sequence[int], window: float, min_cycles: int, end_ms: int | None
+#: the analysis reads the history a span at a time (from the last checkpoint before the span's
+#: start), so its memory follows the span, not the range
+SPAN = dt.timedelta(hours=6)
+
+
+def _analyse_span(
+    table: pa.Table, since: int, until: int, final: bool, readings: Sequence[int], window: float
 ) -> pa.Table:
+    """One group over ``[since, until)`` ms (``final``: the last span, also health). Rows before
+    ``since`` (from the last checkpoint on) give the state there; the ``prefix`` row is what the
+    previous span's last episode goes on with until this span's first one."""
     rows = table.to_pylist()
     group = rows[0]["group"] if rows else ""
     members = [r for r in rows if r["table"] == "members"]
     ownership = [r for r in rows if r["table"] == "ownership"]
     offsets = [r for r in rows if r["table"] == "offsets"]
-    last_ts = max((r["ts"] for r in rows), default=None)
-    end: Any = end_ms if end_ms is not None else last_ts
+    changes = [r for r in members if ms(r["ts"]) >= since]
+    found = episodes(changes, ownership, window=window, end=until)
+    timeline = owner_timeline(ownership)
+    first = ms(found[0]["start"]) if found else until
+    idle_s, dup_s, owned_at = integrate(timeline, since, first)
     out: list[tuple[str, dict[str, Any]]] = [
-        ("episode", e) for e in episodes(members, ownership, window=window, end=end)
+        (
+            "prefix",
+            {
+                "unowned_queue_s": idle_s,
+                "double_owned_queue_s": dup_s,
+                "owned_at": owned_at,
+                "queue_changes": sum(1 for t, _q, _n in timeline if since <= t < first),
+                "has_episodes": bool(found),
+            },
+        )
     ]
-    out += [("flapping", f) for f in flapping(members, min_cycles=min_cycles)]
-    for d in duplicate_ids(members, window=window, end=end):
-        when = {k: dt.datetime.fromtimestamp(d[k] / 1000, dt.UTC) for k in ("start", "end")}
-        out.append(("duplicate", {**d, **when, "seconds": (d["end"] - d["start"]) / 1000}))
-    owners: dict[tuple[str, str, int], int] = {}
-    for r in sorted(ownership, key=lambda r: r["ts"]):
-        owners[(r["topic"], r["broker_name"], int(r["queue_id"]))] = int(r["processes"])
-    out += [("health", h) for h in health(offsets, readings, owners)]
+    out += [("episode", e) for e in found]
+    out += [("flapping", f) for f in flapping(members, min_cycles=0, since=since) if f["joins"] or f["leaves"]]
+    for cid, (swaps, twice) in id_moves(members, end=until, since=since).items():
+        out.append(("id_moves", {"client_id": cid, "swaps": swaps, "twice": twice}))
+    if final:
+        owners: dict[tuple[str, str, int], int] = {q: n for _t, q, n in timeline}
+        out += [("health", h) for h in health(offsets, readings, owners)]
     return pa.table(
         {
             "group": [group] * len(out),
@@ -97,6 +129,34 @@ def _analyse_group(
         },
         schema=_OUT,
     )
+
+
+def _one_arg(f: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table]:
+    """``f`` as a function of one named argument (``applyInArrow`` counts a function's arguments)."""
+
+    def run(table: pa.Table) -> pa.Table:
+        return f(table)
+
+    return run
+
+
+def _files(path: Path, name: str, first: int, last: int) -> list[str]:
+    """The data files of table ``name`` written by ticks ``first`` to ``last``."""
+    files = sorted((path / name).glob("date=*/hour=*/part-*.parquet"))
+    return [str(f) for f in files if first <= int(f.name[5:17]) <= last]
+
+
+def _frame(spark: Any, files: list[str], name: str, F: Any, *, readings_from: int | None = None) -> Any:
+    """Table ``name`` from ``files`` in the analysis' columns (offsets: only the rows health needs
+    for readings from ``readings_from`` ms on, see :func:`_offsets_for_window`)."""
+    df = spark.read.schema(_spark_schema(TABLES[name])).parquet(*files)
+    if readings_from is not None:
+        df = _offsets_for_window(df, readings_from, F)
+    df = df.withColumn("table", F.lit(name))
+    for column, kind in _COLUMNS.items():
+        if column not in df.columns:
+            df = df.withColumn(column, F.lit(None).cast(_spark_type(kind)))
+    return df.select(*_COLUMNS)
 
 
 def analyse(
@@ -109,78 +169,155 @@ def analyse(
     window: float = DEFAULT_WINDOW_S,
     min_cycles: int = 3,
     min_episodes: int = 5,
+    span: dt.timedelta = SPAN,
+    progress: Callable[[str], None] | None = None,
 ) -> HistoryResult:
-    """The analysis of the history at ``root`` (see the module docs)."""
+    """The analysis of the history at ``root`` (see the module docs), ``span`` at a time."""
     path = open_history(root, create=False)
     if not (isinstance(window, (int, float)) and not isinstance(window, bool) and 0 < window < 10**7):
         raise HistoryError(f"window must be a positive number of seconds, got {window!r}", window)
     for name, value in (("min_cycles", min_cycles), ("min_episodes", min_episodes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise HistoryError(f"{name} must be an integer >= 1, got {value!r}", value)
+    if not isinstance(span, dt.timedelta) or span <= dt.timedelta(0):
+        raise HistoryError(f"span must be a positive timedelta, got {span!r}", span)
     ticks = read_ticks(path)
+    ids, times, kinds, checkpoints = (ticks.column(n).to_pylist() for n in ("tick_id", "ts", "kind", "checkpoint"))
+    result = HistoryResult([], [], [], [], [])
+    lo = max([times[0], start] if start else times[:1], default=None)
+    hi = min([times[-1], end] if end else times[-1:], default=None)
+    if lo is None or hi is None or hi < lo:
+        return result
     readings = [
         int(t.timestamp() * 1000)
-        for t, kind in zip(ticks.column("ts").to_pylist(), ticks.column("kind").to_pylist(), strict=True)
-        if kind in ("offsets", "both") and (end is None or t <= end)
+        for t, kind in zip(times, kinds, strict=True)
+        if kind in ("offsets", "both") and t <= hi
     ][-WINDOW_READINGS:]  # health looks at the last readings only
-    frames = []
+    bounds = [lo]
+    while bounds[-1] + span < hi:
+        bounds.append(bounds[-1] + span)
+    bounds.append(hi)
     from pyspark.sql import functions as F
 
-    # the offsets at the window's start are in the last checkpoint before it and the changes
-    # after: the files before that checkpoint are not read at all
-    first_needed = 0
-    if readings:
-        start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
-        points = [
-            i
-            for i, t, c in zip(*(ticks.column(n).to_pylist() for n in ("tick_id", "ts", "checkpoint")), strict=True)
-            if c and t <= start_ts
+    def checkpoint_at(t: dt.datetime) -> int:
+        """The last checkpoint tick at or before ``t`` (0: the beginning)."""
+        return max((i for i, ts, c in zip(ids, times, checkpoints, strict=True) if c and ts <= t), default=0)
+
+    parts: list[tuple[str, str, dict[str, Any]]] = []
+    for k in range(len(bounds) - 1):
+        since, until, final = bounds[k], bounds[k + 1], k == len(bounds) - 2
+        last = max((i for i, ts in zip(ids, times, strict=True) if ts < until or (final and ts <= until)), default=0)
+        frames = [
+            _frame(spark, files, name, F)
+            for name in ("members", "ownership")
+            if (files := _files(path, name, checkpoint_at(since), last))
         ]
-        first_needed = max(points, default=0)
-    for name in ("members", "ownership", "offsets"):
-        files = sorted((path / name).glob("date=*/hour=*/part-*.parquet"))
-        if name == "offsets":
-            files = [f for f in files if int(f.name[5:17]) >= first_needed]
-        if not files:
+        if final and readings:
+            # the offsets at the window's start: the last checkpoint before it and the changes after
+            start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
+            if files := _files(path, "offsets", checkpoint_at(start_ts), last):
+                frames.append(_frame(spark, files, "offsets", F, readings_from=readings[0]))
+        if progress is not None:
+            progress(f"span {k + 1} of {len(bounds) - 1}: {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M}")
+        if not frames:
             continue
-        df = spark.read.schema(_spark_schema(TABLES[name])).parquet(*[str(f) for f in files])
-        if name == "offsets" and readings:
-            df = _offsets_for_window(df, readings[0], end, F)
-        df = df.withColumn("table", F.lit(name))
-        for column, kind in _COLUMNS.items():
-            if column not in df.columns:
-                df = df.withColumn(column, F.lit(None).cast(_spark_type(kind)))
-        frames.append(df.select(*_COLUMNS))
-    if not frames:
-        return HistoryResult([], [], [], [], [])
-    events = frames[0]
-    for f in frames[1:]:
-        events = events.unionByName(f)
-    if groups:
-        events = events.where(F.col("group").isin(list(groups)))
-    if end is not None:
-        events = events.where(F.col("ts") <= F.lit(end))
-    end_ms = None if end is None else int(end.timestamp() * 1000)
+        events = frames[0]
+        for f in frames[1:]:
+            events = events.unionByName(f)
+        if groups:
+            events = events.where(F.col("group").isin(list(groups)))
+        events = events.where(F.col("ts") <= F.lit(until))
+        s_ms, u_ms = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
 
-    def run(table: pa.Table) -> pa.Table:
-        return _analyse_group(table, readings, float(window), min_cycles, end_ms)
+        run = functools.partial(_analyse_span, since=s_ms, until=u_ms, final=final, readings=readings, window=window)
+        got = events.groupBy("group").applyInArrow(_one_arg(run), "group string, kind string, row string").toArrow()
+        parts += [
+            (g, kind, json.loads(row))
+            for g, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True)
+        ]
+    return _combine(parts, window, min_cycles, min_episodes)
 
-    got = events.groupBy("group").applyInArrow(run, "group string, kind string, row string").toArrow()
+
+def _combine(
+    parts: Sequence[tuple[str, str, dict[str, Any]]], window: float, min_cycles: int, min_episodes: int
+) -> HistoryResult:
+    """The spans' rows, in span order, as one result: an episode still open at a span's end goes
+    on with the next span's prefix (and its first episode, when that starts less than ``window``
+    after the open one's last change); flapping counts add up; each client id's moves are read
+    across the spans as one."""
     result = HistoryResult([], [], [], [], [])
-    for group, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True):
-        item = {"group": group, **json.loads(row)}
-        if kind == "episode":
-            if start is None or dt.datetime.fromisoformat(item["start"]) >= start:
-                result.episodes.append(item)
+    open_episode: dict[str, dict[str, Any]] = {}
+    joins: dict[tuple[str, str], list[int]] = {}
+    moves: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
+    for group, kind, row in parts:
+        if kind == "prefix":
+            e = open_episode.get(group)
+            if e is not None:
+                e["unowned_queue_s"] += row["unowned_queue_s"]
+                e["double_owned_queue_s"] += row["double_owned_queue_s"]
+                e["queue_changes"] += row["queue_changes"]
+                if e["owned_at"] is None:
+                    e["owned_at"] = row["owned_at"]
+                if row["has_episodes"]:
+                    del open_episode[group]
+                    e["_join_next"] = True  # the next episode may coalesce with it
+        elif kind == "episode":
+            row["owned_at"] = _owned_at(row)
+            prev = result.episodes[-1] if result.episodes and result.episodes[-1]["group"] == group else None
+            start = dt.datetime.fromisoformat(row["start"])
+            if (
+                prev is not None
+                and prev.pop("_join_next", False)
+                and (start - dt.datetime.fromisoformat(prev["end"])) < dt.timedelta(seconds=window)
+            ):
+                for key in ("joined", "left"):
+                    prev[key] += row[key]
+                for key in ("queue_changes", "unowned_queue_s", "double_owned_queue_s"):
+                    prev[key] += row[key]
+                prev["end"] = row["end"]
+                if prev["owned_at"] is None:
+                    prev["owned_at"] = row["owned_at"]
+                e = prev
+            else:
+                if prev is not None:
+                    prev.pop("_join_next", None)
+                e = {"group": group, **row}
+                result.episodes.append(e)
+            open_episode[group] = e
         elif kind == "flapping":
-            result.flapping_clients.append(item)
-        elif kind == "duplicate":
-            if start is None or dt.datetime.fromisoformat(item["end"]) >= start:
-                result.duplicate_ids.append(item)
+            cycle = joins.setdefault((group, row["client_id"]), [0, 0])
+            cycle[0] += row["joins"]
+            cycle[1] += row["leaves"]
+        elif kind == "id_moves":
+            swaps, twice = moves.setdefault((group, row["client_id"]), ([], []))
+            swaps += row["swaps"]
+            twice += row["twice"]
         else:
-            result.health.append(item)
-    result.episodes.sort(key=lambda e: (e["group"], e["episode"]))
-    result.flapping_clients.sort(key=lambda f: (-f["cycles"], f["group"], f["client_id"]))
+            result.health.append({"group": group, **row})
+    for e in result.episodes:
+        e.pop("_join_next", None)
+        owned_at = e.pop("owned_at")
+        start_ms = ms(dt.datetime.fromisoformat(e["start"]))
+        e["owned_again_s"] = None if owned_at is None else (owned_at - start_ms) / 1000
+        e["unowned_queue_s"] = round(e["unowned_queue_s"], 3)
+        e["double_owned_queue_s"] = round(e["double_owned_queue_s"], 3)
+    result.episodes.sort(key=lambda e: (e["group"], e["start"]))
+    numbers: dict[str, int] = {}
+    for e in result.episodes:
+        e["episode"] = numbers[e["group"]] = numbers.get(e["group"], -1) + 1
+    result.flapping_clients = sorted(
+        (
+            {"group": g, "client_id": c, "joins": j, "leaves": lv, "cycles": min(j, lv)}
+            for (g, c), (j, lv) in joins.items()
+            if min(j, lv) >= min_cycles
+        ),
+        key=lambda f: (-f["cycles"], f["group"], f["client_id"]),
+    )
+    for (g, cid), (swaps, twice) in sorted(moves.items()):
+        for d in duplicate_periods(swaps, twice, window=window):
+            when = {k: dt.datetime.fromtimestamp(d[k] / 1000, dt.UTC).isoformat() for k in ("start", "end")}
+            item = {"group": g, "client_id": cid, **d, **when, "seconds": (d["end"] - d["start"]) / 1000}
+            result.duplicate_ids.append(item)
     result.health.sort(key=lambda h: (h["group"], h["topic"], h["broker_name"], h["queue_id"]))
     result.duplicate_ids.sort(key=lambda d: (d["group"], d["start"], d["client_id"]))
     counts: dict[str, int] = {}
@@ -193,13 +330,18 @@ def analyse(
     return result
 
 
-def _offsets_for_window(df: Any, start_ms: int, end: dt.datetime | None, F: Any) -> Any:
+def _owned_at(e: Mapping[str, Any]) -> int | None:
+    """An episode's time (ms) when every queue was owned again."""
+    if e["owned_again_s"] is None:
+        return None
+    return ms(dt.datetime.fromisoformat(e["start"])) + round(float(e["owned_again_s"]) * 1000)
+
+
+def _offsets_for_window(df: Any, start_ms: int, F: Any) -> Any:
     """The offsets rows health needs: those from the window's first reading on, and before it
     only each queue's latest row (the values it carried into the window). A day of readings of
     every queue is mostly rows the window never looks at; this keeps them in the JVM."""
     start = F.lit(dt.datetime.fromtimestamp(start_ms / 1000, dt.UTC))
-    if end is not None:
-        df = df.where(F.col("ts") <= F.lit(end))
     keys = ["group", "topic", "broker_name", "queue_id"]
     latest = (
         df.where(F.col("ts") < start)
