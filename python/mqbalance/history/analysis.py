@@ -41,6 +41,7 @@ why, is in the README.
 from __future__ import annotations
 
 import datetime as dt
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
@@ -49,6 +50,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_WINDOW_S",
     "MIN_SWAPS",
+    "OwnershipSweep",
     "burrow_status",
     "duplicate_ids",
     "duplicate_periods",
@@ -80,39 +82,54 @@ def owner_timeline(ownership: Iterable[Mapping[str, Any]]) -> list[tuple[int, tu
     return sorted(out, key=lambda x: x[0])
 
 
+class OwnershipSweep:
+    """One pass over an ownership timeline (:func:`owner_timeline`): :meth:`integrate` over
+    intervals in time order carries the state forward instead of replaying it from the start."""
+
+    def __init__(self, timeline: Sequence[tuple[int, tuple[str, str, int], int]]) -> None:
+        self.timeline = timeline
+        self.state: dict[tuple[str, str, int], int] = {}
+        self.nobody = self.twice = self.i = 0
+
+    def _apply(self) -> int:
+        at, q, n = self.timeline[self.i]
+        old = self.state.get(q)
+        if old is not None:
+            self.nobody -= old == 0
+            self.twice -= old >= 2
+        self.state[q] = n
+        self.nobody += n == 0
+        self.twice += n >= 2
+        self.i += 1
+        return at
+
+    def integrate(self, start: int, end: int) -> tuple[float, float, int | None]:
+        """Queue-seconds with nobody and with two or more processes over ``[start, end)``, and the
+        first time ``>= start`` at which no queue is owned by nobody (``None``: not before ``end``).
+        ``start`` must not be before the previous call's ``end``."""
+        timeline = self.timeline
+        while self.i < len(timeline) and timeline[self.i][0] <= start:
+            self._apply()
+        t = start
+        idle_s = dup_s = 0.0
+        owned_at = start if self.nobody == 0 else None
+        while self.i < len(timeline) and timeline[self.i][0] < end:
+            at = timeline[self.i][0]
+            idle_s += self.nobody * (at - t) / 1000
+            dup_s += self.twice * (at - t) / 1000
+            t = self._apply()
+            if self.nobody == 0 and owned_at is None:
+                owned_at = at
+        idle_s += self.nobody * max(0, end - t) / 1000
+        dup_s += self.twice * max(0, end - t) / 1000
+        return idle_s, dup_s, owned_at
+
+
 def integrate(
     timeline: Sequence[tuple[int, tuple[str, str, int], int]], start: int, end: int
 ) -> tuple[float, float, int | None]:
-    """Queue-seconds with nobody and with two or more processes over ``[start, end)``, and the
-    first time ``>= start`` at which no queue is owned by nobody (``None``: not before ``end``)."""
-    state: dict[tuple[str, str, int], int] = {}
-    i = 0
-    while i < len(timeline) and timeline[i][0] <= start:
-        state[timeline[i][1]] = timeline[i][2]
-        i += 1
-    nobody = sum(1 for v in state.values() if v == 0)
-    twice = sum(1 for v in state.values() if v >= 2)
-    t = start
-    idle_s = dup_s = 0.0
-    owned_at = start if nobody == 0 else None
-    while i < len(timeline) and timeline[i][0] < end:
-        at, q, n = timeline[i]
-        idle_s += nobody * (at - t) / 1000
-        dup_s += twice * (at - t) / 1000
-        t = at
-        old = state.get(q)
-        if old is not None:
-            nobody -= old == 0
-            twice -= old >= 2
-        state[q] = n
-        nobody += n == 0
-        twice += n >= 2
-        if nobody == 0 and owned_at is None:
-            owned_at = at
-        i += 1
-    idle_s += nobody * max(0, end - t) / 1000
-    dup_s += twice * max(0, end - t) / 1000
-    return idle_s, dup_s, owned_at
+    """:meth:`OwnershipSweep.integrate` over one interval."""
+    return OwnershipSweep(timeline).integrate(start, end)
 
 
 def episodes(
@@ -127,6 +144,8 @@ def episodes(
     (default: the last row's time)."""
     changes = sorted((r for r in members if r["event"] in ("join", "leave")), key=lambda r: ms(r["ts"]))
     timeline = owner_timeline(ownership)
+    times = [t for t, _q, _n in timeline]
+    sweep = OwnershipSweep(timeline)
     last = max([ms(r["ts"]) for r in changes] + [t for t, _, _ in timeline], default=0)
     stop = ms(end) if end is not None else last
     groups: list[list[Mapping[str, Any]]] = []
@@ -139,8 +158,8 @@ def episodes(
     for k, rows in enumerate(groups):
         start = ms(rows[0]["ts"])
         until = ms(groups[k + 1][0]["ts"]) if k + 1 < len(groups) else max(stop, ms(rows[-1]["ts"]))
-        moved = sum(1 for t, _q, _n in timeline if start <= t < until)
-        idle_s, dup_s, owned_at = integrate(timeline, start, until)
+        moved = bisect_left(times, until) - bisect_left(times, start)
+        idle_s, dup_s, owned_at = sweep.integrate(start, until)
         out.append(
             {
                 "episode": k,
