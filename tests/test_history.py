@@ -165,6 +165,8 @@ def test_history_finds_duplicated_client_ids_both_ways(spark: Any, tmp_path: Pat
         ("d", ["p1", "p2"], "listed twice", 600 * seconds, 640 * seconds),
         ("d", ["p1", "p3", "p4", "p5"], "alternating", 800 * seconds, 820 * seconds),
     ]
+    with_dup = {(dt.datetime.fromisoformat(e["start"]) - T0).seconds: e["duplicated_ids"] for e in result.episodes}
+    assert with_dup == {100: [], 200: [], 600: ["d"], 800: ["d"]}
     # span ends at 606 s and 808 s cut both periods; put together, the same periods
     assert analyse(spark, tmp_path / "h", window=60, span=dt.timedelta(seconds=101)) == result
     paths = write_history_outputs(result, tmp_path / "out")

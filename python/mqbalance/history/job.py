@@ -318,6 +318,13 @@ def _combine(
             when = {k: dt.datetime.fromtimestamp(d[k] / 1000, dt.UTC).isoformat() for k in ("start", "end")}
             item = {"group": g, "client_id": cid, **d, **when, "seconds": (d["end"] - d["start"]) / 1000}
             result.duplicate_ids.append(item)
+    when_dup: dict[str, list[tuple[dt.datetime, dt.datetime, str]]] = {}
+    for d in result.duplicate_ids:
+        span = (dt.datetime.fromisoformat(d["start"]), dt.datetime.fromisoformat(d["end"]), d["client_id"])
+        when_dup.setdefault(d["group"], []).append(span)
+    for e in result.episodes:  # the duplicated-id periods an episode's changes fall in
+        first, last = dt.datetime.fromisoformat(e["start"]), dt.datetime.fromisoformat(e["end"])
+        e["duplicated_ids"] = sorted({c for a, b, c in when_dup.get(e["group"], []) if a <= last and b >= first})
     result.health.sort(key=lambda h: (h["group"], h["topic"], h["broker_name"], h["queue_id"]))
     result.duplicate_ids.sort(key=lambda d: (d["group"], d["start"], d["client_id"]))
     counts: dict[str, int] = {}
