@@ -166,9 +166,10 @@ def generate(root: Path, *, queues: int, groups: int, days: int, churn: int, fla
     return time.perf_counter() - started
 
 
-def _tree_rss(pid: int) -> int:
-    """RSS (bytes) of ``pid`` and its descendants, from /proc."""
-    total = 0
+def _tree_rss(pid: int) -> dict[str, int]:
+    """RSS (bytes) of ``pid`` and its descendants, from /proc: ``jvm`` (Spark's JVM), ``driver``
+    (``pid``: the Python driver holding the results), ``workers`` (Spark's Python workers, where
+    the per-group work runs) and ``total``."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -178,16 +179,21 @@ def _tree_rss(pid: int) -> int:
                 children.setdefault(parent, []).append(int(entry))
             except (OSError, ValueError, IndexError):
                 continue
+    out = {"jvm": 0, "driver": 0, "workers": 0, "total": 0}
     stack = [pid]
     while stack:
         p = stack.pop()
         try:
             with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{p}/comm") as f:
+                kind = "jvm" if f.read().strip() == "java" else "driver" if p == pid else "workers"
         except OSError:
-            pass
+            continue
+        out[kind] += rss
+        out["total"] += rss
         stack += children.get(p, [])
-    return total
+    return out
 
 
 def _date_of(f: Path, root: Path) -> str:
@@ -204,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--churn", type=int, default=100, help="membership changes per hour across the fleet")
     ap.add_argument("--flappers", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("benches/history_results"))
+    ap.add_argument("--driver-memory", default="2g", help="the Spark JVM's heap (spark.driver.memory)")
     args = ap.parse_args(argv)
     rows = []
     counts = sorted(int(d) for d in args.days.split(","))
@@ -214,17 +221,18 @@ def main(argv: list[str] | None = None) -> int:
         for days in counts:  # the first ``days`` of one generated history (``end``: its last tick)
             last_day = (T0 + dt.timedelta(days=days - 1)).date().isoformat()
             size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and _date_of(f, root) <= last_day)
-            peak = [0]
+            peak = {"jvm": 0, "driver": 0, "workers": 0, "total": 0}
             done = threading.Event()
 
-            def sample(done: threading.Event = done, peak: list[int] = peak) -> None:
+            def sample(done: threading.Event = done, peak: dict[str, int] = peak) -> None:
                 while not done.wait(0.2):
-                    peak[0] = max(peak[0], _tree_rss(os.getpid()))
+                    for k, v in _tree_rss(os.getpid()).items():
+                        peak[k] = max(peak[k], v)
 
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
             t = time.perf_counter()
-            spark = local_session(fast_start=True, driver_memory="2g")
+            spark = local_session(fast_start=True, driver_memory=args.driver_memory)
             try:
                 end = T0 + dt.timedelta(days=days, seconds=-10)
                 result = analyse(spark, root, end=end, progress=lambda m: print(m, file=sys.stderr))
@@ -239,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
                     "dataset_bytes": size,
                     "generate_s": round(gen_s * days / counts[-1], 1),
                     "analyse_s": round(took, 1),
-                    "peak_rss_bytes": peak[0],
+                    "peak_rss_bytes": peak["total"],
+                    "peak_jvm_bytes": peak["jvm"],
+                    "peak_driver_bytes": peak["driver"],
+                    "peak_workers_bytes": peak["workers"],
                     "episodes": len(result.episodes),
                     "health_rows": len(result.health),
                     "flapping_clients": len(result.flapping_clients),
@@ -252,15 +263,24 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"rows": rows, "command": command}, indent=1) + "\n")
     lines = [
-        f"{args.queues:,} queues, {args.groups:,} groups; membership every 10 s, offsets every 60 s",
+        (
+            f"{args.queues:,} queues, {args.groups:,} groups; membership every 10 s, offsets every 60 s; "
+            f"Spark driver memory {args.driver_memory}"
+        ),
         "",
-        "| days | dataset | analysis (Spark local[2]) | peak memory | episodes | queues evaluated |",
-        "|---|---|---|---|---|---|",
+        (
+            "| days | dataset | analysis (Spark local[2]) | peak memory | JVM | Python driver | Python workers "
+            "| episodes "
+            "| queues evaluated |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['days']} | {r['dataset_bytes'] / 2**20:,.0f} MiB | {r['analyse_s']:.0f} s "
-            f"| {r['peak_rss_bytes'] / 2**30:.2f} GiB | {r['episodes']:,} | {r['health_rows']:,} |"
+            f"| {r['peak_rss_bytes'] / 2**30:.2f} GiB | {r['peak_jvm_bytes'] / 2**30:.2f} GiB "
+            f"| {r['peak_driver_bytes'] / 2**30:.2f} GiB | {r['peak_workers_bytes'] / 2**30:.2f} GiB "
+            f"| {r['episodes']:,} | {r['health_rows']:,} |"
         )
     lines += ["", f"`{command}`"]
     (args.out / "table.md").write_text("\n".join(lines) + "\n")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mqbalance.exceptions import MQBalanceError
-from mqbalance.remoting import BrokerClient, NameServer
+from mqbalance.remoting import BrokerClient
 from mqbalance.rocketmq import load_records
 from nemesis_net import Network, Node
 from nemesis_zk import PACKAGE_ROOT
@@ -64,11 +64,7 @@ def start_cluster(network: Network) -> tuple[RocketMQCluster, Node, Node]:
 
 def make_topic(cluster: RocketMQCluster, topic: str, queues: int) -> list[str]:
     """Create ``topic`` with ``queues`` queues on every broker; wait for its route. Its queue names."""
-    for b in cluster.brokers:
-        with BrokerClient(b.addr) as bc:
-            bc.create_topic(topic, read=queues, write=queues)
-    with NameServer(cluster.namesrv_addr) as ns:
-        wait_for(lambda: len(ns.topic_route(topic).queues) >= len(cluster.brokers), 20, f"a route for {topic}")
+    cluster.create_topic(topic, {b.broker_name: queues for b in cluster.brokers})
     return [f"{b.broker_name}/{topic}/{q}" for b in cluster.brokers for q in range(queues)]
 
 
@@ -135,25 +131,22 @@ class RmqGroup:
         with BrokerClient(self.cluster.brokers[0].addr, timeout=1.0) as bc:
             return bc.consumer_ids(self.group)
 
-    def max_offsets(self, queues: list[str]) -> dict[str, int]:
-        ends = {}
-        for b in self.cluster.brokers:
-            with BrokerClient(b.addr) as bc:
-                for q in queues:
-                    broker, topic, qid = q.split("/")
-                    if broker == b.broker_name:
-                        ends[q] = bc.max_offset(topic, int(qid))
-        return ends
-
-    def committed(self, queues: list[str]) -> dict[str, int]:
+    def _per_queue(self, queues: list[str], read: Callable[[BrokerClient, str, int], int]) -> dict[str, int]:
+        """``read(broker, topic, queue id)`` of every queue, on the broker holding it."""
         out = {}
         for b in self.cluster.brokers:
             with BrokerClient(b.addr) as bc:
                 for q in queues:
                     broker, topic, qid = q.split("/")
                     if broker == b.broker_name:
-                        out[q] = bc.query_offset(self.group, topic, int(qid))
+                        out[q] = read(bc, topic, int(qid))
         return out
+
+    def max_offsets(self, queues: list[str]) -> dict[str, int]:
+        return self._per_queue(queues, lambda bc, topic, qid: bc.max_offset(topic, qid))
+
+    def committed(self, queues: list[str]) -> dict[str, int]:
+        return self._per_queue(queues, lambda bc, topic, qid: bc.query_offset(self.group, topic, qid))
 
     def caught_up(self, queues: list[str]) -> bool:
         """Everything produced so far was processed by someone (the union of ``p`` ranges reaches each max offset)."""

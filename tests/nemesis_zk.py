@@ -321,6 +321,15 @@ class Table:
         }
 
 
+def conclude(table: Table, rounds: int, violations: list[str], check: RecordCheck, seed: int, queues: int) -> None:
+    """Record the scenario's ``table`` (its rounds, violations and the record check's duplicates),
+    then fail on any violation, or on too little progress to have shown anything."""
+    table.rounds, table.violations, table.duplicates = rounds, len(violations), check.duplicates
+    write_result(table)
+    assert not violations, f"seed {seed}: " + "\n".join(violations)
+    assert check.processed > queues * 20, f"seed {seed}: too little progress ({check.processed} messages)"
+
+
 def write_result(table: Table) -> None:
     """Append the table's row to ``$MQBALANCE_NEMESIS_OUT`` (JSON lines) when set (the README script)."""
     path = os.environ.get("MQBALANCE_NEMESIS_OUT")

@@ -1735,7 +1735,7 @@ CLI["watch"] = (
 CLI["history"] = (
     [["history", d] for d in ("{tmp}/none", "{tmp}", "{unwritable}")]
     + [["history", "{history}", flag, v] for flag in ("--from", "--to") for v in ("x", "2026-13-01", "")]
-    + [["history", "{history}", "--window", v] for v in ("0", "-1", "nan", "x")]
+    + [["history", "{history}", flag, v] for flag in ("--window", "--span") for v in ("0", "-1", "nan", "x")]
     + [["history", "{history}", flag, v] for flag in ("--min-cycles", "--min-episodes") for v in ("0", "-1", "x")]
 )
 CLI["consume"] = (

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from nemesis_net import Network
-from nemesis_zk import Table, ZkGroup, paused_queue_seconds, rounds, seed_for, write_result
+from nemesis_zk import Table, ZkGroup, conclude, paused_queue_seconds, rounds, seed_for
 from zk_fixture import ZooKeeperEnsemble
 
 pytestmark = pytest.mark.nemesis
@@ -159,14 +159,9 @@ def test_server_partitioned_from_ensemble(
             table.owned_again_s.append(rnd["owned_again"] if rnd["owned_again"] is not None else float("inf"))
             table.paused_queue_s.append(paused_queue_seconds(records, rnd["t_fault"], rnd["t_end"]))
             table.extra[f"move_s[{rnd['variant']}]"].append(rnd["moved"] if rnd["moved"] is not None else float("inf"))
-        table.rounds = len(done)
-        table.violations = len(violations)
-        table.duplicates = check.duplicates
         table.extra["sessions_kept"] = [float(sum(r["kept"] for r in done))]
-        write_result(table)
         print([{k: rnd[k] for k in ("variant", "victim", "server", "was_leader", "moved", "kept")} for rnd in done])
-        assert not violations, f"seed {seed}: " + "\n".join(violations)
-        assert check.processed > QUEUES * 20, f"seed {seed}: too little progress ({check.processed} messages)"
+        conclude(table, len(done), violations, check, seed, QUEUES)
     except BaseException:
         print(f"seed {seed} (MQBALANCE_NEMESIS_SEED={seed} to replay)")
         print(g.logs())

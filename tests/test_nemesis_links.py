@@ -34,7 +34,7 @@ import pytest
 from mqbalance.coordination import LEASE_FRACTION
 from nemesis_net import Network, Node
 from nemesis_proxy import FaultProxy
-from nemesis_zk import Table, ZkGroup, held, paused_queue_seconds, rounds, seed_for, write_result
+from nemesis_zk import Table, ZkGroup, conclude, held, paused_queue_seconds, rounds, seed_for
 from zk_fixture import ZooKeeperEnsemble
 
 pytestmark = pytest.mark.nemesis
@@ -203,13 +203,8 @@ def test_flaky_and_one_way_links(network: Network, tmp_path: Path, mode: str, st
                 table.owned_again_s.append(rnd["owned_again"] if rnd["owned_again"] is not None else float("inf"))
                 table.extra[f"rejoin_s[{rnd['kind']}]"].append(rnd["rejoin"] or float("inf"))
             table.paused_queue_s.append(paused_queue_seconds(records, rnd["t_fault"], rnd["t_end"]))
-        table.rounds = len(done) // 2
-        table.violations = len(violations)
-        table.duplicates = check.duplicates
         table.extra["lost_chunks"] = [float(sum(p.lost_chunks for p in links.proxies.values()))]
-        write_result(table)
-        assert not violations, f"seed {seed}: " + "\n".join(violations)
-        assert check.processed > QUEUES * 20, f"seed {seed}: too little progress ({check.processed} messages)"
+        conclude(table, len(done) // 2, violations, check, seed, QUEUES)
     except BaseException:
         print(f"seed {seed} (MQBALANCE_NEMESIS_SEED={seed} to replay)")
         print(g.logs())

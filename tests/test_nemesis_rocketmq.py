@@ -107,21 +107,36 @@ def simulated(partition_s: float) -> dict[str, float]:
     }
 
 
-def member_partition_round(
-    network: Network, cluster: RocketMQCluster, out: Path, r: int, rng: random.Random, table: Table
-) -> None:
-    """One round of scenario 3 (its figures go to ``table``; an invariant broken raises)."""
+def two_members(
+    network: Network, cluster: RocketMQCluster, out: Path, name: str, prefix: str
+) -> tuple[list[str], RmqGroup, Producer, list[str]]:
+    """Topic ``T-<name>``, group ``g-<name>`` of two members ``<prefix>m0``/``m1``, a producer
+    running: once the members split the queues, ``(queues, group, producer, members)``."""
     out.mkdir()
-    topic, group = f"T-cut-{r}", f"g-cut-{r}"
+    topic, group = f"T-{name}", f"g-{name}"
     queues = make_topic(cluster, topic, QUEUES)
     g = RmqGroup(network, cluster, out, group, topic)
     producer = Producer(cluster, topic, QUEUES, RATE)
+    members = [f"{prefix}m0", f"{prefix}m1"]
     try:
-        members = [f"r{r}m0", f"r{r}m1"]
         for m in members:
             g.start(m)
         producer.start()
         wait_for(lambda: g.split_exactly(queues, members), 40, "two members split the queues")
+    except BaseException:
+        print(g.logs())
+        producer.halt.set()
+        g.stop_all()
+        raise
+    return queues, g, producer, members
+
+
+def member_partition_round(
+    network: Network, cluster: RocketMQCluster, out: Path, r: int, rng: random.Random, table: Table
+) -> None:
+    """One round of scenario 3 (its figures go to ``table``; an invariant broken raises)."""
+    queues, g, producer, members = two_members(network, cluster, out, f"cut-{r}", f"r{r}")
+    try:
         time.sleep(rng.uniform(0.5, 2.0))
         victim = rng.choice(members)
         survivor = next(m for m in members if m != victim)
@@ -179,17 +194,8 @@ def broker_partition_round(
     network: Network, cluster: RocketMQCluster, broker: Node, out: Path, r: int, rng: random.Random, table: Table
 ) -> None:
     """One round of scenario 4."""
-    out.mkdir()
-    topic, group = f"T-brk-{r}", f"g-brk-{r}"
-    queues = make_topic(cluster, topic, QUEUES)
-    g = RmqGroup(network, cluster, out, group, topic)
-    producer = Producer(cluster, topic, QUEUES, RATE)
+    queues, g, producer, members = two_members(network, cluster, out, f"brk-{r}", f"b{r}")
     try:
-        members = [f"b{r}m0", f"b{r}m1"]
-        for m in members:
-            g.start(m)
-        producer.start()
-        wait_for(lambda: g.split_exactly(queues, members), 40, "two members split the queues")
         # some progress committed (a client persists offsets first 10 s after it starts, as Java's)
         wait_for(lambda: all(o > 0 for o in g.committed(queues).values()), 30, "offsets committed")
         time.sleep(rng.uniform(0.5, 3.0))

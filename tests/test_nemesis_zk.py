@@ -39,6 +39,7 @@ from nemesis_net import Network
 from nemesis_zk import (
     Table,
     ZkGroup,
+    conclude,
     first_work_after,
     held,
     last_work,
@@ -46,7 +47,6 @@ from nemesis_zk import (
     replay,
     rounds,
     seed_for,
-    write_result,
 )
 from zk_fixture import ZooKeeperEnsemble
 
@@ -255,15 +255,10 @@ def _run(network: Network, tmp_path: Path, mode: str, strategy: str, *, leader: 
         gens = [p[1] for p in publications]
         if gens != sorted(gens):
             violations.append(f"published generations went backwards: {gens}")
-        table.rounds = len(rounds_done)
-        table.violations = len(violations)
-        table.duplicates = check.duplicates
         table.extra["fenced_by_zk"] = [
             float(sum(1 for r in rounds_done if r["late_commit"] and r["late_commit"]["refused"]))
         ]
-        write_result(table)
-        assert not violations, f"seed {seed}: " + "\n".join(violations)
-        assert check.processed > QUEUES * 20, f"seed {seed}: too little progress ({check.processed} messages)"
+        conclude(table, len(rounds_done), violations, check, seed, QUEUES)
     except BaseException:
         print(f"seed {seed} (MQBALANCE_NEMESIS_SEED={seed} to replay)")
         print(g.logs())

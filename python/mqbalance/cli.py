@@ -378,6 +378,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
     open_history(args.dir, create=False)  # one line before Spark starts when it is not a history
     start, end = _when(args.since, "--from"), _when(args.until, "--to")
     window = _duration_s(args.window, "--window")
+    span = dt.timedelta(seconds=_duration_s(args.span, "--span"))
     for flag, value in (("--min-cycles", args.min_cycles), ("--min-episodes", args.min_episodes)):
         if value < 1:
             raise SnapshotError(f"{flag}: must be at least 1, got {value}", value)
@@ -395,6 +396,7 @@ def _cmd_history(args: argparse.Namespace) -> int:
             window=window,
             min_cycles=args.min_cycles,
             min_episodes=args.min_episodes,
+            span=span,
             progress=say,
         )
     write_history_outputs(result, args.out, root=args.dir)
@@ -801,6 +803,7 @@ def main(argv: list[str] | None = None) -> int:
     h.add_argument("--window", default="60s", help="membership changes closer than this are one episode (60s)")
     h.add_argument("--min-cycles", type=int, default=3, help="join/leave cycles that make a client flapping (3)")
     h.add_argument("--min-episodes", type=int, default=5, help="episodes that make a group flapping (5)")
+    h.add_argument("--span", default="6h", help="read the range this much at a time: memory follows it (6h)")
     h.add_argument("--master", help="Spark master URL (default: local[2])")
     h.add_argument("--remote", metavar="sc://HOST:PORT", help="a Spark Connect server instead of --master")
     h.add_argument("--quiet", action="store_true", help="no progress lines")
