@@ -20,7 +20,7 @@ from kafka_cluster import MQBALANCE
 from mqbalance.exceptions import HistoryError
 from mqbalance.fleet.spark import local_session, stop_session
 from mqbalance.history.analysis import burrow_status
-from mqbalance.history.job import analyse, write_history_outputs
+from mqbalance.history.job import _combine, analyse, write_history_outputs
 from mqbalance.history.writer import HistoryWriter
 
 T0 = dt.datetime(2026, 11, 25, 1, 0, tzinfo=dt.UTC)
@@ -172,6 +172,36 @@ def test_history_finds_duplicated_client_ids_both_ways(spark: Any, tmp_path: Pat
     paths = write_history_outputs(result, tmp_path / "out")
     assert paths["duplicate_ids"].read_text().count("\n") == 1 + 2
     assert "| g3 | d | p1, p2 |" in paths["report_md"].read_text()
+
+
+def test_spans_are_put_together_per_group_whatever_order_the_groups_come_in() -> None:
+    """Group ``a``'s episode is cut by a span's end; group ``b``'s rows come between its two halves
+    (Spark returns groups in no set order). ``a``'s halves are one episode, ``b``'s is its own."""
+
+    def ep(start: int, end: int, who: str, owned: float | None) -> dict[str, Any]:
+        when = {k: (T0 + dt.timedelta(seconds=v)).isoformat() for k, v in (("start", start), ("end", end))}
+        return {**when, "episode": 0, "joined": [[who, "x"]], "left": [], "queue_changes": 1,
+                "owned_again_s": owned, "unowned_queue_s": 10.0, "double_owned_queue_s": 0.0}  # fmt: skip
+
+    def prefix(idle: float, has: bool) -> dict[str, Any]:
+        return {"unowned_queue_s": idle, "double_owned_queue_s": 0.0, "owned_at": None, "queue_changes": 0,
+                "has_episodes": has}  # fmt: skip
+
+    parts = [
+        ("a", "prefix", prefix(0, True)),
+        ("a", "episode", ep(90, 95, "a1", None)),  # open at the span's end, 100 s
+        ("b", "prefix", prefix(0, True)),
+        ("b", "episode", ep(50, 50, "b1", 1.0)),
+        ("b", "prefix", prefix(0, True)),  # the next span: b first this time
+        ("b", "episode", ep(150, 150, "b2", 1.0)),
+        ("a", "prefix", prefix(5.0, True)),
+        ("a", "episode", ep(102, 104, "a2", 3.0)),  # 7 s after a's last change: the same episode
+    ]
+    result = _combine(parts, window=60, min_cycles=3, min_episodes=5)
+    a = [e for e in result.episodes if e["group"] == "a"]
+    assert len(a) == 1 and a[0]["joined"] == [["a1", "x"], ["a2", "x"]]
+    assert a[0]["unowned_queue_s"] == 10.0 + 5.0 + 10.0 and a[0]["owned_again_s"] == 102 + 3 - 90
+    assert [e["joined"] for e in result.episodes if e["group"] == "b"] == [[["b1", "x"]], [["b2", "x"]]]
 
 
 @pytest.mark.parametrize(

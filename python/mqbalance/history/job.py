@@ -1,8 +1,8 @@
 """``mqbalance history DIR``: the analysis of a history dataset on Spark (local mode by default, a
 cluster with ``--master``, Spark Connect with ``--remote``; the same code). Every group's events go
 to one executor task (``groupBy("group").applyInArrow``) where :mod:`mqbalance.history.analysis`
-turns them into episodes, flapping members, duplicated client ids and queue health; the driver gets those rows back and
-writes Parquet, CSV, a Markdown report and a plot.
+turns them into episodes, flapping members, duplicated client ids and queue health; the driver
+gets those rows back and writes Parquet, CSV, a Markdown report and plots.
 
 The range (``start`` to ``end``, default: the whole history) is read :data:`SPAN` at a time, each
 span from the last checkpoint before it (the state at its start) to its end, so memory follows the
@@ -246,7 +246,8 @@ def _combine(
     after the open one's last change); flapping counts add up; each client id's moves are read
     across the spans as one."""
     result = HistoryResult([], [], [], [], [])
-    open_episode: dict[str, dict[str, Any]] = {}
+    open_episode: dict[str, dict[str, Any]] = {}  # per group: the episode its next prefix goes on with
+    latest: dict[str, dict[str, Any]] = {}  # per group: its last episode so far
     joins: dict[tuple[str, str], list[int]] = {}
     moves: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
     for group, kind, row in parts:
@@ -263,7 +264,7 @@ def _combine(
                     e["_join_next"] = True  # the next episode may coalesce with it
         elif kind == "episode":
             row["owned_at"] = _owned_at(row)
-            prev = result.episodes[-1] if result.episodes and result.episodes[-1]["group"] == group else None
+            prev = latest.get(group)
             start = dt.datetime.fromisoformat(row["start"])
             if (
                 prev is not None
@@ -283,7 +284,7 @@ def _combine(
                     prev.pop("_join_next", None)
                 e = {"group": group, **row}
                 result.episodes.append(e)
-            open_episode[group] = e
+            open_episode[group] = latest[group] = e
         elif kind == "flapping":
             cycle = joins.setdefault((group, row["client_id"]), [0, 0])
             cycle[0] += row["joins"]
