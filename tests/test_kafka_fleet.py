@@ -83,13 +83,21 @@ def test_snapshot_of_a_live_group_then_the_audit_finds_its_lag(tansu: TansuBroke
             time.sleep(0.5)
         else:
             pytest.fail(f"the members did not commit everything produced: {commits}")
-        time.sleep(2.0)  # the group is stable
-        live = run("snapshot", "--bootstrap", tansu.bootstrap, "-o", str(tmp_path / "live.json"), "--quiet")
-        assert live.returncode == 0, live.stderr
-        records = load_records([m.records for m in group.members.values()])
+        # snapshot the group once it is stable with the members' recorded generations (on a loaded
+        # machine a member may be rejoining at the first read: then read again)
+        deadline = time.monotonic() + 30
+        while True:
+            live = run("snapshot", "--bootstrap", tansu.bootstrap, "-o", str(tmp_path / "live.json"), "--quiet")
+            assert live.returncode == 0, live.stderr
+            records = load_records([m.records for m in group.members.values()])
+            member_ids = {r["mid"] for rows in records.values() for r in rows if r["e"] == "g"}
+            read = load_kafka_snapshot(tmp_path / "live.json").groups.get("fleet-g")
+            settled = read is not None and read.state == "Stable" and len(read.members) == 2
+            if (settled and {m.member_id for m in read.members} <= member_ids) or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
         for m in group.members.values():
             assert m.stop() == 0
-    member_ids = {r["mid"] for rows in records.values() for r in rows if r["e"] == "g"}
     snap = load_kafka_snapshot(tmp_path / "live.json")
     assert snapshot_kind(tmp_path / "live.json") == "kafka"
     assert {t: n for t, n in snap.topics.items() if t.startswith("fleet-")} == {"fleet-a": 4, "fleet-b": 3}

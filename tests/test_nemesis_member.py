@@ -1,4 +1,4 @@
-"""The two member bugs the network-fault scenarios found, each pinned by a direct test on a real
+"""The three member bugs the network-fault scenarios found, each pinned by a direct test on a real
 ZooKeeper server (in-process members on loopback; the scenarios themselves run member processes in
 network namespaces):
 
@@ -12,6 +12,12 @@ network namespaces):
    a node held by its live session that nobody could ever claim (the group never converged). Now
    the deletes not yet answered are remembered and finished once connected
    (``Claims.release_leftovers``).
+3. **A claim whose answer was lost blocked its own partition.** ZooKeeper applied the claim but
+   the connection dropped before the answer came back; the owner node, held by the member's own
+   live session, made every later claim of that partition conflict, and the group never converged
+   (every-member mode retried forever; leader mode waited for an owner that was itself). Now a
+   conflict with a node of its own session deletes it and claims again
+   (``Claims.drop_own_leftover``).
 """
 
 from __future__ import annotations
@@ -118,3 +124,37 @@ def test_release_cut_short_by_a_lost_connection_is_finished_later(
     assert sorted(owners.values()).count(a._session.session) == 2 and len(owners) == 4
     assert not a._claims.unreleased
     assert {tp.partition for tp in a.assignment} | {tp.partition for tp in b.assignment} == {0, 1, 2, 3}
+
+
+def test_claim_whose_answer_was_lost_is_claimed_again(
+    zk_server: ZooKeeperServer, zk: KazooClient, group: str, stack: ExitStack
+) -> None:
+    """Every-member mode (leader mode has the same guard where it waits for a partition's owner)."""
+    mode = "every-member"
+    set_partitions(zk, "t", 4)
+    a = stack.enter_context(
+        GroupMember(zk_server.hosts, group, ["t"], client_id="a", mode=mode, session_timeout=4.0, **FAST)
+    )
+    wait_until(lambda: len(a.assignment) == 4)
+    claims = a._claims
+    real_commit = claims.commit_tx
+    lost = []
+
+    def commit_then_lose_the_answer(tx: Any) -> list[Any]:
+        result = real_commit(tx)  # applied by ZooKeeper...
+        if not lost and not any(isinstance(r, Exception) for r in result):
+            lost.append(result)
+            raise ConnectionLoss()  # ...and the answer never arrives
+        return result
+
+    claims.commit_tx = commit_then_lose_the_answer  # type: ignore[method-assign]
+    b = stack.enter_context(
+        GroupMember(zk_server.hosts, group, ["t"], client_id="b", mode=mode, session_timeout=4.0, **FAST)
+    )
+    # the group rebalances; one of the claims' answers is lost: the group still converges
+    wait_until(lambda: len(a.assignment) + len(b.assignment) == 4 and a.assignment and b.assignment, timeout=20)
+    assert lost
+    owners = _owner_sessions(zk, group, "t")
+    assert len(owners) == 4
+    mine = {tp.partition for tp in a.assignment}
+    assert {p for p, s in owners.items() if s == a._session.session} == mine

@@ -208,6 +208,23 @@ class Claims:
                 with self.lock:
                     self.unreleased.difference_update(tps)
 
+    def drop_own_leftover(self, tp: TopicPartition) -> bool:
+        """Delete ``tp``'s owner node if this live session holds it although this member does not
+        count it as owned: a claim whose answer was lost (the connection dropped after ZooKeeper
+        applied it) leaves such a node, and every later claim of ``tp`` would conflict with it for
+        as long as the session lives. Whether it deleted one."""
+        session = self._session
+        path = session.paths.owner(*tp)
+        session.stats.count()
+        stat = session.client.exists(path)
+        with self.lock:
+            held_here = tp in self.owned or tp in self.revoking
+        if stat is None or held_here or session.session is None or stat.ephemeralOwner != session.session:
+            return False
+        log.info("%s: deleting owner node %s left by a claim whose answer was lost", self._name, path)
+        session.delete(path)
+        return True
+
     def release_leftovers(self) -> None:
         """Delete the owner nodes a lost connection kept :meth:`release` from deleting, if this
         session still holds them (if the delete went through unanswered, the node is gone, or

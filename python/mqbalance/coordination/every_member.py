@@ -130,6 +130,7 @@ class EveryMemberProtocol:
                 session.stats.bump("conflicts")
                 log.info("%s: conflict claiming %s/%s; releasing %d claimed", self._name, *tp, len(claimed))
                 claims.release(claimed)  # Kafka: remove all paths that we have owned in ZK
+                claims.drop_own_leftover(tp)  # the conflict may be with our own unanswered claim
                 return False
             claimed[tp] = claims.new_claim(tp, thread, raw, version, result[1])
         with claims.lock:

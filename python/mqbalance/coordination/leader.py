@@ -223,6 +223,7 @@ class LeaderProtocol:
                     if isinstance(own, NodeExistsError):  # the previous owner still holds it: wait for it
                         session.stats.bump("conflicts")
                         del chunk[tp]
+                        claims.drop_own_leftover(tp)  # unless it is our own unanswered claim: freed now
                         session.stats.count()
                         freed = self._watches.watcher(("freed", tp), ("freed", tp))
                         if session.client.exists(session.paths.owner(*tp), watch=freed) is None:
