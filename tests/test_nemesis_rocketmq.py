@@ -131,6 +131,19 @@ def two_members(
     return queues, g, producer, members
 
 
+def drain(g: RmqGroup, producer: Producer, queues: list[str]) -> tuple[Any, Any]:
+    """Stop producing, wait until everything produced was processed, stop the members: their
+    records and the record check against the queues' max offsets."""
+    time.sleep(2.0)
+    producer.halt.set()
+    producer.join(10)
+    wait_for(lambda: g.caught_up(queues), 30, "everything produced is processed")
+    ends = g.max_offsets(queues)
+    g.stop_all()
+    records = g.records()
+    return records, check_records(records, ends)
+
+
 def member_partition_round(
     network: Network, cluster: RocketMQCluster, out: Path, r: int, rng: random.Random, table: Table
 ) -> None:
@@ -150,14 +163,7 @@ def member_partition_round(
         network.heal(g.nodes[victim])
         healed = time.monotonic()
         settled = wait_for(lambda: g.split_exactly(queues, members), 40, "split again after the return")
-        time.sleep(2.0)
-        producer.halt.set()
-        producer.join(10)
-        wait_for(lambda: g.caught_up(queues), 30, "everything produced is processed")
-        ends = g.max_offsets(queues)
-        g.stop_all()
-        records = g.records()
-        check = check_records(records, ends)
+        records, check = drain(g, producer, queues)
         intervals = reachable_intervals(ownership_intervals(records, end=time.monotonic()), victim, cut, healed)
         fig = window_figures(intervals, queues, cut, settled)
         sim = simulated(round(healed - cut, 1))
@@ -219,14 +225,7 @@ def broker_partition_round(
         resumed = wait_for(every_queue_worked_again, 30, "every queue processed again")
         settled = wait_for(lambda: g.split_exactly(queues, members), 40, "one owner per queue")
         after_held = g.held()
-        time.sleep(2.0)
-        producer.halt.set()
-        producer.join(10)
-        wait_for(lambda: g.caught_up(queues), 30, "everything produced is processed")
-        ends = g.max_offsets(queues)
-        g.stop_all()
-        records = g.records()
-        check = check_records(records, ends)
+        records, check = drain(g, producer, queues)
         regressed = {q: (before[q], kept[q]) for q in queues if kept[q] < before[q]}
         table.rounds += 1
         table.violations += len(check.lost) + len(regressed)

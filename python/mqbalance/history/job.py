@@ -140,10 +140,9 @@ def _one_arg(f: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table
     return run
 
 
-def _files(path: Path, name: str, first: int, last: int) -> list[str]:
-    """The data files of table ``name`` written by ticks ``first`` to ``last``."""
-    files = sorted((path / name).glob("date=*/hour=*/part-*.parquet"))
-    return [str(f) for f in files if first <= int(f.name[5:17]) <= last]
+def _files(listed: Sequence[tuple[int, str]], first: int, last: int) -> list[str]:
+    """Of a table's data files ``(tick id, path)``, those written by ticks ``first`` to ``last``."""
+    return [f for tick, f in listed if first <= tick <= last]
 
 
 def _frame(spark: Any, files: list[str], name: str, F: Any, *, readings_from: int | None = None) -> Any:
@@ -203,6 +202,10 @@ def analyse(
         """The last checkpoint tick at or before ``t`` (0: the beginning)."""
         return max((i for i, ts, c in zip(ids, times, checkpoints, strict=True) if c and ts <= t), default=0)
 
+    listed = {  # each table's files, listed once for every span
+        name: [(int(f.name[5:17]), str(f)) for f in sorted((path / name).glob("date=*/hour=*/part-*.parquet"))]
+        for name in ("members", "ownership", "offsets")
+    }
     parts: list[tuple[str, str, dict[str, Any]]] = []
     for k in range(len(bounds) - 1):
         since, until, final = bounds[k], bounds[k + 1], k == len(bounds) - 2
@@ -210,12 +213,12 @@ def analyse(
         frames = [
             _frame(spark, files, name, F)
             for name in ("members", "ownership")
-            if (files := _files(path, name, checkpoint_at(since), last))
+            if (files := _files(listed[name], checkpoint_at(since), last))
         ]
         if final and readings:
             # the offsets at the window's start: the last checkpoint before it and the changes after
             start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
-            if files := _files(path, "offsets", checkpoint_at(start_ts), last):
+            if files := _files(listed["offsets"], checkpoint_at(start_ts), last):
                 frames.append(_frame(spark, files, "offsets", F, readings_from=readings[0]))
         if progress is not None:
             progress(f"span {k + 1} of {len(bounds) - 1}: {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M}")
