@@ -61,26 +61,33 @@ zookeeper:
 	         "or set MQBALANCE_ZOOKEEPER_CLASSPATH to a ZooKeeper server's jars" >&2; exit 1; \
 	  fi; }
 
+# The test servers built from crates.io are fixtures, not products: they are built with a profile
+# that compiles fast (no LTO, opt-level 1, no debug info), which halves a new machine's first build;
+# a test server at opt-level 1 is still far faster than the tests need.
+SERVER_BUILD_ENV := CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+  CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG=false \
+  CARGO_PROFILE_RELEASE_STRIP=true CARGO_PROFILE_RELEASE_INCREMENTAL=false
+
 # The real RocketMQ name server and broker of the live tests: the Rust port (same remoting protocol),
-# built once into a cache outside the clone, keyed by version (~20 min on 2 cores the first time).
+# built once into a cache outside the clone, keyed by version.
 ROCKETMQ_VERSION ?= 1.0.0
 ROCKETMQ_HOME    ?= $(HOME)/.cache/mqbalance/rocketmq-rust-$(ROCKETMQ_VERSION)
 rocketmq:
 	@test -x $(ROCKETMQ_HOME)/bin/rocketmq-namesrv-rust -a -x $(ROCKETMQ_HOME)/bin/rocketmq-broker-rust || { \
 	  set -e; tgt=$$(mktemp -d); \
 	  for crate in rocketmq-namesrv rocketmq-broker; do \
-	    CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(ROCKETMQ_VERSION) --root $(ROCKETMQ_HOME) $$crate; \
+	    $(SERVER_BUILD_ENV) CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(ROCKETMQ_VERSION) --root $(ROCKETMQ_HOME) $$crate; \
 	  done; rm -rf $$tgt; }
 
 # The real Kafka-protocol broker of the Kafka group tests: Tansu (Apache Kafka-compatible, in Rust; the
 # `dynostore` feature gives the in-memory storage engine), built once into a cache outside the clone,
-# keyed by version (~8-15 min on 2 cores the first time).
+# keyed by version.
 TANSU_VERSION ?= 0.6.0
 TANSU_HOME    ?= $(HOME)/.cache/mqbalance/tansu-$(TANSU_VERSION)
 tansu:
 	@test -x $(TANSU_HOME)/bin/tansu || { \
 	  set -e; tgt=$$(mktemp -d); \
-	  CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(TANSU_VERSION) --features dynostore --root $(TANSU_HOME) tansu; \
+	  $(SERVER_BUILD_ENV) CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(TANSU_VERSION) --features dynostore --root $(TANSU_HOME) tansu; \
 	  rm -rf $$tgt; }
 
 # The headless browser of the HTML report test: Debian's Chromium, installed when absent (as root with
