@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 
-use crate::errors::{IntoPyResult, InvalidClientIdError, InvalidQueueError, LengthMismatchError};
+use crate::errors::{IntoPyResult, InvalidClientIdError, InvalidQueueError};
 
 type ErrFn = fn(String, Py<PyAny>) -> PyErr;
 
@@ -162,30 +162,18 @@ pub fn consumer_list(ids: &Bound<'_, PyAny>) -> PyResult<ConsumerList> {
     Ok(ConsumerList::new(out))
 }
 
-/// Machine rooms: explicit per-queue and per-consumer room names, or a prefix separator.
-pub fn rooms(
+/// Machine rooms from explicit per-queue and per-consumer room names (the prefix separator is
+/// `RoomMap::from_prefix`, no extraction).
+pub fn room_map(
     table: &QueueTable,
     group: &ConsumerList,
-    queue_rooms: Option<&Bound<'_, PyAny>>,
-    consumer_rooms: Option<&Bound<'_, PyAny>>,
-    room_sep: Option<&str>,
-) -> PyResult<Option<RoomMap>> {
-    match (queue_rooms, consumer_rooms, room_sep) {
-        (_, _, Some(sep)) => Ok(Some(RoomMap::from_prefix(table, group, sep))),
-        (Some(q), Some(c), None) => {
-            let (mut names, qcodes) = str_column(q, "queue_rooms", queue_err)?;
-            let (cnames, ccodes) = str_column(c, "consumer_rooms", client_err)?;
-            let shift = names.len() as u32;
-            names.extend(cnames);
-            let ccodes = ccodes.into_iter().map(|x| x + shift).collect();
-            RoomMap::new(names, qcodes, ccodes, table, group)
-                .py_err()
-                .map(Some)
-        }
-        (None, None, None) => Ok(None),
-        _ => Err(LengthMismatchError::new_err((
-            "queue_rooms and consumer_rooms go together",
-            None::<i64>,
-        ))),
-    }
+    queue_rooms: &Bound<'_, PyAny>,
+    consumer_rooms: &Bound<'_, PyAny>,
+) -> PyResult<RoomMap> {
+    let (mut names, qcodes) = str_column(queue_rooms, "queue_rooms", queue_err)?;
+    let (cnames, ccodes) = str_column(consumer_rooms, "consumer_rooms", client_err)?;
+    let shift = names.len() as u32;
+    names.extend(cnames);
+    let ccodes = ccodes.into_iter().map(|x| x + shift).collect();
+    RoomMap::new(names, qcodes, ccodes, table, group).py_err()
 }

@@ -4,6 +4,7 @@
 
 use std::convert::Infallible;
 
+use mqbalance_core::assign::server::ServerAssignError;
 use mqbalance_core::assign::user_data::UserDataError;
 use mqbalance_core::fault::FaultError;
 use mqbalance_core::AllocateError;
@@ -138,7 +139,8 @@ impl CoreError for FaultError {
 }
 
 /// An input error, carrying the topic when one is too long (decoding errors do not reach Python:
-/// undecodable userData reads as "no previous assignment").
+/// the binding reads userData through the core's `user_data::previous_assignment`, Java's rule that
+/// undecodable userData is no previous assignment).
 impl CoreError for UserDataError {
     fn into_py(self) -> PyErr {
         let msg = self.to_string();
@@ -150,6 +152,27 @@ impl CoreError for UserDataError {
             | UserDataError::InvalidUtf8 { .. }
             | UserDataError::TrailingBytes { .. }
             | UserDataError::TooMany { .. } => InvalidInputError::new_err((msg, None::<String>)),
+        }
+    }
+}
+
+pyo3::import_exception!(mqbalance.exceptions, PartitionAssignorError);
+
+/// The broker-side assignors' errors: a failure of Kafka's own assignor logic is
+/// `PartitionAssignorError` (Java's exception), bad input `InvalidInputError`.
+impl CoreError for ServerAssignError {
+    fn into_py(self) -> PyErr {
+        let msg = self.to_string();
+        match self {
+            ServerAssignError::Assignor { .. } => PartitionAssignorError::new_err((msg, ())),
+            ServerAssignError::DuplicateMember(id) => InvalidInputError::new_err((msg, id)),
+            ServerAssignError::DuplicateTopic { topic, .. }
+            | ServerAssignError::OwnedTwice { topic, .. }
+            | ServerAssignError::PartitionOutOfRange { topic, .. } => {
+                InvalidInputError::new_err((msg, topic.to_string()))
+            }
+            ServerAssignError::TopicIndex(t) => InvalidInputError::new_err((msg, t)),
+            ServerAssignError::TooManyPartitions(n) => InvalidInputError::new_err((msg, n)),
         }
     }
 }

@@ -86,8 +86,9 @@ impl TopicIndex {
 /// The assignor named `name` (any ASCII case).
 fn assignor(name: &str) -> PyResult<Assignor> {
     Assignor::parse(name).ok_or_else(|| {
+        let known: Vec<&str> = Assignor::ALL.iter().map(|a| a.name()).collect();
         UnknownStrategyError::new_err((
-            format!("unknown assignor {name:?}: range, roundrobin, sticky, cooperative-sticky"),
+            format!("unknown assignor {name:?}: {}", known.join(", ")),
             name.to_owned(),
         ))
     })
@@ -127,8 +128,7 @@ fn members_from(
             continue;
         }
         if let Ok(bytes) = value.cast::<PyBytes>() {
-            // Undecodable userData means no previous assignment, as in Java.
-            if let Ok(data) = user_data::decode(bytes.as_bytes()) {
+            if let Some(data) = user_data::previous_assignment(bytes.as_bytes()) {
                 member.generation = data.generation;
                 for (t, p) in data.partitions {
                     if let (Some(&t), Ok(p)) = (index.0.get(t), u32::try_from(p)) {
@@ -587,27 +587,17 @@ pub fn kafka_assign<'py>(
 /// What kafka-python's `ConsumerProtocolAssignment` carries, per member: `[(topic, (partition,
 /// ...)), ...]`, topics in Python's `sorted` order (code points), partitions ascending. `topics`
 /// is a list of `(name, partition count)` or kafka-python's `ClusterMetadata.partitions_for_topic`
-/// (asked once per distinct subscribed topic). Aligned with `members` (as in [`members_from`]); no per-partition object besides the int (shared).
-/// The pairs and partition groups are tuples of atoms: they encode exactly like kafka-python's
-/// lists, and the collector stops tracking them after one pass, so a large assignment does not
-/// set off full collections.
-///
-/// With `make = (cls, [(attribute, value), ...], parts_attribute)`, each member's entry is
-/// instead a new `cls` (made by `object.__new__`, no `__init__`) with those attributes set and its
-/// list under `parts_attribute`.
+/// (asked once per distinct subscribed topic). Aligned with `members` (as in [`members_from`]); no
+/// per-partition object besides the int (shared). Plain data: the caller (Python) makes the
+/// kafka-python objects. The pairs and partition groups are tuples of atoms: they encode exactly
+/// like kafka-python's lists, and the collector stops tracking them after one pass, so a large
+/// assignment does not set off full collections.
 #[pyfunction]
-#[pyo3(signature = (name, topics, members, *, make = None))]
-#[allow(clippy::type_complexity)]
 pub fn kafka_assign_grouped<'py>(
     py: Python<'py>,
     name: &str,
     topics: &Bound<'py, PyAny>,
     members: &Bound<'py, PyList>,
-    make: Option<(
-        Bound<'py, PyType>,
-        Vec<(Bound<'py, PyString>, Bound<'py, PyAny>)>,
-        Bound<'py, PyString>,
-    )>,
 ) -> PyResult<Bound<'py, PyList>> {
     let (cluster, mut lists) = if topics.is_callable() {
         let which = assignor(name)?;
@@ -639,12 +629,6 @@ pub fn kafka_assign_grouped<'py>(
     // partitions, so most runs repeat one seen before.
     let mut groups: FxHashMap<Vec<u32>, Bound<'py, PyTuple>> = FxHashMap::default();
     let mut ids: Vec<u32> = Vec::new();
-    let make = make
-        .map(|(cls, fixed, attr)| -> PyResult<_> {
-            let new = py.get_type::<PyAny>().getattr(intern!(py, "__new__"))?;
-            Ok((new, cls, fixed, attr))
-        })
-        .transpose()?;
     let out = PyList::empty(py);
     for lst in &lists {
         let row = PyList::empty(py);
@@ -668,16 +652,7 @@ pub fn kafka_assign_grouped<'py>(
                 [atoms.topics[t as usize].as_any().clone(), ps.into_any()],
             )?)?;
         }
-        if let Some((new, cls, fixed, attr)) = &make {
-            let obj = new.call1((cls,))?;
-            for (k, v) in fixed {
-                obj.setattr(k, v)?;
-            }
-            obj.setattr(attr, row)?;
-            out.append(obj)?;
-        } else {
-            out.append(row)?;
-        }
+        out.append(row)?;
     }
     Ok(out)
 }
@@ -785,8 +760,12 @@ pub fn zk_assign<'py>(
     threads: Vec<String>,
 ) -> PyResult<Bound<'py, PyList>> {
     let Some(which) = zk::ZkAssignor::parse(name) else {
+        let known: Vec<&str> = zk::ZkAssignor::ALL.iter().map(|a| a.name()).collect();
         return Err(UnknownStrategyError::new_err((
-            format!("unknown ZooKeeper-era assignor {name:?}: range, roundrobin"),
+            format!(
+                "unknown ZooKeeper-era assignor {name:?}: {}",
+                known.join(", ")
+            ),
             name.to_owned(),
         )));
     };
@@ -862,7 +841,7 @@ pub fn sticky_user_data_decode<'py>(
     py: Python<'py>,
     data: &[u8],
 ) -> PyResult<Option<(Bound<'py, PyList>, Option<i32>)>> {
-    let Some(d) = run(py, || ok(user_data::decode(data).ok()))? else {
+    let Some(d) = run(py, || ok(user_data::previous_assignment(data)))? else {
         return Ok(None);
     };
     let out = PyList::empty(py);
@@ -873,4 +852,31 @@ pub fn sticky_user_data_decode<'py>(
         }
     }
     Ok(Some((out, d.generation)))
+}
+
+/// Adds the Kafka bindings to `_core`, with the assignor names of the core's registry
+/// (`Assignor::ALL`, `ZkAssignor::ALL`): the one list Python reads them from.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<TopicPartitionList>()?;
+    m.add_class::<TopicPartitionIter>()?;
+    m.add_function(wrap_pyfunction!(kafka_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_assign_grouped, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_assign_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(zk_assign, m)?)?;
+    m.add_function(wrap_pyfunction!(sticky_user_data_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(sticky_user_data_decode, m)?)?;
+    m.add(
+        "STICKY_USER_DATA_MAX_TOPIC_BYTES",
+        user_data::MAX_TOPIC_BYTES,
+    )?;
+    m.add(
+        "KAFKA_ASSIGNORS",
+        PyTuple::new(py, Assignor::ALL.map(Assignor::name))?,
+    )?;
+    m.add(
+        "ZK_ASSIGNORS",
+        PyTuple::new(py, zk::ZkAssignor::ALL.map(zk::ZkAssignor::name))?,
+    )?;
+    Ok(())
 }

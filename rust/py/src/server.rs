@@ -3,7 +3,7 @@
 //! extracted with the GIL held; the assignor runs with it released ([`run`]).
 
 use mqbalance_core::assign::server::{
-    self, Owners, ServerAssignError, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid,
+    self, Owners, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid,
 };
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::intern;
@@ -12,31 +12,21 @@ use pyo3::types::{PyDict, PyList, PyString};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use crate::errors::{run, CoreError, InvalidInputError, UnknownStrategyError};
+use crate::errors::{run, InvalidInputError, UnknownStrategyError};
 
-pyo3::import_exception!(mqbalance.exceptions, PartitionAssignorError);
-
-impl CoreError for ServerAssignError {
-    fn into_py(self) -> PyErr {
-        let msg = self.to_string();
-        match self {
-            ServerAssignError::Assignor { .. } => PartitionAssignorError::new_err((msg, ())),
-            ServerAssignError::DuplicateMember(id) => InvalidInputError::new_err((msg, id)),
-            ServerAssignError::DuplicateTopic { topic, .. }
-            | ServerAssignError::OwnedTwice { topic, .. }
-            | ServerAssignError::PartitionOutOfRange { topic, .. } => {
-                InvalidInputError::new_err((msg, topic.to_string()))
-            }
-            ServerAssignError::TopicIndex(t) => InvalidInputError::new_err((msg, t)),
-            ServerAssignError::TooManyPartitions(n) => InvalidInputError::new_err((msg, n)),
-        }
-    }
+/// The broker-side assignors' names, from the core's registry (`ServerAssignor::ALL`).
+pub fn names() -> Vec<&'static str> {
+    ServerAssignor::ALL.map(ServerAssignor::name).to_vec()
 }
 
 fn assignor(name: &str) -> PyResult<ServerAssignor> {
     ServerAssignor::parse(name).ok_or_else(|| {
+        let known: Vec<String> = names().iter().map(|n| format!("{n:?}")).collect();
         UnknownStrategyError::new_err((
-            format!("no broker-side assignor named {name:?}: use \"uniform\" or \"range\""),
+            format!(
+                "no broker-side assignor named {name:?}: use {}",
+                known.join(" or ")
+            ),
             name.to_owned(),
         ))
     })

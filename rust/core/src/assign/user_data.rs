@@ -172,6 +172,22 @@ pub fn decode(data: &[u8]) -> Result<StickyUserData<'_>, UserDataError> {
     decode_version(data, Version::V1).or_else(|e| decode_version(data, Version::V0).map_err(|_| e))
 }
 
+/// The previous assignment a member's userData claims, by Java's rule: bytes that are neither v1
+/// nor v0 (or no bytes) claim nothing, as `StickyAssignor.memberData` treats a userData it cannot
+/// deserialize as no previous assignment. The assignors' inputs and the decoder exposed to Python
+/// both read userData through this.
+///
+/// ```
+/// use mqbalance_core::assign::user_data::{encode, previous_assignment};
+/// let data = encode([("t", 0)], Some(2)).unwrap();
+/// assert_eq!(previous_assignment(&data).map(|d| d.generation), Some(Some(2)));
+/// assert!(previous_assignment(b"\x00\x01junk").is_none()); // kafka-python's own layout: no claim
+/// assert!(previous_assignment(b"").is_none());
+/// ```
+pub fn previous_assignment(data: &[u8]) -> Option<StickyUserData<'_>> {
+    decode(data).ok()
+}
+
 /// The bytes read as exactly one layout.
 pub fn decode_version(data: &[u8], version: Version) -> Result<StickyUserData<'_>, UserDataError> {
     let mut r = Reader { data, pos: 0 };

@@ -29,6 +29,9 @@ pub enum ZkAssignor {
 }
 
 impl ZkAssignor {
+    /// Every ZooKeeper-era assignor, in the order the names are listed to users.
+    pub const ALL: [ZkAssignor; 2] = [ZkAssignor::Range, ZkAssignor::RoundRobin];
+
     /// Kafka's name: `range` or `roundrobin`.
     pub fn name(self) -> &'static str {
         match self {
@@ -39,7 +42,7 @@ impl ZkAssignor {
 
     /// The assignor named `name`, ignoring ASCII case; `None` if there is none.
     pub fn parse(name: &str) -> Option<Self> {
-        [ZkAssignor::Range, ZkAssignor::RoundRobin]
+        Self::ALL
             .into_iter()
             .find(|a| a.name().eq_ignore_ascii_case(name))
     }

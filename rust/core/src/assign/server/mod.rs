@@ -42,6 +42,9 @@ pub enum ServerAssignor {
 }
 
 impl ServerAssignor {
+    /// Every broker-side assignor, in the order the names are listed to users.
+    pub const ALL: [ServerAssignor; 2] = [ServerAssignor::Uniform, ServerAssignor::Range];
+
     /// Kafka's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -52,7 +55,7 @@ impl ServerAssignor {
 
     /// The assignor named `name` (ASCII case ignored), or `None`.
     pub fn parse(name: &str) -> Option<Self> {
-        [ServerAssignor::Uniform, ServerAssignor::Range]
+        Self::ALL
             .into_iter()
             .find(|a| a.name().eq_ignore_ascii_case(name))
     }

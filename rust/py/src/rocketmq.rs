@@ -1,0 +1,440 @@
+//! Bindings of `mqbalance_core::allocate` (RocketMQ's queue allocation strategies): the strategy
+//! handle, per-client `allocate` and whole-group `assign` / `owners`, over queue columns or a
+//! prepared [`PyQueueTable`]. Machine rooms arrive as one `rooms=` argument ([`Rooms`]).
+
+use std::collections::BTreeSet;
+
+use mqbalance_core::allocate::{self, RoomMap, StrategyParams};
+use mqbalance_core::ring::hash_str;
+use mqbalance_core::{order, Charset, ConsumerList, QueueTable, Strategy};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyTuple};
+
+use crate::columns;
+use crate::errors::{self, ok, run, IntoPyResult, UnknownCharsetError};
+
+/// A core strategy handle (immutable).
+#[pyclass(frozen, name = "Strategy", module = "mqbalance._core")]
+pub struct PyStrategy {
+    pub(crate) inner: Strategy,
+}
+
+fn charset(name: &str) -> PyResult<Charset> {
+    Charset::from_name(name).ok_or_else(|| {
+        UnknownCharsetError::new_err((
+            format!("unknown charset {name:?}: use UTF-8, ISO-8859-1 or US-ASCII"),
+            name.to_owned(),
+        ))
+    })
+}
+
+#[pymethods]
+impl PyStrategy {
+    #[new]
+    #[pyo3(signature = (kind, *, virtual_node_cnt = 10, charset = "UTF-8", consumer_idcs = None, inner = None, epsilon = 0.25))]
+    /// `epsilon` defaults to `mqbalance_core::allocate::bounded::DEFAULT_EPSILON` (0.25).
+    fn new(
+        kind: &str,
+        virtual_node_cnt: i64,
+        charset: &str,
+        consumer_idcs: Option<BTreeSet<String>>,
+        inner: Option<&PyStrategy>,
+        epsilon: f64,
+    ) -> PyResult<Self> {
+        let params = StrategyParams {
+            virtual_node_cnt,
+            charset: self::charset(charset)?,
+            consumer_idcs,
+            inner: inner.map(|s| s.inner.clone()),
+            epsilon,
+        };
+        Ok(PyStrategy {
+            inner: Strategy::from_name(kind, params).py_err()?,
+        })
+    }
+
+    /// Java `getName()`.
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    /// Whether owners depend on topic and broker names (`AVG` and `AVG_BY_CIRCLE` only count queues).
+    #[getter]
+    fn reads_queue_names(&self) -> bool {
+        self.inner.reads_queue_names()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<mqbalance._core.Strategy {}>", self.inner.name())
+    }
+}
+
+/// The machine rooms of a call (`MACHINE_ROOM_NEARBY`), as Python passes them in `rooms=`: the
+/// separator of the default prefix resolver (`"@"`), or the room of every queue and of every
+/// consumer, aligned with the queue and consumer lists.
+#[derive(FromPyObject)]
+pub enum Rooms<'py> {
+    /// `PrefixRoomResolver`'s separator: rooms are read from broker names and client ids.
+    Prefix(String),
+    /// `(queue_rooms, consumer_rooms)` columns.
+    Columns(Bound<'py, PyAny>, Bound<'py, PyAny>),
+}
+
+impl Rooms<'_> {
+    /// The core's room map over `table` and `group`.
+    fn resolve(&self, table: &QueueTable, group: &ConsumerList) -> PyResult<RoomMap> {
+        match self {
+            Rooms::Prefix(sep) => Ok(RoomMap::from_prefix(table, group, sep)),
+            Rooms::Columns(queue_rooms, consumer_rooms) => {
+                columns::room_map(table, group, queue_rooms, consumer_rooms)
+            }
+        }
+    }
+}
+
+/// Everything one allocation call needs, owned.
+struct Inputs {
+    table: QueueTable,
+    group: ConsumerList,
+    rooms: Option<RoomMap>,
+}
+
+fn inputs(
+    strategy: &Strategy,
+    topics: &Bound<'_, PyAny>,
+    brokers: &Bound<'_, PyAny>,
+    queue_ids: PyReadonlyArray1<'_, i64>,
+    consumers: &Bound<'_, PyAny>,
+    rooms: Option<&Rooms<'_>>,
+    need_names: bool,
+) -> PyResult<Inputs> {
+    let table = columns::queue_table(
+        topics,
+        brokers,
+        queue_ids,
+        need_names || strategy.reads_queue_names(),
+    )?;
+    let group = columns::consumer_list(consumers)?;
+    let rooms = rooms.map(|r| r.resolve(&table, &group)).transpose()?;
+    Ok(Inputs {
+        table,
+        group,
+        rooms,
+    })
+}
+
+/// Java's per-client `allocate` on the lists as given: positions in the queue list, in Java's order.
+#[pyfunction]
+#[pyo3(signature = (strategy, current_id, topics, brokers, queue_ids, consumers, *, rooms = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn allocate_positions<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    current_id: Option<String>,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+    consumers: &Bound<'py, PyAny>,
+    rooms: Option<Rooms<'py>>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let s = &strategy.inner;
+    let x = inputs(
+        s,
+        topics,
+        brokers,
+        queue_ids,
+        consumers,
+        rooms.as_ref(),
+        false,
+    )?;
+    let picked = run(py, || {
+        allocate::allocate(
+            s,
+            current_id.as_deref(),
+            &x.table.all(),
+            &x.group,
+            x.rooms.as_ref(),
+        )
+    })?;
+    Ok(picked.into_pyarray(py))
+}
+
+/// A queue list extracted once (topic and broker names interned, ids checked), for many
+/// `allocate` / `assign` calls over the same queues.
+#[pyclass(frozen, name = "QueueTable", module = "mqbalance._core")]
+pub struct PyQueueTable {
+    pub(crate) table: QueueTable,
+}
+
+#[pymethods]
+impl PyQueueTable {
+    #[new]
+    fn new(
+        topics: &Bound<'_, PyAny>,
+        brokers: &Bound<'_, PyAny>,
+        queue_ids: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<Self> {
+        Ok(PyQueueTable {
+            table: columns::queue_table(topics, brokers, queue_ids, true)?,
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.table.len()
+    }
+}
+
+/// `items[k]` for each position: the caller's own objects, no copy.
+fn pick<'py>(items: &Bound<'py, PyTuple>, positions: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(items.py());
+    for &k in positions {
+        out.append(items.get_item(k as usize)?)?;
+    }
+    Ok(out)
+}
+
+/// The consumer list and rooms of a call over a prepared table whose rows are `items` (checked to
+/// be as many as the table's queues).
+fn prepared_inputs(
+    table: &PyQueueTable,
+    items: &Bound<'_, PyTuple>,
+    consumers: &Bound<'_, PyAny>,
+    rooms: Option<&Rooms<'_>>,
+) -> PyResult<(ConsumerList, Option<RoomMap>)> {
+    if items.len() != table.table.len() {
+        return Err(errors::LengthMismatchError::new_err((
+            format!(
+                "{} items for a table of {} queues",
+                items.len(),
+                table.table.len()
+            ),
+            items.len(),
+        )));
+    }
+    let group = columns::consumer_list(consumers)?;
+    let rooms = rooms.map(|r| r.resolve(&table.table, &group)).transpose()?;
+    Ok((group, rooms))
+}
+
+/// Java's per-client `allocate` over a prepared [`PyQueueTable`] whose rows are `items`: only the
+/// consumer list is extracted; returns the list of `items` the client consumes, in Java's order.
+#[pyfunction]
+#[pyo3(signature = (strategy, current_id, table, items, consumers, *, rooms = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn allocate_prepared<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    current_id: Option<String>,
+    table: &PyQueueTable,
+    items: &Bound<'py, PyTuple>,
+    consumers: &Bound<'py, PyAny>,
+    rooms: Option<Rooms<'py>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let s = &strategy.inner;
+    let (group, rooms) = prepared_inputs(table, items, consumers, rooms.as_ref())?;
+    let picked = run(py, || {
+        allocate::allocate(
+            s,
+            current_id.as_deref(),
+            &table.table.all(),
+            &group,
+            rooms.as_ref(),
+        )
+    })?;
+    pick(items, &picked)
+}
+
+/// Every member's list over a prepared [`PyQueueTable`] whose rows are `items`, as lists of
+/// `items` (entry `j` is empty for a repeated id).
+#[pyfunction]
+#[pyo3(signature = (strategy, table, items, consumers, *, rooms = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn assign_prepared<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    table: &PyQueueTable,
+    items: &Bound<'py, PyTuple>,
+    consumers: &Bound<'py, PyAny>,
+    rooms: Option<Rooms<'py>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let s = &strategy.inner;
+    let (group, rooms) = prepared_inputs(table, items, consumers, rooms.as_ref())?;
+    let lists = run(py, || {
+        allocate::assign(s, &table.table.all(), &group, rooms.as_ref())
+    })?;
+    let out = PyList::empty(py);
+    for positions in &lists {
+        out.append(pick(items, positions)?)?;
+    }
+    Ok(out)
+}
+
+/// Every member's list in one pass (lists as given); entry `j` is empty for a repeated id.
+#[pyfunction]
+#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, rooms = None, previous = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn assign_positions(
+    py: Python<'_>,
+    strategy: &PyStrategy,
+    topics: &Bound<'_, PyAny>,
+    brokers: &Bound<'_, PyAny>,
+    queue_ids: PyReadonlyArray1<'_, i64>,
+    consumers: &Bound<'_, PyAny>,
+    rooms: Option<Rooms<'_>>,
+    previous: Option<PyReadonlyArray1<'_, i64>>,
+) -> PyResult<Vec<Vec<u32>>> {
+    let s = &strategy.inner;
+    let x = inputs(
+        s,
+        topics,
+        brokers,
+        queue_ids,
+        consumers,
+        rooms.as_ref(),
+        false,
+    )?;
+    let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
+    run(py, || {
+        allocate::assign_with_previous(
+            s,
+            &x.table.all(),
+            &x.group,
+            x.rooms.as_ref(),
+            previous.as_deref(),
+        )
+    })
+}
+
+/// Owner of every queue (position of the owning id's first occurrence in `consumers`, -1 for
+/// nobody), aligned with the input rows. Unless `presorted`, queues and ids are sorted the Java way
+/// first, as `RebalanceImpl` does.
+#[pyfunction]
+#[pyo3(signature = (strategy, topics, brokers, queue_ids, consumers, *, presorted = false, rooms = None, previous = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn owners<'py>(
+    py: Python<'py>,
+    strategy: &PyStrategy,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+    consumers: &Bound<'py, PyAny>,
+    presorted: bool,
+    rooms: Option<Rooms<'py>>,
+    previous: Option<PyReadonlyArray1<'py, i64>>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let s = &strategy.inner;
+    let x = inputs(
+        s,
+        topics,
+        brokers,
+        queue_ids,
+        consumers,
+        rooms.as_ref(),
+        !presorted,
+    )?;
+    let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
+    let prev = previous.as_deref();
+    let out = run(py, || {
+        if presorted {
+            allocate::owners_with_previous(s, &x.table.all(), &x.group, x.rooms.as_ref(), prev)
+        } else {
+            allocate::rebalance_owners_with_previous(s, &x.table, &x.group, x.rooms.as_ref(), prev)
+        }
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Many (group, topic) segments in one call: rows `bounds[s]..bounds[s+1]` use
+/// `strategies[seg_strategy[s]]` over `consumers[s]`; owners are positions in each segment's list.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn owners_by_pair<'py>(
+    py: Python<'py>,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+    bounds: PyReadonlyArray1<'py, u64>,
+    strategies: Vec<PyRef<'py, PyStrategy>>,
+    seg_strategy: PyReadonlyArray1<'py, u32>,
+    consumers: Vec<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
+    let table = columns::queue_table(topics, brokers, queue_ids, true)?;
+    let bounds: Vec<usize> = bounds.as_slice()?.iter().map(|&b| b as usize).collect();
+    let which = seg_strategy.as_slice()?;
+    if which.len() != consumers.len() {
+        return Err(errors::LengthMismatchError::new_err((
+            format!(
+                "{} segment strategies for {} consumer lists",
+                which.len(),
+                consumers.len()
+            ),
+            which.len(),
+        )));
+    }
+    let kinds: Vec<Strategy> = strategies.iter().map(|s| s.inner.clone()).collect();
+    if let Some(&bad) = which.iter().find(|&&k| k as usize >= kinds.len()) {
+        return Err(errors::LengthMismatchError::new_err((
+            format!("segment strategy index {bad} out of range"),
+            bad,
+        )));
+    }
+    // A group's pairs pass the same list object: it is converted once, and the core then shares
+    // its sorted order and ring between those pairs.
+    let mut seen: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut groups: Vec<ConsumerList> = Vec::new();
+    let mut of_segment: Vec<usize> = Vec::with_capacity(consumers.len());
+    for item in &consumers {
+        let key = item.as_ptr() as usize;
+        if let Some(&g) = seen.get(&key) {
+            of_segment.push(g);
+            continue;
+        }
+        groups.push(ConsumerList::new(item.extract::<Vec<String>>()?));
+        seen.insert(key, groups.len() - 1);
+        of_segment.push(groups.len() - 1);
+    }
+    let out = run(py, || {
+        let segments: Vec<Segment<'_>> = which
+            .iter()
+            .zip(&of_segment)
+            .map(|(&k, &g)| Segment {
+                strategy: &kinds[k as usize],
+                group: &groups[g],
+            })
+            .collect();
+        owners_by_segment(&table, &bounds, &segments).map_err(|(_, e)| e)
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Stable permutation sorting strings in Java order (UTF-16 code units).
+#[pyfunction]
+pub fn sort_strings_order<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let group = columns::consumer_list(items)?;
+    Ok(run(py, || ok(order::sort_order(group.ids())))?.into_pyarray(py))
+}
+
+/// Stable permutation sorting queues in Java `MessageQueue` order.
+#[pyfunction]
+pub fn sort_queues_order<'py>(
+    py: Python<'py>,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let table = columns::queue_table(topics, brokers, queue_ids, true)?;
+    Ok(run(py, || ok(table.java_sort_order()))?.into_pyarray(py))
+}
+
+/// RocketMQ's MD5 ring hash of a string under a charset (for tooling and tests).
+#[pyfunction]
+#[pyo3(signature = (text, charset = "UTF-8"))]
+pub fn ring_hash(text: &str, charset: &str) -> PyResult<u32> {
+    Ok(hash_str(text, self::charset(charset)?))
+}
