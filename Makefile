@@ -13,6 +13,10 @@ PY     := $(VENV)/bin/python
 
 .PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination tansu bench-kafka-rebalance wheel
 
+# Development builds carry the benchmark helpers (`mqbalance._core._bench`, the `bench` cargo
+# feature); `make wheel` builds without them.
+DEV_BUILD := MATURIN_PEP517_ARGS="--features bench"
+
 # The venv with every dependency group; the package itself is installed editable, so only a Rust
 # change (or a dependency change) rebuilds the extension.
 $(VENV)/.deps: pyproject.toml
@@ -22,13 +26,13 @@ $(VENV)/.deps: pyproject.toml
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.deps Cargo.toml Cargo.lock $(shell find rust -type f -name '*.rs' -o -name Cargo.toml)
-	$(PY) -m pip install -q --no-build-isolation -e ".[spark]"
+	$(DEV_BUILD) $(PY) -m pip install -q --no-build-isolation -e ".[spark]"
 	touch $@
 
 setup: $(VENV)/.installed
 
 dev: $(VENV)/.deps
-	$(PY) -m pip install -q --no-build-isolation -e ".[spark]"
+	$(DEV_BUILD) $(PY) -m pip install -q --no-build-isolation -e ".[spark]"
 	touch $(VENV)/.installed
 
 example: setup

@@ -10,8 +10,14 @@ from mqbalance.kafka import TopicPartition
 
 MAX_RING_ENTRIES: int
 STICKY_USER_DATA_MAX_TOPIC_BYTES: int
+KAFKA_ASSIGNORS: tuple[str, ...]
+KAFKA_STICKY_ASSIGNORS: tuple[str, ...]
+ZK_ASSIGNORS: tuple[str, ...]
+SERVER_ASSIGNORS: tuple[str, ...]
 
 _StrColumn = list[Any] | tuple[list[Any], npt.NDArray[np.uint32]]
+# Machine rooms: the prefix resolver's separator, or (queue rooms, consumer rooms) columns.
+_Rooms = str | tuple[_StrColumn, _StrColumn]
 
 @final
 class Strategy:
@@ -38,9 +44,7 @@ def allocate_positions(
     queue_ids: npt.NDArray[np.int64],
     consumers: list[Any],
     *,
-    queue_rooms: _StrColumn | None = None,
-    consumer_rooms: _StrColumn | None = None,
-    room_sep: str | None = None,
+    rooms: _Rooms | None = None,
 ) -> npt.NDArray[np.uint32]: ...
 
 @final
@@ -55,22 +59,15 @@ def allocate_prepared(
     items: tuple[Any, ...],
     consumers: list[Any],
     *,
-    queue_rooms: _StrColumn | None = None,
-    consumer_rooms: _StrColumn | None = None,
-    room_sep: str | None = None,
+    rooms: _Rooms | None = None,
 ) -> list[Any]: ...
-def time_allocate_core(
-    strategy: Strategy, current_id: str | None, table: QueueTable, consumers: list[Any], rounds: int
-) -> float: ...
 def assign_prepared(
     strategy: Strategy,
     table: QueueTable,
     items: tuple[Any, ...],
     consumers: list[Any],
     *,
-    queue_rooms: _StrColumn | None = None,
-    consumer_rooms: _StrColumn | None = None,
-    room_sep: str | None = None,
+    rooms: _Rooms | None = None,
 ) -> list[list[Any]]: ...
 def assign_positions(
     strategy: Strategy,
@@ -79,9 +76,7 @@ def assign_positions(
     queue_ids: npt.NDArray[np.int64],
     consumers: list[Any],
     *,
-    queue_rooms: _StrColumn | None = None,
-    consumer_rooms: _StrColumn | None = None,
-    room_sep: str | None = None,
+    rooms: _Rooms | None = None,
     previous: npt.NDArray[np.int64] | None = None,
 ) -> list[list[int]]: ...
 def owners(
@@ -92,9 +87,7 @@ def owners(
     consumers: list[Any],
     *,
     presorted: bool = False,
-    queue_rooms: _StrColumn | None = None,
-    consumer_rooms: _StrColumn | None = None,
-    room_sep: str | None = None,
+    rooms: _Rooms | None = None,
     previous: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.int64]: ...
 def sort_strings_order(items: list[Any]) -> npt.NDArray[np.uint32]: ...
@@ -190,9 +183,7 @@ def kafka_assign_grouped(
     name: str,
     topics: list[tuple[str, int]] | Callable[[str], Any],
     members: list[Any],
-    *,
-    make: tuple[type, list[tuple[str, Any]], str] | None = None,
-) -> list[Any]: ...
+) -> list[list[tuple[str, tuple[int, ...]]]]: ...
 def kafka_assign_columns(
     name: str,
     topics: list[tuple[str, int]],

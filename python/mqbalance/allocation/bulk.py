@@ -99,15 +99,17 @@ def owners(
     rooms: dict[str, Any] = {}
     if isinstance(s, MachineRoomNearby):
         if type(s.resolver) is PrefixRoomResolver:
-            rooms = {"room_sep": s.resolver.sep}
+            rooms = {"rooms": s.resolver.sep}
         else:
             tl, bl = list(topics), list(brokers)
             rooms = {
-                "queue_rooms": [
-                    _room(s.resolver.broker_room(MessageQueue(t, b, int(q))), f"{t}/{b}/{q}")
-                    for t, b, q in zip(tl, bl, qids)
-                ],
-                "consumer_rooms": [_room(s.resolver.consumer_room(c), f"consumer id {c!r}") for c in ids],
+                "rooms": (
+                    [
+                        _room(s.resolver.broker_room(MessageQueue(t, b, int(q))), f"{t}/{b}/{q}")
+                        for t, b, q in zip(tl, bl, qids)
+                    ],
+                    [_room(s.resolver.consumer_room(c), f"consumer id {c!r}") for c in ids],
+                )
             }
     return _core.owners(s._handle, tcol, bcol, qids, ids, presorted=presorted, previous=prev, **rooms)
 

@@ -468,10 +468,12 @@ class MachineRoomNearby(AllocateStrategy):
 
     def _rooms(self, queues: Sequence[MessageQueue], consumers: list[Any]) -> dict[str, Any]:
         if type(self.resolver) is PrefixRoomResolver:
-            return {"room_sep": self.resolver.sep}
+            return {"rooms": self.resolver.sep}
         return {
-            "queue_rooms": [_room(self.resolver.broker_room(q), str(q)) for q in queues],
-            "consumer_rooms": [_room(self.resolver.consumer_room(c), f"consumer id {c!r}") for c in consumers],
+            "rooms": (
+                [_room(self.resolver.broker_room(q), str(q)) for q in queues],
+                [_room(self.resolver.consumer_room(c), f"consumer id {c!r}") for c in consumers],
+            )
         }
 
 

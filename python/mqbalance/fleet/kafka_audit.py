@@ -53,13 +53,16 @@ from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, PairRow,
 from mqbalance.fleet.kafka_snapshot import KafkaGroup, KafkaSnapshot
 from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assign
 from mqbalance.kafka import user_data as java_user_data
+from mqbalance.kafka.assignors import ASSIGNORS, STICKY_ASSIGNORS
+from mqbalance.kafka.server import what_if_names
 
 __all__ = ["KAFKA_WHAT_IF", "audit_kafka", "audit_kafka_on_spark", "kafka_what_if_candidates"]
 
 #: every candidate of the Kafka what-if: the client-side assignors, then the broker-side ones
-KAFKA_WHAT_IF = ("range", "roundrobin", "sticky", "cooperative-sticky", "uniform", "server-range")
-_SERVER = {"uniform": "uniform", "server-range": "range"}
-_STICKY = ("sticky", "cooperative-sticky")
+#: (:func:`~mqbalance.kafka.what_if_names`: ``server-range`` is the broker's ``range``)
+KAFKA_WHAT_IF = tuple(what_if_names())
+_SERVER = {w: n for w, n in what_if_names().items() if w not in ASSIGNORS}
+_STICKY = STICKY_ASSIGNORS
 
 
 def kafka_what_if_candidates(option: str) -> tuple[str, ...]:

@@ -38,6 +38,8 @@ __all__ = [
     "Subscription",
     "Assignor",
     "ASSIGNORS",
+    "STICKY_ASSIGNORS",
+    "ZK_ASSIGNORS",
     "assignor",
     "zk_assign",
     "assign_columns",
@@ -46,8 +48,12 @@ __all__ = [
     "AssignmentReport",
 ]
 
-ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
-_ZK_ASSIGNORS = ("range", "roundrobin")
+#: Kafka's client-side assignors, by Kafka's names: the core's registry (``Assignor::ALL``).
+ASSIGNORS: tuple[str, ...] = _core.KAFKA_ASSIGNORS
+#: Those of :data:`ASSIGNORS` that read the members' previous assignment (the sticky family).
+STICKY_ASSIGNORS: tuple[str, ...] = _core.KAFKA_STICKY_ASSIGNORS
+#: The ZooKeeper-era assignors (the core's ``ZkAssignor::ALL``).
+ZK_ASSIGNORS: tuple[str, ...] = _core.ZK_ASSIGNORS
 
 
 def _assignor_name(name: str, known: Sequence[str], what: str = "assignor") -> str:
@@ -182,22 +188,15 @@ class Assignor:
             members.append((mid, s.group_instance_id, list(s.topics), list(s.owned_partitions), s.generation))
         return ids, pairs, members
 
-    def _assign_grouped(
-        self,
-        pairs: list[tuple[str, int]] | Callable[[str], Any],
-        members: list[Any],
-        *,
-        make: tuple[type, list[tuple[str, Any]], str] | None = None,
-    ) -> list[Any]:
+    def _assign_grouped(self, pairs: list[tuple[str, int]] | Callable[[str], Any], members: list[Any]) -> list[Any]:
         """Per member (aligned with ``members``: ``(member_id, group_instance_id, topics: list[str],
         owned: list[(topic, partition)] | sticky userData bytes | None, generation)``), what
         kafka-python's ``ConsumerProtocolAssignment`` carries: ``[(topic, (partition, ...)), ...]``
         sorted. ``pairs``: ``(topic, partition count)`` pairs, or a ``partitions_for_topic(name)``
-        callable asked once per subscribed topic (``None`` or empty: no metadata). With ``make =
-        (cls, [(attribute, value), ...], parts_attribute)`` each entry is a ``cls`` made without
-        ``__init__``, those attributes set, the list under ``parts_attribute``."""
+        callable asked once per subscribed topic (``None`` or empty: no metadata). Sticky userData
+        that is not in Java's layout claims nothing (Java's rule, decided in the core)."""
         try:
-            return _core.kafka_assign_grouped(self.name, pairs, members, make=make)
+            return _core.kafka_assign_grouped(self.name, pairs, members)
         except UnicodeEncodeError:
             raise _not_unicode(members) from None
 
@@ -244,7 +243,7 @@ def zk_assign(
     """
     _validate.mapping(partitions_per_topic, "partitions_per_topic")
     _validate.mapping(consumers, "consumers")
-    name = _assignor_name(name, _ZK_ASSIGNORS, "ZooKeeper-era assignor")
+    name = _assignor_name(name, ZK_ASSIGNORS, "ZooKeeper-era assignor")
     pairs, index = _topics(partitions_per_topic)
     _validate.mapping(consumers, "consumers")
     threads_total = 0

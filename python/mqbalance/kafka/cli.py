@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_subcommands"]
+from mqbalance.kafka.assignors import ASSIGNORS
 
-_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+__all__ = ["add_subcommands"]
 
 
 def _cmd_kafka_consume(args: argparse.Namespace) -> int:
@@ -51,7 +51,7 @@ def add_subcommands(sub: Any) -> dict[str, Callable[[argparse.Namespace], int]]:
     c.add_argument("--bootstrap", required=True, help="brokers, HOST:PORT[,HOST:PORT...]")
     c.add_argument("--group", required=True)
     c.add_argument("--topic", required=True, action="append", help="a topic to consume (repeatable)")
-    c.add_argument("--assignor", default="range", choices=_ASSIGNORS)
+    c.add_argument("--assignor", default="range", choices=ASSIGNORS)
     c.add_argument(
         "--impl",
         default="mqbalance",

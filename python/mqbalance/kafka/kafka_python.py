@@ -36,8 +36,8 @@ class _AssignmentMaker:
     """Makes ``ConsumerProtocolAssignment(version, assigned_partitions, b"")`` for many members
     without kafka-python's generic ``DataContainer.__init__`` (about 5-10 µs each, most of a
     1k-member call): a new instance (``object.__new__``) receives the attribute values the
-    constructor gave a probe instance, then its own ``assigned_partitions``. The recipe (``spec``,
-    also followed by the binding) is checked once against the constructor (equality, repr and
+    constructor gave a probe instance, then its own ``assigned_partitions``. The recipe (``spec``)
+    is checked once against the constructor (equality, repr and
     encoding); if it differs, or the probe holds a mutable value, ``spec`` is ``None`` and the
     constructor is used for every member.
 
@@ -118,7 +118,7 @@ class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # ka
         """``{member_id: ConsumerProtocolAssignment}``, what kafka-python's ``ConsumerCoordinator``
         expects. The distinct topics, their partition counts (``cluster.partitions_for_topic``,
         once per topic), the sticky userData and the grouped ``(topic, (partition, ...))`` lists
-        are all handled in Rust; per member, Python only reads its fields."""
+        are all handled in Rust; per member, Python reads its fields and makes its assignment."""
         by_id = {m.member_id: m for m in members}  # one entry per member id, like a dict of subscriptions
         owned = self._owned
         rows = []
@@ -128,10 +128,8 @@ class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # ka
                 names = list(names)
             rows.append((mid, getattr(m, "group_instance_id", None), names, *owned(m)))
         make = _MAKERS.get(self.version) or _MAKERS.setdefault(self.version, _AssignmentMaker(self.version))
-        if make.spec is None:
-            grouped = self._assignor._assign_grouped(cluster.partitions_for_topic, rows)
-            return {mid: make(g) for mid, g in zip(by_id, grouped)}
-        return dict(zip(by_id, self._assignor._assign_grouped(cluster.partitions_for_topic, rows, make=make.spec)))
+        grouped = self._assignor._assign_grouped(cluster.partitions_for_topic, rows)
+        return {mid: make(g) for mid, g in zip(by_id, grouped)}
 
     def metadata(self, topics: Any) -> Any:
         return ConsumerProtocolSubscription(self.version, sorted(topics), b"")

@@ -56,16 +56,17 @@ log = logging.getLogger("mqbalance.kafka")
 #: Assignor classes by implementation, then by Kafka's name.
 ASSIGNOR_CLASSES: dict[str, dict[str, type]] = {
     "mqbalance": {
-        "range": kafka_python.RangeAssignor,
-        "roundrobin": kafka_python.RoundRobinAssignor,
-        "sticky": kafka_python.StickyAssignor,
-        "cooperative-sticky": kafka_python.CooperativeStickyAssignor,
+        c.name: c
+        for c in (
+            kafka_python.RangeAssignor,
+            kafka_python.RoundRobinAssignor,
+            kafka_python.StickyAssignor,
+            kafka_python.CooperativeStickyAssignor,
+        )
     },
     "kafka-python": {
-        "range": RangePartitionAssignor,
-        "roundrobin": RoundRobinPartitionAssignor,
-        "sticky": StickyPartitionAssignor,
-        "cooperative-sticky": KPCooperativeSticky,
+        c.name: c
+        for c in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor, KPCooperativeSticky)
     },
 }
 IMPLEMENTATIONS = tuple(ASSIGNOR_CLASSES)

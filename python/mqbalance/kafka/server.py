@@ -46,8 +46,31 @@ import numpy.typing as npt
 
 from mqbalance import _core, _validate
 from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
+from mqbalance.kafka.assignors import ASSIGNORS
 
-__all__ = ["ServerMember", "server_assign", "server_assign_columns"]
+__all__ = ["SERVER_ASSIGNORS", "ServerMember", "server_assign", "server_assign_columns", "what_if_names"]
+
+#: The broker-side assignors, by Kafka's names (``group.consumer.assignors``): the core's
+#: registry (``ServerAssignor::ALL``). ``range`` is also a client-side name: which side is meant
+#: follows from the call (:func:`server_assign` is the broker's), as in Kafka, where the group's
+#: protocol (``consumer`` or ``classic``) decides.
+SERVER_ASSIGNORS: tuple[str, ...] = _core.SERVER_ASSIGNORS
+
+
+def what_if_names() -> dict[str, str]:
+    """Every assignor of both sides, for a list that names them together (the fleet's what-if):
+    the client-side ones (:data:`~mqbalance.kafka.ASSIGNORS`), then the broker-side ones, each
+    mapped to its Kafka name. A broker-side name that is also a client-side one is told apart as
+    ``server-<name>`` (Kafka tells them apart by the group's protocol, which a mixed list does not
+    have); the rule is applied here, once, to the core's two lists.
+
+    >>> what_if_names()["server-range"], what_if_names()["uniform"], what_if_names()["range"]
+    ('range', 'uniform', 'range')
+    """
+    out = {n: n for n in ASSIGNORS}
+    for n in SERVER_ASSIGNORS:
+        out[f"server-{n}" if n in out else n] = n
+    return out
 
 
 @dataclass(frozen=True)

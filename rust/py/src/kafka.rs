@@ -858,6 +858,11 @@ pub fn sticky_user_data_decode<'py>(
 /// (`Assignor::ALL`, `ZkAssignor::ALL`): the one list Python reads them from.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    let sticky: Vec<&str> = Assignor::ALL
+        .into_iter()
+        .filter(|a| a.reads_previous())
+        .map(Assignor::name)
+        .collect();
     m.add_class::<TopicPartitionList>()?;
     m.add_class::<TopicPartitionIter>()?;
     m.add_function(wrap_pyfunction!(kafka_assign, m)?)?;
@@ -874,6 +879,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "KAFKA_ASSIGNORS",
         PyTuple::new(py, Assignor::ALL.map(Assignor::name))?,
     )?;
+    m.add("KAFKA_STICKY_ASSIGNORS", PyTuple::new(py, sticky)?)?;
     m.add(
         "ZK_ASSIGNORS",
         PyTuple::new(py, zk::ZkAssignor::ALL.map(zk::ZkAssignor::name))?,

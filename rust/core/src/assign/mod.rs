@@ -66,6 +66,11 @@ impl Assignor {
         }
     }
 
+    /// Whether it reads the members' previous assignment (the sticky family).
+    pub fn reads_previous(self) -> bool {
+        matches!(self, Assignor::Sticky | Assignor::CooperativeSticky)
+    }
+
     /// The assignor named `name`, ignoring ASCII case; `None` if there is none.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL
