@@ -47,7 +47,7 @@ CONFIGS = [
     ("every-member", "CONSISTENT_HASH"),
     ("leader", "AVG"),
     ("leader", "CONSISTENT_HASH"),
-    ("leader", "kafka-sticky"),
+    ("leader", "sticky"),
 ]
 
 
@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="4,16,32")
     ap.add_argument("--queues", type=int, default=1024)
-    ap.add_argument("--configs", help="comma-separated mode/strategy pairs, e.g. leader/kafka-sticky (default: all)")
+    ap.add_argument("--configs", help="comma-separated mode/strategy pairs, e.g. leader/sticky (default: all)")
     ap.add_argument("--session-timeout", type=float, default=3.0)
     ap.add_argument("--backoff-ms", type=int, default=2000, help="every-member rebalance back-off (Kafka's 2000)")
     ap.add_argument("--timeout", type=float, default=60.0, help="give up waiting for stability after this")

@@ -14,7 +14,7 @@ import coordination_bench  # noqa: E402
 
 
 def test_coordination_bench_smoke(tmp_path: Path) -> None:
-    argv = ["--sizes", "3", "--queues", "48", "--configs", "every-member/AVG,leader/kafka-sticky"]
+    argv = ["--sizes", "3", "--queues", "48", "--configs", "every-member/AVG,leader/sticky"]
     assert coordination_bench.main([*argv, "--backoff-ms", "200", "--out", str(tmp_path)]) == 0
     rows = json.loads((tmp_path / "results.json").read_text())
     assert len(rows) == 6 and all(r["stable_s"] is not None for r in rows)

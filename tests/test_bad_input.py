@@ -50,7 +50,7 @@ from mqbalance import rocketmq as rocketmq_mod
 from mqbalance import sim as sim_mod
 from mqbalance.allocation import bulk, ordering, strategies
 from mqbalance.allocation.models import MessageQueue
-from mqbalance.allocation.registry import StrategySpec, Use, lookup, names_for
+from mqbalance.allocation.registry import StrategySpec, Use, from_java_class, lookup, names_for
 from mqbalance.allocation.rooms import PrefixRoomResolver
 from mqbalance.allocation.strategies import (
     Avg,
@@ -429,6 +429,11 @@ TABLE: list[Entry] = [
         charset=("str", "UTF-8"),
     ),
     E("allocation.registry.lookup", lambda text: lookup(text), text=("str", "AVG")),
+    E(
+        "allocation.registry.from_java_class",
+        lambda name: from_java_class(name),
+        name=("str", "AllocateMessageQueueAveragely"),
+    ),
     E(
         "allocation.registry.StrategySpec.parse",
         lambda config: StrategySpec.parse(config).build(),
@@ -1169,6 +1174,7 @@ EXEMPT: dict[str, str] = {
     "mqbalance.kafka.TopicPartitionList": "result type built by the binding (test_kafka_topic_partition_list)",
     "mqbalance.kafka.AssignmentReport": "result type",
     "mqbalance.allocation.registry.StrategyInfo": "registry metadata",
+    "mqbalance.kafka.what_if_names": "takes no input: the names of the core's two lists",
     "mqbalance.allocation.registry.Family": "an enum",
     "mqbalance.allocation.registry.Use": "an enum; checked where given (names_for, StrategySpec.parse: walked)",
     "mqbalance.allocation.registry.StrategyName": "an enum of names; parsing is walked through strategy()/lookup()",

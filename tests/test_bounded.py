@@ -243,7 +243,7 @@ def test_sticky_first_run_is_avg_and_join_leave_move_the_lower_bound(n: int, c: 
 
 def test_sticky_needs_a_previous_assignment() -> None:
     qs, ids = _queues(6), ["c1", "c2"]
-    sticky = strategy("sticky")
+    sticky = strategy("STICKY")
     with pytest.raises(PreviousAssignmentRequiredError, match="CONSISTENT_HASH_BOUNDED") as info:
         sticky.allocate("cg", "c1", qs, ids)
     assert isinstance(info.value, UnsupportedStrategyError) and info.value.value == "STICKY"

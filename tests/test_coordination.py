@@ -134,7 +134,7 @@ def test_every_member_rebalance_on_join_leave_and_partition_change(zk_server, zk
 def test_leader_mode_kafka_sticky_moves_only_what_it_must_and_fails_over(zk_server, zk, group, stack):
     topic = f"{group}-t"
     set_partitions(zk, topic, 30)
-    kw = {"strategy": "kafka-sticky", "mode": "leader"}
+    kw = {"strategy": "sticky", "mode": "leader"}
     members = [start(stack, zk_server.hosts, group, f"m{i}", [topic], **kw) for i in "012"]
     # A member that registered after the leader last published is ACQUIRED with nothing until the
     # next generation: wait for the generation that counts all three.
@@ -357,7 +357,7 @@ def test_bad_parameters(kw):
     ("config", "mode", "error", "message"),
     [
         (
-            "sticky",  # any case: RocketMQ's STICKY
+            "STICKY",  # mqbalance's (RocketMQ-style) STICKY; "sticky" is Kafka's
             "every-member",
             PreviousAssignmentRequiredError,
             (
@@ -366,10 +366,10 @@ def test_bad_parameters(kw):
             ),
         ),
         (
-            "kafka-sticky",
+            "sticky",
             "every-member",
             PreviousAssignmentRequiredError,
-            "kafka-sticky is computed by one party from the group's previous assignment",
+            "sticky is computed by one party from the group's previous assignment",
         ),
         (
             {"name": "CONFIG", "messageQueueList": []},
@@ -389,7 +389,7 @@ def test_strategy_the_mode_cannot_run_is_refused_at_construction(config, mode, e
 
 
 def test_unknown_strategy_and_bad_partition_counts(zk):
-    with pytest.raises(UnknownStrategyError, match="known: AVG.*range, roundrobin, kafka-sticky"):
+    with pytest.raises(UnknownStrategyError, match="known: AVG.*range, roundrobin, sticky"):
         GroupMember("127.0.0.1:1", "g", ["t"], strategy="FASTEST")
     for n in (0, -3):
         with pytest.raises(InvalidCoordinationConfigError):

@@ -167,9 +167,9 @@ def wait_owned(groups: list[Group], admin: KazooClient, since: float, times: dic
     "configs",
     [
         [("every-member", "AVG"), ("leader", "CONSISTENT_HASH")],
-        [("every-member", "range"), ("leader", "kafka-sticky")],
+        [("every-member", "range"), ("leader", "sticky")],
     ],
-    ids=["AVG+CONSISTENT_HASH", "range+kafka-sticky"],
+    ids=["AVG+CONSISTENT_HASH", "range+sticky"],
 )
 def test_soak(tmp_path: Path, configs: list[tuple[str, str]]) -> None:
     rng = random.Random(12)

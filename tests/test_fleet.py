@@ -427,7 +427,7 @@ def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch
     assert cli._what_if("none", snap, say) == ()
     monkeypatch.setattr(cli, "WHAT_IF_DEFAULT_MAX_QUEUES", snap.readable_queue_count() - 1)
     assert cli._what_if(None, snap, say) == ()
-    assert [s.display_name for s in cli._what_if("sticky", snap, say)] == ["STICKY"]
+    assert [s.display_name for s in cli._what_if("STICKY", snap, say)] == ["STICKY"]
 
 
 def test_what_if_sticky_keeps_a_balanced_group_without_the_core_and_equals_it():

@@ -130,7 +130,7 @@ def _check(records: dict[str, list[dict[str, Any]]], rnd: dict[str, Any]) -> lis
     return bad
 
 
-@pytest.mark.parametrize(("mode", "strategy"), [("every-member", "AVG"), ("leader", "kafka-sticky")])
+@pytest.mark.parametrize(("mode", "strategy"), [("every-member", "AVG"), ("leader", "sticky")])
 def test_server_partitioned_from_ensemble(
     network: Network, zk_ensemble: ZooKeeperEnsemble, tmp_path: Path, mode: str, strategy: str
 ) -> None:

@@ -289,7 +289,7 @@ def test_leader_partitioned_publications_fenced(network: Network, tmp_path: Path
         network,
         tmp_path,
         "leader",
-        "kafka-sticky",
+        "sticky",
         leader=True,
         name="5: ZooKeeper leader partitioned, publications fenced (leader)",
     )

@@ -18,7 +18,7 @@ from mqbalance import (
     bulk,
     strategy,
 )
-from mqbalance.allocation.registry import StrategyConfigError, Use, names_for
+from mqbalance.allocation.registry import Family, StrategyConfigError, Use, from_java_class, names_for
 
 Q = [MessageQueue("T", f"{room}@b{i}", k) for i, room in enumerate(("hz", "sh")) for k in range(5)]
 IDS = ["hz@c1", "sh@c2", "c3"]
@@ -116,13 +116,13 @@ def test_java_constructor_errors_come_from_the_strategy_itself():
 _PER_CLIENT = {"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "CONSISTENT_HASH_BOUNDED"}
 _ROOMS = {"MACHINE_ROOM", "MACHINE_ROOM_NEARBY"}
 # Where each strategy runs, written out by hand from what each one needs (not from the registry):
-# STICKY and kafka-sticky need the previous assignment (one party: a leader, a what-if, the
+# STICKY and Kafka's sticky need the previous assignment (one party: a leader, a what-if, the
 # simulator's coordinator); CONFIG has no owner per queue; MACHINE_ROOM* and CONFIG need per-client
-# configuration; range / roundrobin / kafka-sticky are Kafka's and run only in ZooKeeper groups.
+# configuration; range / roundrobin / sticky are Kafka's and run only in ZooKeeper groups.
 RUNS_IN = {
     Use.ROCKETMQ_CLIENT: _PER_CLIENT | _ROOMS | {"CONFIG"},
     Use.ZOOKEEPER_EVERY_MEMBER: _PER_CLIENT | _ROOMS | {"range", "roundrobin"},
-    Use.ZOOKEEPER_LEADER: _PER_CLIENT | _ROOMS | {"STICKY", "range", "roundrobin", "kafka-sticky"},
+    Use.ZOOKEEPER_LEADER: _PER_CLIENT | _ROOMS | {"STICKY", "range", "roundrobin", "sticky"},
     Use.FLEET_AUDIT: _PER_CLIENT | _ROOMS,
     Use.WHAT_IF: _PER_CLIENT | {"STICKY"},
     Use.SCENARIO: _PER_CLIENT | {"STICKY"},
@@ -146,18 +146,23 @@ def test_each_use_accepts_exactly_the_strategies_that_can_run_there(use):
         message = str(refused.value)
         assert message.startswith("--strategy: ") and use.value in message
         assert message.endswith(", ".join(names_for(use)))  # it names what would run
-        if name in ("STICKY", "kafka-sticky"):
+        if name in ("STICKY", "sticky"):
             assert isinstance(refused.value, PreviousAssignmentRequiredError)
 
 
 def test_kafka_assignors_have_no_rocketmq_strategy_and_names_differ_by_more_than_case():
-    for name in ("range", "RoundRobin", "kafka-sticky"):
+    for name in ("range", "RoundRobin", "sticky"):
         with pytest.raises(UnsupportedStrategyError, match="Kafka's assignors"):
             strategy(name)
         with pytest.raises(UnsupportedStrategyError, match="Kafka's assignors"):
             StrategySpec.parse(name).build()
-    assert StrategySpec.parse("sticky").name is StrategyName.STICKY  # RocketMQ's, any case
-    assert len({n.value.upper() for n in StrategyName}) == len(StrategyName)
+    # STICKY and Kafka's sticky differ only by case: each is matched exactly, any other case is refused
+    assert StrategySpec.parse("STICKY").name is StrategyName.STICKY
+    assert StrategySpec.parse("sticky").name is StrategyName.KAFKA_STICKY
+    with pytest.raises(UnknownStrategyError, match="'Sticky' is ambiguous: write 'STICKY' or 'sticky' exactly"):
+        StrategySpec.parse("Sticky")
+    assert StrategySpec.parse("avg_by_circle").name is StrategyName.AVG_BY_CIRCLE  # the others, any case
+    assert len({n.value.upper() for n in StrategyName}) == len(StrategyName) - 1
     with pytest.raises(UnsupportedStrategyError, match="cannot be the inner strategy"):
         StrategySpec.parse("MACHINE_ROOM_NEARBY-range")
 
@@ -179,3 +184,19 @@ def test_every_rocketmq_entry_builds_its_core_strategy():
         if info.cls is not None:
             built = StrategySpec.parse(CONFIGS[name.value]).build()
             assert built.name.startswith(name.value)
+
+
+def test_kafka_names_are_the_cores():
+    """The Kafka assignors a ZooKeeper group runs are named as the core's registry names them."""
+    from mqbalance.kafka import ASSIGNORS, ZK_ASSIGNORS
+
+    kafka = {n.value for n, info in REGISTRY.items() if info.family is Family.KAFKA}
+    assert kafka == set(ZK_ASSIGNORS) | {"sticky"} and kafka <= set(ASSIGNORS) | set(ZK_ASSIGNORS)
+
+
+def test_java_class_names_are_in_the_registry():
+    for name, info in REGISTRY.items():
+        if info.java_class is not None:
+            assert from_java_class(info.java_class) is name
+    assert from_java_class("AllocateMessageQueueAveragely") is StrategyName.AVG
+    assert from_java_class("SomethingElse") is None

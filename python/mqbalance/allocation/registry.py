@@ -24,8 +24,10 @@ Where a strategy can run is decided here too, from its traits: every entry point
 ``use=`` (a :class:`Use`), and a strategy that cannot work there is refused at once with
 :class:`~mqbalance.exceptions.UnsupportedStrategyError`, naming the ones that can.
 
->>> StrategySpec.parse("sticky", use=Use.ZOOKEEPER_LEADER).name  # a leader holds the previous generation
+>>> StrategySpec.parse("STICKY", use=Use.ZOOKEEPER_LEADER).name  # a leader holds the previous generation
 <StrategyName.STICKY: 'STICKY'>
+>>> StrategySpec.parse("sticky", use=Use.ZOOKEEPER_LEADER).name  # Kafka's, by Kafka's name
+<StrategyName.KAFKA_STICKY: 'sticky'>
 >>> StrategySpec.parse("STICKY", use=Use.ROCKETMQ_CLIENT)
 Traceback (most recent call last):
 ...
@@ -33,8 +35,9 @@ mqbalance.exceptions.PreviousAssignmentRequiredError: strategy: STICKY is comput
 
 Adding a RocketMQ strategy: its core file under ``rust/core/src/allocate/`` and its arms in the
 core's ``Strategy`` (``allocate/mod.rs``), its class in :mod:`mqbalance.allocation.strategies`, its
-:class:`StrategyInfo` entry here; the binding, the CLI, snapshots, Spark, the simulator and the
-members follow (the README's Contributing section lists the tests that ask for it).
+:class:`StrategyInfo` entry here (with its Java class name, if Java has one); the binding, the CLI,
+snapshots, Spark, the simulator, the remoting client and the members follow (the README's
+Contributing section lists the tests that ask for it).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ __all__ = [
     "StrategyName",
     "StrategySpec",
     "Use",
+    "from_java_class",
     "lookup",
     "names_for",
     "strategy",
@@ -82,8 +86,10 @@ NEARBY_PREFIX = "MACHINE_ROOM_NEARBY-"
 
 class StrategyName(enum.StrEnum):
     """The names users know: RocketMQ's (``getName()``) and, for ZooKeeper groups, Kafka's
-    ZooKeeper-era ``partition.assignment.strategy`` values plus ``kafka-sticky``. Matched ignoring
-    case, so each name differs from every other by more than case."""
+    (``range`` and ``roundrobin``, the ZooKeeper-era ``partition.assignment.strategy`` values, and
+    ``sticky``; :data:`mqbalance.kafka.ASSIGNORS`, the core's list, has every Kafka name). Matched
+    ignoring case, except ``STICKY`` and Kafka's ``sticky``, which differ only by case and are
+    matched exactly (:func:`lookup`)."""
 
     AVG = "AVG"
     AVG_BY_CIRCLE = "AVG_BY_CIRCLE"
@@ -95,7 +101,7 @@ class StrategyName(enum.StrEnum):
     CONFIG = "CONFIG"
     RANGE = "range"
     ROUNDROBIN = "roundrobin"
-    KAFKA_STICKY = "kafka-sticky"
+    KAFKA_STICKY = "sticky"
 
 
 class Family(enum.StrEnum):
@@ -138,7 +144,8 @@ class StrategyInfo:
     the previous assignment (``assign(..., previous=)``, ``bulk.owners(..., previous=)``, a
     ZooKeeper leader, the simulator's group coordinator) — a per-client ``allocate`` or a fleet
     audit cannot run it. ``family``: RocketMQ's or Kafka's. Where each can run follows from these
-    (:meth:`refusal`).
+    (:meth:`refusal`). ``java_class``: the simple name of Java's class, where Java has one (what
+    a Java client reports, :func:`from_java_class`).
     """
 
     name: StrategyName
@@ -150,6 +157,7 @@ class StrategyInfo:
     per_client_config: bool = False
     needs_previous: bool = False
     family: Family = Family.ROCKETMQ
+    java_class: str | None = None
 
     def strategy_class(self) -> Callable[..., AllocateStrategy]:
         """:attr:`cls`, or :class:`~mqbalance.exceptions.UnsupportedStrategyError` for a Kafka assignor."""
@@ -319,11 +327,21 @@ _ALIASES = {
 }
 
 
-_BY_UPPER_NAME = {n.value.upper(): n for n in StrategyName}
+_BY_NAME = {n.value: n for n in StrategyName}
+#: Names by their upper case; ``None`` where two names differ only by case (then only the exact
+#: spellings are accepted).
+_BY_UPPER_NAME: dict[str, StrategyName | None] = {}
+for _name in StrategyName:
+    _BY_UPPER_NAME[_name.value.upper()] = None if _name.value.upper() in _BY_UPPER_NAME else _name
 
 
 def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
-    """The strategy a name means (any case) and, for ``MACHINE_ROOM_NEARBY-<inner>``, the inner name."""
+    """The strategy a name means (any case; ``STICKY`` and Kafka's ``sticky`` exactly) and, for
+    ``MACHINE_ROOM_NEARBY-<inner>``, the inner name.
+
+    >>> [lookup(n)[0].value for n in ("Avg_By_Circle", "STICKY", "sticky", "RoundRobin")]
+    ['AVG_BY_CIRCLE', 'STICKY', 'sticky', 'roundrobin']
+    """
     inner = None
     given: object = text  # callers may pass anything
     if not isinstance(given, str):
@@ -331,12 +349,30 @@ def lookup(text: str, where: str = "") -> tuple[StrategyName, str | None]:
         raise UnknownStrategyError(f"{prefix}a strategy name must be a str, got {given!r}", given)
     if text.upper().startswith(NEARBY_PREFIX):
         text, inner = StrategyName.MACHINE_ROOM_NEARBY.value, text[len(NEARBY_PREFIX) :]
-    name = _BY_UPPER_NAME.get(text.upper())
+    name = _BY_NAME.get(text)
+    if name is None and text.upper() in _BY_UPPER_NAME:
+        name = _BY_UPPER_NAME[text.upper()]
+        if name is None:
+            prefix = f"{where}: " if where else ""
+            same = " or ".join(repr(n.value) for n in StrategyName if n.value.upper() == text.upper())
+            raise UnknownStrategyError(f"{prefix}{text!r} is ambiguous: write {same} exactly", text)
     if name is None:
         known = ", ".join(s.value for s in StrategyName)
         prefix = f"{where}: " if where else ""
         raise UnknownStrategyError(f"{prefix}unknown strategy {text!r}; known: {known}", text)
     return name, inner
+
+
+def from_java_class(name: str) -> StrategyName | None:
+    """The strategy whose Java class has the simple name ``name``, or ``None``.
+
+    >>> from_java_class("AllocateMessageQueueAveragelyByCircle")
+    <StrategyName.AVG_BY_CIRCLE: 'AVG_BY_CIRCLE'>
+    """
+    given: object = name  # callers may pass anything
+    if not isinstance(given, str):
+        raise InvalidInputError(f"a Java class name must be a str, got {given!r}", given)
+    return _BY_JAVA_CLASS.get(name)
 
 
 def names_for(use: Use) -> tuple[str, ...]:
@@ -453,12 +489,13 @@ _PARAM_READERS: dict[str, Callable[[Any, str], Any]] = {
 REGISTRY: Mapping[StrategyName, StrategyInfo] = {
     info.name: info
     for info in (
-        StrategyInfo(StrategyName.AVG, Avg),
-        StrategyInfo(StrategyName.AVG_BY_CIRCLE, AvgByCircle),
+        StrategyInfo(StrategyName.AVG, Avg, java_class="AllocateMessageQueueAveragely"),
+        StrategyInfo(StrategyName.AVG_BY_CIRCLE, AvgByCircle, java_class="AllocateMessageQueueAveragelyByCircle"),
         StrategyInfo(
             StrategyName.CONSISTENT_HASH,
             ConsistentHash,
             params={"virtualNodeCnt": "virtual_node_cnt", "charset": "charset"},
+            java_class="AllocateMessageQueueConsistentHash",
         ),
         StrategyInfo(
             StrategyName.CONSISTENT_HASH_BOUNDED,
@@ -471,6 +508,7 @@ REGISTRY: Mapping[StrategyName, StrategyInfo] = {
             MachineRoom,
             params={"consumeridcs": "consumer_idcs"},
             per_client_config=True,
+            java_class="AllocateMessageQueueByMachineRoom",
         ),
         StrategyInfo(
             StrategyName.MACHINE_ROOM_NEARBY,
@@ -479,6 +517,7 @@ REGISTRY: Mapping[StrategyName, StrategyInfo] = {
             needs_rooms=True,
             batchable=False,
             per_client_config=True,
+            java_class="AllocateMachineRoomNearby",
         ),
         StrategyInfo(
             StrategyName.CONFIG,
@@ -487,12 +526,15 @@ REGISTRY: Mapping[StrategyName, StrategyInfo] = {
             has_owners=False,
             batchable=False,
             per_client_config=True,
+            java_class="AllocateMessageQueueByConfig",
         ),
         StrategyInfo(StrategyName.RANGE, None, batchable=False, family=Family.KAFKA),
         StrategyInfo(StrategyName.ROUNDROBIN, None, batchable=False, family=Family.KAFKA),
         StrategyInfo(StrategyName.KAFKA_STICKY, None, batchable=False, needs_previous=True, family=Family.KAFKA),
     )
 }
+
+_BY_JAVA_CLASS = {info.java_class: name for name, info in REGISTRY.items() if info.java_class is not None}
 
 _BUILT: dict[StrategySpec, AllocateStrategy] = {}
 

@@ -8,7 +8,7 @@ a ZooKeeper group can run (:meth:`StrategySpec.parse` with ``use=Use.ZOOKEEPER_E
   is ignored. ``STICKY`` (leader mode) starts from the previous generation's owners.
 * Kafka's ZooKeeper-era ``range`` / ``roundrobin`` over consumer threads ``<id>-<k>``
   (:func:`mqbalance.kafka.zk_assign`).
-* ``kafka-sticky`` (leader mode): Kafka's sticky assignor over the whole group and the previous
+* ``sticky`` (leader mode): Kafka's sticky assignor over the whole group and the previous
   generation — the fewest moves that keep the group balanced across topics.
 
 >>> from mqbalance.coordination.layout import MemberInfo
@@ -45,7 +45,7 @@ def group_assignment(
     """``{TopicPartition: (member, thread)}`` for every partition of every subscribed topic with
     partitions (``partitions``: topic → {partition: leader broker}). Partitions of a topic nobody
     subscribes, and partitions a strategy leaves to nobody, are absent. ``previous`` (the last
-    generation's owners) is read by the strategies that need it (``STICKY``, ``kafka-sticky``)."""
+    generation's owners) is read by the strategies that need it (``STICKY``, Kafka's ``sticky``)."""
     subscribed = sorted({t for m in members.values() for t in m.subscription if partitions.get(t)})
     if not members or not subscribed:
         return {}

@@ -5,14 +5,14 @@ it with a generation; every member applies it.
   sequence leads, every other member watches only its predecessor (no herd when the leader goes).
 * **Publishing** (leader only): the leader alone watches the members and the partition counts,
   computes the assignment in one call (``previous`` = the last generation, for ``STICKY`` and
-  ``kafka-sticky``) and writes it to ``assignment`` in one multi that checks its own election node —
+  Kafka's ``sticky``) and writes it to ``assignment`` in one multi that checks its own election node —
   a deposed leader cannot overwrite its successor's generation.
 * **Applying** (every member): watch the one ``assignment`` node; release only the partitions lost,
   then claim the ones gained in multis; a partition whose previous owner still holds it stays
   *pending* and is claimed when that owner node goes (a watch on it), instead of backing off.
   Partitions that stay keep being worked.
 
-Example: ``m0`` (leader), ``m1``, ``m2`` own 10 of 30 partitions each with ``kafka-sticky``; ``m3``
+Example: ``m0`` (leader), ``m1``, ``m2`` own 10 of 30 partitions each with Kafka's ``sticky``; ``m3``
 joins. The leader publishes generation g+1 in which ``m0``–``m2`` each hand over 2 or 3
 partitions to ``m3``; they release exactly those, ``m3`` claims them (pending until released), and
 the other 23 partitions are never paused.

@@ -95,7 +95,7 @@ class GroupMember:
     ``range`` / ``roundrobin``). ``strategy``: any configuration :meth:`StrategySpec.parse` reads
     (``"AVG"``, ``{"name": "CONSISTENT_HASH", "virtualNodeCnt": 5}``, a spec; ``strategy_params`` are
     more of its fields) of a strategy the mode can run: RocketMQ's, ``range``, ``roundrobin``, and in
-    leader mode also ``STICKY`` and ``kafka-sticky`` (:mod:`mqbalance.coordination.assignment`); any
+    leader mode also ``STICKY`` and Kafka's ``sticky`` (:mod:`mqbalance.coordination.assignment`); any
     other is refused here with :class:`~mqbalance.exceptions.UnsupportedStrategyError`.
     Callbacks (called on one thread, in order): ``on_assigned(member, {TopicPartition: committed
     offset})`` with what was just acquired; ``on_revoked(member, frozenset[TopicPartition],

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from mqbalance.allocation.registry import from_java_class
 from mqbalance.exceptions import InvalidInputError, RemotingConnectError, RemotingFrameError
 from mqbalance.remoting.client import (
     AclCredentials,
@@ -461,16 +462,6 @@ def _inflate(body: bytes, addr: str) -> bytes:
     return out
 
 
-_JAVA_STRATEGIES = {
-    "AllocateMessageQueueAveragely": "AVG",
-    "AllocateMessageQueueAveragelyByCircle": "AVG_BY_CIRCLE",
-    "AllocateMessageQueueConsistentHash": "CONSISTENT_HASH",
-    "AllocateMessageQueueByMachineRoom": "MACHINE_ROOM",
-    "AllocateMachineRoomNearby": "MACHINE_ROOM_NEARBY",
-    "AllocateMessageQueueByConfig": "CONFIG",
-}
-
-
 _QUEUE_ENTRY = re.compile(rb"\{([^{}]*)\}\s*:\s*\{([^{}]*)\}")
 
 
@@ -501,7 +492,8 @@ def parse_consume_stats(body: bytes, *, addr: str = "") -> dict[tuple[str, str, 
 def strategy_from_running_info(info: Mapping[str, Any]) -> str | None:
     """The allocation strategy a client reports in ``ConsumerRunningInfo``: the Java client's
     ``properties.allocateMessageQueueStrategy`` is the strategy object's ``toString()`` (its class
-    name and hash); a strategy name of ours is taken as is.
+    name and hash; the registry knows the classes, :func:`~mqbalance.allocation.registry.from_java_class`);
+    a strategy name of ours is taken as is.
 
     >>> strategy_from_running_info({"properties": {"allocateMessageQueueStrategy":
     ...     "org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragelyByCircle@1b6d3586"}})
@@ -516,7 +508,8 @@ def strategy_from_running_info(info: Mapping[str, Any]) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     simple = value.split("@", 1)[0].rsplit(".", 1)[-1]
-    return _JAVA_STRATEGIES.get(simple, simple)
+    name = from_java_class(simple)
+    return simple if name is None else name.value
 
 
 class BrokerClient:
