@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import mqbalance
+from mqbalance import _core
 from mqbalance.allocation.registry import StrategyName
 
 PACKAGE = Path(mqbalance.__file__).parent
@@ -138,37 +139,99 @@ def test_no_module_only_re_exports_another_under_an_old_name():
     assert found == []
 
 
-def test_strategy_names_are_listed_only_by_the_registry():
-    """Outside the registry a RocketMQ strategy name is fine alone (a default, an example), but a
-    run of three or more names in one string or tuple is a list that will go stale."""
-    names = {n.value for n in StrategyName}
+#: Every name a registry lists: the strategy registry's (RocketMQ's, and Kafka's for ZooKeeper
+#: groups) and the core's Kafka assignors (client-side, ZooKeeper-era, broker-side).
+REGISTERED_NAMES = (
+    {n.value for n in StrategyName} | set(_core.KAFKA_ASSIGNORS) | set(_core.ZK_ASSIGNORS) | set(_core.SERVER_ASSIGNORS)
+)
+#: Where names are listed: the strategy registry (Kafka's are read from the core through ``_core``).
+REGISTRY_MODULES = {"mqbalance.allocation.registry"}
+
+
+def _names_in_a_row(text: str, names: set[str]) -> set[str]:
+    """The names of ``text`` that stand next to another name, with only ``,``, ``|``, ``/``,
+    spaces, ``or`` or ``and`` between them."""
+    out: set[str] = set()
+    last = None  # (name, end) of the previous name
+    for m in re.finditer(r"[A-Za-z_-]+", text):
+        word = m.group()
+        if word not in names:
+            if word not in ("or", "and"):
+                last = None
+            continue
+        if last is not None and re.fullmatch(r"[\s,|/]*(?:(?:or|and)[\s,|/]*)?", text[last[1] : m.start()]):
+            out |= {last[0], word}
+        last = (word, m.end())
+    return out
+
+
+def _listed_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str]]]:
+    """``(line, names)`` for each list of registered names in ``tree``: a tuple, list, set or dict
+    (its keys) holding one or more, or a string with two or more in a row (``"range|sticky"``,
+    ``"AVG, STICKY"``). A name alone (a default, an example, a comparison, a message naming one)
+    is fine; docstrings explain, and chosen defaults (``DEFAULT_* = ...``) choose: neither enumerates."""
+    prose = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            prose.add(id(body[0].value))
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id.startswith("DEFAULT_") for t in targets):
+                prose.update(id(sub) for sub in ast.walk(node.value))
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in prose:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            listed = _names_in_a_row(node.value, names)
+            least = 2
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+            items = node.keys if isinstance(node, ast.Dict) else node.elts
+            listed = {e.value for e in items if isinstance(e, ast.Constant) and isinstance(e.value, str)} & names
+            least = 1
+        else:
+            continue
+        if len(listed) >= least:
+            out.append((node.lineno, listed))
+    return out
+
+
+def test_strategy_and_assignor_names_are_listed_only_by_the_registry():
+    """Outside the registry a strategy or Kafka assignor name is fine alone, but a second list of
+    them, however short, will go stale: read the registry (``REGISTRY``, ``names_for``,
+    ``mqbalance.kafka.ASSIGNORS`` / ``ZK_ASSIGNORS`` / ``SERVER_ASSIGNORS``) instead."""
     found = []
     for module, path in MODULES.items():
-        if module == "mqbalance.allocation.registry":
+        if module in REGISTRY_MODULES:
             continue
-        tree = ast.parse(path.read_text())
-        prose = set()  # docstrings explain, and chosen defaults (DEFAULT_*) choose: neither enumerates
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-                prose.add(id(body[0].value))
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id.startswith("DEFAULT_") for t in node.targets
-            ):
-                prose.add(id(node.value))
-        for node in ast.walk(tree):
-            if id(node) in prose:
-                continue
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                words = set(re.findall(r"[A-Za-z_-]+", node.value))
-                listed = words & names
-            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-                listed = {e.value for e in node.elts if isinstance(e, ast.Constant)} & names
-            else:
-                continue
-            if len(listed) >= 3:
-                found.append(f"{module}:{node.lineno} lists {sorted(listed)}")
+        for line, listed in _listed_names(ast.parse(path.read_text()), REGISTERED_NAMES):
+            found.append(f"{module}:{line} lists {sorted(listed)}")
     assert found == []
+
+
+def test_the_names_rule_catches_a_list_of_any_length():
+    names = {"AVG", "range", "sticky", "uniform"}
+    caught = [
+        '_ASSIGNORS = ("range", "sticky")',
+        'KNOWN = ["AVG"]',
+        'CLASSES = {"range": object}',
+        'help = "one of range|sticky"',
+        "message = \"expected names ('AVG, sticky')\"",
+        'message = "use range or sticky"',
+        'if name in ("uniform", "other"): pass',
+    ]
+    for source in caught:
+        assert _listed_names(ast.parse(source), names), source
+    fine = [
+        'default = "range"',
+        'if name == "sticky": pass',
+        'def f():\n    """range, sticky and AVG."""',
+        'message = "sticky needs a previous assignment: use AVG"',
+        'DEFAULT_MIX = (["AVG", "range"], [0.5, 0.5])',
+    ]
+    for source in fine:
+        assert not _listed_names(ast.parse(source), names), source
 
 
 #: ``mqbalance.fleet``'s modules, bottom to top (its docstring's picture): a module may import only

@@ -655,7 +655,7 @@ def what_if_candidates(values: Iterable[StrategySpec | str] | str) -> tuple[Stra
         items: list[Any] = [v.strip() for v in values.split(",") if v.strip()]
     elif isinstance(values, StrategySpec) or not_a_collection(values):
         raise UnknownStrategyError(
-            f"what-if: expected strategy names ('AVG,STICKY') or a list of them, got {values!r}", values
+            f"what-if: expected comma-separated strategy names or a list of them, got {values!r}", values
         )
     else:
         items = list(values)

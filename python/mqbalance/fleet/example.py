@@ -31,6 +31,11 @@ from mqbalance.exceptions import InvalidInputError
 __all__ = ["example_fleet", "example_pair", "HAZARD_GROUPS"]
 
 HAZARD_GROUPS = ("cg-payments-dup", "cg-audit-idle", "cg-orders-mixed", "cg-ghost")
+#: The example groups' strategies and how often each is drawn (a chosen mix, not a list of names).
+DEFAULT_STRATEGY_MIX: tuple[list[Any], list[float]] = (
+    ["AVG", "AVG_BY_CIRCLE", {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}],
+    [0.7, 0.15, 0.15],
+)
 DOMAINS = ("orders", "payments", "billing", "inventory", "shipping", "search", "risk", "notify", "ledger", "profile")
 
 
@@ -87,9 +92,7 @@ def example_fleet(
     for g in range(groups):
         name = f"cg-{DOMAINS[g % len(DOMAINS)]}-{g // len(DOMAINS):02d}"
         subs = rng.sample(topic_names, rng.choice([1, 1, 1, 2, 3]))
-        strategy: Any = rng.choices(
-            ["AVG", "AVG_BY_CIRCLE", {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}], weights=[0.7, 0.15, 0.15]
-        )[0]
+        strategy: Any = rng.choices(*DEFAULT_STRATEGY_MIX)[0]
         readable = min(
             sum(q["readQueueNums"] for q in snapshot["topics"][t]["queueDatas"] if q["perm"] & 4) for t in subs
         )
