@@ -167,9 +167,9 @@ def _names_in_a_row(text: str, names: set[str]) -> set[str]:
 
 def _listed_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str]]]:
     """``(line, names)`` for each list of registered names in ``tree``: a tuple, list, set or dict
-    (its keys) holding one or more, or a string with two or more in a row (``"range|sticky"``,
-    ``"AVG, STICKY"``). A name alone (a default, an example, a comparison, a message naming one)
-    is fine; docstrings explain, and chosen defaults (``DEFAULT_* = ...``) choose: neither enumerates."""
+    (its keys) holding one or more, a dict mapping onto two or more, or a string with two or more in
+    a row (``"range|sticky"``, ``"AVG, STICKY"``). A name alone (a default, an example, a
+    comparison, a message naming one) is fine; docstrings explain, and chosen defaults (``DEFAULT_* = ...``) choose: neither enumerates."""
     prose = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -190,6 +190,10 @@ def _listed_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str]]]:
             items = node.keys if isinstance(node, ast.Dict) else node.elts
             listed = {e.value for e in items if isinstance(e, ast.Constant) and isinstance(e.value, str)} & names
             least = 1
+            if isinstance(node, ast.Dict) and not listed:  # a map onto names: two or more values
+                listed = {e.value for e in node.values if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+                listed &= names
+                least = 2
         else:
             continue
         if len(listed) >= least:
@@ -216,6 +220,7 @@ def test_the_names_rule_catches_a_list_of_any_length():
         '_ASSIGNORS = ("range", "sticky")',
         'KNOWN = ["AVG"]',
         'CLASSES = {"range": object}',
+        'BY_JAVA = {"Averagely": "AVG", "Circle": "range"}',
         'help = "one of range|sticky"',
         "message = \"expected names ('AVG, sticky')\"",
         'message = "use range or sticky"',
@@ -229,6 +234,7 @@ def test_the_names_rule_catches_a_list_of_any_length():
         'def f():\n    """range, sticky and AVG."""',
         'message = "sticky needs a previous assignment: use AVG"',
         'DEFAULT_MIX = (["AVG", "range"], [0.5, 0.5])',
+        'config = {"name": "AVG", "virtualNodeCnt": 3}',
     ]
     for source in fine:
         assert not _listed_names(ast.parse(source), names), source
