@@ -169,7 +169,8 @@ def _listed_names(tree: ast.AST, names: set[str]) -> list[tuple[int, set[str]]]:
     """``(line, names)`` for each list of registered names in ``tree``: a tuple, list, set or dict
     (its keys) holding one or more, a dict mapping onto two or more, or a string with two or more in
     a row (``"range|sticky"``, ``"AVG, STICKY"``). A name alone (a default, an example, a
-    comparison, a message naming one) is fine; docstrings explain, and chosen defaults (``DEFAULT_* = ...``) choose: neither enumerates."""
+    comparison, a message naming one) is fine; docstrings explain, and chosen defaults
+    (``DEFAULT_* = ...``) choose: neither enumerates."""
     prose = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
