@@ -56,6 +56,22 @@ __all__ = [
     "PartitionAssignorError",
     "ColumnError",
     "HistoryError",
+    "StrategyConfigError",
+    "SchemaError",
+    "ScenarioError",
+    "SnapshotError",
+    "ExecutorEnvironmentError",
+    "SparkMemoryError",
+    "CoordinationError",
+    "InvalidCoordinationConfigError",
+    "ZooKeeperUnreachableError",
+    "ZooKeeperNotFoundError",
+    "DuplicateClientIdError",
+    "NoPartitionsError",
+    "CoordinationAuthError",
+    "CommitFailedError",
+    "FencedCommitError",
+    "RebalanceFailedError",
 ]
 
 
@@ -266,3 +282,100 @@ class ColumnError(InvalidInputError):
 class HistoryError(InvalidInputError):
     """A history directory (:mod:`mqbalance.history`) that is not ours, has a newer schema
     version, or cannot be written; ``value`` is the path or the version."""
+
+
+# Configuration files and parameters (the strategy registry, scenarios, snapshots).
+
+
+class StrategyConfigError(InvalidInputError):
+    """A strategy configuration that names no strategy or carries bad parameters; the message
+    says where (``where``) and the value."""
+
+
+class SchemaError(MQBalanceError, ValueError):
+    """A value that does not fit its schema: ``"<path>: <problem>"``; ``.path`` and ``.value``."""
+
+    def __init__(self, path: str, problem: str, value: Any = None) -> None:
+        super().__init__(f"{path}: {problem}", value)
+        self.path = path
+        self.problem = problem
+
+
+class ScenarioError(MQBalanceError, ValueError):
+    """A scenario that cannot be run; the message names the file and the field path, ``.path``
+    is that path and ``.value`` the bad value (when there is one)."""
+
+    def __init__(self, message: str, value: Any = None, *, path: str = "") -> None:
+        super().__init__(message, value)
+        self.path = path
+
+
+class SnapshotError(MQBalanceError, ValueError):
+    """A snapshot that cannot be used; the message names the file and the field."""
+
+
+# Spark (mqbalance.fleet.shipping).
+
+
+class ExecutorEnvironmentError(MQBalanceError):
+    """The executors' Python cannot run mqbalance (a module is missing there, or their mqbalance is
+    another version than the driver's). ``module`` is the missing module's name, if known."""
+
+    def __init__(self, message: str, module: str | None = None) -> None:
+        super().__init__(message)
+        self.module = module
+
+
+class SparkMemoryError(MQBalanceError):
+    """Spark ran out of memory; the message says which memory and the setting to raise."""
+
+
+# Group coordination on ZooKeeper (mqbalance.coordination).
+
+
+class CoordinationError(MQBalanceError):
+    """Root of the errors of group coordination on ZooKeeper."""
+
+
+class InvalidCoordinationConfigError(CoordinationError, InvalidInputError):
+    """A parameter out of range: a count or timeout that is zero or negative, an unknown mode, a
+    malformed topic list or id. (A strategy the mode cannot run is refused by the registry:
+    :class:`~mqbalance.exceptions.UnsupportedStrategyError`.)"""
+
+
+class ZooKeeperUnreachableError(CoordinationError):
+    """No ZooKeeper server answered within the connect timeout. ``.value`` is the host string."""
+
+
+class ZooKeeperNotFoundError(CoordinationError, LookupError):
+    """The ZooKeeper server jars (Debian package ``zookeeper``) are not installed."""
+
+
+class DuplicateClientIdError(CoordinationError, InvalidInputError):
+    """Another live session already registered this client id in the group.
+
+    RocketMQ lets two clients share an id (and then both take the same queues while others pile
+    up); here the second member refuses to start. ``.value`` is the client id."""
+
+
+class NoPartitionsError(CoordinationError, LookupError):
+    """A subscribed topic has no partition node ``/brokers/topics/<topic>``. ``.value`` is the topic."""
+
+
+class CoordinationAuthError(CoordinationError):
+    """ZooKeeper refused an operation on the group's nodes (digest ACL): pass the group's ``auth``.
+    ``.value`` is the path."""
+
+
+class CommitFailedError(CoordinationError):
+    """An offset commit did not complete (connection loss: its outcome is unknown)."""
+
+
+class FencedCommitError(CommitFailedError):
+    """An offset commit refused because this member does not own the partition any more (its
+    owner node is gone or another member claimed the partition since). Nothing was written.
+    ``.value`` is the ``TopicPartition``."""
+
+
+class RebalanceFailedError(CoordinationError):
+    """Every rebalance attempt met a claim conflict (Kafka's ``ConsumerRebalanceFailedException``)."""

@@ -63,6 +63,7 @@ from mqbalance.allocation.strategies import (
 from mqbalance.exceptions import (
     InvalidInputError,
     PreviousAssignmentRequiredError,
+    StrategyConfigError,
     UnknownStrategyError,
     UnsupportedStrategyError,
 )
@@ -122,11 +123,6 @@ class Use(enum.Enum):
     WHAT_IF = "a what-if"
     SCENARIO = "a simulated scenario"
     DATAFRAME = "a DataFrame assignment (mqbalance.spark)"
-
-
-class StrategyConfigError(InvalidInputError):
-    """A strategy configuration that names no strategy or carries bad parameters; the message
-    says where (``where``) and the value."""
 
 
 @dataclass(frozen=True, slots=True)

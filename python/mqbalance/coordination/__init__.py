@@ -20,7 +20,13 @@ Typical worker (the member process of ``mqbalance member`` is a full one)::
 """
 
 from mqbalance.coordination.assignment import group_assignment
-from mqbalance.coordination.errors import (
+from mqbalance.coordination.layout import GroupPaths, MemberInfo, PublishedAssignment, set_partitions
+from mqbalance.coordination.member import GroupMember
+from mqbalance.coordination.session import LEASE_FRACTION
+from mqbalance.coordination.states import MemberState, MemberStats, Mode, RevokeReason
+from mqbalance.coordination.status import GroupStatus, group_status
+from mqbalance.coordination.zkserver import ZooKeeperServer
+from mqbalance.exceptions import (
     CommitFailedError,
     CoordinationAuthError,
     CoordinationError,
@@ -32,12 +38,6 @@ from mqbalance.coordination.errors import (
     ZooKeeperNotFoundError,
     ZooKeeperUnreachableError,
 )
-from mqbalance.coordination.layout import GroupPaths, MemberInfo, PublishedAssignment, set_partitions
-from mqbalance.coordination.member import GroupMember
-from mqbalance.coordination.session import LEASE_FRACTION
-from mqbalance.coordination.states import MemberState, MemberStats, Mode, RevokeReason
-from mqbalance.coordination.status import GroupStatus, group_status
-from mqbalance.coordination.zkserver import ZooKeeperServer
 
 __all__ = [
     "GroupMember",

@@ -23,11 +23,10 @@ from typing import Any
 
 from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError, NoNodeError, SessionExpiredError
 
-from mqbalance.coordination.errors import CommitFailedError, CoordinationAuthError, FencedCommitError
 from mqbalance.coordination.lifecycle import Lifecycle
 from mqbalance.coordination.session import MemberSession
 from mqbalance.coordination.states import RevokeReason
-from mqbalance.exceptions import InvalidInputError
+from mqbalance.exceptions import CommitFailedError, CoordinationAuthError, FencedCommitError, InvalidInputError
 from mqbalance.kafka import TopicPartition
 
 __all__ = ["CLAIM_BATCH", "Claim", "Claims"]

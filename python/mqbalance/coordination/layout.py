@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqbalance.coordination.errors import InvalidCoordinationConfigError, NoPartitionsError
+from mqbalance.exceptions import InvalidCoordinationConfigError, NoPartitionsError
 from mqbalance.kafka import TopicPartition
 
 __all__ = [

@@ -24,7 +24,7 @@ with the credentials).
 >>> c.GroupMember("127.0.0.1:1", "g", ["t"], session_timeout=0)
 Traceback (most recent call last):
 ...
-mqbalance.coordination.errors.InvalidCoordinationConfigError: session_timeout must be > 0 seconds, got 0
+mqbalance.exceptions.InvalidCoordinationConfigError: session_timeout must be > 0 seconds, got 0
 """
 
 from __future__ import annotations
@@ -43,12 +43,6 @@ from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, KazooExcepti
 
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.coordination.claims import Claims
-from mqbalance.coordination.errors import (
-    CoordinationError,
-    InvalidCoordinationConfigError,
-    RebalanceFailedError,
-    ZooKeeperUnreachableError,
-)
 from mqbalance.coordination.every_member import EveryMemberProtocol
 from mqbalance.coordination.layout import GroupPaths, MemberInfo, _check_name
 from mqbalance.coordination.leader import LeaderProtocol
@@ -56,6 +50,12 @@ from mqbalance.coordination.lifecycle import Callback, Event, Lifecycle
 from mqbalance.coordination.session import MemberSession
 from mqbalance.coordination.states import MemberState, MemberStats, Mode, RevokeReason, Stats
 from mqbalance.coordination.watches import Watches
+from mqbalance.exceptions import (
+    CoordinationError,
+    InvalidCoordinationConfigError,
+    RebalanceFailedError,
+    ZooKeeperUnreachableError,
+)
 from mqbalance.kafka import TopicPartition
 
 __all__ = ["GroupMember"]

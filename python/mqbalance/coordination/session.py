@@ -8,7 +8,7 @@ always closed:
 ...     pass
 Traceback (most recent call last):
 ...
-mqbalance.coordination.errors.ZooKeeperUnreachableError: no ZooKeeper server answered at 127.0.0.1:1 within 0.2 s
+mqbalance.exceptions.ZooKeeperUnreachableError: no ZooKeeper server answered at 127.0.0.1:1 within 0.2 s
 
 A member's session (:class:`MemberSession`) is where work is allowed: the lease runs until the send
 time of the last answered request + ``LEASE_FRACTION`` × the session timeout, so with a 6 s session
@@ -38,15 +38,15 @@ from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.security import make_acl, make_digest_acl
 
-from mqbalance.coordination.errors import (
+from mqbalance.coordination.layout import GroupPaths, MemberInfo, encode_member
+from mqbalance.coordination.lifecycle import Event
+from mqbalance.coordination.states import Stats
+from mqbalance.exceptions import (
     CoordinationAuthError,
     DuplicateClientIdError,
     NoPartitionsError,
     ZooKeeperUnreachableError,
 )
-from mqbalance.coordination.layout import GroupPaths, MemberInfo, encode_member
-from mqbalance.coordination.lifecycle import Event
-from mqbalance.coordination.states import Stats
 
 __all__ = ["LEASE_FRACTION", "MemberSession", "digest_auth", "short_session"]
 

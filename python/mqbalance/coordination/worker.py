@@ -30,12 +30,12 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 
-from mqbalance.coordination.errors import CommitFailedError, FencedCommitError, NoPartitionsError
 from mqbalance.coordination.layout import GroupPaths, encode_partitions, parse_source_rate
 from mqbalance.coordination.member import GroupMember
 from mqbalance.coordination.session import short_session
 from mqbalance.coordination.states import RevokeReason
 from mqbalance.coordination.status import source_end
+from mqbalance.exceptions import CommitFailedError, FencedCommitError, NoPartitionsError
 from mqbalance.kafka import TopicPartition
 from mqbalance.record_files import RecordWriter
 

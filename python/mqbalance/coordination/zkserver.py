@@ -9,7 +9,7 @@ port and data, so sessions and ephemeral nodes survive it like a real server res
 >>> ZooKeeperServer(tick_ms=0)
 Traceback (most recent call last):
 ...
-mqbalance.coordination.errors.InvalidCoordinationConfigError: tick_ms must be an int >= 1, got 0
+mqbalance.exceptions.InvalidCoordinationConfigError: tick_ms must be an int >= 1, got 0
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from mqbalance.coordination.errors import (
+from mqbalance.exceptions import (
     InvalidCoordinationConfigError,
     ZooKeeperNotFoundError,
     ZooKeeperUnreachableError,

@@ -416,7 +416,7 @@ ASSIGNMENT_QUEUE_BYTES = 400
 
 
 def check_assignable(snapshot: Snapshot) -> None:
-    """Refuse (:class:`~mqbalance.fleet.snapshot.SnapshotError`) a snapshot too large to assign
+    """Refuse (:class:`~mqbalance.exceptions.SnapshotError`) a snapshot too large to assign
     in-process within the memory budget (every assignment row at once); the Spark audit needs far
     less per queue."""
     check_queue_budget(snapshot.source, snapshot.readable_queue_count(), ASSIGNMENT_QUEUE_BYTES)

@@ -26,7 +26,7 @@ A Kafka snapshot is one JSON file, marked ``"kind": "kafka"`` (a RocketMQ snapsh
 
 ``offsets`` are the groups' committed offsets, ``endOffsets`` the log-end offsets (what
 ``kafka-consumer-groups --describe`` shows as CURRENT-OFFSET and LOG-END-OFFSET). Every problem is
-a :class:`~mqbalance.fleet.snapshot.SnapshotError` naming the file and the field.
+a :class:`~mqbalance.exceptions.SnapshotError` naming the file and the field.
 
 >>> snap = kafka_snapshot_from_dict({"kind": "kafka", "topics": {"t": {"partitions": 2}},
 ...     "groups": {"g": {"state": "Stable", "protocol": "range", "members": [
@@ -44,8 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mqbalance.exceptions import InvalidInputError
-from mqbalance.fleet.snapshot import SnapshotError
+from mqbalance.exceptions import InvalidInputError, SnapshotError
 
 __all__ = [
     "KAFKA_KIND",

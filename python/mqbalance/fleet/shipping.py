@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import mqbalance
-from mqbalance.exceptions import MQBalanceError
+from mqbalance.exceptions import ExecutorEnvironmentError, SparkMemoryError
 
 __all__ = [
     "ARCHIVE_ALIAS",
@@ -60,15 +60,6 @@ DRIVER_ONLY = frozenset({"pyspark", "matplotlib"})
 FORMAT_VERSION = "1"  # part of the cache key: bump when the archive layout changes
 KEEP_ARCHIVES = 2  # newest archives kept in the cache directory
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([^;]*)(?:;(.*))?$")
-
-
-class ExecutorEnvironmentError(MQBalanceError):
-    """The executors' Python cannot run mqbalance (a module is missing there, or their mqbalance is
-    another version than the driver's). ``module`` is the missing module's name, if known."""
-
-    def __init__(self, message: str, module: str | None = None) -> None:
-        super().__init__(message)
-        self.module = module
 
 
 def cache_dir() -> Path:
@@ -288,10 +279,6 @@ def explain_executor_errors() -> Iterator[None]:
         if problem is None:
             raise
         raise problem from None
-
-
-class SparkMemoryError(MQBalanceError):
-    """Spark ran out of memory; the message says which memory and the setting to raise."""
 
 
 _MEMORY = re.compile(r"(OutOfDirectMemoryError|OutOfMemoryError|Java heap space|GC overhead limit exceeded)")

@@ -73,7 +73,7 @@ import pyarrow.parquet as pq
 
 from mqbalance._validate import check_memory
 from mqbalance.allocation.registry import REGISTRY, StrategySpec, Use
-from mqbalance.exceptions import MQBalanceError
+from mqbalance.exceptions import MQBalanceError, SnapshotError
 
 __all__ = [
     "PAIR_SCHEMA",
@@ -94,10 +94,6 @@ PERM_READ = 4  # PermName.PERM_READ
 ROUTE_TYPE = pa.list_(pa.struct([("broker_name", pa.string()), ("read_queue_nums", pa.int64())]))
 #: One row per subscribed (group, topic) with the topic's readable route (:meth:`Snapshot.pair_table`).
 PAIR_SCHEMA = pa.schema([("group", pa.string()), ("topic", pa.string()), ("route", ROUTE_TYPE)])
-
-
-class SnapshotError(MQBalanceError, ValueError):
-    """A snapshot that cannot be used; the message names the file and the field."""
 
 
 class MessageModel(enum.StrEnum):

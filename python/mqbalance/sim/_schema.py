@@ -19,7 +19,7 @@ Link(delay_ms=200, loss=0.0)
 >>> LINK.read({"loss": 2}, "network")
 Traceback (most recent call last):
 ...
-mqbalance.sim._schema.SchemaError: network.loss: expected a number in [0, 1], got 2
+mqbalance.exceptions.SchemaError: network.loss: expected a number in [0, 1], got 2
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TypeVar
 
-from mqbalance.exceptions import MQBalanceError
+from mqbalance.exceptions import SchemaError
 
 __all__ = [
     "SchemaError",
@@ -49,15 +49,6 @@ __all__ = [
 T = TypeVar("T")
 Parser = Callable[[Any, str], T]
 """``parse(value, path)`` → the typed value, or :func:`fail`."""
-
-
-class SchemaError(MQBalanceError, ValueError):
-    """A value that does not fit its schema: ``"<path>: <problem>"``; ``.path`` and ``.value``."""
-
-    def __init__(self, path: str, problem: str, value: Any = None) -> None:
-        super().__init__(f"{path}: {problem}", value)
-        self.path = path
-        self.problem = problem
 
 
 def _quote(value: object) -> str:

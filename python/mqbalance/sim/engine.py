@@ -40,7 +40,7 @@ from typing import Any, assert_never
 
 from mqbalance.allocation.models import MessageQueue
 from mqbalance.allocation.strategies import AllocateStrategy
-from mqbalance.exceptions import InvalidInputError
+from mqbalance.exceptions import InvalidInputError, ScenarioError
 from mqbalance.rebalance.broker import ConsumerManager
 from mqbalance.rebalance.client import ConsumeFromWhere, RebalanceImpl
 from mqbalance.rebalance.consumer import PushConsumer
@@ -58,7 +58,6 @@ from mqbalance.sim.model import (
     Scenario,
     ScenarioEvent,
 )
-from mqbalance.sim.scenario import ScenarioError
 
 __all__ = ["Simulation"]
 

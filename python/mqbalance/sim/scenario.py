@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
-from mqbalance.exceptions import MQBalanceError
+from mqbalance.exceptions import MQBalanceError, ScenarioError
 from mqbalance.sim._schema import (
     Key,
     Schema,
@@ -107,15 +107,6 @@ __all__ = [
     "bundled_scenarios",
     "parse_duration_ms",
 ]
-
-
-class ScenarioError(MQBalanceError, ValueError):
-    """A scenario that cannot be run; the message names the file and the field path, ``.path``
-    is that path and ``.value`` the bad value (when there is one)."""
-
-    def __init__(self, message: str, value: Any = None, *, path: str = "") -> None:
-        super().__init__(message, value)
-        self.path = path
 
 
 def parse_duration_ms(value: Any, where: str) -> int:
