@@ -55,15 +55,7 @@ log = logging.getLogger("mqbalance.kafka")
 
 #: Assignor classes by implementation, then by Kafka's name.
 ASSIGNOR_CLASSES: dict[str, dict[str, type]] = {
-    "mqbalance": {
-        c.name: c
-        for c in (
-            kafka_python.RangeAssignor,
-            kafka_python.RoundRobinAssignor,
-            kafka_python.StickyAssignor,
-            kafka_python.CooperativeStickyAssignor,
-        )
-    },
+    "mqbalance": {c.name: c for c in (getattr(kafka_python, n) for n in kafka_python.__all__)},
     "kafka-python": {
         c.name: c
         for c in (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor, KPCooperativeSticky)
