@@ -1,0 +1,7 @@
+"""``python -m mqbalance.cli ARGS``: the same as the ``mqbalance`` command."""
+
+import sys
+
+from mqbalance.cli import main
+
+sys.exit(main())
