@@ -18,7 +18,8 @@ Each product says how its member connects, starts, works and leaves (a :class:`M
 7. ``finish()`` (the exit code), then — also after an error — ``close()`` (leave the group) and the
    ``stop`` record.
 
->>> import tempfile, pathlib, threading
+>>> import tempfile, pathlib
+>>> from mqbalance.record_files import load_records
 >>> class Counter(MemberProcess):
 ...     client_id = "c1"
 ...     def __init__(self, write): self.write, self.n = write, 0
@@ -44,10 +45,11 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from mqbalance._validate import number
-from mqbalance.record_files import RecordWriter, load_records
+from mqbalance.record_files import RecordWriter
 
 __all__ = ["MemberProcess", "run_member_process"]
 
@@ -91,6 +93,13 @@ class MemberProcess:
         raise NotImplementedError
 
 
+def _handler(act: Callable[[], None]) -> Callable[[int, FrameType | None], None]:
+    def handle(signum: int, frame: FrameType | None) -> None:
+        act()
+
+    return handle
+
+
 def run_member_process(
     build: Callable[[Write], MemberProcess],
     records: Path,
@@ -126,7 +135,7 @@ def run_member_process(
     if install_signals:
         actions: dict[int, Callable[[], None]] = {signal.SIGTERM: stop.set, signal.SIGINT: stop.set}
         for signum, act in {**actions, **member.signals()}.items():
-            signal.signal(signum, lambda _signum, _frame, act=act: act())
+            signal.signal(signum, _handler(act))
     rec.write(e="start", m=member.client_id, pid=os.getpid(), **member.start_fields())
     code = 0
     try:

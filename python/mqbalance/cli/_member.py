@@ -24,7 +24,7 @@ def add_member_options(
     work_help: str = "simulated processing time per batch",
 ) -> None:
     p.add_argument("--group", required=True)
-    p.add_argument("--topic", required=True, action="append", type=topic_type, help=topic_help)
+    p.add_argument("--topic", required=True, action="append", type=topic_type or str, help=topic_help)
     p.add_argument("--client-id", help=client_id_help)
     p.add_argument("--record", help=f"append-only record file (default: {record_folder}/<id>.jsonl)")
     p.add_argument("--duration", help="leave gracefully after this long: 90s, 5m, 2h or plain seconds")

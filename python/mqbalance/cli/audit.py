@@ -194,7 +194,9 @@ def _audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: list[st
     prev = None
     if args.previous:
         if snapshot_kind(args.previous) != "kafka":
-            raise UsageError(f"--previous {args.previous}: not a Kafka snapshot, and {snap.source} is one", args.previous)
+            raise UsageError(
+                f"--previous {args.previous}: not a Kafka snapshot, and {snap.source} is one", args.previous
+            )
         prev = load_kafka_snapshot(args.previous)
     what_if: tuple[str, ...] = KAFKA_WHAT_IF if args.what_if is None else ()
     if args.what_if is not None and args.what_if.strip().lower() != "none":

@@ -76,6 +76,4 @@ def run(args: argparse.Namespace) -> int:
     return run_rocketmq_member(cfg)
 
 
-COMMAND = Command(
-    "rocketmq-consume", "run one consumer-group member on a real RocketMQ cluster", add_arguments, run
-)
+COMMAND = Command("rocketmq-consume", "run one consumer-group member on a real RocketMQ cluster", add_arguments, run)

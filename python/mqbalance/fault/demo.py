@@ -127,5 +127,6 @@ def main(argv: list[str] | None = None) -> int:
     print_demo(args.rounds)
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -28,8 +28,8 @@ from mqbalance._validate import number
 from mqbalance.allocation.models import MessageQueue
 from mqbalance.allocation.registry import StrategyName
 from mqbalance.exceptions import MQBalanceError, RemotingConnectError, RemotingTimeoutError
-from mqbalance.rebalance.client import ConsumeFromWhere
 from mqbalance.member_process import MemberProcess, Write, run_member_process
+from mqbalance.rebalance.client import ConsumeFromWhere
 from mqbalance.rocketmq.member import MemberState, RocketMQMember
 from mqbalance.rocketmq.transport import DuplicateClientId, PulledMessage
 
@@ -68,7 +68,6 @@ class RocketMQMemberConfig:
     heartbeat_interval_ms: int = 30_000
     persist_interval_ms: int = 5_000
     rebalance_interval_ms: int = 20_000
-
 
 
 class _RecordingMember(MemberProcess):
