@@ -960,7 +960,7 @@ _BAD_RECORD_PATHS = [
     str(_GOOD_RECORDS / "below-a-file.jsonl"),
 ]
 KINDS |= {
-    # record files of `mqbalance consume` (paths): unreadable or garbage content is refused
+    # record files of `mqbalance rocketmq-consume` (paths): unreadable or garbage content is refused
     "record_files": _tag(st.sampled_from(_BAD_RECORD_PATHS).map(lambda p: [str(_GOOD_RECORDS), p]), REFUSE)
     | _tag(st.sampled_from(_BAD_RECORD_PATHS).map(Path).map(lambda p: [p]), REFUSE)
     | _tag(st.sampled_from([[str(_GOOD_RECORDS)], [_TORN_RECORDS], [], (_GOOD_RECORDS, _TORN_RECORDS)]), MAY),
@@ -1245,10 +1245,10 @@ for _module in ("mqbalance.remoting", "mqbalance.remoting.api", "mqbalance.remot
 
 EXEMPT |= {
     "mqbalance.rebalance.ClientIdListing": "an enum; parsed by ConsumerManager (broker-side, driven by the simulator)",
-    "mqbalance.rocketmq.cli.*": "`mqbalance consume`: walked by test_cli_refuses_bad_input",
-    "mqbalance.rocketmq.worker.*": "the runnable behind `mqbalance consume` (CLI walker): settings = the member's",
-    "mqbalance.kafka.cli.*": "`mqbalance kafka-consume`: walked by test_cli_refuses_bad_input",
+    "mqbalance.rocketmq.worker.*": "the runnable behind `mqbalance rocketmq-consume` (CLI walker): settings = the "
+    "member's",
     "mqbalance.kafka.member.*": "the runnable behind `mqbalance kafka-consume` (CLI walker; test_kafka_live_bad_input)",
+    "mqbalance.member_process.*": "the life cycle behind the three member commands (CLI walker), fed their configs",
     "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_records (walked)",
     "mqbalance.rocketmq.records.window_figures": "analysis of ownership_intervals' result (library-built)",
     "mqbalance.rocketmq.records.duplicates_between": "analysis of records already checked by check_records (walked)",
@@ -1708,7 +1708,17 @@ CLI: dict[str, list[list[str]]] = {
     ],
 }
 #: `consume`: a good command line but for the parts a case replaces (a closed port as the name server)
-_CONSUME = ["consume", "--namesrv", "127.0.0.1:{closed}", "--group", "g", "--topic", "T", "--record", "{tmp}/r.jsonl"]
+_CONSUME = [
+    "rocketmq-consume",
+    "--namesrv",
+    "127.0.0.1:{closed}",
+    "--group",
+    "g",
+    "--topic",
+    "T",
+    "--record",
+    "{tmp}/r.jsonl",
+]
 
 
 def _consume(*extra: str, drop: str | None = None) -> list[str]:
@@ -1738,7 +1748,7 @@ CLI["history"] = (
     + [["history", "{history}", flag, v] for flag in ("--window", "--span") for v in ("0", "-1", "nan", "x")]
     + [["history", "{history}", flag, v] for flag in ("--min-cycles", "--min-episodes") for v in ("0", "-1", "x")]
 )
-CLI["consume"] = (
+CLI["rocketmq-consume"] = (
     [_consume(drop=option) for option in ("--namesrv", "--group", "--topic")]
     + [
         _consume(drop="--namesrv") + ["--namesrv", namesrv]
@@ -1786,7 +1796,8 @@ CLI["kafka-consume"] = (
 )
 #: Subcommands not walked, with the reason.
 CLI_EXEMPT = {
-    "member": "a ZooKeeper group member (needs a server); its options are checked by InvalidCoordinationConfigError",
+    "zk-consume": "a ZooKeeper group member (needs a server); its options are checked by "
+    "InvalidCoordinationConfigError",
     "group": "ZooKeeper group status (needs a server)",
     "topics": "ZooKeeper topic setup (needs a server)",
 }

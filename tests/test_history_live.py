@@ -1,4 +1,4 @@
-"""End to end: a real name server and broker (``rocketmq_cluster.py``), real ``mqbalance consume``
+"""End to end: a real name server and broker (``rocketmq_cluster.py``), real ``mqbalance rocketmq-consume``
 processes, the real ``mqbalance watch`` process, then ``mqbalance history`` on Spark (local). The
 test plants, with times it records itself: a member restarted again and again (flapping), a member
 killed with ``kill -9``, a member whose processing blocks (STALL while lag grows), a group whose
@@ -31,7 +31,7 @@ INTERVAL = 1.0
 
 
 def consume(cluster: RocketMQCluster, group: str, client_id: str, log: object, *extra: str) -> subprocess.Popen[bytes]:
-    cmd = [str(MQBALANCE), "consume", "--namesrv", cluster.namesrv_addr, "--group", group, "--topic", TOPIC,
+    cmd = [str(MQBALANCE), "rocketmq-consume", "--namesrv", cluster.namesrv_addr, "--group", group, "--topic", TOPIC,
            "--client-id", client_id, "--record", "/dev/null", "--from", "first", "--persist-interval-ms", "500",
            "--rebalance-interval-ms", "1000", "--heartbeat-interval-ms", "1000", *extra]  # fmt: skip
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)  # type: ignore[arg-type]
