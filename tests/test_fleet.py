@@ -418,7 +418,7 @@ def test_what_if_refuses_an_unknown_candidate_and_tries_every_one_the_registry_a
 
 
 def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch):
-    from mqbalance import cli
+    from mqbalance.cli import audit as cli
     from mqbalance.fleet import DEFAULT_WHAT_IF
     from mqbalance.progress import Progress
 

@@ -72,6 +72,7 @@ __all__ = [
     "CommitFailedError",
     "FencedCommitError",
     "RebalanceFailedError",
+    "UsageError",
 ]
 
 
@@ -379,3 +380,14 @@ class FencedCommitError(CommitFailedError):
 
 class RebalanceFailedError(CoordinationError):
     """Every rebalance attempt met a claim conflict (Kafka's ``ConsumerRebalanceFailedException``)."""
+
+
+class UsageError(InvalidInputError):
+    """A command-line argument that cannot be used (``mqbalance``'s commands: exit code 2); the
+    message names the option, ``.value`` is what was given.
+
+    >>> raise UsageError("--metrics-port: must be 1-65535, got 0", 0)
+    Traceback (most recent call last):
+    ...
+    mqbalance.exceptions.UsageError: --metrics-port: must be 1-65535, got 0
+    """
