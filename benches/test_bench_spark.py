@@ -18,8 +18,9 @@ import time
 import pytest
 
 from mqbalance.fleet import scaled_fleet, snapshot_from_dict, write_outputs
-from mqbalance.fleet.snapshot import PERM_READ
-from mqbalance.fleet.spark import assign_fleet, audit, local_session, stop_session
+from mqbalance.fleet.rocketmq.snapshot import PERM_READ
+from mqbalance.fleet.rocketmq.spark import assign_fleet, audit
+from mqbalance.fleet.spark import local_session, stop_session
 
 pytestmark = pytest.mark.spark
 

@@ -64,10 +64,11 @@ from mqbalance.allocation.strategies import (
     Sticky,
 )
 from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning, RemotingConnectError
-from mqbalance.fleet import kafka_audit as kafka_audit_mod
-from mqbalance.fleet import kafka_snapshot as kafka_snap_mod
-from mqbalance.fleet import live as live_mod
-from mqbalance.fleet import snapshot as snap_mod
+from mqbalance.fleet.kafka import audit as kafka_audit_mod
+from mqbalance.fleet.kafka import snapshot as kafka_snap_mod
+from mqbalance.fleet.rocketmq import files as snapshot_files
+from mqbalance.fleet.rocketmq import from_json
+from mqbalance.fleet.rocketmq import live as live_mod
 from mqbalance.history import collector as history_collector_mod
 from mqbalance.history import writer as history_writer_mod
 from mqbalance.kafka import user_data
@@ -721,25 +722,25 @@ TABLE: list[Entry] = [
     # fleet
     E(
         "fleet.snapshot_from_dict",
-        lambda data, source: snap_mod.snapshot_from_dict(data, source),
+        lambda data, source: from_json.snapshot_from_dict(data, source),
         data=("mapping", _SNAPSHOT),
         source=("str", "<s>"),
     ),
-    E("fleet.load_snapshot", lambda path: snap_mod.load_snapshot(path), path=("str", str(_GOOD_SNAPSHOT_FILE))),
+    E("fleet.load_snapshot", lambda path: snapshot_files.load_snapshot(path), path=("str", str(_GOOD_SNAPSHOT_FILE))),
     E(
         "fleet.audit_snapshot",
         lambda snapshot, what_if, previous: mqbalance.fleet.audit_snapshot(
             snapshot, what_if=what_if, previous=previous
         ),
-        snapshot=("object", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
         what_if=("any", "AVG,STICKY"),
-        previous=("object?", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+        previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
     ),
     E("fleet.what_if_candidates", lambda values: mqbalance.fleet.what_if_candidates(values), values=("any", "AVG")),
     E(
         "fleet.assign_snapshot",
         lambda snapshot: mqbalance.fleet.assign_snapshot(snapshot),
-        snapshot=("object", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
     ),
     E(
         "fleet.example_fleet",
@@ -1128,12 +1129,12 @@ EXEMPT: dict[str, str] = {
     "mqbalance.spark.*": "DataFrame functions (Spark jobs): bad columns and strategies refused on the driver, "
     "building blocks' strategies parsed by the registry (walked); tested in test_spark_functions",
     "mqbalance.fleet.shipping.*": "packs the Python environment for Spark executors; no user values",
-    "mqbalance.fleet.engine.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
+    "mqbalance.fleet.rocketmq.assignment.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
     "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",
     "mqbalance.fleet.findings.*": "result types built by the library",
-    "mqbalance.fleet.kafka_live.*": "reads a live Kafka cluster (test_kafka_fleet; the CLI walker); its bootstrap "
+    "mqbalance.fleet.kafka.live.*": "reads a live Kafka cluster (test_kafka_fleet; the CLI walker); its bootstrap "
     "is checked by kafka.member.check_bootstrap",
-    "mqbalance.fleet.kafka_audit.audit_kafka_on_spark": "starts Spark; its arguments are audit_kafka's (walked), "
+    "mqbalance.fleet.kafka.spark.audit_kafka_on_spark": "starts Spark; its arguments are audit_kafka's (walked), "
     "checked on the driver by the same function (test_kafka_fleet_spark)",
     "mqbalance.history.analysis.*": "pure functions over a group's rows, called by the job on the dataset it read "
     "(test_history, with Burrow's cases)",
@@ -1146,11 +1147,11 @@ EXEMPT: dict[str, str] = {
     "mqbalance.history.collector.TickResult": "result type of Collector.tick",
     "mqbalance.history.collector.diff": "compares two FleetStates the collector built",
     "mqbalance.history.writer.HistoryWriter": "the collector's writer; its directory: open_history (walked)",
-    "mqbalance.fleet.kafka_snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
-    "mqbalance.fleet.kafka_snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
-    "mqbalance.fleet.kafka_snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka.snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka.snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka.snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.audit.*": "re-exports of mqbalance.fleet",
-    "mqbalance.snapshot.*": "re-exports of mqbalance.fleet.snapshot (walked)",
+    "mqbalance.snapshot.*": "re-exports of mqbalance.fleet.rocketmq.snapshot (walked)",
     "mqbalance.examples.fault_seed.*": "the demo behind `mqbalance fault-latency-demo` (CLI walker)",
     "mqbalance.cli.*": "the CLI: walked by test_cli_refuses_bad_input",
     "mqbalance.progress.*": "progress lines, no user values",
@@ -1188,8 +1189,8 @@ EXEMPT: dict[str, str] = {
     "mqbalance.sim.bundled_scenarios": "no parameters",
     "mqbalance.sim.scenario.*": "walked through mqbalance.sim (same objects)",
     "mqbalance.sim.engine.*": "walked through mqbalance.sim",
-    "mqbalance.fleet.snapshot.*": "walked through mqbalance.fleet (same objects)",
-    "mqbalance.fleet.example.*": "walked through mqbalance.fleet (same objects)",
+    "mqbalance.fleet.rocketmq.snapshot.*": "walked through mqbalance.fleet (same objects)",
+    "mqbalance.fleet.rocketmq.example.*": "walked through mqbalance.fleet (same objects)",
     "mqbalance.fleet.Connection": "snapshot row types built by the loader (walked)",
     "mqbalance.fleet.ConsumerGroup": "snapshot row types built by the loader (walked)",
     "mqbalance.fleet.MessageModel": "an enum, parsed by the loader (walked)",
@@ -1500,17 +1501,17 @@ def test_same_verdict_for_virtual_node_cnt_on_every_path(vnodes: Any, tmp_path: 
     api = refused(lambda: ConsistentHash(vnodes).assign(Q(), ["a"]))
     data = json.loads(json.dumps(_SNAPSHOT))
     data["groups"]["g"]["strategy"] = spec
-    as_json = refused(lambda: snap_mod.snapshot_from_dict(data))
-    good = snap_mod.snapshot_from_dict(
+    as_json = refused(lambda: from_json.snapshot_from_dict(data))
+    good = from_json.snapshot_from_dict(
         {**_SNAPSHOT, "groups": {"g": {**_SNAPSHOT["groups"]["g"], "strategy": "CONSISTENT_HASH"}}}
     )
-    snap_mod.write_parquet(good, tmp_path / "p")
+    snapshot_files.write_parquet(good, tmp_path / "p")
     conns = pq.read_table(tmp_path / "p" / "connections.parquet")
     i = conns.column_names.index("virtual_node_cnt")
     if vnodes is not None:
         column = pa.array([vnodes] * conns.num_rows)
         pq.write_table(conns.set_column(i, "virtual_node_cnt", column), tmp_path / "p" / "connections.parquet")
-    as_parquet = refused(lambda: snap_mod.load_snapshot(tmp_path / "p"))
+    as_parquet = refused(lambda: snapshot_files.load_snapshot(tmp_path / "p"))
     scenario = {
         **_SCENARIO,
         "group": {"consumers": 2, "strategy": {"name": "CONSISTENT_HASH", "virtual_node_cnt": vnodes}},
@@ -1584,7 +1585,7 @@ def _bad_files(root: Path) -> dict[str, Path]:
     (root / "textparquet").mkdir()
     for table in ("queue_data", "connections", "subscriptions"):
         put(f"textparquet/{table}.parquet", "not parquet at all")
-    good = snap_mod.snapshot_from_dict(_SNAPSHOT)
+    good = from_json.snapshot_from_dict(_SNAPSHOT)
     for name, (table, column, values) in {
         "nullsub": ("subscriptions", "group", pa.array([None], pa.string())),
         "nullqd": ("queue_data", "broker_name", pa.array([None], pa.string())),
@@ -1592,7 +1593,7 @@ def _bad_files(root: Path) -> dict[str, Path]:
         "floatvn": ("connections", "virtual_node_cnt", pa.array([2.5, 2.5])),
         "hugeqd": ("queue_data", "read_queue_nums", pa.array([10**9])),
     }.items():
-        d = snap_mod.write_parquet(good, root / name)
+        d = snapshot_files.write_parquet(good, root / name)
         t = pq.read_table(d / f"{table}.parquet")
         t = t.set_column(t.column_names.index(column), column, values)
         pq.write_table(t, d / f"{table}.parquet")
@@ -1947,14 +1948,14 @@ def test_same_verdict_for_epsilon_on_every_path(epsilon: Any, tmp_path: Path) ->
     api = refused(lambda: ConsistentHashBounded(epsilon=epsilon).assign(Q(), ["a"]))
     data = json.loads(json.dumps(_SNAPSHOT))
     data["groups"]["g"]["strategy"] = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
-    as_json = refused(lambda: snap_mod.snapshot_from_dict(json.loads(json.dumps(data))))
+    as_json = refused(lambda: from_json.snapshot_from_dict(json.loads(json.dumps(data))))
     good = {**_SNAPSHOT, "groups": {"g": {**_SNAPSHOT["groups"]["g"], "strategy": "CONSISTENT_HASH_BOUNDED"}}}
-    snap_mod.write_parquet(snap_mod.snapshot_from_dict(good), tmp_path / "p")
+    snapshot_files.write_parquet(from_json.snapshot_from_dict(good), tmp_path / "p")
     conns = pq.read_table(tmp_path / "p" / "connections.parquet")
     column = pa.array([epsilon] * conns.num_rows)
     conns = conns.set_column(conns.column_names.index("epsilon"), "epsilon", column)
     pq.write_table(conns, tmp_path / "p" / "connections.parquet")
-    as_parquet = refused(lambda: snap_mod.load_snapshot(tmp_path / "p"))
+    as_parquet = refused(lambda: snapshot_files.load_snapshot(tmp_path / "p"))
     strategy = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({**_SCENARIO, "group": {"consumers": 2, "strategy": strategy}}))
     as_yaml = refused(lambda: sim_mod.load_scenario(tmp_path / "s.yaml"))

@@ -31,10 +31,10 @@ from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from kafka_cluster import MQBALANCE, KafkaGroup, TansuBroker, free_port
-from mqbalance.fleet.kafka_audit import audit_kafka
-from mqbalance.fleet.kafka_live import _decode_member
-from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict, load_kafka_snapshot, snapshot_kind
-from mqbalance.fleet.snapshot import SnapshotError
+from mqbalance.fleet.errors import SnapshotError
+from mqbalance.fleet.kafka.audit import audit_kafka
+from mqbalance.fleet.kafka.live import _decode_member
+from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict, load_kafka_snapshot, snapshot_kind
 from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assign
 from mqbalance.kafka import user_data as java_user_data
 from mqbalance.kafka.kafka_python import StickyAssignor

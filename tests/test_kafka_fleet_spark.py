@@ -18,8 +18,9 @@ import pytest
 
 from kafka_cluster import MQBALANCE
 from mqbalance.fleet.findings import AuditResult
-from mqbalance.fleet.kafka_audit import audit_kafka, audit_kafka_on_spark
-from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
+from mqbalance.fleet.kafka.audit import audit_kafka
+from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict
+from mqbalance.fleet.kafka.spark import audit_kafka_on_spark
 from mqbalance.fleet.spark import local_session, stop_session
 from spark_cluster import ConnectServer
 

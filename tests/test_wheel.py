@@ -181,8 +181,8 @@ from mqbalance import MessageQueue, strategy
 from mqbalance.allocation import bulk
 from mqbalance.kafka import assignor
 from mqbalance.fleet import audit_snapshot
-from mqbalance.fleet.example import example_fleet
-from mqbalance.fleet.snapshot import snapshot_from_dict
+from mqbalance.fleet.rocketmq.example import example_fleet
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 from mqbalance.rebalance import InMemoryBroker, PushConsumer
 from mqbalance.exceptions import InvalidInputError
 

@@ -4,22 +4,22 @@
 [--what-if STRATEGIES]`` — the main job: the owner of every readable queue of every (group, topic)
 computed on Spark as the clients compute it, and the audit of it (see :mod:`mqbalance.fleet`), with
 what switching strategy would do (``--what-if``). Without ``SNAPSHOT`` it audits the bundled
-example fleet (:mod:`mqbalance.fleet.example`) against its previous state.
+example fleet (:mod:`mqbalance.fleet.rocketmq.example`) against its previous state.
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group.
 
 ``mqbalance snapshot --namesrv HOST:PORT[;HOST:PORT] -o fleet.json|DIR`` — read a live RocketMQ
 cluster (topics, routes, groups, connections, reported strategies, committed offsets) into a
-snapshot (:mod:`mqbalance.fleet.live`): JSON, or the Parquet layout for any other ``-o``. Brokers
+snapshot (:mod:`mqbalance.fleet.rocketmq.live`): JSON, or the Parquet layout for any other ``-o``. Brokers
 that did not answer are listed in the snapshot and on stderr. ``audit`` and ``assign`` take
 ``--namesrv`` instead of a snapshot file to read the cluster directly. With
 ``MQBALANCE_ACCESS_KEY`` and ``MQBALANCE_SECRET_KEY`` set, every request is signed (ACL).
 
 ``mqbalance snapshot --bootstrap HOST:PORT[,HOST:PORT] -o fleet.json`` — read a live Kafka cluster
 (topics, consumer groups with their members' subscriptions and assignments, committed and log-end
-offsets) into a Kafka snapshot (:mod:`mqbalance.fleet.kafka_live`). ``audit`` and ``assign`` take
+offsets) into a Kafka snapshot (:mod:`mqbalance.fleet.kafka.live`). ``audit`` and ``assign`` take
 either kind of snapshot file and tell them apart; a Kafka one is audited in-process
-(:mod:`mqbalance.fleet.kafka_audit`) into the same outputs.
+(:mod:`mqbalance.fleet.kafka.audit`) into the same outputs.
 
 ``mqbalance watch --namesrv HOST:PORT --out DIR [--interval 10s] [--offsets-interval 60s]`` — watch
 a live RocketMQ cluster until stopped: every change of membership and queue ownership, and the
@@ -58,9 +58,12 @@ from typing import TYPE_CHECKING
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import MQBalanceError
-from mqbalance.fleet.engine import DEFAULT_WHAT_IF
-from mqbalance.fleet.kafka_snapshot import KafkaSnapshot, kafka_snapshot_from_dict, load_kafka_snapshot, snapshot_kind
-from mqbalance.fleet.snapshot import Snapshot, SnapshotError, load_snapshot, snapshot_from_dict
+from mqbalance.fleet.errors import SnapshotError
+from mqbalance.fleet.kafka.snapshot import KafkaSnapshot, kafka_snapshot_from_dict, load_kafka_snapshot, snapshot_kind
+from mqbalance.fleet.rocketmq.files import load_snapshot
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
+from mqbalance.fleet.rocketmq.snapshot import Snapshot
+from mqbalance.fleet.rocketmq.what_if import DEFAULT_WHAT_IF
 from mqbalance.progress import Progress
 
 if TYPE_CHECKING:
@@ -85,7 +88,7 @@ def _writable_dir(path: str, flag: str) -> Path:
 
 
 def _example(seed: int) -> tuple[Snapshot, Snapshot]:
-    from mqbalance.fleet.example import example_pair
+    from mqbalance.fleet.rocketmq.example import example_pair
 
     previous, current = example_pair(seed)
     return snapshot_from_dict(current, f"example fleet (seed {seed})"), snapshot_from_dict(
@@ -108,7 +111,7 @@ def _credentials() -> AclCredentials | None:
 
 def _live(args: argparse.Namespace, say: Progress) -> Snapshot:
     """The live snapshot of ``--namesrv``; its read errors are printed on stderr."""
-    from mqbalance.fleet.live import live_snapshot
+    from mqbalance.fleet.rocketmq.live import live_snapshot
 
     if args.timeout is not None and not args.timeout > 0:
         raise SnapshotError(f"--timeout: must be > 0 s, got {args.timeout}", args.timeout)
@@ -156,8 +159,8 @@ def _check_out(out: Path) -> None:
 
 
 def _cmd_snapshot(args: argparse.Namespace) -> int:
-    from mqbalance.fleet.live import read_cluster
-    from mqbalance.fleet.snapshot import write_parquet
+    from mqbalance.fleet.rocketmq.files import write_parquet
+    from mqbalance.fleet.rocketmq.live import read_cluster
 
     if bool(args.namesrv) == bool(args.bootstrap):
         raise SnapshotError("give --namesrv (RocketMQ) or --bootstrap (Kafka), one of them", args.namesrv)
@@ -194,7 +197,7 @@ def _cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def _kafka_snapshot(args: argparse.Namespace, out: Path, timeout: float, say: Progress) -> int:
-    from mqbalance.fleet.kafka_live import read_kafka_cluster
+    from mqbalance.fleet.kafka.live import read_kafka_cluster
 
     if out.suffix.lower() != ".json":
         raise SnapshotError(f"-o {out}: a Kafka snapshot is written as JSON (-o fleet.json)", str(out))
@@ -224,15 +227,15 @@ def _kafka_snapshot_arg(args: argparse.Namespace) -> KafkaSnapshot | None:
 
 def _cmd_assign_kafka(args: argparse.Namespace, snap: KafkaSnapshot) -> int:
     from mqbalance.fleet import FindingKind
-    from mqbalance.fleet.kafka_audit import audit_kafka
+    from mqbalance.fleet.kafka.audit import audit_kafka
 
     result = audit_kafka(snap, what_if=())
     print(f"{snap.source}: {len(snap.groups)} groups")
     t = result.totals
     print(
-        f"fleet: {t['queues_assigned']:,} partitions in {t['group_topics']:,} group/topic pairs, "
-        f"{t['processes']:,} members; assigned to nobody {t['unowned_queues']:,}, twice {t['double_owned_queues']:,}, "
-        f"idle members {t['idle_processes']:,}, lag {t['lag']:,}, rebalancing groups {t['rebalancing_groups']:,}"
+        f"fleet: {t.queues_assigned:,} partitions in {t.group_topics:,} group/topic pairs, "
+        f"{t.processes:,} members; assigned to nobody {t.unowned_queues:,}, twice {t.double_owned_queues:,}, "
+        f"idle members {t.idle_processes:,}, lag {t.lag:,}, rebalancing groups {t.rebalancing_groups:,}"
     )
     header = (
         f"{'group':<20} {'topic':<22} {'parts':>6} {'membrs':>6} {'min':>4} {'max':>4} {'nobody':>7} {'twice':>6} "
@@ -249,14 +252,14 @@ def _cmd_assign_kafka(args: argparse.Namespace, snap: KafkaSnapshot) -> int:
             notes.append(group.state)
         if group.members and not group.metadata_known:
             notes.append("members' assignments not returned by the broker")
-        if r.idle_processes:
-            notes.append(f"{r.idle_processes} idle")
+        if r.idle_consumers:
+            notes.append(f"{r.idle_consumers} idle")
         risk = r.unowned + r.double_owned
         line = (
-            f"{r.group:<20} {r.topic:<22} {r.queues:>6} {r.processes:>6} {r.min_per_process:>4} {r.max_per_process:>4} "
+            f"{r.group:<20} {r.topic:<22} {r.units:>6} {r.consumers:>6} {r.min_load:>4} {r.max_load:>4} "
             f"{r.unowned:>7} {r.double_owned:>6} {r.lag or 0:>10}  {'; '.join(notes)}"
         )
-        lines.append((risk, r.idle_processes, r.group, r.topic, line))
+        lines.append((risk, r.idle_consumers, r.group, r.topic, line))
     if args.top is None:
         shown = sorted(lines, key=lambda x: (x[2], x[3]))
     else:
@@ -270,7 +273,8 @@ def _cmd_assign_kafka(args: argparse.Namespace, snap: KafkaSnapshot) -> int:
 
 def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: list[str], say: Progress) -> int:
     from mqbalance.fleet import write_outputs
-    from mqbalance.fleet.kafka_audit import KAFKA_WHAT_IF, audit_kafka, audit_kafka_on_spark, kafka_what_if_candidates
+    from mqbalance.fleet.kafka.audit import KAFKA_WHAT_IF, audit_kafka, kafka_what_if_candidates
+    from mqbalance.fleet.kafka.spark import audit_kafka_on_spark
 
     prev = None
     if args.previous:
@@ -296,7 +300,7 @@ def _cmd_audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: lis
     write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
     say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
     print()
-    print(f"fleet: {result.totals['queues_assigned']:,} partitions, {result.totals['groups']:,} groups")
+    print(f"fleet: {result.totals.queues_assigned:,} partitions, {result.totals.groups:,} groups")
     for kind, n in Counter(f.kind.value for f in result.findings).most_common():
         print(f"  {kind}: {n}")
     return _fail_on_exit(result, fail_on)
@@ -446,22 +450,22 @@ def _cmd_assign(args: argparse.Namespace) -> int:
             notes.append(f"{row.unowned} queues consumed by nobody")
         if row.double_owned and row.message_model == "CLUSTERING":
             notes.append(f"{row.double_owned} consumed twice")
-        if row.idle_processes and row.message_model == "CLUSTERING":
-            notes.append(f"{row.idle_processes} idle")
+        if row.idle_consumers and row.message_model == "CLUSTERING":
+            notes.append(f"{row.idle_consumers} idle")
         risk = row.unowned + (row.double_owned if row.message_model == "CLUSTERING" else 0)
-        idle = row.idle_processes if row.message_model == "CLUSTERING" else 0
+        idle = row.idle_consumers if row.message_model == "CLUSTERING" else 0
         line = (
-            f"{g:<20} {t:<22} {row.queues:>6} {procs:>5} {row.min_per_process:>4} {row.max_per_process:>4} "
+            f"{g:<20} {t:<22} {row.units:>6} {procs:>5} {row.min_load:>4} {row.max_load:>4} "
             f"{row.unowned:>7} {row.double_owned:>7}  {'; '.join(notes)}"
         )
         lines.append((risk, idle, 0, g, t, line))
     print(f"{snap.source}: {len(snap.groups)} groups")
     totals = result.totals
     print(
-        f"fleet: {totals['queues_assigned']:,} queues in {totals['group_topics']:,} group/topic pairs, "
-        f"{totals['processes']:,} processes; unowned {totals['unowned_queues']:,}, consumed twice "
-        f"{totals['double_owned_queues']:,}, idle processes {totals['idle_processes']:,}, duplicated ids "
-        f"{totals['duplicated_client_ids']:,}, missing routes {totals['missing_routes']:,}"
+        f"fleet: {totals.queues_assigned:,} queues in {totals.group_topics:,} group/topic pairs, "
+        f"{totals.processes:,} processes; unowned {totals.unowned_queues:,}, consumed twice "
+        f"{totals.double_owned_queues:,}, idle processes {totals.idle_processes:,}, duplicated ids "
+        f"{totals.duplicated_client_ids:,}, missing routes {totals.missing_routes:,}"
     )
     columns = f"{'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7} {'twice':>7}"
     header = f"{'group':<20} {'topic':<22} {columns}  notes"
@@ -514,8 +518,9 @@ def _what_if(option: str | None, snap: Snapshot, say: Progress) -> tuple[Strateg
 def _cmd_audit(args: argparse.Namespace) -> int:
     from mqbalance.fleet import FINDING_KINDS, write_outputs
     from mqbalance.fleet.report import what_if_summary
+    from mqbalance.fleet.rocketmq.spark import assign_fleet, audit_fleet
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
-    from mqbalance.fleet.spark import assign_fleet, audit_fleet, is_connect, session
+    from mqbalance.fleet.spark import is_connect, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
@@ -570,7 +575,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                 what_if=what_if,
                 assignments_dir=target if in_tasks else None,
             )
-        say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
+        say(f"audited {len(result.rows):,} group/topic pairs, {result.totals.queues_assigned:,} queues")
         paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
         say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
         if not args.no_assignments and not in_tasks:
@@ -580,7 +585,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
             say(f"wrote {target}/ (one row per queue and consuming process, Parquet)")
     print()
     print("Summary")
-    for k, v in result.totals.items():
+    for k, v in result.totals.to_dict().items():
         print(f"  {k:<20} {v:,}")
     switched = what_if_summary(result)
     if switched:

@@ -26,7 +26,7 @@ A Kafka snapshot is one JSON file, marked ``"kind": "kafka"`` (a RocketMQ snapsh
 
 ``offsets`` are the groups' committed offsets, ``endOffsets`` the log-end offsets (what
 ``kafka-consumer-groups --describe`` shows as CURRENT-OFFSET and LOG-END-OFFSET). Every problem is
-a :class:`~mqbalance.fleet.snapshot.SnapshotError` naming the file and the field.
+a :class:`~mqbalance.fleet.errors.SnapshotError` naming the file and the field.
 
 >>> snap = kafka_snapshot_from_dict({"kind": "kafka", "topics": {"t": {"partitions": 2}},
 ...     "groups": {"g": {"state": "Stable", "protocol": "range", "members": [
@@ -44,8 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mqbalance._validate import is_java_int
 from mqbalance.exceptions import InvalidInputError
-from mqbalance.fleet.snapshot import SnapshotError
+from mqbalance.fleet.errors import SnapshotError
 
 __all__ = [
     "KAFKA_KIND",
@@ -190,7 +191,7 @@ def _topic_id(source: str, where: str, value: Any) -> str:
 
 
 def _count(source: str, where: str, value: Any, *, low: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or value > 2**31 - 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not is_java_int(value, low=low):
         raise _fail(source, where, f"expected an integer >= {low}", value)
     return value
 
