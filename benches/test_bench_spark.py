@@ -159,5 +159,5 @@ def test_whole_audit_wall_time_1m(spark, benchmark, full_size, tmp_path):
 
     start = time.perf_counter()
     result = benchmark.pedantic(run, rounds=1, iterations=1)
-    print(f"whole audit ({result.totals['queues_assigned']:,} queues): {time.perf_counter() - start:.1f} s")
-    assert result.totals["queues_assigned"] == snap.readable_queue_count() and result.findings == []
+    print(f"whole audit ({result.totals.queues_assigned:,} queues): {time.perf_counter() - start:.1f} s")
+    assert result.totals.queues_assigned == snap.readable_queue_count() and result.findings == []

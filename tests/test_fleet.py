@@ -276,7 +276,7 @@ def test_engine_blocks_are_bounded_and_facts_concatenate_to_the_whole_audit():
         assert sum(s.num_rows for s in slices) == pairs.num_rows
         for part in slices:  # within the limit, or a single pair that alone exceeds it
             assert part.num_rows == 1 or assignment.pair_queue_counts(part).sum() <= limit
-    assert int(counts.sum()) == sum(r.queues for r in audit_snapshot(snap).rows)
+    assert int(counts.sum()) == sum(r.units for r in audit_snapshot(snap).rows)
     groups = snap.consumer_groups()
     batches = pairs.to_batches(max_chunksize=7)  # what Spark hands a task
     blocks = list(assignment.assignment_blocks(batches, groups))
@@ -293,7 +293,7 @@ def test_engine_blocks_are_bounded_and_facts_concatenate_to_the_whole_audit():
     with_what_if = summarise(snap, *facts_mod.split_facts(facts), what_if=facts_mod.what_if_facts(facts))
     whole = audit_snapshot(snap, what_if=candidates)
     assert with_what_if.what_if == whole.what_if and len(whole.what_if) == 3 * sum(
-        1 for r in whole.rows if r.message_model == "CLUSTERING" and r.processes
+        1 for r in whole.rows if r.message_model == "CLUSTERING" and r.consumers
     )
     assert with_what_if.findings == whole.findings
 
@@ -359,7 +359,7 @@ def test_what_if_moved_and_max_load_match_the_per_group_api():
         for name in ("AVG", "CONSISTENT_HASH_BOUNDED", "CONSISTENT_HASH"):
             after = strategy(name).assign(qs, ids, java_sort=True)
             w = rows[(group, topic, name)]
-            assert w.queues == len(qs) and w.processes == len(ids)
+            assert w.units == len(qs) and w.consumers == len(ids)
             assert w.moved == sum(1 for c, share in after.items() for q in share if now[q] != c), (group, topic, name)
             assert w.max_load == max(len(share) for share in after.values())
             assert w.idle == sum(1 for share in after.values() if not share)
@@ -376,7 +376,7 @@ def test_what_if_moved_and_max_load_match_the_per_group_api():
     # slot's queues stay unowned whatever the strategy).
     dup = rows[("cg-dup", "U", "AVG")]
     ids, qs = sort_client_ids(groups["cg-dup"].client_ids), sort_queues(_queues(snap, "U"))
-    assert (dup.processes, dup.queues) == (3, 7)
+    assert (dup.consumers, dup.units) == (3, 7)
     assert dup.max_load == max(len(strategy("AVG").allocate("cg-dup", c, qs, ids)) for c in ids)
 
 
@@ -471,12 +471,12 @@ def test_churn_counts_the_queues_in_both_whose_consumers_differ(now, before, pac
     expected: dict[tuple[str, str], int] = defaultdict(int)
     for (g, t, b, q), owners in now.items():
         expected[(g, t)] += (g, t, b, q) in before and Counter(owners) != Counter(before[(g, t, b, q)])
-    limit = schemas.PACKED_KEY_LIMIT
-    schemas.PACKED_KEY_LIMIT = limit if packed else 0
+    limit = churn_mod.PACKED_KEY_LIMIT
+    churn_mod.PACKED_KEY_LIMIT = limit if packed else 0
     try:
         got = churn_mod.churn(_assignment_table(now), _assignment_table(before))
     finally:
-        schemas.PACKED_KEY_LIMIT = limit
+        churn_mod.PACKED_KEY_LIMIT = limit
     assert {(r["group"], r["topic"]): r["moved"] for r in got.to_pylist()} == dict(expected)
 
 
@@ -491,7 +491,7 @@ def test_in_process_audit_counts_churn_against_an_earlier_snapshot():
     assert {(r.group, r.topic): r.churn for r in result.rows} == {
         (r.group, r.topic): expected[(r.group, r.topic)] for r in result.rows
     }
-    assert result.totals["churned_queues"] == sum(expected.values()) > 0
+    assert result.totals.churned_queues == sum(expected.values()) > 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -511,13 +511,13 @@ def test_in_process_audit_counts_churn_against_an_earlier_snapshot():
 def test_pair_counts_match_a_count_of_every_row(rows, packed):
     """Per pair: queues, queues with no consumer, queues with more than one; per (pair, consumer):
     its queues — counted here row by row, against both of ``pair_counts``' keyings."""
-    import mqbalance.fleet.rocketmq.assignment as engine_module
+    import mqbalance.fleet.rocketmq.facts as facts_module
 
     table = pa.table(
         dict(zip(["group", "topic", "broker_name", "queue_id", "consumer"], zip(*rows)))
         if rows
         else {k: [] for k in ["group", "topic", "broker_name", "queue_id", "consumer"]},
-        schema=engine_module.ASSIGNMENT_SCHEMA,
+        schema=schemas.ASSIGNMENT_SCHEMA,
     )
     consumers_of: dict[tuple, int] = Counter()
     for g, t, b, q, c in rows:
@@ -529,12 +529,12 @@ def test_pair_counts_match_a_count_of_every_row(rows, packed):
         acc[1] += n == 0
         acc[2] += n > 1
     want_id = Counter((g, t, c) for g, t, _, _, c in rows if c is not None)
-    limit = engine_module.PACKED_KEY_LIMIT
-    engine_module.PACKED_KEY_LIMIT = limit if packed else 0
+    limit = facts_module.PACKED_KEY_LIMIT
+    facts_module.PACKED_KEY_LIMIT = limit if packed else 0
     try:
-        per_pair, per_id = engine_module.pair_counts(table)
+        per_pair, per_id = facts_module.pair_counts(table)
     finally:
-        engine_module.PACKED_KEY_LIMIT = limit
+        facts_module.PACKED_KEY_LIMIT = limit
     got_pair = {
         (g, t): [n, u, d]
         for g, t, n, u, d in zip(
@@ -566,19 +566,19 @@ def test_audit_rows_and_totals_match_a_count_per_connection():
         group, key = groups[row.group], (row.group, row.topic)
         ids = [c.client_id for c in group.connections]
         loads = [owned[key][cid] // ids.count(cid) for cid in ids]
-        assert (row.processes, row.queues) == (len(ids), len(queues[key]))
-        assert (row.min_per_process, row.max_per_process) == (min(loads), max(loads))
-        assert row.idle_processes == loads.count(0)
-        assert row.mean_per_process == round(sum(loads) / len(loads), 3)
+        assert (row.consumers, row.units) == (len(ids), len(queues[key]))
+        assert (row.min_load, row.max_load) == (min(loads), max(loads))
+        assert row.idle_consumers == loads.count(0)
+        assert row.mean_load == round(sum(loads) / len(loads), 3)
         if row.message_model == "CLUSTERING":
-            fair_share += [x / (row.queues / len(ids)) for x in loads]
+            fair_share += [x / (row.units / len(ids)) for x in loads]
             busy[row.group] |= {j for j, x in enumerate(loads) if x}
     assert sorted(expanded_shares(result)) == pytest.approx(sorted(fair_share))
     clustering = [g for g, v in groups.items() if v.message_model.value == "CLUSTERING"]
     idle_anywhere = sum(len(groups[g].connections) - len(busy[g]) for g in clustering)
-    assert result.totals["idle_processes"] == idle_anywhere
-    assert result.totals["idle_process_topics"] == sum(
-        r.idle_processes for r in result.rows if r.message_model == "CLUSTERING"
+    assert result.totals.idle_processes == idle_anywhere
+    assert result.totals.idle_process_topics == sum(
+        r.idle_consumers for r in result.rows if r.message_model == "CLUSTERING"
     )
     assert any(groups[g].duplicated_ids for g in clustering)  # the example plants duplicated ids
 
@@ -633,7 +633,7 @@ def test_a_snapshot_too_large_to_assign_in_process_still_loads_for_the_spark_aud
     snap = snapshot_from_dict(data, "big")
     with pytest.raises(SnapshotError, match=r"big: readable queues \(sum of readQueueNums\) = 100 would need"):
         assign_snapshot(snap)
-    assert audit_snapshot(snap).totals["queues_assigned"] == 100
+    assert audit_snapshot(snap).totals.queues_assigned == 100
     monkeypatch.setenv("MQBALANCE_MEMORY_BUDGET", str(100 * snapshot_model.QUEUE_BYTES - 1))
     with pytest.raises(SnapshotError, match="would need"):
         snapshot_from_dict(data, "big")

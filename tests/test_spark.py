@@ -60,7 +60,7 @@ def test_spark_audit_equals_the_in_process_audit_and_finds_churn(spark):
         if f.kind is FindingKind.CHURN:
             churned[f.group] += f.count
     assert churned  # a member left, one joined, a topic grew
-    assert result.totals["churned_queues"] == sum(churned.values())
+    assert result.totals.churned_queues == sum(churned.values())
 
 
 def test_cli_audit_end_to_end(tmp_path, capsys):
@@ -141,7 +141,7 @@ def test_one_pass_churn_equals_the_joined_churn_and_the_in_process_one(spark):
         one_pass = audit_fleet(spark, snap, partitions=partitions, previous=prev)
         assert one_pass.rows == joined.rows == local.rows  # PairRow.churn included
         assert one_pass.findings == joined.findings == local.findings
-    assert local.totals["churned_queues"] > 0
+    assert local.totals.churned_queues > 0
 
 
 def test_work_is_spread_by_group_and_every_pair_of_a_group_shares_a_task():

@@ -202,7 +202,7 @@ c = PushConsumer("c1", "g", ["T"], "AVG", InMemoryBroker(), {"T": queues}.get, s
 c.start(now_ms=0); c.tick(now_ms=0)
 assert len(c.owned()) == 5
 result = audit_snapshot(snapshot_from_dict(example_fleet(7), "example"))
-assert result.totals["queues_assigned"] > 0 and result.totals["duplicated_client_ids"] >= 1
+assert result.totals.queues_assigned > 0 and result.totals.duplicated_client_ids >= 1
 print("smoke ok")
 """
 

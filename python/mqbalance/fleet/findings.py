@@ -285,11 +285,11 @@ class Totals:
 
     def __add__(self, other: Totals) -> Totals:
         """The totals of two disjoint parts of one fleet."""
-
-        def add(a: int | None, b: int | None) -> int | None:
-            return None if a is None and b is None else (a or 0) + (b or 0)
-
-        return Totals(**{f.name: add(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self)})
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            out[f.name] = None if a is None and b is None else (a or 0) + (b or 0)
+        return Totals(**out)
 
 
 @dataclass

@@ -1,10 +1,10 @@
 """RocketMQ fleets: the snapshot model, its readers, the live reader, the assignment engine and
 the facts the shared audit rules (:mod:`mqbalance.fleet.findings`) read.
 
-The modules, bottom to top (each imports only modules above it in this list)::
+The modules, bottom to top (each imports only modules to its left; ``example`` stands alone)::
 
-    snapshot (model)  <  checks  <  from_json, from_arrow  <  files, live, example
-    schemas  <  assignment, churn, what_if  <  facts  <  audit, spark
+    checks  <  snapshot  <  from_json, from_arrow  <  files, live
+    schemas, snapshot  <  assignment, churn, what_if  <  facts  <  audit  <  spark
 
 * :mod:`~mqbalance.fleet.rocketmq.snapshot` — :class:`~mqbalance.fleet.rocketmq.snapshot.Snapshot`
   and its typed views; the JSON and Parquet layouts;

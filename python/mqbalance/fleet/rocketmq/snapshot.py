@@ -274,7 +274,7 @@ class Snapshot:
     subscriptions: pa.Table
     brokers: pa.Table
     #: per connection row: its strategy, as a code into ``_specs``
-    strategy_codes: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, np.int32))
+    _spec_codes: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, np.int32))
     _specs: tuple[StrategySpec, ...] = field(repr=False, compare=False, default=())
     #: committed offsets (live snapshots): group, topic, broker_name, queue_id, offset
     offsets: pa.Table = field(default_factory=lambda: SCHEMAS["offsets"].empty_table())
