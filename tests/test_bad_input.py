@@ -737,6 +737,25 @@ TABLE: list[Entry] = [
         previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
     ),
     E("fleet.what_if_candidates", lambda values: mqbalance.fleet.what_if_candidates(values), values=("any", "AVG")),
+    # fleet: the interface for both kinds
+    E(
+        "fleet.load_any_snapshot",
+        lambda path: mqbalance.fleet.load_any_snapshot(path),
+        path=("str", str(_GOOD_SNAPSHOT_FILE)),
+    ),
+    E(
+        "fleet.audit",
+        lambda snapshot, what_if, previous: mqbalance.fleet.audit(snapshot, what_if=what_if, previous=previous),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+        what_if=("any", "AVG,STICKY"),
+        previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
+        "fleet.what_if_for",
+        lambda snapshot, option: mqbalance.fleet.what_if_for(snapshot, option),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+        option=("str?", "AVG"),
+    ),
     E(
         "fleet.assign_snapshot",
         lambda snapshot: mqbalance.fleet.assign_snapshot(snapshot),
@@ -846,7 +865,7 @@ TABLE: list[Entry] = [
     ),
     # fleet.live: a cluster behind a closed port (the read fails at once with RemotingConnectError)
     E(
-        "fleet.live.read_cluster",
+        "fleet.rocketmq.live.read_cluster",
         lambda namesrv, timeout, workers, progress: _unreachable(
             lambda: live_mod.read_cluster(namesrv, timeout=timeout, workers=workers, progress=progress)
         ),
@@ -856,37 +875,37 @@ TABLE: list[Entry] = [
         progress=("object?", None),
     ),
     E(
-        "fleet.live.live_snapshot",
+        "fleet.rocketmq.live.live_snapshot",
         lambda namesrv, timeout: _unreachable(lambda: live_mod.live_snapshot(namesrv, timeout=timeout)),
         namesrv=("namesrv", _UNREACHABLE[0]),
         timeout=("timeout", 0.5),
     ),
     # fleet: Kafka snapshots and their audit
     E(
-        "fleet.kafka_snapshot.kafka_snapshot_from_dict",
+        "fleet.kafka.snapshot.kafka_snapshot_from_dict",
         lambda data, source: kafka_snap_mod.kafka_snapshot_from_dict(data, source),
         data=("mapping", _KAFKA_SNAPSHOT),
         source=("str", "<s>"),
     ),
     E(
-        "fleet.kafka_snapshot.load_kafka_snapshot",
+        "fleet.kafka.snapshot.load_kafka_snapshot",
         lambda path: kafka_snap_mod.load_kafka_snapshot(path),
         path=("str", str(_GOOD_KAFKA_SNAPSHOT_FILE)),
     ),
     E(
-        "fleet.kafka_snapshot.snapshot_kind",
+        "fleet.kafka.snapshot.snapshot_kind",
         lambda path: kafka_snap_mod.snapshot_kind(path),
         path=("str", str(_GOOD_KAFKA_SNAPSHOT_FILE)),
     ),
     E(
-        "fleet.kafka_audit.audit_kafka",
+        "fleet.kafka.audit.audit_kafka",
         lambda snapshot, previous, what_if: kafka_audit_mod.audit_kafka(snapshot, previous, what_if),
         snapshot=("object", kafka_snap_mod.kafka_snapshot_from_dict(_KAFKA_SNAPSHOT)),
         previous=("object?", kafka_snap_mod.kafka_snapshot_from_dict(_KAFKA_SNAPSHOT)),
         what_if=("any", "range,sticky"),
     ),
     E(
-        "fleet.kafka_audit.kafka_what_if_candidates",
+        "fleet.kafka.audit.kafka_what_if_candidates",
         lambda option: kafka_audit_mod.kafka_what_if_candidates(option),
         option=("any", "range,uniform"),
     ),
@@ -1130,6 +1149,13 @@ EXEMPT: dict[str, str] = {
     "building blocks' strategies parsed by the registry (walked); tested in test_spark_functions",
     "mqbalance.fleet.shipping.*": "packs the Python environment for Spark executors; no user values",
     "mqbalance.fleet.rocketmq.assignment.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
+    "mqbalance.fleet.rocketmq.churn.*": "the engine's churn, fed the engine's own assignment tables",
+    "mqbalance.fleet.rocketmq.facts.*": "the engine's facts, fed validated snapshots and the engine's own tables",
+    "mqbalance.fleet.rocketmq.what_if.what_if": "the engine's what-if, fed the engine's own tables; its candidates: "
+    "what_if_candidates (walked)",
+    "mqbalance.fleet.rocketmq.spark.*": "starts Spark; its inputs are snapshots (walked), checked first by the CLI walker",
+    "mqbalance.fleet.kafka.audit.checked_audit_arguments": "audit_kafka's own argument checks (walked through it)",
+    "mqbalance.fleet.audit_on_spark": "starts Spark; its arguments are audit's (walked), checked on the driver first",
     "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",
     "mqbalance.fleet.findings.*": "result types built by the library",
     "mqbalance.fleet.kafka.live.*": "reads a live Kafka cluster (test_kafka_fleet; the CLI walker); its bootstrap "

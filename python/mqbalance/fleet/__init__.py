@@ -118,6 +118,8 @@ def what_if_for(snapshot: AnySnapshot, option: str | None) -> tuple[Any, ...]:
     kind's defaults (:data:`DEFAULT_WHAT_IF` on RocketMQ fleets of up to
     :data:`WHAT_IF_DEFAULT_MAX_QUEUES` readable queues, none above; :data:`KAFKA_WHAT_IF`)."""
     _same_kind(snapshot, None)
+    if option is not None and not isinstance(option, str):
+        raise SnapshotError(f"--what-if: expected a comma-separated str or None, got {option!r}"[:200], option)
     if option is not None and option.strip().lower() == "none":
         return ()
     if isinstance(snapshot, KafkaSnapshot):
@@ -133,7 +135,7 @@ def audit(
     snapshot: AnySnapshot,
     *,
     previous: AnySnapshot | None = None,
-    what_if: Iterable[StrategySpec | str] = (),
+    what_if: Iterable[StrategySpec | str] | str = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> AuditResult:
     """The audit of a snapshot of either kind, in-process: ``previous`` (of the same kind) for
@@ -141,8 +143,7 @@ def audit(
     queues are assigned (a Kafka snapshot carries its assignment)."""
     _same_kind(snapshot, previous)
     if isinstance(snapshot, KafkaSnapshot):
-        names = [w if isinstance(w, str) else w.display_name for w in what_if]
-        return audit_kafka(snapshot, previous, names)  # type: ignore[arg-type]
+        return audit_kafka(snapshot, previous, what_if)  # type: ignore[arg-type]  # it checks the names
     return audit_snapshot(snapshot, what_if=what_if, previous=previous, progress=progress)  # type: ignore[arg-type]
 
 
@@ -151,7 +152,7 @@ def audit_on_spark(
     snapshot: AnySnapshot,
     *,
     previous: AnySnapshot | None = None,
-    what_if: Iterable[StrategySpec | str] = (),
+    what_if: Iterable[StrategySpec | str] | str = (),
     partitions: int | None = None,
     assignments_dir: str | Path | None = None,
 ) -> AuditResult:
@@ -162,13 +163,12 @@ def audit_on_spark(
     :func:`mqbalance.fleet.kafka.spark.audit_kafka_on_spark`. Equal to :func:`audit`."""
     _same_kind(snapshot, previous)
     if isinstance(snapshot, KafkaSnapshot):
-        names = [w if isinstance(w, str) else w.display_name for w in what_if]
-        return audit_kafka_on_spark(spark, snapshot, previous, names, partitions=partitions)  # type: ignore[arg-type]
+        return audit_kafka_on_spark(spark, snapshot, previous, what_if, partitions=partitions)  # type: ignore[arg-type]
     return audit_fleet(
         spark,
         snapshot,
         partitions=partitions,
         previous=previous,  # type: ignore[arg-type]
-        what_if=tuple(what_if),
+        what_if=what_if,
         assignments_dir=assignments_dir,
     )
