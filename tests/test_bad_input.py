@@ -1153,7 +1153,8 @@ EXEMPT: dict[str, str] = {
     "mqbalance.fleet.rocketmq.facts.*": "the engine's facts, fed validated snapshots and the engine's own tables",
     "mqbalance.fleet.rocketmq.what_if.what_if": "the engine's what-if, fed the engine's own tables; its candidates: "
     "what_if_candidates (walked)",
-    "mqbalance.fleet.rocketmq.spark.*": "starts Spark; its inputs are snapshots (walked), checked first by the CLI walker",
+    "mqbalance.fleet.rocketmq.spark.*": "starts Spark; its inputs are snapshots (walked), checked first by the CLI "
+    "walker",
     "mqbalance.fleet.kafka.audit.checked_audit_arguments": "audit_kafka's own argument checks (walked through it)",
     "mqbalance.fleet.audit_on_spark": "starts Spark; its arguments are audit's (walked), checked on the driver first",
     "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",
@@ -1165,8 +1166,8 @@ EXEMPT: dict[str, str] = {
     "mqbalance.history.analysis.*": "pure functions over a group's rows, called by the job on the dataset it read "
     "(test_history, with Burrow's cases)",
     "mqbalance.history.job.analyse": "starts Spark; its directory is checked by open_history (walked), the CLI walker",
-    "mqbalance.history.job.HistoryResult": "result type of analyse",
-    "mqbalance.history.job.write_history_outputs": "writes a HistoryResult built by the library; paths: CLI walker",
+    "mqbalance.history.spans.HistoryResult": "result type of analyse",
+    "mqbalance.history.report.write_history_outputs": "writes a HistoryResult built by the library; paths: CLI walker",
     "mqbalance.history.metrics.WatchMetrics": "the watcher's metrics registry, fed by the collector (test_watch)",
     "mqbalance.history.collector.Collector": "reads a live RocketMQ cluster every tick (test_watch; the CLI walker)",
     "mqbalance.history.collector.FleetState": "the collector's state, built by it",

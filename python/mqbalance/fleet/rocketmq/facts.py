@@ -152,10 +152,11 @@ def load_facts(
     that many); the busy ids (:data:`BUSY_SCHEMA`: per group, the distinct ids consuming
     something). A duplicated id's ``k`` connections share its count (``count // k`` each).
 
-    >>> from mqbalance.fleet.rocketmq.snapshot import snapshot_from_dict
+    >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
     >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
     ...     {"brokerName": "b", "readQueueNums": 3, "writeQueueNums": 3, "perm": 6}]}},
     ...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": c} for c in "abcd"]}}})
+    >>> from mqbalance.fleet.rocketmq.assignment import assign_snapshot
     >>> pairs, loads, busy = load_facts(*pair_counts(assign_snapshot(snap)), snap.consumer_groups())
     >>> pairs.select(["processes", "idle", "min_load", "max_load"]).to_pylist(), loads["count"].to_pylist()
     ([{'processes': 4, 'idle': 1, 'min_load': 0, 'max_load': 1}], [3])
@@ -289,10 +290,11 @@ def snapshot_facts(
     ``candidates`` (:func:`what_if_candidates`) and the :func:`churn` against ``previous`` (an
     earlier snapshot, its changed pairs assigned the same way) come from the same pass.
 
-    >>> from mqbalance.fleet.rocketmq.snapshot import snapshot_from_dict
+    >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
     >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
     ...     {"brokerName": "b", "readQueueNums": 3, "writeQueueNums": 3, "perm": 6}]}},
     ...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": c} for c in "ab"]}}})
+    >>> from mqbalance.fleet.rocketmq.what_if import what_if_candidates
     >>> facts = snapshot_facts(snap, candidates=what_if_candidates("AVG"), previous=snap)
     >>> facts.per_pair["max_load"].to_pylist(), facts.busy.to_pylist(), facts.churn
     ([2], [{'group': 'g', 'processes': 2}], {('g', 'T'): 0})

@@ -390,6 +390,7 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
     by group, snapshot order within a group) and the distinct strategies; a group is built the first
     time it is looked up.
 
+    >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
     >>> snap = snapshot_from_dict({"topics": {}, "groups": {"g": {"subscriptions": [], "connections": [
     ...     {"clientId": "b"}, {"clientId": "a", "strategy": "AVG_BY_CIRCLE"}]}}})
     >>> index = snap.group_index()

@@ -82,11 +82,12 @@ def what_if(
     its assignment without a core call). Every queue of a pair must be in the table (as
     :func:`assign_batch` hands them over).
 
-    >>> from mqbalance.fleet.rocketmq.snapshot import snapshot_from_dict
+    >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
     >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
     ...     {"brokerName": "b", "readQueueNums": 8, "writeQueueNums": 8, "perm": 6}]}},
     ...     "groups": {"g": {"subscriptions": ["T"], "connections": [
     ...         {"clientId": c, "strategy": "CONSISTENT_HASH"} for c in ("c1", "c2", "c3", "c4")]}}})
+    >>> from mqbalance.fleet.rocketmq.assignment import assign_snapshot
     >>> rows = what_if(assign_snapshot(snap), snap.consumer_groups(), what_if_candidates("AVG,STICKY"))
     >>> [(r["strategy"], r["queues"], r["max_load"]) for r in rows.to_pylist()]  # both balanced: 2 each
     [('AVG', 8, 2), ('STICKY', 8, 2)]
