@@ -21,14 +21,15 @@ $(VENV)/.deps: pyproject.toml
 	$(PY) -m pip install -q --group test --group bench --group lint "maturin>=1.14,<2"
 	touch $@
 
+# The build backend runs `maturin` by name: the venv's bin goes first on PATH (a new machine has no other).
 $(VENV)/.installed: $(VENV)/.deps Cargo.toml Cargo.lock $(shell find rust -type f -name '*.rs' -o -name Cargo.toml)
-	$(PY) -m pip install -q --no-build-isolation -e ".[spark]"
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pip install -q --no-build-isolation -e ".[spark]"
 	touch $@
 
 setup: $(VENV)/.installed
 
 dev: $(VENV)/.deps
-	$(PY) -m pip install -q --no-build-isolation -e ".[spark]"
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pip install -q --no-build-isolation -e ".[spark]"
 	touch $(VENV)/.installed
 
 example: setup

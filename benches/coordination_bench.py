@@ -11,7 +11,7 @@ gracefully, a member is killed with SIGKILL (a real member process) — and per 
   moved (owner before ≠ owner after).
 
 Members run in this process (one kazoo session each); the killed one is a separate
-``mqbalance member`` process. Usage::
+``mqbalance zk-consume`` process. Usage::
 
     python benches/coordination_bench.py --sizes 4,16,32 --queues 1024 --out out/coordination
 
@@ -217,15 +217,15 @@ class Bench:
     def spawn_victim(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(Path(mqbalance.__file__).resolve().parent.parent)}
         rec = Path(tempfile.gettempdir()) / f"{self.group}-victim.jsonl"
-        cmd = [sys.executable, "-m", "mqbalance.cli", "member", "--zk", self.hosts, "--group", self.group]
-        cmd += ["--topic", self.topic, "--id", "victim", "--strategy", self.strategy, "--mode", self.mode]
+        cmd = [sys.executable, "-m", "mqbalance.cli", "zk-consume", "--zk", self.hosts, "--group", self.group]
+        cmd += ["--topic", self.topic, "--client-id", "victim", "--strategy", self.strategy, "--mode", self.mode]
         cmd += [
             "--session-timeout",
             str(self.args.session_timeout),
             "--rebalance-backoff-ms",
             str(self.args.backoff_ms),
         ]
-        cmd += ["--records", str(rec), "--rate", "1"]
+        cmd += ["--record", str(rec), "--rate", "1"]
         self.victim = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-"""Simulator fidelity: one scenario run against the real broker (the Rust port; ``mqbalance consume``
+"""Simulator fidelity: one scenario run against the real broker (the Rust port; ``mqbalance rocketmq-consume``
 subprocess members) and in the simulator (``mqbalance simulate`` with the per-client-id broker), with
 the same figures per event side by side.
 
@@ -154,7 +154,7 @@ def real(scale: float, out: Path) -> dict[str, Any]:
 
         def launch(name: str) -> None:
             cid = IDS["m1" if name == "m5" else name]
-            cmd = [sys.executable, "-m", "mqbalance.cli", "consume", "--namesrv", cluster.namesrv_addr]
+            cmd = [sys.executable, "-m", "mqbalance.cli", "rocketmq-consume", "--namesrv", cluster.namesrv_addr]
             cmd += ["--group", GROUP, "--topic", TOPIC, "--client-id", cid, "--from", "first"]
             cmd += ["--record", str(rec_dir / f"{name}.jsonl")]
             with open(rec_dir / f"{name}.err", "wb") as err:

@@ -1,5 +1,60 @@
 """Fixtures shared by test modules."""
 
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
 from kafka_cluster import tansu  # noqa: F401  (a Tansu broker, Kafka protocol, per module)
 from rocketmq_cluster import rocketmq, rocketmq2  # noqa: F401  (a name server and 1 or 2 brokers per module)
 from spark_cluster import spark_cluster, spark_connect  # noqa: F401  (module-scoped Spark standalone cluster / Connect server)
+
+#: how long a process a test started may take to exit after the test before it counts as left behind
+GRACE_S = 10.0
+
+
+def _running_children() -> dict[int, str]:
+    """This process's live child processes (zombies excluded), pid -> command line."""
+    pids: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            pids.update(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    alive = {}
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if state != "Z":
+            alive[pid] = cmdline.strip()
+    return alive
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """A test that leaves a process of its own running fails itself (at teardown), and the process is
+    killed, so the next test never pays for it. Servers of module- and session-scoped fixtures were
+    started before this fixture and are not counted."""
+    before = set(_running_children())
+    yield
+    deadline = time.monotonic() + GRACE_S
+    while (left := {p: c for p, c in _running_children().items() if p not in before}) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    if left:
+        pytest.fail(
+            "the test left processes running (now killed): " + "; ".join(f"{p}: {c[:200]}" for p, c in left.items())
+        )

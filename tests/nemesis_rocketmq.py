@@ -3,7 +3,7 @@
 
 The name server and the broker each run in a network namespace of their own
 (:class:`rocketmq_cluster.RocketMQCluster` placed with ``namesrv_host`` / ``broker_hosts``), every
-``mqbalance consume`` member in its own (:class:`nemesis_net.Node`), so a member reaches the
+``mqbalance rocketmq-consume`` member in its own (:class:`nemesis_net.Node`), so a member reaches the
 cluster only through its veth, and the broker is reached by everyone only through its own: cutting
 either is a real partition (packets vanish, connections hang). The producer and the checks run in
 the root namespace.
@@ -84,7 +84,7 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: 
 
 
 class RmqGroup:
-    """``mqbalance consume`` processes of one group, each in its own namespace, with record files."""
+    """``mqbalance rocketmq-consume`` processes of one group, each in its own namespace, with record files."""
 
     def __init__(self, network: Network, cluster: RocketMQCluster, out: Path, group: str, topic: str) -> None:
         self.network, self.cluster, self.out, self.group, self.topic = network, cluster, out, group, topic
@@ -93,7 +93,7 @@ class RmqGroup:
 
     def start(self, name: str) -> Node:
         node = self.network.node(name)
-        cmd = [sys.executable, "-m", "mqbalance.cli", "consume", "--namesrv", self.cluster.namesrv_addr]
+        cmd = [sys.executable, "-m", "mqbalance.cli", "rocketmq-consume", "--namesrv", self.cluster.namesrv_addr]
         cmd += ["--group", self.group, "--topic", self.topic, "--client-id", f"{node.addr}@{name}", "--from", "first"]
         cmd += ["--record", str(self.out / f"{name}.jsonl"), "--heartbeat-interval-ms", str(HEARTBEAT_MS)]
         cmd += ["--persist-interval-ms", str(PERSIST_MS), "--rebalance-interval-ms", str(REBALANCE_MS)]

@@ -1,7 +1,7 @@
 """ZooKeeper member processes under network faults: the group driver and the measurements of the
 ``test_nemesis_zk*.py`` scenarios.
 
-A :class:`ZkGroup` runs real ``mqbalance member`` processes, each in its own network namespace
+A :class:`ZkGroup` runs real ``mqbalance zk-consume`` processes, each in its own network namespace
 (:class:`nemesis_net.Node`), reaching ZooKeeper only through that namespace's veth (or through a
 :class:`nemesis_proxy.FaultProxy` listening on the veth's root side). An admin client in the root
 namespace watches the owner nodes. The checks read the members' record files afterwards, as the
@@ -62,7 +62,7 @@ def seed_for(name: str) -> int:
 
 
 class ZkGroup:
-    """One consumer group of ``mqbalance member`` processes over ``queues`` queues of one topic."""
+    """One consumer group of ``mqbalance zk-consume`` processes over ``queues`` queues of one topic."""
 
     def __init__(
         self,
@@ -100,8 +100,8 @@ class ZkGroup:
     def spawn(self, cid: str, node: Node, hosts: str) -> None:
         """Start member ``cid`` in ``node``'s namespace, talking to ZooKeeper at ``hosts``."""
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")])}
-        cmd = [sys.executable, "-m", "mqbalance.cli", "member", "--zk", hosts, "--group", self.name, "-v"]
-        cmd += ["--topic", f"{self.topic}:{self.queues}", "--id", cid, "--records", str(self.records(cid))]
+        cmd = [sys.executable, "-m", "mqbalance.cli", "zk-consume", "--zk", hosts, "--group", self.name, "-v"]
+        cmd += ["--topic", f"{self.topic}:{self.queues}", "--client-id", cid, "--record", str(self.records(cid))]
         cmd += ["--strategy", self.strategy, "--mode", self.mode, "--session-timeout", str(self.session_s)]
         cmd += ["--rebalance-backoff-ms", "250", "--rebalance-max-retries", "8", "--rate", str(RATE)]
         cmd += ["--commit-interval-ms", "300", "--batch", "20"]

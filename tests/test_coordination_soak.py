@@ -1,4 +1,4 @@
-"""Soak: real member processes (``mqbalance member``) on a real ZooKeeper, under faults.
+"""Soak: real member processes (``mqbalance zk-consume``) on a real ZooKeeper, under faults.
 
 Two groups run side by side on one server (one per mode), 8 member processes each over 32
 queues. Faults, in rounds: ``kill -9`` a member and start a new one; stop one gracefully and
@@ -60,8 +60,8 @@ class Group:
         cid = f"{self.name}-m{self.serial:02d}"
         self.serial += 1
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([PACKAGE_ROOT, os.environ.get("PYTHONPATH", "")])}
-        cmd = [sys.executable, "-m", "mqbalance.cli", "member", "--zk", self.hosts, "--group", self.name]
-        cmd += ["--topic", f"{self.topic}:{QUEUES}", "--id", cid, "--records", str(self.out / f"{cid}.jsonl")]
+        cmd = [sys.executable, "-m", "mqbalance.cli", "zk-consume", "--zk", self.hosts, "--group", self.name]
+        cmd += ["--topic", f"{self.topic}:{QUEUES}", "--client-id", cid, "--record", str(self.out / f"{cid}.jsonl")]
         cmd += ["--strategy", self.strategy, "--mode", self.mode, "--session-timeout", str(SESSION_S)]
         cmd += ["--rebalance-backoff-ms", "250", "--rebalance-max-retries", "8", "--rate", "20"]
         cmd += ["--commit-interval-ms", "300", "--batch", "20"]

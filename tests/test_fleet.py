@@ -425,14 +425,15 @@ def test_what_if_refuses_an_unknown_candidate_and_tries_every_one_the_registry_a
 
 
 def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch):
-    from mqbalance import cli
+    import mqbalance.fleet
+    from mqbalance.cli import audit as cli
     from mqbalance.fleet import DEFAULT_WHAT_IF
     from mqbalance.progress import Progress
 
     snap, say = _what_if_fleet(), Progress(quiet=True)
     assert [s.display_name for s in cli._what_if(None, snap, say)] == list(DEFAULT_WHAT_IF)
     assert cli._what_if("none", snap, say) == ()
-    monkeypatch.setattr(cli, "WHAT_IF_DEFAULT_MAX_QUEUES", snap.readable_queue_count() - 1)
+    monkeypatch.setattr(mqbalance.fleet, "WHAT_IF_DEFAULT_MAX_QUEUES", snap.readable_queue_count() - 1)
     assert cli._what_if(None, snap, say) == ()
     assert [s.display_name for s in cli._what_if("sticky", snap, say)] == ["STICKY"]
 

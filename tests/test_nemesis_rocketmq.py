@@ -1,5 +1,5 @@
 """Network faults between RocketMQ members and their broker (issue 25, scenarios 3 and 4), on the
-real name server and broker (the Rust port) with ``mqbalance consume`` members, every process in a
+real name server and broker (the Rust port) with ``mqbalance rocketmq-consume`` members, every process in a
 network namespace of its own (``nemesis_rocketmq``).
 
 * **Scenario 3, a member partitioned from its broker** (its veth down, longer than the broker's

@@ -1,7 +1,7 @@
 """Network faults between ZooKeeper members and ZooKeeper, with real kernel partitions (scenarios 1
 and 5 of the network-fault tests; ``pytest -m nemesis`` runs all of them).
 
-Every member is an ``mqbalance member`` process in its own network namespace; ZooKeeper (the Debian
+Every member is an ``mqbalance zk-consume`` process in its own network namespace; ZooKeeper (the Debian
 package's server) runs in another; the only path between them is the veths (see
 ``nemesis_net.py``). A partition takes a member's veth down: its packets vanish, its TCP connection
 to ZooKeeper hangs without a reset, and it keeps running — the network zombie.

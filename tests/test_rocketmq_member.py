@@ -242,6 +242,9 @@ def test_a_consume_callback_that_raises_gets_the_batch_again_and_the_member_goes
 
 
 def test_cli_consume_refuses_bad_input(capsys):
-    assert main(["consume", "--namesrv", "127.0.0.1:1", "--group", "g", "--topic", "T", "--strategy", "NOPE"]) == 2
+    assert (
+        main(["rocketmq-consume", "--namesrv", "127.0.0.1:1", "--group", "g", "--topic", "T", "--strategy", "NOPE"])
+        == 2
+    )
     assert "NOPE" in capsys.readouterr().err
-    assert main(["consume", "--namesrv", "127.0.0.1:1", "--group", "g", "--topic", "T", "--timeout", "0"]) == 2
+    assert main(["rocketmq-consume", "--namesrv", "127.0.0.1:1", "--group", "g", "--topic", "T", "--timeout", "0"]) == 2

@@ -1,7 +1,7 @@
-"""Live hazards on a real broker (the Rust port) with ``mqbalance consume`` subprocess members: a
+"""Live hazards on a real broker (the Rust port) with ``mqbalance rocketmq-consume`` subprocess members: a
 member killed with ``kill -9`` (its queues taken over, nothing lost) and two processes started
 with the same client id (what the broker lists, what our members see, refusing to consume); the
-strategy given to ``mqbalance consume`` is the one its member runs."""
+strategy given to ``mqbalance rocketmq-consume`` is the one its member runs."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ class Group:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str, client_id: str, *extra: str) -> subprocess.Popen[bytes]:
-        cmd = [sys.executable, "-m", "mqbalance.cli", "consume", "--namesrv", self.cluster.namesrv_addr]
+        cmd = [sys.executable, "-m", "mqbalance.cli", "rocketmq-consume", "--namesrv", self.cluster.namesrv_addr]
         cmd += ["--group", self.group, "--topic", self.topic, "--client-id", client_id, "--from", "first"]
         cmd += ["--record", str(self.tmp / f"{name}.jsonl"), "--heartbeat-interval-ms", "2000"]
         cmd += ["--persist-interval-ms", "500", "--rebalance-interval-ms", "5000", *extra]

@@ -56,6 +56,7 @@ __all__ = [
     "PartitionAssignorError",
     "ColumnError",
     "HistoryError",
+    "UsageError",
 ]
 
 
@@ -266,3 +267,14 @@ class ColumnError(InvalidInputError):
 class HistoryError(InvalidInputError):
     """A history directory (:mod:`mqbalance.history`) that is not ours, has a newer schema
     version, or cannot be written; ``value`` is the path or the version."""
+
+
+class UsageError(InvalidInputError):
+    """A command-line argument that cannot be used (``mqbalance``'s commands: exit code 2); the
+    message names the option, ``.value`` is what was given.
+
+    >>> raise UsageError("--metrics-port: must be 1-65535, got 0", 0)
+    Traceback (most recent call last):
+    ...
+    mqbalance.exceptions.UsageError: --metrics-port: must be 1-65535, got 0
+    """

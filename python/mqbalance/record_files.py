@@ -1,4 +1,4 @@
-"""The record files members append to (``mqbalance member`` on ZooKeeper, ``mqbalance consume``
+"""The record files members append to (``mqbalance zk-consume`` on ZooKeeper, ``mqbalance rocketmq-consume``
 on RocketMQ): one JSON object per line, written by a :class:`RecordWriter` (each worker,
 :mod:`mqbalance.coordination.worker` and :mod:`mqbalance.rocketmq.worker`, documents its kinds of
 record), read back by :func:`load_records` for the checks of :mod:`mqbalance.coordination.records`

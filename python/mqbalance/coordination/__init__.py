@@ -8,7 +8,7 @@ the two protocols. ``set_partitions`` creates or changes a topic's partition nod
 ``group_status`` reads a group (members, owners, offsets, lag); ``ZooKeeperServer`` starts a
 throwaway standalone server from the Debian jars.
 
-Typical worker (the member process of ``mqbalance member`` is a full one)::
+Typical worker (the member process of ``mqbalance zk-consume`` is a full one)::
 
     with GroupMember("127.0.0.1:2181", "cg", ["orders"], strategy="CONSISTENT_HASH", mode="leader",
                      on_assigned=start_work, on_revoked=stop_work_and_commit) as member:

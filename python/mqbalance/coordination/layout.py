@@ -158,7 +158,7 @@ def parse_member(path: str, client_id: str, raw: bytes | None) -> MemberInfo | N
 
 def encode_partitions(count: int, *, brokers: int = 1, source_rate: float | None = None) -> bytes:
     """Kafka's topic node: partition ``p`` led by broker ``p % brokers``. ``source_rate`` (messages
-    per second per partition) describes the synthetic source of ``mqbalance member``."""
+    per second per partition) describes the synthetic source of ``mqbalance zk-consume``."""
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise InvalidCoordinationConfigError(f"partition count must be an int >= 1, got {count!r}", count)
     if not isinstance(brokers, int) or isinstance(brokers, bool) or brokers < 1:
@@ -259,7 +259,7 @@ def set_partitions(
     """Create or change the partition node of ``topic`` through a started ``KazooClient`` (what a
     Kafka controller would write). Members watching it rebalance.
 
-    ``source_rate`` records the rate of the synthetic source used by ``mqbalance member``.
+    ``source_rate`` records the rate of the synthetic source used by ``mqbalance zk-consume``.
     """
     path = GroupPaths.topic(_check_name("topic", topic))
     data = encode_partitions(count, brokers=brokers, source_rate=source_rate)

@@ -1,4 +1,4 @@
-"""Check the record files of ``mqbalance member`` processes (see :mod:`.worker` for the format)
+"""Check the record files of ``mqbalance zk-consume`` processes (see :mod:`.worker` for the format)
 against the offsets committed in ZooKeeper:
 
 * **no loss** — every offset below a queue's final committed offset was processed by someone;

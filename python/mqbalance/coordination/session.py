@@ -251,7 +251,7 @@ class MemberSession:
                 if raw is None:
                     raise NoPartitionsError(
                         f"topic {t!r} has no partition node {GroupPaths.topic(t)} (create it with "
-                        "mqbalance.coordination.set_partitions or `mqbalance member --topic T:N`)",
+                        "mqbalance.coordination.set_partitions or `mqbalance zk-consume --topic T:N`)",
                         t,
                     )
         except NoAuthError as e:

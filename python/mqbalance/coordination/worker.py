@@ -1,4 +1,4 @@
-"""The runnable member behind ``mqbalance member``: a :class:`GroupMember` that "consumes" a
+"""The runnable member behind ``mqbalance zk-consume``: a :class:`GroupMember` that "consumes" a
 deterministic synthetic source and leaves an append-only record of what it did.
 
 The source: partition ``p`` of a topic created at wall time ``ctime`` (its partition node's
@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import signal
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -37,15 +34,17 @@ from mqbalance.coordination.session import short_session
 from mqbalance.coordination.states import RevokeReason
 from mqbalance.coordination.status import source_end
 from mqbalance.kafka import TopicPartition
-from mqbalance.record_files import RecordWriter
+from mqbalance.member_process import MemberProcess, Write, run_member_process
 
-__all__ = ["MemberConfig", "run_member", "ensure_topics"]
+__all__ = ["ZooKeeperMemberConfig", "run_zookeeper_member", "ensure_topics"]
 
 log = logging.getLogger("mqbalance.coordination")
 
 
 @dataclass
-class MemberConfig:
+class ZooKeeperMemberConfig:
+    """The settings of one ``mqbalance zk-consume`` process."""
+
     hosts: str
     group: str
     topics: Mapping[str, int | None]  # topic -> partitions to create if absent (None: must exist)
@@ -83,114 +82,121 @@ def _q(tp: TopicPartition) -> str:
     return f"{tp.topic}/{tp.partition}"
 
 
-def run_member(cfg: MemberConfig, *, install_signals: bool = True) -> int:
-    """Run until SIGTERM/SIGINT or ``cfg.duration``; leave gracefully. Returns the exit code."""
-    ensure_topics(cfg.hosts, cfg.topics, cfg.rate)
-    rec = RecordWriter(cfg.records)
-    stop = threading.Event()
-    work = threading.Lock()
-    pos: dict[TopicPartition, int] = {}
-    committed: dict[TopicPartition, int] = {}
-    sources: dict[str, tuple[int, float]] = {}
+class _SyntheticMember(MemberProcess):
+    """A :class:`GroupMember` working through the synthetic source, for :func:`run_member_process`."""
 
-    def commit(m: GroupMember, tp: TopicPartition) -> None:
-        o = pos[tp]
-        if committed.get(tp, -1) >= o:
+    def __init__(self, cfg: ZooKeeperMemberConfig, write: Write) -> None:
+        self.cfg, self.write = cfg, write
+        self.work = threading.Lock()
+        self.pos: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self.sources: dict[str, tuple[int, float]] = {}
+        self.member = GroupMember(
+            cfg.hosts,
+            cfg.group,
+            list(cfg.topics),
+            client_id=cfg.client_id,
+            strategy=cfg.strategy,
+            strategy_params=cfg.strategy_params,
+            mode=cfg.mode,
+            on_assigned=self._on_assigned,
+            on_revoked=self._on_revoked,
+            session_timeout=cfg.session_timeout,
+            rebalance_max_retries=cfg.rebalance_max_retries,
+            rebalance_backoff_ms=cfg.rebalance_backoff_ms,
+            auth=cfg.auth,
+        )
+        self.client_id = self.member.client_id
+        self.margin = max(cfg.work_ms / 1000 * 2, 0.01)
+        self.next_commit = 0.0
+
+    def _commit(self, tp: TopicPartition) -> None:
+        o = self.pos[tp]
+        if self.committed.get(tp, -1) >= o:
             return
         try:
-            v = m.commit(tp, o)
+            v = self.member.commit(tp, o)
         except FencedCommitError:
-            rec.write(e="f", q=_q(tp), o=o, t=time.monotonic())
+            self.write(e="f", q=_q(tp), o=o, t=time.monotonic())
             return
         except CommitFailedError as e:
             log.info("commit of %s failed: %s", _q(tp), e)
             return
-        committed[tp] = o
-        rec.write(e="c", q=_q(tp), o=o, v=v, t=time.monotonic())
+        self.committed[tp] = o
+        self.write(e="c", q=_q(tp), o=o, v=v, t=time.monotonic())
 
-    def on_assigned(m: GroupMember, offsets: Mapping[TopicPartition, int]) -> None:
-        with work:
+    def _on_assigned(self, m: GroupMember, offsets: Mapping[TopicPartition, int]) -> None:
+        with self.work:
             for tp, o in offsets.items():
-                pos[tp] = committed[tp] = o
-            rec.write(e="a", q=[_q(tp) for tp in offsets], o=list(offsets.values()), t=time.monotonic())
+                self.pos[tp] = self.committed[tp] = o
+            self.write(e="a", q=[_q(tp) for tp in offsets], o=list(offsets.values()), t=time.monotonic())
 
-    def on_revoked(m: GroupMember, tps: frozenset[TopicPartition], why: RevokeReason) -> None:
-        with work:  # waits for the batch in flight
+    def _on_revoked(self, m: GroupMember, tps: frozenset[TopicPartition], why: RevokeReason) -> None:
+        with self.work:  # waits for the batch in flight
             for tp in sorted(tps):
-                if tp in pos and why is not RevokeReason.SESSION_LOST:
-                    commit(m, tp)
-                pos.pop(tp, None)
-                committed.pop(tp, None)
-            rec.write(e="r", q=[_q(tp) for tp in sorted(tps)], why=why.value, t=time.monotonic())
+                if tp in self.pos and why is not RevokeReason.SESSION_LOST:
+                    self._commit(tp)
+                self.pos.pop(tp, None)
+                self.committed.pop(tp, None)
+            self.write(e="r", q=[_q(tp) for tp in sorted(tps)], why=why.value, t=time.monotonic())
 
-    member = GroupMember(
-        cfg.hosts,
-        cfg.group,
-        list(cfg.topics),
-        client_id=cfg.client_id,
-        strategy=cfg.strategy,
-        strategy_params=cfg.strategy_params,
-        mode=cfg.mode,
-        on_assigned=on_assigned,
-        on_revoked=on_revoked,
-        session_timeout=cfg.session_timeout,
-        rebalance_max_retries=cfg.rebalance_max_retries,
-        rebalance_backoff_ms=cfg.rebalance_backoff_ms,
-        auth=cfg.auth,
+    def connect(self) -> None:
+        ensure_topics(self.cfg.hosts, self.cfg.topics, self.cfg.rate)
+
+    def start(self) -> None:
+        self.member.start()
+        probe = KazooClient(hosts=self.cfg.hosts)  # the topics' creation times and rates, read once
+        probe.start(timeout=10)
+        try:
+            for t in self.cfg.topics:
+                raw, stat = probe.get(GroupPaths.topic(t))
+                self.sources[t] = (stat.ctime, parse_source_rate(raw) or self.cfg.rate)
+        finally:
+            probe.stop()
+            probe.close()
+        self.next_commit = time.monotonic() + self.cfg.commit_interval_ms / 1000
+
+    def step(self, stop: threading.Event) -> bool:
+        cfg, member, pos = self.cfg, self.member, self.pos
+        busy = False
+        for tp in list(pos):
+            with self.work:
+                if tp not in pos:
+                    continue
+                deadline = member.work_deadline(tp)
+                t0 = time.monotonic()
+                if deadline is None or t0 > deadline - self.margin:
+                    continue
+                ctime, rate = self.sources[tp.topic]
+                a = pos[tp]
+                b = min(source_end(ctime, rate), a + cfg.batch)
+                if b <= a:
+                    continue
+                if cfg.work_ms:
+                    time.sleep(cfg.work_ms / 1000)
+                t1 = time.monotonic()
+                pos[tp] = b
+                self.write(e="p", q=_q(tp), a=a, b=b, t0=t0, t1=t1)
+                busy = True
+        if time.monotonic() >= self.next_commit:
+            with self.work:
+                for tp in list(pos):
+                    if member.may_work(tp):
+                        self._commit(tp)
+            self.next_commit = time.monotonic() + cfg.commit_interval_ms / 1000
+        if not busy:
+            stop.wait(cfg.poll_ms / 1000)
+        return True
+
+    def close(self) -> dict[str, Any]:
+        self.member.close()
+        return {"stats": self.member.stats.as_dict()}
+
+
+def run_zookeeper_member(cfg: ZooKeeperMemberConfig, *, install_signals: bool = True) -> int:
+    """Run until SIGTERM/SIGINT or ``cfg.duration``; leave gracefully. Returns the exit code. The
+    life cycle is :func:`~mqbalance.member_process.run_member_process`'s; the topics' partition
+    nodes are created (:func:`ensure_topics`) after the record file is opened."""
+    return run_member_process(
+        lambda write: _SyntheticMember(cfg, write), cfg.records, duration=cfg.duration, install_signals=install_signals
     )
-    if install_signals:
-
-        def _stop(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
-    rec.write(e="start", m=member.client_id, pid=os.getpid(), t=time.monotonic())
-    member.start()
-    probe = KazooClient(hosts=cfg.hosts)  # the topics' creation times and rates, read once
-    probe.start(timeout=10)
-    try:
-        for t in cfg.topics:
-            raw, stat = probe.get(GroupPaths.topic(t))
-            sources[t] = (stat.ctime, parse_source_rate(raw) or cfg.rate)
-    finally:
-        probe.stop()
-        probe.close()
-    end_at = None if cfg.duration is None else time.monotonic() + cfg.duration
-    next_commit = time.monotonic() + cfg.commit_interval_ms / 1000
-    margin = max(cfg.work_ms / 1000 * 2, 0.01)
-    try:
-        while not stop.is_set() and (end_at is None or time.monotonic() < end_at):
-            busy = False
-            for tp in list(pos):
-                with work:
-                    if tp not in pos:
-                        continue
-                    deadline = member.work_deadline(tp)
-                    t0 = time.monotonic()
-                    if deadline is None or t0 > deadline - margin:
-                        continue
-                    ctime, rate = sources[tp.topic]
-                    a = pos[tp]
-                    b = min(source_end(ctime, rate), a + cfg.batch)
-                    if b <= a:
-                        continue
-                    if cfg.work_ms:
-                        time.sleep(cfg.work_ms / 1000)
-                    t1 = time.monotonic()
-                    pos[tp] = b
-                    rec.write(e="p", q=_q(tp), a=a, b=b, t0=t0, t1=t1)
-                    busy = True
-            if time.monotonic() >= next_commit:
-                with work:
-                    for tp in list(pos):
-                        if member.may_work(tp):
-                            commit(member, tp)
-                next_commit = time.monotonic() + cfg.commit_interval_ms / 1000
-            if not busy:
-                stop.wait(cfg.poll_ms / 1000)
-    finally:
-        member.close()
-        rec.write(e="stop", m=member.client_id, t=time.monotonic(), stats=member.stats.as_dict())
-        rec.close()
-    return 0

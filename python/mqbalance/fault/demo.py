@@ -101,22 +101,30 @@ Why (4.x tables: latency >= 15000 ms -> broker avoided for 600000 ms; a failure 
 """
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mqbalance fault-latency-demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=10)
-    args = parser.parse_args(argv)
+def print_demo(rounds: int = 10) -> None:
+    """Print both experiments (every send succeeding, then failing) next to Java's recorded
+    choices, and what they show."""
     for fail, title, recorded in (
         (False, "every send succeeds", RECORDED_SUCCESS),
         (True, "every send fails (one retry)", RECORDED_FAILURE),
     ):
         print(f"== {title} ==")
-        results = {v: run(v, fail=fail, rounds=args.rounds) for v in VARIANTS}
+        results = {v: run(v, fail=fail, rounds=rounds) for v in VARIANTS}
         print(f"{'round':>5}  {'Java (recorded)':<20} " + " ".join(f"{v:<20}" for v in VARIANTS))
-        for r in range(args.rounds):
+        for r in range(rounds):
             printed = ",".join(recorded[r]) if r < len(recorded) else "-"
             print(f"{r:>5}  {printed:<20} " + " ".join(f"{','.join(results[v][r]):<20}" for v in VARIANTS))
         print()
     print(EXPLANATION)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mqbalance.fault.demo [--rounds N]`` (``mqbalance fault-latency-demo`` calls
+    :func:`print_demo` directly)."""
+    parser = argparse.ArgumentParser(prog="python -m mqbalance.fault.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    args = parser.parse_args(argv)
+    print_demo(args.rounds)
     return 0
 
 

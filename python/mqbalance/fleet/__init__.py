@@ -9,7 +9,11 @@ One call per step, whatever the kind (the snapshot says which it is):
   :func:`audit_on_spark` — the same in Spark's executors;
 * :func:`what_if_for` — the candidate strategies (RocketMQ) or assignors (Kafka) of a
   ``--what-if`` option for a snapshot;
-* :func:`write_outputs` — the report (JSON, CSV, Markdown, HTML, plots) of either kind.
+* :func:`write_outputs` — the report (JSON, CSV, Markdown, HTML, plots) of either kind;
+  :func:`assignment_table` — the per-(group, topic) table ``mqbalance assign`` prints;
+* :func:`describe`, :func:`unit_count`, :func:`audits_on_spark`, :func:`assignments_on_spark`,
+  :func:`write_snapshot`, :func:`read_summary` — what a command needs to say and do the same way
+  for both kinds.
 
 The modules, bottom to top: each imports only modules to its left, and nothing calls back up
 (each kind's subpackage is layered inside too, see its docs)::
@@ -33,24 +37,39 @@ The modules, bottom to top: each imports only modules to its left, and nothing c
 ['cg-payments-dup']
 """
 
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.fleet.errors import SnapshotError
-from mqbalance.fleet.findings import FINDING_KINDS, AuditResult, Finding, FindingKind, PairRow, Totals, WhatIfRow
+from mqbalance.fleet.findings import (
+    FINDING_KINDS,
+    AssignmentTable,
+    AuditResult,
+    Finding,
+    FindingKind,
+    PairLine,
+    PairRow,
+    Totals,
+    WhatIfRow,
+)
+from mqbalance.fleet.kafka import audit as kafka_audit
+from mqbalance.fleet.kafka import snapshot as kafka_snapshot
 from mqbalance.fleet.kafka.audit import KAFKA_WHAT_IF, audit_kafka, kafka_what_if_candidates
 from mqbalance.fleet.kafka.snapshot import KafkaSnapshot, load_kafka_snapshot, snapshot_kind
 from mqbalance.fleet.kafka.spark import audit_kafka_on_spark
 from mqbalance.fleet.report import write_outputs
+from mqbalance.fleet.rocketmq import audit as rocketmq_audit
+from mqbalance.fleet.rocketmq import live as rocketmq_live
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.audit import audit_snapshot, summarise
 from mqbalance.fleet.rocketmq.example import HAZARD_GROUPS, example_fleet, example_pair, scaled_fleet
 from mqbalance.fleet.rocketmq.files import load_snapshot, write_parquet
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 from mqbalance.fleet.rocketmq.snapshot import Connection, ConsumerGroup, MessageModel, Snapshot
-from mqbalance.fleet.rocketmq.spark import audit_fleet
+from mqbalance.fleet.rocketmq.spark import assign_fleet, audit_fleet
 from mqbalance.fleet.rocketmq.what_if import DEFAULT_WHAT_IF, what_if_candidates
 
 __all__ = [
@@ -60,6 +79,7 @@ __all__ = [
     "KAFKA_WHAT_IF",
     "WHAT_IF_DEFAULT_MAX_QUEUES",
     "AnySnapshot",
+    "AssignmentTable",
     "AuditResult",
     "Connection",
     "ConsumerGroup",
@@ -67,26 +87,35 @@ __all__ = [
     "FindingKind",
     "KafkaSnapshot",
     "MessageModel",
+    "PairLine",
     "PairRow",
     "Snapshot",
     "SnapshotError",
     "Totals",
     "WhatIfRow",
     "assign_snapshot",
+    "assignment_table",
+    "assignments_on_spark",
     "audit",
     "audit_on_spark",
     "audit_snapshot",
+    "audits_on_spark",
+    "check_snapshots",
+    "describe",
     "example_fleet",
     "example_pair",
     "load_any_snapshot",
     "load_snapshot",
+    "read_summary",
     "scaled_fleet",
     "snapshot_from_dict",
     "summarise",
+    "unit_count",
     "what_if_candidates",
     "what_if_for",
     "write_outputs",
     "write_parquet",
+    "write_snapshot",
 ]
 
 #: a snapshot of either kind
@@ -103,7 +132,9 @@ def load_any_snapshot(path: str | Path) -> AnySnapshot:
     return load_snapshot(path)
 
 
-def _same_kind(snapshot: Any, previous: Any) -> None:
+def check_snapshots(snapshot: Any, previous: Any = None) -> None:
+    """``snapshot`` is a snapshot (of either kind) and ``previous``, if given, one of the same kind;
+    else a :class:`SnapshotError` naming them."""
     if not isinstance(snapshot, (Snapshot, KafkaSnapshot)):
         raise SnapshotError(f"an audit needs a snapshot (see load_any_snapshot), got {snapshot!r}"[:200], snapshot)
     if previous is not None and type(previous) is not type(snapshot):
@@ -117,7 +148,7 @@ def what_if_for(snapshot: AnySnapshot, option: str | None) -> tuple[Any, ...]:
     :func:`~mqbalance.fleet.kafka.audit.kafka_what_if_candidates`); ``"none"``: none; ``None``: the
     kind's defaults (:data:`DEFAULT_WHAT_IF` on RocketMQ fleets of up to
     :data:`WHAT_IF_DEFAULT_MAX_QUEUES` readable queues, none above; :data:`KAFKA_WHAT_IF`)."""
-    _same_kind(snapshot, None)
+    check_snapshots(snapshot, None)
     if option is not None and not isinstance(option, str):
         raise SnapshotError(f"--what-if: expected a comma-separated str or None, got {option!r}"[:200], option)
     if option is not None and option.strip().lower() == "none":
@@ -141,7 +172,7 @@ def audit(
     """The audit of a snapshot of either kind, in-process: ``previous`` (of the same kind) for
     churn, ``what_if`` candidates (:func:`what_if_for`), ``progress(done, total)`` as RocketMQ
     queues are assigned (a Kafka snapshot carries its assignment)."""
-    _same_kind(snapshot, previous)
+    check_snapshots(snapshot, previous)
     if isinstance(snapshot, KafkaSnapshot):
         return audit_kafka(snapshot, previous, what_if)  # type: ignore[arg-type]  # it checks the names
     return audit_snapshot(snapshot, what_if=what_if, previous=previous, progress=progress)  # type: ignore[arg-type]
@@ -161,7 +192,7 @@ def audit_on_spark(
     :func:`mqbalance.fleet.rocketmq.spark.audit_fleet` (the assignment rows written to
     ``assignments_dir`` as the tasks compute them, if given), Kafka groups dealt over the tasks by
     :func:`mqbalance.fleet.kafka.spark.audit_kafka_on_spark`. Equal to :func:`audit`."""
-    _same_kind(snapshot, previous)
+    check_snapshots(snapshot, previous)
     if isinstance(snapshot, KafkaSnapshot):
         return audit_kafka_on_spark(spark, snapshot, previous, what_if, partitions=partitions)  # type: ignore[arg-type]
     return audit_fleet(
@@ -172,3 +203,67 @@ def audit_on_spark(
         what_if=what_if,
         assignments_dir=assignments_dir,
     )
+
+
+def describe(snapshot: AnySnapshot) -> str:
+    """The snapshot's size, for people: groups and readable queues, or groups and partitions."""
+    check_snapshots(snapshot, None)
+    if isinstance(snapshot, KafkaSnapshot):
+        return kafka_audit.describe(snapshot)
+    return rocketmq_audit.describe(snapshot)
+
+
+def unit_count(snapshot: AnySnapshot) -> int:
+    """What the fleet assigns: its readable queues, or its partitions."""
+    check_snapshots(snapshot, None)
+    if isinstance(snapshot, KafkaSnapshot):
+        return snapshot.partition_count()
+    return snapshot.readable_queue_count()
+
+
+def assignment_table(snapshot: AnySnapshot, result: AuditResult) -> AssignmentTable:
+    """The per-(group, topic) table of ``mqbalance assign`` for ``result``, the audit of ``snapshot``."""
+    check_snapshots(snapshot, None)
+    if isinstance(snapshot, KafkaSnapshot):
+        return kafka_audit.assignment_table(snapshot, result)
+    return rocketmq_audit.assignment_table(snapshot, result)
+
+
+def audits_on_spark(snapshot: AnySnapshot) -> bool:
+    """Whether an audit of ``snapshot`` runs on Spark unless told otherwise: a RocketMQ audit
+    assigns every queue (Spark's job, local mode by default); a Kafka snapshot carries its
+    assignment, audited in-process unless a Spark target is named."""
+    check_snapshots(snapshot, None)
+    return not isinstance(snapshot, KafkaSnapshot)
+
+
+def assignments_on_spark(spark: Any, snapshot: AnySnapshot, *, partitions: int | None = None) -> Any:
+    """A Spark DataFrame of the fleet's assignment, one row per queue and consuming process
+    (:func:`mqbalance.fleet.rocketmq.spark.assign_fleet`); ``None`` for a Kafka snapshot, which
+    carries its assignment."""
+    check_snapshots(snapshot, None)
+    if isinstance(snapshot, KafkaSnapshot):
+        return None
+    return assign_fleet(spark, snapshot, partitions=partitions)
+
+
+def write_snapshot(data: Mapping[str, Any], snapshot: AnySnapshot, out: str | Path) -> Path:
+    """A snapshot read live written to ``out``: the read ``data`` as JSON for a ``.json`` path,
+    else the Parquet layout of ``snapshot`` (RocketMQ only: a Kafka snapshot is a JSON file)."""
+    check_snapshots(snapshot, None)
+    path = Path(out)
+    if path.suffix.lower() == ".json":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+    if isinstance(snapshot, KafkaSnapshot):
+        raise SnapshotError(f"-o {path}: a Kafka snapshot is written as JSON (-o fleet.json)", str(path))
+    return write_parquet(snapshot, path)
+
+
+def read_summary(data: Mapping[str, Any], snapshot: AnySnapshot) -> str:
+    """What a live read holds, for people (``data`` as read, ``snapshot`` of it)."""
+    check_snapshots(snapshot, None)
+    if isinstance(snapshot, KafkaSnapshot):
+        return kafka_snapshot.read_summary(data, snapshot)
+    return rocketmq_live.read_summary(dict(data), snapshot)

@@ -29,9 +29,11 @@ import numpy as np
 
 __all__ = [
     "FINDING_KINDS",
+    "AssignmentTable",
     "AuditResult",
     "Finding",
     "FindingKind",
+    "PairLine",
     "PairRow",
     "Totals",
     "WhatIfRow",
@@ -392,3 +394,33 @@ def totals(
         churned_queues=total(FindingKind.CHURN) if churn else None,
         **kind_totals,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PairLine:
+    """One (group, topic) line of the assignment table (``mqbalance assign``), with what ranks it:
+    units at risk (nobody's or twice consumed), idle consumers, a missing route."""
+
+    group: str
+    topic: str
+    at_risk: int
+    idle: int
+    missing_route: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentTable:
+    """The assignment of a fleet for people, in its kind's words: a ``summary`` line of totals,
+    a ``header`` and a :class:`PairLine` per (group, topic)."""
+
+    summary: str
+    header: str
+    lines: list[PairLine]
+
+    def shown(self, top: int | None = None) -> list[PairLine]:
+        """All lines by name; or, with ``top``, the ``top`` worst first (units at risk, then idle
+        consumers, then missing routes)."""
+        if top is None:
+            return sorted(self.lines, key=lambda x: (x.group, x.topic))
+        return sorted(self.lines, key=lambda x: (-x.at_risk, -x.idle, -x.missing_route, x.group, x.topic))[:top]

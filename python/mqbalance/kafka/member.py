@@ -1,8 +1,9 @@
 """The runnable member behind ``mqbalance kafka-consume``: one kafka-python ``KafkaConsumer`` in a
 consumer group on a real Kafka-protocol broker, with a chosen assignor (ours from
 :mod:`mqbalance.kafka.kafka_python`, or kafka-python's own), recording what it was given and what
-it processed in an append-only file, like ``mqbalance consume`` does on RocketMQ
-(:mod:`mqbalance.rocketmq.worker`): a :class:`KafkaMemberConfig` run by :func:`run_kafka_member`.
+it processed in an append-only file, like ``mqbalance rocketmq-consume`` does on RocketMQ
+(:mod:`mqbalance.rocketmq.worker`): a :class:`KafkaMemberConfig` run by :func:`run_kafka_member`
+through the shared life cycle of :mod:`mqbalance.member_process`.
 
 The record file (a :class:`~mqbalance.record_files.RecordWriter`; ``t`` is ``time.monotonic()``,
 comparable across processes on Linux) holds, by ``e``: ``start`` (``m`` client id, ``pid``,
@@ -32,7 +33,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
@@ -47,7 +47,7 @@ from kafka.structs import OffsetAndMetadata
 from mqbalance._validate import number
 from mqbalance.exceptions import InvalidInputError, RemotingConnectError
 from mqbalance.kafka import kafka_python
-from mqbalance.record_files import RecordWriter
+from mqbalance.member_process import MemberProcess, Write, run_member_process
 
 __all__ = ["KafkaMemberConfig", "run_kafka_member", "check_bootstrap", "key", "ASSIGNOR_CLASSES", "IMPLEMENTATIONS"]
 
@@ -219,88 +219,104 @@ def _consumer(cfg: KafkaMemberConfig, instance: Any) -> Any:
     )
 
 
+class _KafkaConsumerMember(MemberProcess):
+    """A ``KafkaConsumer`` whose assignor and listener write records, for :func:`run_member_process`."""
+
+    def __init__(self, cfg: KafkaMemberConfig, write: Write) -> None:
+        self.cfg, self.write = cfg, write
+        self.client_id = cfg.client_id
+        self.instance = ASSIGNOR_CLASSES[cfg.implementation][cfg.assignor]()
+        self.consumer: Any = None
+        self.pending: dict[TopicPartition, int] = {}
+        self.resubscribe = threading.Event()
+        self.listener = _Listener(write, self._commit)
+
+    def _commit(self) -> None:
+        if not self.pending:
+            return
+        offsets = {tp: OffsetAndMetadata(o, "", -1) for tp, o in self.pending.items()}
+        try:
+            self.consumer.commit(offsets)
+        except KafkaError as e:  # a rebalance under way: the next owner re-reads from the last commit
+            self.write(e="err", w="commit", msg=str(e)[:300])
+            self.pending.clear()
+            return
+        for tp, o in offsets.items():
+            self.write(e="c", q=key(tp.topic, tp.partition), o=o.offset)
+        self.pending.clear()
+
+    def start_fields(self) -> dict[str, Any]:
+        return {"group": self.cfg.group, "assignor": self.cfg.assignor, "impl": self.cfg.implementation}
+
+    def signals(self) -> dict[int, Callable[[], None]]:
+        return {signal.SIGUSR1: self.resubscribe.set}
+
+    def connect(self) -> None:
+        """A bootstrap address that does not answer is a
+        :class:`~mqbalance.exceptions.RemotingConnectError`; then the consumer subscribes."""
+        cfg = self.cfg
+        check_bootstrap(cfg.bootstrap, cfg.connect_timeout)
+        try:
+            self.consumer = _consumer(cfg, self.instance)
+        except KafkaTimeoutError:  # accepted the connection, never answered a Kafka request
+            raise RemotingConnectError(
+                f"no Kafka broker answered at {cfg.bootstrap} within {cfg.connect_timeout:g} s (connected, no answer)",
+                cfg.bootstrap,
+            ) from None
+        _instrument(self.instance, self.write, lambda: self.consumer._coordinator)
+        self.consumer.subscribe(cfg.topics, listener=self.listener)
+
+    def start(self) -> None:
+        """Joining happens in the first :meth:`step`'s poll."""
+
+    def step(self, stop: threading.Event) -> bool:
+        cfg, consumer = self.cfg, self.consumer
+        if self.resubscribe.is_set():
+            self.resubscribe.clear()
+            topics = sorted({*cfg.topics, *cfg.extra_topics})
+            self.write(e="sub", topics=topics)
+            consumer.subscribe(topics, listener=self.listener)
+        try:
+            batches = consumer.poll(timeout_ms=100, max_records=100)
+        except KafkaError as e:
+            self.write(e="err", w="poll", msg=str(e)[:300])
+            return True
+        for tp, records in batches.items():
+            t0 = time.monotonic()
+            if cfg.work_ms:
+                time.sleep(cfg.work_ms / 1000)
+            offsets = [r.offset for r in records]
+            self.write(
+                e="p",
+                q=key(tp.topic, tp.partition),
+                a=min(offsets),
+                b=max(offsets) + 1,
+                n=len(offsets),
+                t0=t0,
+                t1=time.monotonic(),
+            )
+            self.pending[tp] = max(offsets) + 1
+        self._commit()
+        return True
+
+    def close(self) -> dict[str, Any]:
+        if self.consumer is not None:
+            self.write(e="leave")
+            self.consumer.close()
+        return {}
+
+
 def run_kafka_member(cfg: KafkaMemberConfig, *, install_signals: bool = True) -> int:
     """Consume until SIGTERM/SIGINT or ``cfg.duration``, committing after every processed batch
     (and before partitions are revoked); then leave the group gracefully. Returns the exit code.
+    The life cycle is :func:`~mqbalance.member_process.run_member_process`'s.
 
     A bootstrap address that does not answer is a
-    :class:`~mqbalance.exceptions.RemotingConnectError` raised before the record file is written."""
-    stop = threading.Event()
-    instance = ASSIGNOR_CLASSES[cfg.implementation][cfg.assignor]()
-    check_bootstrap(cfg.bootstrap, cfg.connect_timeout)
-    try:
-        consumer = _consumer(cfg, instance)
-    except KafkaTimeoutError:  # accepted the connection, never answered a Kafka request
-        raise RemotingConnectError(
-            f"no Kafka broker answered at {cfg.bootstrap} within {cfg.connect_timeout:g} s (connected, no answer)",
-            cfg.bootstrap,
-        ) from None
-    rec = RecordWriter(cfg.records)
-    pending: dict[TopicPartition, int] = {}
-
-    def commit() -> None:
-        if not pending:
-            return
-        offsets = {tp: OffsetAndMetadata(o, "", -1) for tp, o in pending.items()}
-        try:
-            consumer.commit(offsets)
-        except KafkaError as e:  # a rebalance under way: the next owner re-reads from the last commit
-            rec.write(e="err", w="commit", msg=str(e)[:300])
-            pending.clear()
-            return
-        for tp, o in offsets.items():
-            rec.write(e="c", q=key(tp.topic, tp.partition), o=o.offset)
-        pending.clear()
-
-    _instrument(instance, rec.write, lambda: consumer._coordinator)
-    listener = _Listener(rec.write, commit)
-    consumer.subscribe(cfg.topics, listener=listener)
-    resubscribe = threading.Event()
-    if install_signals:
-        signal.signal(signal.SIGUSR1, lambda signum, frame: resubscribe.set())
-
-        def _stop(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
-    rec.write(
-        e="start", m=cfg.client_id, pid=os.getpid(), group=cfg.group, assignor=cfg.assignor, impl=cfg.implementation
+    :class:`~mqbalance.exceptions.RemotingConnectError`; the record file is then removed if this
+    call created it."""
+    return run_member_process(
+        lambda write: _KafkaConsumerMember(cfg, write),
+        cfg.records,
+        duration=cfg.duration,
+        install_signals=install_signals,
     )
-    end_at = None if cfg.duration is None else time.monotonic() + cfg.duration
-    try:
-        while not stop.is_set() and (end_at is None or time.monotonic() < end_at):
-            if resubscribe.is_set():
-                resubscribe.clear()
-                topics = sorted({*cfg.topics, *cfg.extra_topics})
-                rec.write(e="sub", topics=topics)
-                consumer.subscribe(topics, listener=listener)
-            try:
-                batches = consumer.poll(timeout_ms=100, max_records=100)
-            except KafkaError as e:
-                rec.write(e="err", w="poll", msg=str(e)[:300])
-                continue
-            for tp, records in batches.items():
-                t0 = time.monotonic()
-                if cfg.work_ms:
-                    time.sleep(cfg.work_ms / 1000)
-                offsets = [r.offset for r in records]
-                rec.write(
-                    e="p",
-                    q=key(tp.topic, tp.partition),
-                    a=min(offsets),
-                    b=max(offsets) + 1,
-                    n=len(offsets),
-                    t0=t0,
-                    t1=time.monotonic(),
-                )
-                pending[tp] = max(offsets) + 1
-            commit()
-    finally:
-        rec.write(e="leave")
-        try:
-            consumer.close()
-        finally:
-            rec.write(e="stop", m=cfg.client_id)
-            rec.close()
-    return 0

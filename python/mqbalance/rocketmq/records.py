@@ -1,5 +1,5 @@
-"""Check the record files of ``mqbalance consume`` processes (format in :mod:`.worker`) against
-what the brokers hold, as :mod:`mqbalance.coordination.records` does for ``mqbalance member``
+"""Check the record files of ``mqbalance rocketmq-consume`` processes (format in :mod:`.worker`) against
+what the brokers hold, as :mod:`mqbalance.coordination.records` does for ``mqbalance zk-consume``
 (:func:`load_records` reads the files, :func:`check_records` checks them, a :class:`RecordCheck`
 says what it found):
 

@@ -49,9 +49,11 @@ import numpy as np
 
 from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
 from mqbalance.fleet.findings import (
+    AssignmentTable,
     AuditResult,
     Finding,
     FindingKind,
+    PairLine,
     PairRow,
     WhatIfRow,
     Words,
@@ -64,7 +66,15 @@ from mqbalance.fleet.kafka.snapshot import KafkaGroup, KafkaSnapshot
 from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assign
 from mqbalance.kafka import user_data as java_user_data
 
-__all__ = ["KAFKA_WHAT_IF", "WORDS", "audit_kafka", "checked_audit_arguments", "kafka_what_if_candidates"]
+__all__ = [
+    "KAFKA_WHAT_IF",
+    "WORDS",
+    "assignment_table",
+    "audit_kafka",
+    "checked_audit_arguments",
+    "describe",
+    "kafka_what_if_candidates",
+]
 
 #: a Kafka fleet's findings speak of partitions and members
 WORDS = Words(
@@ -297,3 +307,39 @@ def _what_if(
                 )
             )
     return rows
+
+
+def describe(snapshot: KafkaSnapshot) -> str:
+    """The snapshot's size, for people."""
+    return f"{len(snapshot.groups):,} groups, {snapshot.partition_count():,} partitions"
+
+
+def assignment_table(snapshot: KafkaSnapshot, result: AuditResult) -> AssignmentTable:
+    """The assignment table of ``mqbalance assign``: per (group, topic) its partitions, members,
+    min/max partitions per member, partitions assigned to nobody and twice, lag, and notes."""
+    lines = []
+    for r in result.rows:
+        notes = []
+        group = snapshot.groups[r.group]
+        if not group.stable:
+            notes.append(group.state)
+        if group.members and not group.metadata_known:
+            notes.append("members' assignments not returned by the broker")
+        if r.idle_consumers:
+            notes.append(f"{r.idle_consumers} idle")
+        text = (
+            f"{r.group:<20} {r.topic:<22} {r.units:>6} {r.consumers:>6} {r.min_load:>4} {r.max_load:>4} "
+            f"{r.unowned:>7} {r.double_owned:>6} {r.lag or 0:>10}  {'; '.join(notes)}"
+        )
+        lines.append(PairLine(r.group, r.topic, r.unowned + r.double_owned, r.idle_consumers, 0, text))
+    t = result.totals
+    summary = (
+        f"fleet: {t.queues_assigned:,} partitions in {t.group_topics:,} group/topic pairs, "
+        f"{t.processes:,} members; assigned to nobody {t.unowned_queues:,}, twice {t.double_owned_queues:,}, "
+        f"idle members {t.idle_processes:,}, lag {t.lag or 0:,}, rebalancing groups {t.rebalancing_groups or 0:,}"
+    )
+    header = (
+        f"{'group':<20} {'topic':<22} {'parts':>6} {'membrs':>6} {'min':>4} {'max':>4} {'nobody':>7} {'twice':>6} "
+        f"{'lag':>10}  notes"
+    )
+    return AssignmentTable(summary, header, lines)

@@ -55,6 +55,7 @@ __all__ = [
     "KafkaSnapshot",
     "kafka_snapshot_from_dict",
     "load_kafka_snapshot",
+    "read_summary",
     "snapshot_kind",
 ]
 
@@ -314,3 +315,12 @@ def _list(source: str, where: str, value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise _fail(source, where, "expected a list", value)
     return value
+
+
+def read_summary(data: Mapping[str, Any], snapshot: KafkaSnapshot) -> str:
+    """What a live read holds (``snapshot`` of ``data``), for people."""
+    members = sum(len(g.members) for g in snapshot.groups.values())
+    return (
+        f"{len(snapshot.topics):,} topics, {snapshot.partition_count():,} partitions, {len(snapshot.groups):,} groups, "
+        f"{members:,} members, {len(snapshot.committed):,} committed offsets"
+    )

@@ -29,9 +29,11 @@ import pyarrow as pa
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.fleet.errors import SnapshotError
 from mqbalance.fleet.findings import (
+    AssignmentTable,
     AuditResult,
     Finding,
     FindingKind,
+    PairLine,
     PairRow,
     WhatIfRow,
     Words,
@@ -45,7 +47,7 @@ from mqbalance.fleet.rocketmq.schemas import GROUP_BUSY_SCHEMA, LOAD_SCHEMA, PAI
 from mqbalance.fleet.rocketmq.snapshot import ConsumerGroup, MessageModel, Snapshot
 from mqbalance.fleet.rocketmq.what_if import what_if_candidates
 
-__all__ = ["WORDS", "audit_snapshot", "summarise"]
+__all__ = ["WORDS", "assignment_table", "audit_snapshot", "describe", "summarise"]
 
 #: a RocketMQ fleet's findings speak of queues and processes
 WORDS = Words(
@@ -220,3 +222,50 @@ def _idle_anywhere(busy: pa.Table, groups: Mapping[str, ConsumerGroup]) -> int:
         for g, group in groups.items()
         if group.message_model is MessageModel.CLUSTERING
     )
+
+
+def describe(snapshot: Snapshot) -> str:
+    """The snapshot's size, for people."""
+    return f"{len(snapshot.groups):,} groups, {snapshot.readable_queue_count():,} readable queues"
+
+
+def assignment_table(snapshot: Snapshot, result: AuditResult) -> AssignmentTable:
+    """The assignment table of ``mqbalance assign``: per subscribed (group, topic) its queues,
+    processes, min/max queues per process, unowned and twice-consumed queues, and notes."""
+    rows = {(r.group, r.topic): r for r in result.rows}
+    groups = snapshot.consumer_groups()
+    lines = []
+    for g, t in snapshot.subscription_pairs():
+        group = groups.get(g)
+        procs = len(group.connections) if group else 0
+        row = rows.get((g, t))
+        if row is None:
+            note = "no readable queue (missing route)"
+            text = f"{g:<20} {t:<22} {0:>6} {procs:>5} {'':>4} {'':>4} {'':>7} {'':>7}  {note}"
+            lines.append(PairLine(g, t, 0, 0, 1, text))
+            continue
+        notes = []
+        if group and group.duplicated_ids:
+            notes.append(f"duplicated id {', '.join(group.duplicated_ids)}")
+        if row.unowned:
+            notes.append(f"{row.unowned} queues consumed by nobody")
+        if row.double_owned and row.clustering:
+            notes.append(f"{row.double_owned} consumed twice")
+        if row.idle_consumers and row.clustering:
+            notes.append(f"{row.idle_consumers} idle")
+        risk = row.unowned + (row.double_owned if row.clustering else 0)
+        idle = row.idle_consumers if row.clustering else 0
+        text = (
+            f"{g:<20} {t:<22} {row.units:>6} {procs:>5} {row.min_load:>4} {row.max_load:>4} "
+            f"{row.unowned:>7} {row.double_owned:>7}  {'; '.join(notes)}"
+        )
+        lines.append(PairLine(g, t, risk, idle, 0, text))
+    totals = result.totals
+    summary = (
+        f"fleet: {totals.queues_assigned:,} queues in {totals.group_topics:,} group/topic pairs, "
+        f"{totals.processes:,} processes; unowned {totals.unowned_queues:,}, consumed twice "
+        f"{totals.double_owned_queues:,}, idle processes {totals.idle_processes:,}, duplicated ids "
+        f"{totals.duplicated_client_ids or 0:,}, missing routes {totals.missing_routes:,}"
+    )
+    columns = f"{'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7} {'twice':>7}"
+    return AssignmentTable(summary, f"{'group':<20} {'topic':<22} {columns}  notes", lines)

@@ -50,7 +50,7 @@ from mqbalance.fleet.rocketmq.snapshot import Snapshot, auditable_strategy
 from mqbalance.remoting import AclCredentials, BrokerClient, ConsumerConnectionInfo, NameServer, ResponseCode
 from mqbalance.remoting.api import strategy_from_running_info
 
-__all__ = ["live_snapshot", "read_cluster"]
+__all__ = ["live_snapshot", "read_cluster", "read_summary"]
 
 #: the most requests :func:`read_cluster` keeps in flight at once
 MAX_WORKERS = 256
@@ -356,3 +356,12 @@ def live_snapshot(
         credentials=credentials,
     )
     return snapshot_from_dict(data, f"rocketmq://{namesrv}")
+
+
+def read_summary(data: dict[str, Any], snapshot: Snapshot) -> str:
+    """What a live read holds (``data`` from :func:`read_cluster`, ``snapshot`` of it), for people."""
+    return (
+        f"{len(data['topics']):,} topics, {snapshot.readable_queue_count():,} readable queues, "
+        f"{len(data['groups']):,} groups online ({data['meta']['groupsOffline']:,} offline), "
+        f"{snapshot.connections.num_rows:,} connections, {snapshot.offsets.num_rows:,} committed offsets"
+    )

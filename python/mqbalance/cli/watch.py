@@ -1,0 +1,71 @@
+"""``mqbalance watch --namesrv HOST:PORT --out DIR [--interval 10s] [--offsets-interval 60s]`` —
+watch a live RocketMQ cluster until stopped: every change of membership and queue ownership, and
+the offsets, into a history dataset (:mod:`mqbalance.history`), continued after a restart;
+Prometheus metrics with ``--metrics-port``."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from mqbalance.cli._common import Command, add_live_options, add_quiet, duration_s
+from mqbalance.exceptions import UsageError
+from mqbalance.progress import Progress
+
+__all__ = ["COMMAND"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_live_options(p, required=True)
+    p.add_argument("--out", required=True, help="the history directory (created, or continued after a restart)")
+    p.add_argument("--interval", default="10s", help="membership and ownership every (default: 10s)")
+    p.add_argument("--offsets-interval", default="60s", help="committed and max offsets every (default: 60s)")
+    p.add_argument("--checkpoint-every", default="1h", help="write the whole state every (default: 1h)")
+    p.add_argument("--retain", default="7d", help="delete hours of history older than this (default: 7d)")
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
+    p.add_argument("--metrics-addr", default="127.0.0.1", help="the address to serve them on (default: 127.0.0.1)")
+    add_quiet(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mqbalance.history.collector import Collector
+    from mqbalance.history.metrics import WatchMetrics
+
+    say = Progress(quiet=args.quiet, stream=sys.stderr)
+    metrics = None
+    if args.metrics_port is not None:
+        if not 0 < args.metrics_port < 65536:
+            raise UsageError(f"--metrics-port: must be 1-65535, got {args.metrics_port}", args.metrics_port)
+        metrics = WatchMetrics()
+    collector = Collector(
+        args.namesrv,
+        args.out,
+        interval=duration_s(args.interval, "--interval"),
+        offsets_interval=duration_s(args.offsets_interval, "--offsets-interval"),
+        checkpoint_every=duration_s(args.checkpoint_every, "--checkpoint-every"),
+        retain=duration_s(args.retain, "--retain"),
+        timeout=args.timeout,
+        running_info=not args.no_running_info,
+        say=say,
+        metrics=metrics,
+    )
+    if metrics is not None:
+        metrics.serve(args.metrics_port, args.metrics_addr)
+        say(f"metrics on http://{args.metrics_addr}:{args.metrics_port}/metrics")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda _s, _f: stop.set())
+    say(f"watching {args.namesrv} into {args.out} (continuing after tick {collector.writer.last_tick})")
+    ticks = collector.run(stop)
+    say(f"stopped after {ticks} tick(s); last tick {collector.writer.last_tick}")
+    return 0
+
+
+COMMAND = Command(
+    "watch",
+    "watch a live RocketMQ cluster: membership and queue ownership changes into a history dataset",
+    add_arguments,
+    run,
+)
