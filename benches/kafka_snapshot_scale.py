@@ -29,9 +29,9 @@ from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 from kafka.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
 
 from kafka_cluster import TansuBroker  # noqa: E402
-from mqbalance.fleet.kafka_audit import audit_kafka  # noqa: E402
-from mqbalance.fleet.kafka_live import read_kafka_cluster  # noqa: E402
-from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict  # noqa: E402
+from mqbalance.fleet.kafka.audit import audit_kafka  # noqa: E402
+from mqbalance.fleet.kafka.live import read_kafka_cluster  # noqa: E402
+from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

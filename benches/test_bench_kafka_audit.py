@@ -20,8 +20,8 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.protocol.consumer.group import JoinGroupResponse
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from mqbalance.fleet.kafka_audit import audit_kafka
-from mqbalance.fleet.kafka_snapshot import KafkaSnapshot, kafka_snapshot_from_dict
+from mqbalance.fleet.kafka.audit import audit_kafka
+from mqbalance.fleet.kafka.snapshot import KafkaSnapshot, kafka_snapshot_from_dict
 
 PEERS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
 

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from mqbalance.fleet.live import live_snapshot
+from mqbalance.fleet.rocketmq.live import live_snapshot
 from mqbalance.remoting import BrokerClient, ConsumerData
 from rocketmq_cluster import RocketMQCluster
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from assign_scale import make_json_fleet  # noqa: E402
-from mqbalance.fleet.snapshot import snapshot_from_dict  # noqa: E402
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict  # noqa: E402
 from test_snapshot_columns import entry_by_entry  # noqa: E402  (tests/ is on the path: conftest)
 
 

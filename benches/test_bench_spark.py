@@ -18,8 +18,9 @@ import time
 import pytest
 
 from mqbalance.fleet import scaled_fleet, snapshot_from_dict, write_outputs
-from mqbalance.fleet.snapshot import PERM_READ
-from mqbalance.fleet.spark import assign_fleet, audit, local_session, stop_session
+from mqbalance.fleet.rocketmq.snapshot import PERM_READ
+from mqbalance.fleet.rocketmq.spark import assign_fleet, audit
+from mqbalance.fleet.spark import local_session, stop_session
 
 pytestmark = pytest.mark.spark
 
@@ -158,5 +159,5 @@ def test_whole_audit_wall_time_1m(spark, benchmark, full_size, tmp_path):
 
     start = time.perf_counter()
     result = benchmark.pedantic(run, rounds=1, iterations=1)
-    print(f"whole audit ({result.totals['queues_assigned']:,} queues): {time.perf_counter() - start:.1f} s")
-    assert result.totals["queues_assigned"] == snap.readable_queue_count() and result.findings == []
+    print(f"whole audit ({result.totals.queues_assigned:,} queues): {time.perf_counter() - start:.1f} s")
+    assert result.totals.queues_assigned == snap.readable_queue_count() and result.findings == []

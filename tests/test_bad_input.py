@@ -64,10 +64,11 @@ from mqbalance.allocation.strategies import (
     Sticky,
 )
 from mqbalance.exceptions import MQBalanceError, PreviousAssignmentWarning, RemotingConnectError
-from mqbalance.fleet import kafka_audit as kafka_audit_mod
-from mqbalance.fleet import kafka_snapshot as kafka_snap_mod
-from mqbalance.fleet import live as live_mod
-from mqbalance.fleet import snapshot as snap_mod
+from mqbalance.fleet.kafka import audit as kafka_audit_mod
+from mqbalance.fleet.kafka import snapshot as kafka_snap_mod
+from mqbalance.fleet.rocketmq import files as snapshot_files
+from mqbalance.fleet.rocketmq import from_json
+from mqbalance.fleet.rocketmq import live as live_mod
 from mqbalance.history import collector as history_collector_mod
 from mqbalance.history import writer as history_writer_mod
 from mqbalance.kafka import user_data
@@ -726,25 +727,65 @@ TABLE: list[Entry] = [
     # fleet
     E(
         "fleet.snapshot_from_dict",
-        lambda data, source: snap_mod.snapshot_from_dict(data, source),
+        lambda data, source: from_json.snapshot_from_dict(data, source),
         data=("mapping", _SNAPSHOT),
         source=("str", "<s>"),
     ),
-    E("fleet.load_snapshot", lambda path: snap_mod.load_snapshot(path), path=("str", str(_GOOD_SNAPSHOT_FILE))),
+    E("fleet.load_snapshot", lambda path: snapshot_files.load_snapshot(path), path=("str", str(_GOOD_SNAPSHOT_FILE))),
     E(
         "fleet.audit_snapshot",
         lambda snapshot, what_if, previous: mqbalance.fleet.audit_snapshot(
             snapshot, what_if=what_if, previous=previous
         ),
-        snapshot=("object", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
         what_if=("any", "AVG,STICKY"),
-        previous=("object?", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+        previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
     ),
     E("fleet.what_if_candidates", lambda values: mqbalance.fleet.what_if_candidates(values), values=("any", "AVG")),
+    # fleet: the interface for both kinds
+    E(
+        "fleet.load_any_snapshot",
+        lambda path: mqbalance.fleet.load_any_snapshot(path),
+        path=("str", str(_GOOD_SNAPSHOT_FILE)),
+    ),
+    E(
+        "fleet.audit",
+        lambda snapshot, what_if, previous: mqbalance.fleet.audit(snapshot, what_if=what_if, previous=previous),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+        what_if=("any", "AVG,STICKY"),
+        previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
+        "fleet.check_snapshots",
+        lambda snapshot, previous: mqbalance.fleet.check_snapshots(snapshot, previous),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+        previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
+        "fleet.describe",
+        lambda snapshot: mqbalance.fleet.describe(snapshot),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
+        "fleet.unit_count",
+        lambda snapshot: mqbalance.fleet.unit_count(snapshot),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
+        "fleet.audits_on_spark",
+        lambda snapshot: mqbalance.fleet.audits_on_spark(snapshot),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
+        "fleet.what_if_for",
+        lambda snapshot, option: mqbalance.fleet.what_if_for(snapshot, option),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+        option=("str?", "AVG"),
+    ),
     E(
         "fleet.assign_snapshot",
         lambda snapshot: mqbalance.fleet.assign_snapshot(snapshot),
-        snapshot=("object", snap_mod.snapshot_from_dict(_SNAPSHOT)),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
     ),
     E(
         "fleet.example_fleet",
@@ -850,7 +891,7 @@ TABLE: list[Entry] = [
     ),
     # fleet.live: a cluster behind a closed port (the read fails at once with RemotingConnectError)
     E(
-        "fleet.live.read_cluster",
+        "fleet.rocketmq.live.read_cluster",
         lambda namesrv, timeout, workers, progress: _unreachable(
             lambda: live_mod.read_cluster(namesrv, timeout=timeout, workers=workers, progress=progress)
         ),
@@ -860,37 +901,37 @@ TABLE: list[Entry] = [
         progress=("object?", None),
     ),
     E(
-        "fleet.live.live_snapshot",
+        "fleet.rocketmq.live.live_snapshot",
         lambda namesrv, timeout: _unreachable(lambda: live_mod.live_snapshot(namesrv, timeout=timeout)),
         namesrv=("namesrv", _UNREACHABLE[0]),
         timeout=("timeout", 0.5),
     ),
     # fleet: Kafka snapshots and their audit
     E(
-        "fleet.kafka_snapshot.kafka_snapshot_from_dict",
+        "fleet.kafka.snapshot.kafka_snapshot_from_dict",
         lambda data, source: kafka_snap_mod.kafka_snapshot_from_dict(data, source),
         data=("mapping", _KAFKA_SNAPSHOT),
         source=("str", "<s>"),
     ),
     E(
-        "fleet.kafka_snapshot.load_kafka_snapshot",
+        "fleet.kafka.snapshot.load_kafka_snapshot",
         lambda path: kafka_snap_mod.load_kafka_snapshot(path),
         path=("str", str(_GOOD_KAFKA_SNAPSHOT_FILE)),
     ),
     E(
-        "fleet.kafka_snapshot.snapshot_kind",
+        "fleet.kafka.snapshot.snapshot_kind",
         lambda path: kafka_snap_mod.snapshot_kind(path),
         path=("str", str(_GOOD_KAFKA_SNAPSHOT_FILE)),
     ),
     E(
-        "fleet.kafka_audit.audit_kafka",
+        "fleet.kafka.audit.audit_kafka",
         lambda snapshot, previous, what_if: kafka_audit_mod.audit_kafka(snapshot, previous, what_if),
         snapshot=("object", kafka_snap_mod.kafka_snapshot_from_dict(_KAFKA_SNAPSHOT)),
         previous=("object?", kafka_snap_mod.kafka_snapshot_from_dict(_KAFKA_SNAPSHOT)),
         what_if=("any", "range,sticky"),
     ),
     E(
-        "fleet.kafka_audit.kafka_what_if_candidates",
+        "fleet.kafka.audit.kafka_what_if_candidates",
         lambda option: kafka_audit_mod.kafka_what_if_candidates(option),
         option=("any", "range,uniform"),
     ),
@@ -1133,29 +1174,47 @@ EXEMPT: dict[str, str] = {
     "mqbalance.spark.*": "DataFrame functions (Spark jobs): bad columns and strategies refused on the driver, "
     "building blocks' strategies parsed by the registry (walked); tested in test_spark_functions",
     "mqbalance.fleet.shipping.*": "packs the Python environment for Spark executors; no user values",
-    "mqbalance.fleet.engine.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
+    "mqbalance.fleet.rocketmq.assignment.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
+    "mqbalance.fleet.rocketmq.churn.*": "the engine's churn, fed the engine's own assignment tables",
+    "mqbalance.fleet.rocketmq.facts.*": "the engine's facts, fed validated snapshots and the engine's own tables",
+    "mqbalance.fleet.rocketmq.what_if.what_if": "the engine's what-if, fed the engine's own tables; its candidates: "
+    "what_if_candidates (walked)",
+    "mqbalance.fleet.rocketmq.spark.*": "starts Spark; its inputs are snapshots (walked), checked first by the CLI "
+    "walker",
+    "mqbalance.fleet.kafka.audit.checked_audit_arguments": "audit_kafka's own argument checks (walked through it)",
+    "mqbalance.fleet.audit_on_spark": "starts Spark; its arguments are audit's (walked), checked on the driver first",
+    "mqbalance.fleet.assignments_on_spark": "starts Spark on a snapshot (walked by check_snapshots first)",
+    "mqbalance.fleet.assignment_table": "formats an AuditResult the library built for its snapshot (walked)",
+    "mqbalance.fleet.write_snapshot": "writes a live read the library validated; -o: the CLI walker",
+    "mqbalance.fleet.read_summary": "formats a live read the library validated",
+    "mqbalance.fleet.rocketmq.audit.assignment_table": "walked through mqbalance.fleet.assignment_table",
+    "mqbalance.fleet.rocketmq.audit.describe": "walked through mqbalance.fleet.describe",
+    "mqbalance.fleet.rocketmq.live.read_summary": "walked through mqbalance.fleet.read_summary",
+    "mqbalance.fleet.kafka.audit.assignment_table": "walked through mqbalance.fleet.assignment_table",
+    "mqbalance.fleet.kafka.audit.describe": "walked through mqbalance.fleet.describe",
+    "mqbalance.fleet.kafka.snapshot.read_summary": "walked through mqbalance.fleet.read_summary",
     "mqbalance.fleet.report.*": "writes an AuditResult built by the library; output paths: CLI walker",
     "mqbalance.fleet.findings.*": "result types built by the library",
-    "mqbalance.fleet.kafka_live.*": "reads a live Kafka cluster (test_kafka_fleet; the CLI walker); its bootstrap "
+    "mqbalance.fleet.kafka.live.*": "reads a live Kafka cluster (test_kafka_fleet; the CLI walker); its bootstrap "
     "is checked by kafka.member.check_bootstrap",
-    "mqbalance.fleet.kafka_audit.audit_kafka_on_spark": "starts Spark; its arguments are audit_kafka's (walked), "
+    "mqbalance.fleet.kafka.spark.audit_kafka_on_spark": "starts Spark; its arguments are audit_kafka's (walked), "
     "checked on the driver by the same function (test_kafka_fleet_spark)",
     "mqbalance.history.analysis.*": "pure functions over a group's rows, called by the job on the dataset it read "
     "(test_history, with Burrow's cases)",
     "mqbalance.history.job.analyse": "starts Spark; its directory is checked by open_history (walked), the CLI walker",
-    "mqbalance.history.job.HistoryResult": "result type of analyse",
-    "mqbalance.history.job.write_history_outputs": "writes a HistoryResult built by the library; paths: CLI walker",
+    "mqbalance.history.spans.HistoryResult": "result type of analyse",
+    "mqbalance.history.report.write_history_outputs": "writes a HistoryResult built by the library; paths: CLI walker",
     "mqbalance.history.metrics.WatchMetrics": "the watcher's metrics registry, fed by the collector (test_watch)",
     "mqbalance.history.collector.Collector": "reads a live RocketMQ cluster every tick (test_watch; the CLI walker)",
     "mqbalance.history.collector.FleetState": "the collector's state, built by it",
     "mqbalance.history.collector.TickResult": "result type of Collector.tick",
     "mqbalance.history.collector.diff": "compares two FleetStates the collector built",
     "mqbalance.history.writer.HistoryWriter": "the collector's writer; its directory: open_history (walked)",
-    "mqbalance.fleet.kafka_snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
-    "mqbalance.fleet.kafka_snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
-    "mqbalance.fleet.kafka_snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka.snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka.snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
+    "mqbalance.fleet.kafka.snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.audit.*": "re-exports of mqbalance.fleet",
-    "mqbalance.snapshot.*": "re-exports of mqbalance.fleet.snapshot (walked)",
+    "mqbalance.snapshot.*": "re-exports of mqbalance.fleet.rocketmq.snapshot (walked)",
     "mqbalance.examples.fault_seed.*": "the demo behind `mqbalance fault-latency-demo` (CLI walker)",
     "mqbalance.cli.*": "the CLI: walked by test_cli_refuses_bad_input",
     "mqbalance.progress.*": "progress lines, no user values",
@@ -1194,8 +1253,8 @@ EXEMPT: dict[str, str] = {
     "mqbalance.sim.bundled_scenarios": "no parameters",
     "mqbalance.sim.scenario.*": "walked through mqbalance.sim (same objects)",
     "mqbalance.sim.engine.*": "walked through mqbalance.sim",
-    "mqbalance.fleet.snapshot.*": "walked through mqbalance.fleet (same objects)",
-    "mqbalance.fleet.example.*": "walked through mqbalance.fleet (same objects)",
+    "mqbalance.fleet.rocketmq.snapshot.*": "walked through mqbalance.fleet (same objects)",
+    "mqbalance.fleet.rocketmq.example.*": "walked through mqbalance.fleet (same objects)",
     "mqbalance.fleet.Connection": "snapshot row types built by the loader (walked)",
     "mqbalance.fleet.ConsumerGroup": "snapshot row types built by the loader (walked)",
     "mqbalance.fleet.MessageModel": "an enum, parsed by the loader (walked)",
@@ -1506,17 +1565,17 @@ def test_same_verdict_for_virtual_node_cnt_on_every_path(vnodes: Any, tmp_path: 
     api = refused(lambda: ConsistentHash(vnodes).assign(Q(), ["a"]))
     data = json.loads(json.dumps(_SNAPSHOT))
     data["groups"]["g"]["strategy"] = spec
-    as_json = refused(lambda: snap_mod.snapshot_from_dict(data))
-    good = snap_mod.snapshot_from_dict(
+    as_json = refused(lambda: from_json.snapshot_from_dict(data))
+    good = from_json.snapshot_from_dict(
         {**_SNAPSHOT, "groups": {"g": {**_SNAPSHOT["groups"]["g"], "strategy": "CONSISTENT_HASH"}}}
     )
-    snap_mod.write_parquet(good, tmp_path / "p")
+    snapshot_files.write_parquet(good, tmp_path / "p")
     conns = pq.read_table(tmp_path / "p" / "connections.parquet")
     i = conns.column_names.index("virtual_node_cnt")
     if vnodes is not None:
         column = pa.array([vnodes] * conns.num_rows)
         pq.write_table(conns.set_column(i, "virtual_node_cnt", column), tmp_path / "p" / "connections.parquet")
-    as_parquet = refused(lambda: snap_mod.load_snapshot(tmp_path / "p"))
+    as_parquet = refused(lambda: snapshot_files.load_snapshot(tmp_path / "p"))
     scenario = {
         **_SCENARIO,
         "group": {"consumers": 2, "strategy": {"name": "CONSISTENT_HASH", "virtual_node_cnt": vnodes}},
@@ -1590,7 +1649,7 @@ def _bad_files(root: Path) -> dict[str, Path]:
     (root / "textparquet").mkdir()
     for table in ("queue_data", "connections", "subscriptions"):
         put(f"textparquet/{table}.parquet", "not parquet at all")
-    good = snap_mod.snapshot_from_dict(_SNAPSHOT)
+    good = from_json.snapshot_from_dict(_SNAPSHOT)
     for name, (table, column, values) in {
         "nullsub": ("subscriptions", "group", pa.array([None], pa.string())),
         "nullqd": ("queue_data", "broker_name", pa.array([None], pa.string())),
@@ -1598,7 +1657,7 @@ def _bad_files(root: Path) -> dict[str, Path]:
         "floatvn": ("connections", "virtual_node_cnt", pa.array([2.5, 2.5])),
         "hugeqd": ("queue_data", "read_queue_nums", pa.array([10**9])),
     }.items():
-        d = snap_mod.write_parquet(good, root / name)
+        d = snapshot_files.write_parquet(good, root / name)
         t = pq.read_table(d / f"{table}.parquet")
         t = t.set_column(t.column_names.index(column), column, values)
         pq.write_table(t, d / f"{table}.parquet")
@@ -1977,14 +2036,14 @@ def test_same_verdict_for_epsilon_on_every_path(epsilon: Any, tmp_path: Path) ->
     api = refused(lambda: ConsistentHashBounded(epsilon=epsilon).assign(Q(), ["a"]))
     data = json.loads(json.dumps(_SNAPSHOT))
     data["groups"]["g"]["strategy"] = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
-    as_json = refused(lambda: snap_mod.snapshot_from_dict(json.loads(json.dumps(data))))
+    as_json = refused(lambda: from_json.snapshot_from_dict(json.loads(json.dumps(data))))
     good = {**_SNAPSHOT, "groups": {"g": {**_SNAPSHOT["groups"]["g"], "strategy": "CONSISTENT_HASH_BOUNDED"}}}
-    snap_mod.write_parquet(snap_mod.snapshot_from_dict(good), tmp_path / "p")
+    snapshot_files.write_parquet(from_json.snapshot_from_dict(good), tmp_path / "p")
     conns = pq.read_table(tmp_path / "p" / "connections.parquet")
     column = pa.array([epsilon] * conns.num_rows)
     conns = conns.set_column(conns.column_names.index("epsilon"), "epsilon", column)
     pq.write_table(conns, tmp_path / "p" / "connections.parquet")
-    as_parquet = refused(lambda: snap_mod.load_snapshot(tmp_path / "p"))
+    as_parquet = refused(lambda: snapshot_files.load_snapshot(tmp_path / "p"))
     strategy = {"name": "CONSISTENT_HASH_BOUNDED", "epsilon": epsilon}
     (tmp_path / "s.yaml").write_text(yaml.safe_dump({**_SCENARIO, "group": {"consumers": 2, "strategy": strategy}}))
     as_yaml = refused(lambda: sim_mod.load_scenario(tmp_path / "s.yaml"))

@@ -298,7 +298,8 @@ def test_sticky_bad_previous_assignments() -> None:
 
 def test_snapshots_refuse_sticky_scenarios_take_it_and_bounded() -> None:
     from mqbalance import StrategyName, StrategySpec
-    from mqbalance.fleet.snapshot import SnapshotError, auditable_strategy
+    from mqbalance.exceptions import SnapshotError
+    from mqbalance.fleet.rocketmq.snapshot import auditable_strategy
     from mqbalance.sim.scenario import ScenarioError, scenario_from_dict
 
     assert auditable_strategy({"name": "CONSISTENT_HASH_BOUNDED", "epsilon": 0.1}, "g").epsilon == 0.1

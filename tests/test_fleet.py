@@ -22,7 +22,6 @@ from mqbalance.fleet import (
     SnapshotError,
     assign_snapshot,
     audit_snapshot,
-    engine,
     example_fleet,
     example_pair,
     load_snapshot,
@@ -30,6 +29,11 @@ from mqbalance.fleet import (
     write_outputs,
     write_parquet,
 )
+from mqbalance.fleet.rocketmq import assignment, from_arrow, schemas
+from mqbalance.fleet.rocketmq import churn as churn_mod
+from mqbalance.fleet.rocketmq import facts as facts_mod
+from mqbalance.fleet.rocketmq import snapshot as snapshot_model
+from mqbalance.fleet.rocketmq import what_if as what_if_mod
 
 
 def expanded_shares(result) -> list[float]:
@@ -259,34 +263,37 @@ def test_duplicate_topics_and_bad_parquet(tmp_path):
 def test_engine_blocks_are_bounded_and_facts_concatenate_to_the_whole_audit():
     import pyarrow as pa
 
-    from mqbalance.fleet import engine, summarise
+    from mqbalance.fleet import summarise
+    from mqbalance.fleet.rocketmq import facts as facts_mod
+    from mqbalance.fleet.rocketmq import schemas
+    from mqbalance.fleet.rocketmq import what_if as what_if_mod
 
     snap = snapshot_from_dict(example_fleet(7), "example")
     pairs = snap.pair_table()
-    counts = engine.pair_queue_counts(pairs)
+    counts = assignment.pair_queue_counts(pairs)
     for limit in (1, 40, 10**6):
-        slices = list(engine.pair_slices(pairs, limit))
+        slices = list(assignment.pair_slices(pairs, limit))
         assert sum(s.num_rows for s in slices) == pairs.num_rows
         for part in slices:  # within the limit, or a single pair that alone exceeds it
-            assert part.num_rows == 1 or engine.pair_queue_counts(part).sum() <= limit
-    assert int(counts.sum()) == sum(r.queues for r in audit_snapshot(snap).rows)
+            assert part.num_rows == 1 or assignment.pair_queue_counts(part).sum() <= limit
+    assert int(counts.sum()) == sum(r.units for r in audit_snapshot(snap).rows)
     groups = snap.consumer_groups()
     batches = pairs.to_batches(max_chunksize=7)  # what Spark hands a task
-    blocks = list(engine.assignment_blocks(batches, groups))
-    assert max(b.num_rows for b in blocks) <= engine.MAX_ROWS_PER_BLOCK
+    blocks = list(assignment.assignment_blocks(batches, groups))
+    assert max(b.num_rows for b in blocks) <= assignment.MAX_ROWS_PER_BLOCK
     assert consumers_by_queue(pa.Table.from_batches(blocks)) == consumers_by_queue(assign_snapshot(snap))
-    facts = pa.Table.from_batches(list(engine.fact_blocks(batches, groups)), schema=engine.FACT_SCHEMA)
+    facts = pa.Table.from_batches(list(facts_mod.fact_blocks(batches, groups)), schema=schemas.FACT_SCHEMA)
     whole = audit_snapshot(snap)
-    from_facts = summarise(snap, *engine.split_facts(facts))
+    from_facts = summarise(snap, *facts_mod.split_facts(facts))
     assert from_facts.findings == whole.findings and from_facts.rows == whole.rows
     assert sorted(expanded_shares(from_facts)) == sorted(expanded_shares(whole)) and max(whole.fair_share) > 1
     # The what-if rows computed batch by batch with the facts equal the whole fleet's.
-    candidates = engine.what_if_candidates("AVG,CONSISTENT_HASH_BOUNDED,STICKY")
-    facts = pa.Table.from_batches(list(engine.fact_blocks(batches, groups, candidates)), schema=engine.FACT_SCHEMA)
-    with_what_if = summarise(snap, *engine.split_facts(facts), what_if=engine.what_if_facts(facts))
+    candidates = what_if_mod.what_if_candidates("AVG,CONSISTENT_HASH_BOUNDED,STICKY")
+    facts = pa.Table.from_batches(list(facts_mod.fact_blocks(batches, groups, candidates)), schema=schemas.FACT_SCHEMA)
+    with_what_if = summarise(snap, *facts_mod.split_facts(facts), what_if=facts_mod.what_if_facts(facts))
     whole = audit_snapshot(snap, what_if=candidates)
     assert with_what_if.what_if == whole.what_if and len(whole.what_if) == 3 * sum(
-        1 for r in whole.rows if r.message_model == "CLUSTERING" and r.processes
+        1 for r in whole.rows if r.message_model == "CLUSTERING" and r.consumers
     )
     assert with_what_if.findings == whole.findings
 
@@ -352,7 +359,7 @@ def test_what_if_moved_and_max_load_match_the_per_group_api():
         for name in ("AVG", "CONSISTENT_HASH_BOUNDED", "CONSISTENT_HASH"):
             after = strategy(name).assign(qs, ids, java_sort=True)
             w = rows[(group, topic, name)]
-            assert w.queues == len(qs) and w.processes == len(ids)
+            assert w.units == len(qs) and w.consumers == len(ids)
             assert w.moved == sum(1 for c, share in after.items() for q in share if now[q] != c), (group, topic, name)
             assert w.max_load == max(len(share) for share in after.values())
             assert w.idle == sum(1 for share in after.values() if not share)
@@ -369,7 +376,7 @@ def test_what_if_moved_and_max_load_match_the_per_group_api():
     # slot's queues stay unowned whatever the strategy).
     dup = rows[("cg-dup", "U", "AVG")]
     ids, qs = sort_client_ids(groups["cg-dup"].client_ids), sort_queues(_queues(snap, "U"))
-    assert (dup.processes, dup.queues) == (3, 7)
+    assert (dup.consumers, dup.units) == (3, 7)
     assert dup.max_load == max(len(strategy("AVG").allocate("cg-dup", c, qs, ids)) for c in ids)
 
 
@@ -418,6 +425,7 @@ def test_what_if_refuses_an_unknown_candidate_and_tries_every_one_the_registry_a
 
 
 def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch):
+    import mqbalance.fleet
     from mqbalance.cli import audit as cli
     from mqbalance.fleet import DEFAULT_WHAT_IF
     from mqbalance.progress import Progress
@@ -425,7 +433,7 @@ def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch
     snap, say = _what_if_fleet(), Progress(quiet=True)
     assert [s.display_name for s in cli._what_if(None, snap, say)] == list(DEFAULT_WHAT_IF)
     assert cli._what_if("none", snap, say) == ()
-    monkeypatch.setattr(cli, "WHAT_IF_DEFAULT_MAX_QUEUES", snap.readable_queue_count() - 1)
+    monkeypatch.setattr(mqbalance.fleet, "WHAT_IF_DEFAULT_MAX_QUEUES", snap.readable_queue_count() - 1)
     assert cli._what_if(None, snap, say) == ()
     assert [s.display_name for s in cli._what_if("STICKY", snap, say)] == ["STICKY"]
 
@@ -433,13 +441,12 @@ def test_audit_cli_tries_the_default_candidates_on_small_fleets_only(monkeypatch
 def test_what_if_sticky_keeps_a_balanced_group_without_the_core_and_equals_it():
     """The shortcut (a balanced previous assignment is STICKY's answer) gives exactly what the core
     computes, on fleets with balanced, skewed, mixed, duplicated-id and broadcasting groups."""
-    from mqbalance.fleet import engine
 
-    candidates = engine.what_if_candidates("STICKY")
+    candidates = what_if_mod.what_if_candidates("STICKY")
     for snap in (_what_if_fleet(), snapshot_from_dict(example_fleet(7), "example")):
         a, groups = assign_snapshot(snap), snap.consumer_groups()
-        fast = engine.what_if(a, groups, candidates)
-        assert fast.equals(engine.what_if(a, groups, candidates, _shortcut=False))
+        fast = what_if_mod.what_if(a, groups, candidates)
+        assert fast.equals(what_if_mod.what_if(a, groups, candidates, _shortcut=False))
         assert 0 < sum(fast.column("moved").to_pylist()) < fast.num_rows * max(fast.column("queues").to_pylist())
 
 
@@ -454,7 +461,7 @@ def _assignment_table(assignment):
         for (g, t, b, q), owners in sorted(assignment.items())
         for c in (owners or [None])
     ]
-    return pa.Table.from_pylist(rows, schema=engine.ASSIGNMENT_SCHEMA)
+    return pa.Table.from_pylist(rows, schema=schemas.ASSIGNMENT_SCHEMA)
 
 
 @settings(max_examples=300, deadline=None)
@@ -465,12 +472,12 @@ def test_churn_counts_the_queues_in_both_whose_consumers_differ(now, before, pac
     expected: dict[tuple[str, str], int] = defaultdict(int)
     for (g, t, b, q), owners in now.items():
         expected[(g, t)] += (g, t, b, q) in before and Counter(owners) != Counter(before[(g, t, b, q)])
-    limit = engine.PACKED_KEY_LIMIT
-    engine.PACKED_KEY_LIMIT = limit if packed else 0
+    limit = churn_mod.PACKED_KEY_LIMIT
+    churn_mod.PACKED_KEY_LIMIT = limit if packed else 0
     try:
-        got = engine.churn(_assignment_table(now), _assignment_table(before))
+        got = churn_mod.churn(_assignment_table(now), _assignment_table(before))
     finally:
-        engine.PACKED_KEY_LIMIT = limit
+        churn_mod.PACKED_KEY_LIMIT = limit
     assert {(r["group"], r["topic"]): r["moved"] for r in got.to_pylist()} == dict(expected)
 
 
@@ -485,7 +492,7 @@ def test_in_process_audit_counts_churn_against_an_earlier_snapshot():
     assert {(r.group, r.topic): r.churn for r in result.rows} == {
         (r.group, r.topic): expected[(r.group, r.topic)] for r in result.rows
     }
-    assert result.totals["churned_queues"] == sum(expected.values()) > 0
+    assert result.totals.churned_queues == sum(expected.values()) > 0
 
 
 @settings(max_examples=60, deadline=None)
@@ -505,13 +512,13 @@ def test_in_process_audit_counts_churn_against_an_earlier_snapshot():
 def test_pair_counts_match_a_count_of_every_row(rows, packed):
     """Per pair: queues, queues with no consumer, queues with more than one; per (pair, consumer):
     its queues — counted here row by row, against both of ``pair_counts``' keyings."""
-    import mqbalance.fleet.engine as engine_module
+    import mqbalance.fleet.rocketmq.facts as facts_module
 
     table = pa.table(
         dict(zip(["group", "topic", "broker_name", "queue_id", "consumer"], zip(*rows)))
         if rows
         else {k: [] for k in ["group", "topic", "broker_name", "queue_id", "consumer"]},
-        schema=engine_module.ASSIGNMENT_SCHEMA,
+        schema=schemas.ASSIGNMENT_SCHEMA,
     )
     consumers_of: dict[tuple, int] = Counter()
     for g, t, b, q, c in rows:
@@ -523,12 +530,12 @@ def test_pair_counts_match_a_count_of_every_row(rows, packed):
         acc[1] += n == 0
         acc[2] += n > 1
     want_id = Counter((g, t, c) for g, t, _, _, c in rows if c is not None)
-    limit = engine_module.PACKED_KEY_LIMIT
-    engine_module.PACKED_KEY_LIMIT = limit if packed else 0
+    limit = facts_module.PACKED_KEY_LIMIT
+    facts_module.PACKED_KEY_LIMIT = limit if packed else 0
     try:
-        per_pair, per_id = engine_module.pair_counts(table)
+        per_pair, per_id = facts_module.pair_counts(table)
     finally:
-        engine_module.PACKED_KEY_LIMIT = limit
+        facts_module.PACKED_KEY_LIMIT = limit
     got_pair = {
         (g, t): [n, u, d]
         for g, t, n, u, d in zip(
@@ -560,19 +567,19 @@ def test_audit_rows_and_totals_match_a_count_per_connection():
         group, key = groups[row.group], (row.group, row.topic)
         ids = [c.client_id for c in group.connections]
         loads = [owned[key][cid] // ids.count(cid) for cid in ids]
-        assert (row.processes, row.queues) == (len(ids), len(queues[key]))
-        assert (row.min_per_process, row.max_per_process) == (min(loads), max(loads))
-        assert row.idle_processes == loads.count(0)
-        assert row.mean_per_process == round(sum(loads) / len(loads), 3)
+        assert (row.consumers, row.units) == (len(ids), len(queues[key]))
+        assert (row.min_load, row.max_load) == (min(loads), max(loads))
+        assert row.idle_consumers == loads.count(0)
+        assert row.mean_load == round(sum(loads) / len(loads), 3)
         if row.message_model == "CLUSTERING":
-            fair_share += [x / (row.queues / len(ids)) for x in loads]
+            fair_share += [x / (row.units / len(ids)) for x in loads]
             busy[row.group] |= {j for j, x in enumerate(loads) if x}
     assert sorted(expanded_shares(result)) == pytest.approx(sorted(fair_share))
     clustering = [g for g, v in groups.items() if v.message_model.value == "CLUSTERING"]
     idle_anywhere = sum(len(groups[g].connections) - len(busy[g]) for g in clustering)
-    assert result.totals["idle_processes"] == idle_anywhere
-    assert result.totals["idle_process_topics"] == sum(
-        r.idle_processes for r in result.rows if r.message_model == "CLUSTERING"
+    assert result.totals.idle_processes == idle_anywhere
+    assert result.totals.idle_process_topics == sum(
+        r.idle_consumers for r in result.rows if r.message_model == "CLUSTERING"
     )
     assert any(groups[g].duplicated_ids for g in clustering)  # the example plants duplicated ids
 
@@ -582,8 +589,6 @@ def test_parquet_snapshots_load_by_columns_exactly_as_row_by_row(tmp_path):
     what the row-by-row reader (the one that names a bad row) gives: the same tables and groups."""
     import pyarrow.parquet as pq
 
-    from mqbalance.fleet import snapshot as snap_mod
-
     data = example_fleet(9)
     data["groups"]["cg-mixed"] = {
         "subscriptions": [next(iter(data["topics"]))],
@@ -591,13 +596,13 @@ def test_parquet_snapshots_load_by_columns_exactly_as_row_by_row(tmp_path):
     }
     d = write_parquet(snapshot_from_dict(data, "e"), tmp_path / "p")
     raw = {n: pq.read_table(d / f"{n}.parquet") for n in ("queue_data", "connections", "subscriptions")}
-    fast = snap_mod._columnar_tables(str(d), raw)
+    fast = from_arrow.columnar_tables(str(d), raw)
     assert fast is not None
-    qd, cn, sb = (snap_mod._columns_of(raw[n], n) for n in ("queue_data", "connections", "subscriptions"))
-    specs = snap_mod._validate_tables(str(d), qd, cn, sb)
-    assert fast[0].equals(snap_mod._table("queue_data", qd))
-    assert fast[1].equals(snap_mod._table("connections", cn))
-    assert fast[2].equals(snap_mod._table("subscriptions", sb))
+    qd, cn, sb = (from_arrow.columns_of(raw[n], n) for n in ("queue_data", "connections", "subscriptions"))
+    specs = from_arrow.validate_tables(str(d), qd, cn, sb)
+    assert fast[0].equals(snapshot_model.table_of("queue_data", qd))
+    assert fast[1].equals(snapshot_model.table_of("connections", cn))
+    assert fast[2].equals(snapshot_model.table_of("subscriptions", sb))
     assert [fast[4][c] for c in fast[3]] == specs
     loaded = load_snapshot(d)
     assert dict(loaded.consumer_groups()) == dict(snapshot_from_dict(data, "e").consumer_groups())
@@ -605,7 +610,7 @@ def test_parquet_snapshots_load_by_columns_exactly_as_row_by_row(tmp_path):
     # one bad row anywhere sends the load down the row-by-row path, which names it
     t = raw["connections"]
     bad = t.set_column(t.column_names.index("client_id"), "client_id", pa.array([*t["client_id"].to_pylist()[:-1], ""]))
-    assert snap_mod._columnar_tables(str(d), {**raw, "connections": bad}) is None
+    assert from_arrow.columnar_tables(str(d), {**raw, "connections": bad}) is None
     pq.write_table(bad, d / "connections.parquet")
     with pytest.raises(
         SnapshotError, match=rf"connections.parquet row {t.num_rows - 1}.client_id: expected a non-empty"
@@ -618,20 +623,19 @@ def test_a_snapshot_too_large_to_assign_in_process_still_loads_for_the_spark_aud
     (``ASSIGNMENT_QUEUE_BYTES`` a queue), the audits only the pairs and groups and one slice at a time
     (``QUEUE_BYTES``): a budget between the two loads the snapshot, audits it in-process (streamed,
     as the Spark tasks do) and refuses ``assign_snapshot`` by name; below both, the load refuses."""
-    from mqbalance.fleet import snapshot as snap_mod
 
     data = {
         "topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 100, "writeQueueNums": 100, "perm": 6}]}},
         "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "c"}]}},
     }
     monkeypatch.setenv(
-        "MQBALANCE_MEMORY_BUDGET", str(100 * (snap_mod.QUEUE_BYTES + engine.ASSIGNMENT_QUEUE_BYTES) // 2)
+        "MQBALANCE_MEMORY_BUDGET", str(100 * (snapshot_model.QUEUE_BYTES + assignment.ASSIGNMENT_QUEUE_BYTES) // 2)
     )
     snap = snapshot_from_dict(data, "big")
     with pytest.raises(SnapshotError, match=r"big: readable queues \(sum of readQueueNums\) = 100 would need"):
         assign_snapshot(snap)
-    assert audit_snapshot(snap).totals["queues_assigned"] == 100
-    monkeypatch.setenv("MQBALANCE_MEMORY_BUDGET", str(100 * snap_mod.QUEUE_BYTES - 1))
+    assert audit_snapshot(snap).totals.queues_assigned == 100
+    monkeypatch.setenv("MQBALANCE_MEMORY_BUDGET", str(100 * snapshot_model.QUEUE_BYTES - 1))
     with pytest.raises(SnapshotError, match="would need"):
         snapshot_from_dict(data, "big")
 
@@ -661,10 +665,10 @@ def test_one_pass_churn_skips_only_pairs_that_cannot_have_moved():
 
     flags = {"left": True, "switched": True, "routes": True}
     before, now = snapshot_from_dict(fleet({}), "before"), snapshot_from_dict(fleet(flags), "now")
-    full = engine.churn(assign_snapshot(now), assign_snapshot(before))
+    full = churn_mod.churn(assign_snapshot(now), assign_snapshot(before))
     expected = {(g, t): m for g, t, m in zip(*(full.column(k).to_pylist() for k in ("group", "topic", "moved")))}
-    pairs = engine.with_previous_routes(now.pair_table(), before.pair_table())
-    changed = engine._changed_pairs(pairs, now.consumer_groups(), before.consumer_groups(), {})
+    pairs = churn_mod.with_previous_routes(now.pair_table(), before.pair_table())
+    changed = churn_mod.changed_pairs(pairs, now.consumer_groups(), before.consumer_groups(), {})
     which = {
         (g, t) for g, t, c in zip(pairs["group"].to_pylist(), pairs["topic"].to_pylist(), changed.to_pylist()) if c
     }
@@ -673,11 +677,13 @@ def test_one_pass_churn_skips_only_pairs_that_cannot_have_moved():
     assert ("routes", "T1") not in which and ("routes", "T4") not in which  # unchanged; new (nothing to compare)
     facts = pa.Table.from_batches(
         list(
-            engine.fact_blocks(pairs.to_batches(max_chunksize=5), now.consumer_groups(), (), before.consumer_groups())
+            facts_mod.fact_blocks(
+                pairs.to_batches(max_chunksize=5), now.consumer_groups(), (), before.consumer_groups()
+            )
         ),
-        schema=engine.FACT_SCHEMA,
+        schema=schemas.FACT_SCHEMA,
     )
-    per_pair, _, _ = engine.split_facts(facts)
+    per_pair, _, _ = facts_mod.split_facts(facts)
     got = {(g, t): m for g, t, m in zip(*(per_pair.column(k).to_pylist() for k in ("group", "topic", "moved")))}
     assert {k: v for k, v in got.items() if v} == {k: v for k, v in expected.items() if v}
     assert got[("left", "T1")] > 0 and got[("switched", "T1")] > 0 and got[("same", "T1")] == 0
@@ -736,15 +742,17 @@ def test_one_pass_churn_is_the_full_comparison_on_random_fleets(seed: int) -> No
     rng = random.Random(seed)
     first = _random_fleet(rng)
     before, now = snapshot_from_dict(first, "before"), snapshot_from_dict(_random_fleet(rng, first), "now")
-    full = engine.churn(assign_snapshot(now), assign_snapshot(before))
+    full = churn_mod.churn(assign_snapshot(now), assign_snapshot(before))
     expected = {(g, t): m for g, t, m in zip(*(full.column(k).to_pylist() for k in ("group", "topic", "moved"))) if m}
-    pairs = engine.with_previous_routes(now.pair_table(), before.pair_table())
+    pairs = churn_mod.with_previous_routes(now.pair_table(), before.pair_table())
     facts = pa.Table.from_batches(
         list(
-            engine.fact_blocks(pairs.to_batches(max_chunksize=3), now.consumer_groups(), (), before.consumer_groups())
+            facts_mod.fact_blocks(
+                pairs.to_batches(max_chunksize=3), now.consumer_groups(), (), before.consumer_groups()
+            )
         ),
-        schema=engine.FACT_SCHEMA,
+        schema=schemas.FACT_SCHEMA,
     )
-    per_pair, _, _ = engine.split_facts(facts)
+    per_pair, _, _ = facts_mod.split_facts(facts)
     got = {(g, t): m for g, t, m in zip(*(per_pair.column(k).to_pylist() for k in ("group", "topic", "moved"))) if m}
     assert got == expected

@@ -20,7 +20,9 @@ from kafka_cluster import MQBALANCE
 from mqbalance.exceptions import HistoryError
 from mqbalance.fleet.spark import local_session, stop_session
 from mqbalance.history.analysis import burrow_status
-from mqbalance.history.job import _combine, analyse, write_history_outputs
+from mqbalance.history.job import analyse
+from mqbalance.history.report import write_history_outputs
+from mqbalance.history.spans import combine_spans
 from mqbalance.history.writer import HistoryWriter
 
 T0 = dt.datetime(2026, 11, 25, 1, 0, tzinfo=dt.UTC)
@@ -197,7 +199,7 @@ def test_spans_are_put_together_per_group_whatever_order_the_groups_come_in() ->
         ("a", "prefix", prefix(5.0, True)),
         ("a", "episode", ep(102, 104, "a2", 3.0)),  # 7 s after a's last change: the same episode
     ]
-    result = _combine(parts, window=60, min_cycles=3, min_episodes=5)
+    result = combine_spans(parts, window=60, min_cycles=3, min_episodes=5)
     a = [e for e in result.episodes if e["group"] == "a"]
     assert len(a) == 1 and a[0]["joined"] == [["a1", "x"], ["a2", "x"]]
     assert a[0]["unowned_queue_s"] == 10.0 + 5.0 + 10.0 and a[0]["owned_again_s"] == 102 + 3 - 90

@@ -31,10 +31,10 @@ from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from kafka_cluster import MQBALANCE, KafkaGroup, TansuBroker, free_port
-from mqbalance.fleet.kafka_audit import audit_kafka
-from mqbalance.fleet.kafka_live import _decode_member
-from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict, load_kafka_snapshot, snapshot_kind
-from mqbalance.fleet.snapshot import SnapshotError
+from mqbalance.exceptions import SnapshotError
+from mqbalance.fleet.kafka.audit import audit_kafka
+from mqbalance.fleet.kafka.live import _decode_member
+from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict, load_kafka_snapshot, snapshot_kind
 from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assign
 from mqbalance.kafka import user_data as java_user_data
 from mqbalance.kafka.kafka_python import StickyAssignor
@@ -233,7 +233,7 @@ def test_audit_finds_unassigned_double_assigned_and_idle_partitions() -> None:
     # read mid-rebalance: recorded as such, its partial assignment not judged
     assert kinds(result, "moving") == [("rebalancing", None, 1)]
     row = next(r for r in result.rows if r.group == "idle")
-    assert (row.queues, row.processes, row.min_per_process, row.max_per_process) == (2, 3, 0, 1)
+    assert (row.units, row.consumers, row.min_load, row.max_load) == (2, 3, 0, 1)
 
 
 def test_audit_what_if_is_what_the_assignors_compute() -> None:
@@ -275,7 +275,7 @@ def test_audit_what_if_is_what_the_assignors_compute() -> None:
         assert w.moved == sum(1 for p in range(counts[w.topic]) if owner.get((w.topic, p)) != now.get((w.topic, p))), w
         subscribers = [mid for mid, s, _ in members if w.topic in s]
         loads = [sum(1 for (t, _), m in owner.items() if t == w.topic and m == mid) for mid in subscribers]
-        assert (w.max_load, w.idle, w.processes) == (max(loads), loads.count(0), len(subscribers)), w
+        assert (w.max_load, w.idle, w.consumers) == (max(loads), loads.count(0), len(subscribers)), w
     assert {w.strategy for w in result.what_if} == set(expected)
 
 
@@ -317,7 +317,7 @@ def test_audit_churn_between_two_snapshots_and_mixed_user_data_layouts() -> None
     )
     result = audit_kafka(after, before, what_if=())
     assert kinds(result, "g") == [("churn", "t", 1), ("strategy-mismatch", None, 2)]
-    assert result.totals["churned_queues"] == 1
+    assert result.totals.churned_queues == 1
 
 
 def test_sticky_user_data_in_another_layout_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:

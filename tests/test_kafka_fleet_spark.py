@@ -18,8 +18,9 @@ import pytest
 
 from kafka_cluster import MQBALANCE
 from mqbalance.fleet.findings import AuditResult
-from mqbalance.fleet.kafka_audit import audit_kafka, audit_kafka_on_spark
-from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
+from mqbalance.fleet.kafka.audit import audit_kafka
+from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict
+from mqbalance.fleet.kafka.spark import audit_kafka_on_spark
 from mqbalance.fleet.spark import local_session, stop_session
 from spark_cluster import ConnectServer
 
@@ -89,7 +90,7 @@ def test_on_spark_equals_in_process(spark: Any, partitions: int | None) -> None:
     snap, before = kafka_snapshot_from_dict(fleet(1)), kafka_snapshot_from_dict(fleet(2))
     # the same group names with other members: churn everywhere
     expected = audit_kafka(snap, before)
-    assert expected.what_if and expected.findings and expected.totals["churned_queues"] > 0
+    assert expected.what_if and expected.findings and expected.totals.churned_queues > 0
     same(audit_kafka_on_spark(spark, snap, before, partitions=partitions), expected)
     same(audit_kafka_on_spark(spark, snap, what_if=("uniform",)), audit_kafka(snap, what_if=("uniform",)))
 

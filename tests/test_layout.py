@@ -270,31 +270,38 @@ def test_the_names_rule_catches_a_list_of_any_length():
         assert not _listed_names(ast.parse(source), names), source
 
 
-#: ``mqbalance.fleet``'s modules, bottom to top (its docstring's picture): a module may import only
-#: fleet modules of a lower rank, and inside a function only these optional heavy packages.
-FLEET_LAYERS = {
-    "example": 0,
-    "shipping": 0,
-    "snapshot": 0,
-    "live": 1,
-    "engine": 1,
-    "findings": 2,
-    "report": 3,
-    "spark": 3,
-    "kafka_snapshot": 1,
-    "kafka_live": 2,
-    "kafka_audit": 3,
-    "__init__": 4,
+#: ``mqbalance.fleet``'s modules (named below ``mqbalance.fleet``), bottom to top (the pictures of
+#: its docstrings): a module may import only fleet modules of a lower rank, and inside a function
+#: only these optional heavy packages. The shared modules sit apart from the two kinds.
+FLEET_SHARED = {"findings": 0, "shipping": 0, "spark": 1, "report": 1}
+FLEET_ROCKETMQ = {
+    "rocketmq": 0,
+    "rocketmq.example": 0,
+    "rocketmq.schemas": 0,
+    "rocketmq.checks": 1,
+    "rocketmq.snapshot": 2,
+    "rocketmq.from_json": 3,
+    "rocketmq.from_arrow": 3,
+    "rocketmq.assignment": 3,
+    "rocketmq.churn": 3,
+    "rocketmq.what_if": 3,
+    "rocketmq.files": 4,
+    "rocketmq.live": 4,
+    "rocketmq.facts": 4,
+    "rocketmq.audit": 5,
+    "rocketmq.spark": 6,
 }
+FLEET_KAFKA = {"kafka": 0, "kafka.snapshot": 1, "kafka.live": 2, "kafka.audit": 2, "kafka.spark": 3}
+FLEET_LAYERS = {**FLEET_SHARED, **FLEET_ROCKETMQ, **FLEET_KAFKA, "__init__": 7}
 FLEET_LAZY_IMPORTS = {"pyspark", "matplotlib"}
 
 
+def _fleet_name(module: str) -> str:
+    return "__init__" if module == "mqbalance.fleet" else module.removeprefix("mqbalance.fleet.")
+
+
 def test_fleet_modules_are_layered_one_way_without_imports_in_functions():
-    fleet = {
-        m.rpartition(".")[2] if m != "mqbalance.fleet" else "__init__": m
-        for m in MODULES
-        if m.startswith("mqbalance.fleet")
-    }
+    fleet = {_fleet_name(m): m for m in MODULES if m == "mqbalance.fleet" or m.startswith("mqbalance.fleet.")}
     assert fleet.keys() == FLEET_LAYERS.keys()  # a new module takes its place in the layers
     for name, module in fleet.items():
         for imported, nested, line in _imports(module):
@@ -305,7 +312,14 @@ def test_fleet_modules_are_layered_one_way_without_imports_in_functions():
             if target == "mqbalance.fleet":
                 assert name == "__init__", f"{where}: the package is on top"
             elif target is not None and target != module:
-                below = target.rpartition(".")[2]
+                below = _fleet_name(target)
                 assert FLEET_LAYERS[below] < FLEET_LAYERS[name], f"{where}, not below it"
-    picture = "snapshot  <  engine  <  findings  <  report, spark  <  mqbalance.fleet"
+                # one interface, two kinds: the shared modules know no kind, and no kind the other
+                if name in FLEET_SHARED:
+                    assert below in FLEET_SHARED, f"{where}: a shared module imports a kind's"
+                if name in FLEET_ROCKETMQ:
+                    assert below not in FLEET_KAFKA, f"{where}: RocketMQ's modules import Kafka's"
+                if name in FLEET_KAFKA:
+                    assert below not in FLEET_ROCKETMQ, f"{where}: Kafka's modules import RocketMQ's"
+    picture = "findings, shipping  <  spark  <  rocketmq, kafka  <  report  <  mqbalance.fleet"
     assert picture in (importlib.import_module("mqbalance.fleet").__doc__ or "")

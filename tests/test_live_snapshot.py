@@ -12,8 +12,8 @@ import pytest
 
 from mqbalance.cli import main
 from mqbalance.exceptions import RemotingConnectError
-from mqbalance.fleet.live import live_snapshot, read_cluster
-from mqbalance.fleet.snapshot import load_snapshot
+from mqbalance.fleet.rocketmq.files import load_snapshot
+from mqbalance.fleet.rocketmq.live import live_snapshot, read_cluster
 from mqbalance.remoting import BrokerClient, ConsumerData, RemotingCommand, RequestCode
 from rocketmq_cluster import RocketMQCluster, free_port
 
@@ -149,7 +149,9 @@ def test_unreachable_name_server_is_a_clear_error(capsys):
 
 
 def test_snapshots_without_offsets_or_errors_still_load(tmp_path):
-    from mqbalance.fleet.snapshot import SnapshotError, snapshot_from_dict, write_parquet
+    from mqbalance.exceptions import SnapshotError
+    from mqbalance.fleet.rocketmq.files import write_parquet
+    from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 
     old = {"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6}]}}}
     old["groups"] = {"g": {"subscriptions": ["T"], "connections": [{"clientId": "c1"}]}}

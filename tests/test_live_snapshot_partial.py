@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from mqbalance.cli import main
-from mqbalance.fleet.live import live_snapshot
+from mqbalance.fleet.rocketmq.live import live_snapshot
 from mqbalance.remoting import BrokerClient, ConsumerData
 from rocketmq_cluster import RocketMQCluster
 

@@ -12,8 +12,8 @@ import pytest
 
 from mqbalance.cli import main
 from mqbalance.exceptions import BrokerResponseError, RemotingConnectError
-from mqbalance.fleet.live import live_snapshot
-from mqbalance.fleet.snapshot import load_snapshot
+from mqbalance.fleet.rocketmq.files import load_snapshot
+from mqbalance.fleet.rocketmq.live import live_snapshot
 from mqbalance.remoting import (
     AclCredentials,
     BrokerClient,

@@ -11,27 +11,32 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mqbalance.fleet import snapshot as S
-from mqbalance.fleet.example import example_pair
-from mqbalance.fleet.snapshot import SnapshotError, snapshot_from_dict
+from mqbalance.exceptions import SnapshotError
+from mqbalance.fleet.rocketmq import assignment, checks, from_json, schemas
+from mqbalance.fleet.rocketmq import churn as churn_mod
+from mqbalance.fleet.rocketmq import facts as facts_mod
+from mqbalance.fleet.rocketmq import snapshot as snapshot_model
+from mqbalance.fleet.rocketmq import what_if as what_if_mod
+from mqbalance.fleet.rocketmq.example import example_pair
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 
 
 def entry_by_entry(data, source="<snapshot>"):
     """The snapshot the entry-by-entry checks alone build (what ``snapshot_from_dict`` was)."""
-    topics = S._get(data, "topics", dict, source)
-    qd, br = S._queue_rows(topics, source)
-    groups = S._get(data, "groups", dict, source)
-    cn, sb, specs = S._group_rows(groups, source)
-    of, er = S._extra_rows(data, source)
-    return S.Snapshot(
+    topics = checks.get_field(data, "topics", dict, source)
+    qd, br = from_json._queue_rows(topics, source)
+    groups = checks.get_field(data, "groups", dict, source)
+    cn, sb, specs = from_json._group_rows(groups, source)
+    of, er = from_json._extra_rows(data, source)
+    return snapshot_model.Snapshot(
         source,
-        S._table("queue_data", qd),
-        S._table("connections", cn),
-        S._table("subscriptions", sb),
-        S._table("brokers", br),
-        *S._spec_codes(specs),
-        S._table("offsets", of),
-        S._table("errors", er),
+        snapshot_model.table_of("queue_data", qd),
+        snapshot_model.table_of("connections", cn),
+        snapshot_model.table_of("subscriptions", sb),
+        snapshot_model.table_of("brokers", br),
+        *snapshot_model.strategy_codes(specs),
+        snapshot_model.table_of("offsets", of),
+        snapshot_model.table_of("errors", er),
     )
 
 
@@ -66,8 +71,8 @@ def fleet():
 
 def test_the_columns_read_the_example_fleet_as_the_entries_do():
     data = fleet()
-    assert S._columnar_queue_data(data["topics"]) is not None  # the columnar path is taken
-    assert S._columnar_groups(data["groups"]) is not None
+    assert from_json.columnar_queue_data(data["topics"]) is not None  # the columnar path is taken
+    assert from_json.columnar_groups(data["groups"]) is not None
     same(snapshot_from_dict(data, "f"), entry_by_entry(data, "f"))
 
 
@@ -167,31 +172,31 @@ def test_the_streamed_audit_facts_equal_those_of_the_whole_assignment_table(monk
     table assigned at once and counted (what it did before issue 24), however the fleet is sliced."""
     from functools import partial
 
-    from mqbalance.fleet import engine
-
     previous_data, current_data = example_pair(7)
     now, before = snapshot_from_dict(current_data, "now"), snapshot_from_dict(previous_data, "before")
-    candidates = engine.what_if_candidates("AVG,CONSISTENT_HASH_BOUNDED")
+    candidates = what_if_mod.what_if_candidates("AVG,CONSISTENT_HASH_BOUNDED")
     groups = now.consumer_groups()
-    whole = engine.assign_snapshot(now)
-    per_pair, loads, busy = engine.load_facts(*engine.pair_counts(whole), groups)
-    churn = engine.churn(whole, engine.assign_snapshot(before))
-    what_if = engine.what_if(whole, groups, candidates)
+    whole = assignment.assign_snapshot(now)
+    per_pair, loads, busy = facts_mod.load_facts(*facts_mod.pair_counts(whole), groups)
+    churn = churn_mod.churn(whole, assignment.assign_snapshot(before))
+    what_if = what_if_mod.what_if(whole, groups, candidates)
 
-    monkeypatch.setattr(engine, "pair_slices", partial(engine.pair_slices, max_queues=slice_queues))
+    sliced = partial(assignment.pair_slices, max_queues=slice_queues)
+    monkeypatch.setattr(facts_mod, "pair_slices", sliced)  # where snapshot_facts looks it up
+    monkeypatch.setattr(assignment, "pair_slices", sliced)
     seen = []
-    streamed = engine.snapshot_facts(
+    streamed = facts_mod.snapshot_facts(
         now, candidates=candidates, previous=before, progress=lambda d, t: seen.append((d, t))
     )
     if slice_queues < 100:
         assert len(seen) > 5  # really sliced
-    assert seen[-1][0] == seen[-1][1] == int(engine.pair_queue_counts(now.pair_table()).sum()) > 0
+    assert seen[-1][0] == seen[-1][1] == int(assignment.pair_queue_counts(now.pair_table()).sum()) > 0
     assert _rows(streamed.per_pair, ["group", "topic"]) == _rows(per_pair, ["group", "topic"])
     assert _rows(streamed.loads, ["group", "topic", "load"]) == _rows(loads, ["group", "topic", "load"])
-    assert _rows(streamed.busy, ["group"]) == _rows(engine.busy_processes(busy, groups), ["group"])
+    assert _rows(streamed.busy, ["group"]) == _rows(facts_mod.busy_processes(busy, groups), ["group"])
     moved = {(r["group"], r["topic"]): r["moved"] for r in churn.to_pylist()}
     assert {k: v for k, v in streamed.churn.items() if v} == {k: v for k, v in moved.items() if v}
     assert sum(moved.values()) > 0  # the example fleet changed between the two snapshots
     assert _rows(streamed.what_if, ["group", "topic", "strategy"]) == _rows(
-        what_if.cast(engine.WHAT_IF_SCHEMA), ["group", "topic", "strategy"]
+        what_if.cast(schemas.WHAT_IF_SCHEMA), ["group", "topic", "strategy"]
     )

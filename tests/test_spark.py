@@ -16,7 +16,8 @@ from mqbalance.fleet import (
     example_pair,
     snapshot_from_dict,
 )
-from mqbalance.fleet.spark import assign_fleet, audit, local_session, stop_session
+from mqbalance.fleet.rocketmq.spark import assign_fleet, audit
+from mqbalance.fleet.spark import local_session, stop_session
 from test_fleet import STRATEGIES, consumers_by_queue
 
 pytestmark = pytest.mark.spark
@@ -59,7 +60,7 @@ def test_spark_audit_equals_the_in_process_audit_and_finds_churn(spark):
         if f.kind is FindingKind.CHURN:
             churned[f.group] += f.count
     assert churned  # a member left, one joined, a topic grew
-    assert result.totals["churned_queues"] == sum(churned.values())
+    assert result.totals.churned_queues == sum(churned.values())
 
 
 def test_cli_audit_end_to_end(tmp_path, capsys):
@@ -91,7 +92,7 @@ def test_cli_leaves_a_running_session_alone(spark, tmp_path):
 
 
 def test_one_pass_audit_equals_the_in_process_audit(spark):
-    from mqbalance.fleet.spark import audit_fleet
+    from mqbalance.fleet.rocketmq.spark import audit_fleet
 
     snap = snapshot_from_dict(example_fleet(9), "example")
     local = audit_snapshot(snap, what_if="AVG,CONSISTENT_HASH_BOUNDED,STICKY")
@@ -107,7 +108,7 @@ def test_the_audit_writes_the_assignment_rows_from_its_tasks(spark, tmp_path):
     engine's assignment, and nothing of an earlier run is left."""
     import pyarrow.parquet as pq
 
-    from mqbalance.fleet.spark import audit_fleet
+    from mqbalance.fleet.rocketmq.spark import audit_fleet
 
     snap = snapshot_from_dict(example_fleet(9), "example")
     target = tmp_path / "assignments"
@@ -130,7 +131,7 @@ def test_cli_audit_refuses_bad_settings_before_starting(tmp_path, capsys):
 
 
 def test_one_pass_churn_equals_the_joined_churn_and_the_in_process_one(spark):
-    from mqbalance.fleet.spark import audit_fleet
+    from mqbalance.fleet.rocketmq.spark import audit_fleet
 
     previous, current = example_pair(7)
     snap, prev = snapshot_from_dict(current, "current"), snapshot_from_dict(previous, "previous")
@@ -140,14 +141,14 @@ def test_one_pass_churn_equals_the_joined_churn_and_the_in_process_one(spark):
         one_pass = audit_fleet(spark, snap, partitions=partitions, previous=prev)
         assert one_pass.rows == joined.rows == local.rows  # PairRow.churn included
         assert one_pass.findings == joined.findings == local.findings
-    assert local.totals["churned_queues"] > 0
+    assert local.totals.churned_queues > 0
 
 
 def test_work_is_spread_by_group_and_every_pair_of_a_group_shares_a_task():
     """A task counts a group's busy processes, so a group's pairs must never be split; groups go
     to the least loaded partition by estimated work (queues × consumers)."""
-    from mqbalance.fleet import engine
-    from mqbalance.fleet.spark import _work_partitions
+    from mqbalance.fleet.rocketmq import assignment
+    from mqbalance.fleet.rocketmq.spark import _work_partitions
 
     snap = snapshot_from_dict(example_fleet(9), "example")
     pairs = snap.pair_table()
@@ -155,7 +156,7 @@ def test_work_is_spread_by_group_and_every_pair_of_a_group_shares_a_task():
     part_of: dict[str, set[int]] = defaultdict(set)
     work = [0] * 4
     for g, p, q in zip(
-        table.column("group").to_pylist(), table.column("part").to_pylist(), engine.pair_queue_counts(pairs)
+        table.column("group").to_pylist(), table.column("part").to_pylist(), assignment.pair_queue_counts(pairs)
     ):
         part_of[g].add(p)
         work[p] += int(q) * max(1, snap.group_index().size(g))
@@ -164,7 +165,7 @@ def test_work_is_spread_by_group_and_every_pair_of_a_group_shares_a_task():
     heaviest = max(
         sum(
             int(q) * snap.group_index().size(g)
-            for g2, q in zip(pairs["group"].to_pylist(), engine.pair_queue_counts(pairs))
+            for g2, q in zip(pairs["group"].to_pylist(), assignment.pair_queue_counts(pairs))
             if g2 == g
         )
         for g in part_of

@@ -151,8 +151,14 @@ def test_the_packed_environment_is_cached_by_content(cache, monkeypatch):
             "the executors cannot import mqbalance (their Python has no module 'pyarrow')",
         ),
         (
-            "AttributeError: Can't get attribute 'expand_pairs' on <module 'mqbalance.fleet.engine' from '/x/e.py'>",
-            "the executors run another mqbalance than the driver (mqbalance.fleet.engine.expand_pairs is missing in",
+            (
+                "AttributeError: Can't get attribute 'expand_pairs' on "
+                "<module 'mqbalance.fleet.rocketmq.assignment' from '/x/e.py'>"
+            ),
+            (
+                "the executors run another mqbalance than the driver "
+                "(mqbalance.fleet.rocketmq.assignment.expand_pairs is missing in"
+            ),
         ),
         ("Job aborted: ZeroDivisionError: division by zero", None),
     ],

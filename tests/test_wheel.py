@@ -181,8 +181,8 @@ from mqbalance import MessageQueue, strategy
 from mqbalance.allocation import bulk
 from mqbalance.kafka import assignor
 from mqbalance.fleet import audit_snapshot
-from mqbalance.fleet.example import example_fleet
-from mqbalance.fleet.snapshot import snapshot_from_dict
+from mqbalance.fleet.rocketmq.example import example_fleet
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 from mqbalance.rebalance import InMemoryBroker, PushConsumer
 from mqbalance.exceptions import InvalidInputError
 
@@ -202,7 +202,7 @@ c = PushConsumer("c1", "g", ["T"], "AVG", InMemoryBroker(), {"T": queues}.get, s
 c.start(now_ms=0); c.tick(now_ms=0)
 assert len(c.owned()) == 5
 result = audit_snapshot(snapshot_from_dict(example_fleet(7), "example"))
-assert result.totals["queues_assigned"] > 0 and result.totals["duplicated_client_ids"] >= 1
+assert result.totals.queues_assigned > 0 and result.totals.duplicated_client_ids >= 1
 print("smoke ok")
 """
 

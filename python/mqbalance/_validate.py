@@ -36,10 +36,21 @@ from mqbalance.exceptions import (
     ResourceLimitError,
 )
 
+#: Java's ``int`` range: the one place its bounds are written (:func:`is_java_int`)
 JAVA_INT_MIN = -(2**31)
 JAVA_INT_MAX = 2**31 - 1
 JAVA_LONG_MIN = -(2**63)
 JAVA_LONG_MAX = 2**63 - 1
+
+
+def is_java_int(value: int, *, low: int = JAVA_INT_MIN) -> bool:
+    """``value`` fits a Java ``int`` (and is at least ``low``, e.g. 0 for a count).
+
+    >>> is_java_int(2**31 - 1), is_java_int(2**31), is_java_int(-1, low=0)
+    (True, False, False)
+    """
+    return low <= value <= JAVA_INT_MAX
+
 
 #: Environment variable overriding the memory budget (bytes) a single call may ask for.
 BUDGET_ENV = "MQBALANCE_MEMORY_BUDGET"

@@ -9,9 +9,9 @@ from typing import Any, overload
 import numpy as np
 
 from mqbalance import _core
+from mqbalance._validate import JAVA_INT_MAX, JAVA_INT_MIN, not_a_collection
 from mqbalance._validate import check_lengths as check_lengths
-from mqbalance._validate import not_a_collection
-from mqbalance.allocation.models import JAVA_INT_MAX, JAVA_INT_MIN, MessageQueue
+from mqbalance.allocation.models import MessageQueue
 from mqbalance.exceptions import InvalidClientIdError, InvalidQueueError
 
 StrColumn = list[Any] | tuple[list[Any], np.ndarray]

@@ -12,12 +12,10 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
+from mqbalance import _validate
 from mqbalance.exceptions import InvalidQueueError
 
-__all__ = ["MessageQueue", "java_string_key", "JAVA_INT_MIN", "JAVA_INT_MAX"]
-
-JAVA_INT_MIN = -(2**31)
-JAVA_INT_MAX = 2**31 - 1
+__all__ = ["MessageQueue", "java_string_key"]
 
 
 def java_string_key(s: str) -> bytes:
@@ -54,7 +52,7 @@ class MessageQueue:
             if isinstance(q, (bool, float)) or type(q).__name__ == "bool_" or not hasattr(q, "__index__"):
                 raise InvalidQueueError(f"MessageQueue.queue_id must be an int, got {q!r}", q)
             object.__setattr__(self, "queue_id", operator.index(q))
-        if not JAVA_INT_MIN <= self.queue_id <= JAVA_INT_MAX:
+        if not _validate.is_java_int(self.queue_id):
             raise InvalidQueueError(f"MessageQueue.queue_id {q} is outside Java's int range", q)
 
     def __str__(self) -> str:

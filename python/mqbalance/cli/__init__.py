@@ -4,7 +4,7 @@
 [--what-if STRATEGIES]`` — the main job: the owner of every readable queue of every (group, topic)
 computed on Spark as the clients compute it, and the audit of it (see :mod:`mqbalance.fleet`), with
 what switching strategy would do (``--what-if``). Without ``SNAPSHOT`` it audits the bundled
-example fleet (:mod:`mqbalance.fleet.example`) against its previous state (:mod:`.audit`).
+example fleet (:mod:`mqbalance.fleet.rocketmq.example`) against its previous state (:mod:`.audit`).
 
 ``mqbalance assign [SNAPSHOT]`` — the same assignment in-process (no Spark), summarised per group
 (:mod:`.assign`).

@@ -13,9 +13,7 @@ from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
 
 if TYPE_CHECKING:
-    from mqbalance.fleet.findings import AuditResult
-    from mqbalance.fleet.kafka_snapshot import KafkaSnapshot
-    from mqbalance.fleet.snapshot import Snapshot
+    from mqbalance.fleet import AnySnapshot, AuditResult, Snapshot
 
 
 def add_fleet_input(p: argparse.ArgumentParser) -> None:
@@ -28,8 +26,7 @@ def add_fleet_input(p: argparse.ArgumentParser) -> None:
 
 def example(seed: int) -> tuple[Snapshot, Snapshot]:
     """The bundled example fleet: (current, previous)."""
-    from mqbalance.fleet.example import example_pair
-    from mqbalance.fleet.snapshot import snapshot_from_dict
+    from mqbalance.fleet import example_pair, snapshot_from_dict
 
     previous, current = example_pair(seed)
     return snapshot_from_dict(current, f"example fleet (seed {seed})"), snapshot_from_dict(
@@ -37,51 +34,33 @@ def example(seed: int) -> tuple[Snapshot, Snapshot]:
     )
 
 
-def warn_partial(snap: Snapshot | KafkaSnapshot) -> None:
+def warn_partial(snap: AnySnapshot) -> None:
     lines = snap.error_lines()
     if lines:
         warn(f"{snap.source} is partial, {len(lines)} read error(s):", lines)
 
 
-def live(args: argparse.Namespace, say: Progress) -> Snapshot:
-    """The live snapshot of ``--namesrv``; its read errors are printed on stderr."""
-    from mqbalance.fleet.live import live_snapshot
-
-    snap = live_snapshot(
-        args.namesrv,
-        timeout=request_timeout(args),
-        running_info=not args.no_running_info,
-        progress=say,
-        credentials=acl_credentials(),
-    )
-    warn_partial(snap)
-    return snap
-
-
-def rocketmq_input(args: argparse.Namespace, say: Progress) -> Snapshot | None:
-    """The RocketMQ snapshot of ``SNAPSHOT`` or ``--namesrv``; ``None`` when neither is given."""
-    from mqbalance.fleet.snapshot import load_snapshot
+def fleet_input(args: argparse.Namespace, say: Progress) -> AnySnapshot | None:
+    """The snapshot of ``SNAPSHOT`` (either kind) or ``--namesrv`` (read live; its read errors are
+    printed on stderr); ``None`` when neither is given."""
+    from mqbalance.fleet import load_any_snapshot
+    from mqbalance.fleet.rocketmq.live import live_snapshot
 
     if args.namesrv and args.snapshot:
         raise UsageError("give a snapshot file or --namesrv, not both", args.snapshot)
+    snap: AnySnapshot
     if args.namesrv:
-        return live(args, say)
-    if args.snapshot:
-        snap = load_snapshot(args.snapshot)
-        warn_partial(snap)
-        return snap
-    return None
-
-
-def kafka_input(args: argparse.Namespace) -> KafkaSnapshot | None:
-    """The Kafka snapshot named on the command line, or ``None`` for a RocketMQ one (or none)."""
-    from mqbalance.fleet.kafka_snapshot import load_kafka_snapshot, snapshot_kind
-
-    if not args.snapshot or snapshot_kind(args.snapshot) != "kafka":
+        snap = live_snapshot(
+            args.namesrv,
+            timeout=request_timeout(args),
+            running_info=not args.no_running_info,
+            progress=say,
+            credentials=acl_credentials(),
+        )
+    elif args.snapshot:
+        snap = load_any_snapshot(args.snapshot)
+    else:
         return None
-    if args.namesrv:
-        raise UsageError("give a snapshot file or --namesrv, not both", args.snapshot)
-    snap = load_kafka_snapshot(args.snapshot)
     warn_partial(snap)
     return snap
 

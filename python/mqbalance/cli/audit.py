@@ -1,14 +1,13 @@
 """``mqbalance audit [SNAPSHOT] [--previous SNAPSHOT] [--out DIR] [--master URL] [--fail-on KINDS]
 [--what-if STRATEGIES]`` — the main job: the owner of every readable queue of every (group, topic)
 computed on Spark as the clients compute it, and the audit of it (:mod:`mqbalance.fleet`), with
-what switching strategy would do (``--what-if``). A Kafka snapshot is audited in-process unless a
-Spark target is named (:mod:`mqbalance.fleet.kafka_audit`), into the same outputs."""
+what switching strategy would do (``--what-if``). A Kafka snapshot (which carries its assignment)
+is audited in-process unless a Spark target is named, by the same rules into the same outputs."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,23 +20,18 @@ from mqbalance.cli._common import (
     spark_target,
     writable_dir,
 )
-from mqbalance.cli._fleet import add_fleet_input, example, fail_on_exit, kafka_input, rocketmq_input
+from mqbalance.cli._fleet import add_fleet_input, example, fail_on_exit, fleet_input
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
 
 if TYPE_CHECKING:
-    from mqbalance.allocation.registry import StrategySpec
-    from mqbalance.fleet.kafka_snapshot import KafkaSnapshot
-    from mqbalance.fleet.snapshot import Snapshot
+    from mqbalance.fleet import AnySnapshot
 
-__all__ = ["COMMAND", "WHAT_IF_DEFAULT_MAX_QUEUES"]
-
-#: ``audit`` tries the default what-if candidates unasked up to this many readable queues.
-WHAT_IF_DEFAULT_MAX_QUEUES = 100_000
+__all__ = ["COMMAND"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from mqbalance.fleet.engine import DEFAULT_WHAT_IF
+    from mqbalance.fleet import DEFAULT_WHAT_IF, KAFKA_WHAT_IF
 
     add_fleet_input(p)
     p.add_argument("--previous", help="an earlier snapshot, for churn")
@@ -68,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="comma-separated strategies to try on every clustering group: queues that would move on a switch, "
         "max load, idle processes (a report section; computed in the same executor pass, about 1x the assignment's "
         f"work per candidate, more for STICKY). Default: {','.join(DEFAULT_WHAT_IF)} on fleets of up to 10^5 "
-        "readable queues; 'none' turns it off",
+        f"readable queues; on Kafka fleets the assignors {','.join(KAFKA_WHAT_IF)}; 'none' turns it off",
     )
     p.add_argument("--seed", type=int, default=7, help="seed of the bundled example fleet")
     add_quiet(p)
@@ -87,27 +81,33 @@ def _spark_conf(args: argparse.Namespace) -> dict[str, str]:
     return conf
 
 
-def _what_if(option: str | None, snap: Snapshot, say: Progress) -> tuple[StrategySpec, ...]:
-    """The candidate strategies of ``--what-if`` (``none``: off; unset: the defaults on fleets of up
-    to :data:`WHAT_IF_DEFAULT_MAX_QUEUES` readable queues)."""
-    from mqbalance.fleet import DEFAULT_WHAT_IF, what_if_candidates
+def _what_if(option: str | None, snap: AnySnapshot, say: Progress) -> tuple[object, ...]:
+    """The candidates of ``--what-if`` for the snapshot's kind (:func:`mqbalance.fleet.what_if_for`),
+    saying when the defaults are skipped on a large fleet."""
+    from mqbalance.fleet import DEFAULT_WHAT_IF, WHAT_IF_DEFAULT_MAX_QUEUES, what_if_for
 
-    if option is None:
-        if snap.readable_queue_count() > WHAT_IF_DEFAULT_MAX_QUEUES:
-            say(f"what-if skipped above {WHAT_IF_DEFAULT_MAX_QUEUES:,} queues (--what-if {','.join(DEFAULT_WHAT_IF)})")
-            return ()
-        option = ",".join(DEFAULT_WHAT_IF)
-    if option.strip().lower() == "none":
-        return ()
-    return what_if_candidates(option)
+    candidates = what_if_for(snap, option)
+    if option is None and not candidates:
+        say(f"what-if skipped above {WHAT_IF_DEFAULT_MAX_QUEUES:,} queues (--what-if {','.join(DEFAULT_WHAT_IF)})")
+    return candidates
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqbalance.fleet import FINDING_KINDS, write_outputs
+    from mqbalance.fleet import (
+        FINDING_KINDS,
+        assignments_on_spark,
+        audit,
+        audit_on_spark,
+        audits_on_spark,
+        check_snapshots,
+        describe,
+        load_any_snapshot,
+        unit_count,
+        write_outputs,
+    )
     from mqbalance.fleet.report import what_if_summary
     from mqbalance.fleet.shipping import environment_archive, explain_executor_errors
-    from mqbalance.fleet.snapshot import load_snapshot
-    from mqbalance.fleet.spark import assign_fleet, audit_fleet, is_connect, session
+    from mqbalance.fleet.spark import is_connect, session
 
     fail_on = [k for k in (args.fail_on or "").split(",") if k]
     unknown = [k for k in fail_on if k not in FINDING_KINDS]
@@ -115,62 +115,63 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
     say = Progress(quiet=args.quiet)
     writable_dir(args.out, "--out")
-    kafka = kafka_input(args)
-    if kafka is not None:
-        return _audit_kafka(args, kafka, fail_on, say)
-    live = rocketmq_input(args, say)
-    if live is not None:
-        snap = live
-        prev = load_snapshot(args.previous) if args.previous else None
+    given = fleet_input(args, say)
+    if given is not None:
+        snap, prev = given, load_any_snapshot(args.previous) if args.previous else None
     else:
         snap, prev = example(args.seed)
-    say(
-        f"loaded {snap.source}: {len(snap.groups)} groups, {snap.readable_queue_count():,} readable queues"
-        + (f"; previous: {prev.source}" if prev else "")
-    )
-    say(f"starting Spark ({spark_target(args) or 'local[2]'})")
-    ship = args.ship_environment and not args.remote and not (args.master or "local").startswith("local")
-    if args.ship_environment and not ship:
-        say("local mode: the executors run this Python already; --ship-environment ignored")
-    if ship:
-        environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
+    check_snapshots(snap, prev)  # before Spark starts
+    say(f"loaded {snap.source}: {describe(snap)}" + (f"; previous: {prev.source}" if prev else ""))
     what_if = _what_if(args.what_if, snap, say)
-    conf = _spark_conf(args)
-    # The driver holds the snapshot's tables and a few fact rows per (group, topic), never a row per queue.
-    driver_memory = args.driver_memory or f"{2 + snap.readable_queue_count() // 50_000_000}g"
-    with (
-        explain_executor_errors(),
-        session(
-            args.master, remote=args.remote, ship_environment=ship, driver_memory=driver_memory, conf=conf
-        ) as spark,
-    ):
-        remote = is_connect(spark)
-        stages = (lambda what: contextlib.nullcontext()) if remote else (lambda what: say.spark_stages(spark, what))
-        target = Path(args.out) / "assignments"
-        # Local executors write the assignment rows as they compute them; a cluster's executors may
-        # not share this file system, so there Spark writes them in a second pass.
-        in_tasks = not args.no_assignments and not remote and spark.sparkContext.master.startswith("local")
-        say("assigning and auditing every (group, topic) in the executors")
-        with stages("audit"):
-            result = audit_fleet(
-                spark,
-                snap,
-                partitions=args.partitions,
-                previous=prev,
-                what_if=what_if,
-                assignments_dir=target if in_tasks else None,
-            )
-        say(f"audited {len(result.rows):,} group/topic pairs, {result.totals['queues_assigned']:,} queues")
-        paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
-        say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
-        if not args.no_assignments and not in_tasks:
-            with stages("assignments"):
-                assign_fleet(spark, snap, partitions=args.partitions).write.mode("overwrite").parquet(str(target))
-        if not args.no_assignments:
-            say(f"wrote {target}/ (one row per queue and consuming process, Parquet)")
+    target = spark_target(args)
+    result = None
+    if target is None and not audits_on_spark(snap):  # one row per (group, topic): in-process
+        result = audit(snap, previous=prev, what_if=what_if)  # type: ignore[arg-type]
+    else:
+        say(f"starting Spark ({target or 'local[2]'})")
+        ship = args.ship_environment and not args.remote and not (args.master or "local").startswith("local")
+        if args.ship_environment and not ship:
+            say("local mode: the executors run this Python already; --ship-environment ignored")
+        if ship:
+            environment_archive(progress=say)  # packs it (or finds it in the cache) before Spark starts
+        conf = _spark_conf(args)
+        # The driver holds the snapshot's tables and a few fact rows per (group, topic), never a row per queue.
+        driver_memory = args.driver_memory or f"{2 + unit_count(snap) // 50_000_000}g"
+        with (
+            explain_executor_errors(),
+            session(
+                args.master, remote=args.remote, ship_environment=ship, driver_memory=driver_memory, conf=conf
+            ) as spark,
+        ):
+            remote = is_connect(spark)
+            stages = (lambda what: contextlib.nullcontext()) if remote else (lambda what: say.spark_stages(spark, what))
+            assignments = Path(args.out) / "assignments"
+            # Local executors write the assignment rows as they compute them; a cluster's executors may
+            # not share this file system, so there Spark writes them in a second pass.
+            in_tasks = not args.no_assignments and not remote and spark.sparkContext.master.startswith("local")
+            say("auditing every (group, topic) in the executors")
+            with stages("audit"):
+                result = audit_on_spark(
+                    spark,
+                    snap,
+                    partitions=args.partitions,
+                    previous=prev,
+                    what_if=what_if,  # type: ignore[arg-type]
+                    assignments_dir=assignments if in_tasks else None,
+                )
+            if not args.no_assignments and not in_tasks:
+                with stages("assignments"):
+                    frame = assignments_on_spark(spark, snap, partitions=args.partitions)
+                    if frame is not None:
+                        frame.write.mode("overwrite").parquet(str(assignments))
+            if not args.no_assignments and audits_on_spark(snap):
+                say(f"wrote {assignments}/ (one row per queue and consuming process, Parquet)")
+    say(f"audited {len(result.rows):,} group/topic pairs")
+    paths = write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
+    say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
     print()
     print("Summary")
-    for k, v in result.totals.items():
+    for k, v in result.totals.to_dict().items():
         print(f"  {k:<20} {v:,}")
     switched = what_if_summary(result)
     if switched:
@@ -183,40 +184,6 @@ def run(args: argparse.Namespace) -> int:
         for f in worst:
             print(f"  {f.kind.value:<20} {f.group:<20} {f.topic or '':<22} {f.detail}")
     print(f"Report: {paths['report_md']}")
-    return fail_on_exit(result, fail_on)
-
-
-def _audit_kafka(args: argparse.Namespace, snap: KafkaSnapshot, fail_on: list[str], say: Progress) -> int:
-    from mqbalance.fleet import write_outputs
-    from mqbalance.fleet.kafka_audit import KAFKA_WHAT_IF, audit_kafka, audit_kafka_on_spark, kafka_what_if_candidates
-    from mqbalance.fleet.kafka_snapshot import load_kafka_snapshot, snapshot_kind
-
-    prev = None
-    if args.previous:
-        if snapshot_kind(args.previous) != "kafka":
-            raise UsageError(
-                f"--previous {args.previous}: not a Kafka snapshot, and {snap.source} is one", args.previous
-            )
-        prev = load_kafka_snapshot(args.previous)
-    what_if: tuple[str, ...] = KAFKA_WHAT_IF if args.what_if is None else ()
-    if args.what_if is not None and args.what_if.strip().lower() != "none":
-        what_if = kafka_what_if_candidates(args.what_if)
-    say(f"loaded {snap.source}: {len(snap.groups)} groups, {snap.partition_count():,} partitions")
-    target = spark_target(args)
-    if target is not None:
-        from mqbalance.fleet.spark import session
-
-        say(f"starting Spark ({target}); the groups are audited in the executors")
-        with session(args.master, remote=args.remote, conf=_spark_conf(args)) as spark:
-            result = audit_kafka_on_spark(spark, snap, prev, what_if, partitions=args.partitions)
-    else:  # one row per (group, topic): in-process unless a Spark master is named
-        result = audit_kafka(snap, prev, what_if)
-    write_outputs(result, args.out, source=snap.source, snapshot_errors=snap.error_lines())
-    say(f"wrote {args.out}/ (report.md, report.html, findings.json/.csv, group_topics.csv, plots)")
-    print()
-    print(f"fleet: {result.totals['queues_assigned']:,} partitions, {result.totals['groups']:,} groups")
-    for kind, n in Counter(f.kind.value for f in result.findings).most_common():
-        print(f"  {kind}: {n}")
     return fail_on_exit(result, fail_on)
 
 

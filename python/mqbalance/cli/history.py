@@ -44,7 +44,8 @@ def _when(text: str | None, flag: str) -> dt.datetime | None:
 
 def run(args: argparse.Namespace) -> int:
     from mqbalance.fleet.spark import session
-    from mqbalance.history.job import analyse, write_history_outputs
+    from mqbalance.history.job import analyse
+    from mqbalance.history.report import write_history_outputs
     from mqbalance.history.writer import open_history
 
     open_history(args.dir, create=False)  # one line before Spark starts when it is not a history

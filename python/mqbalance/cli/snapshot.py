@@ -1,22 +1,25 @@
 """``mqbalance snapshot --namesrv HOST:PORT[;HOST:PORT] -o fleet.json|DIR`` — read a live RocketMQ
 cluster (topics, routes, groups, connections, reported strategies, committed offsets) into a
-snapshot (:mod:`mqbalance.fleet.live`): JSON, or the Parquet layout for any other ``-o``.
+snapshot (:mod:`mqbalance.fleet.rocketmq.live`): JSON, or the Parquet layout for any other ``-o``.
 ``mqbalance snapshot --bootstrap HOST:PORT[,HOST:PORT] -o fleet.json`` reads a live Kafka cluster
-instead (:mod:`mqbalance.fleet.kafka_live`). Brokers that did not answer are listed in the
+instead (:mod:`mqbalance.fleet.kafka.live`). Brokers that did not answer are listed in the
 snapshot and on stderr (exit 4 with ``--fail-on-partial``)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mqbalance.cli._common import Command, acl_credentials, add_live_options, add_quiet, request_timeout
 from mqbalance.cli._fleet import warn_partial
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
+
+if TYPE_CHECKING:
+    from mqbalance.fleet import AnySnapshot
 
 __all__ = ["COMMAND"]
 
@@ -56,19 +59,37 @@ def _check_out(out: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mqbalance.fleet.live import read_cluster
-    from mqbalance.fleet.snapshot import snapshot_from_dict, write_parquet
+    from mqbalance.fleet import read_summary, write_snapshot
 
     if bool(args.namesrv) == bool(args.bootstrap):
         raise UsageError("give --namesrv (RocketMQ) or --bootstrap (Kafka), one of them", args.namesrv)
+    if args.group and not args.bootstrap:
+        raise UsageError("--group goes with --bootstrap (a RocketMQ snapshot reads every group)", args.group)
     timeout = request_timeout(args)
     out = Path(args.out)
+    if args.bootstrap and out.suffix.lower() != ".json":
+        raise UsageError(f"-o {out}: a Kafka snapshot is written as JSON (-o fleet.json)", str(out))
     _check_out(out)  # before the cluster is read, which may take minutes
     say = Progress(quiet=args.quiet, stream=sys.stderr)
+    data, snap = _read(args, timeout, say)  # validated before anything is written
+    write_snapshot(data, snap, out)
+    print(f"{out}: {read_summary(data, snap)}")
+    warn_partial(snap)
+    return 4 if args.fail_on_partial and snap.error_lines() else 0
+
+
+def _read(args: argparse.Namespace, timeout: float, say: Progress) -> tuple[dict[str, Any], AnySnapshot]:
+    """The live cluster's data as read, and the snapshot of it (the reader of ``--bootstrap``
+    needs kafka-python, imported only then)."""
     if args.bootstrap:
-        return _kafka_snapshot(args, out, timeout, say)
-    if args.group:
-        raise UsageError("--group goes with --bootstrap (a RocketMQ snapshot reads every group)", args.group)
+        from mqbalance.fleet.kafka.live import read_kafka_cluster
+        from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict
+
+        data = read_kafka_cluster(args.bootstrap, timeout=timeout, groups=args.group, progress=say)
+        return data, kafka_snapshot_from_dict(data, f"kafka://{args.bootstrap}")
+    from mqbalance.fleet import snapshot_from_dict
+    from mqbalance.fleet.rocketmq.live import read_cluster
+
     data = read_cluster(
         args.namesrv,
         timeout=timeout,
@@ -76,37 +97,7 @@ def run(args: argparse.Namespace) -> int:
         progress=say,
         credentials=acl_credentials(),
     )
-    snap = snapshot_from_dict(data, f"rocketmq://{args.namesrv}")  # validated before anything is written
-    if out.suffix.lower() == ".json":
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    else:
-        write_parquet(snap, out)
-    print(
-        f"{out}: {len(data['topics']):,} topics, {snap.readable_queue_count():,} readable queues, "
-        f"{len(data['groups']):,} groups online ({data['meta']['groupsOffline']:,} offline), "
-        f"{snap.connections.num_rows:,} connections, {snap.offsets.num_rows:,} committed offsets"
-    )
-    warn_partial(snap)
-    return 4 if args.fail_on_partial and snap.errors.num_rows else 0
-
-
-def _kafka_snapshot(args: argparse.Namespace, out: Path, timeout: float, say: Progress) -> int:
-    from mqbalance.fleet.kafka_live import read_kafka_cluster
-    from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
-
-    if out.suffix.lower() != ".json":
-        raise UsageError(f"-o {out}: a Kafka snapshot is written as JSON (-o fleet.json)", str(out))
-    data = read_kafka_cluster(args.bootstrap, timeout=timeout, groups=args.group, progress=say)
-    snap = kafka_snapshot_from_dict(data, f"kafka://{args.bootstrap}")  # validated before anything is written
-    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    members = sum(len(g.members) for g in snap.groups.values())
-    print(
-        f"{out}: {len(snap.topics):,} topics, {snap.partition_count():,} partitions, {len(snap.groups):,} groups, "
-        f"{members:,} members, {len(snap.committed):,} committed offsets"
-    )
-    warn_partial(snap)
-    return 4 if args.fail_on_partial and snap.errors else 0
+    return data, snapshot_from_dict(data, f"rocketmq://{args.namesrv}")
 
 
 COMMAND = Command(

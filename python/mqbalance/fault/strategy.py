@@ -92,7 +92,7 @@ class ThreadLocalIndex:
         self, *, initial: int | None = None, rng: random.Random | None = None, semantics: Semantics | str = Semantics.V5
     ) -> None:
         if initial is not None and (
-            not isinstance(initial, int) or isinstance(initial, bool) or not -(2**31) <= initial < 2**31
+            not isinstance(initial, int) or isinstance(initial, bool) or not _validate.is_java_int(initial)
         ):
             raise InvalidInputError(f"initial must be a 32-bit int, got {initial!r}", initial)
         self._initial = initial

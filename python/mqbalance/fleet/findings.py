@@ -1,35 +1,48 @@
-"""Findings: what the clients' own assignment means for every (group, topic).
+"""Findings, for fleets of either kind: the rows, findings and totals of an audit, and the rules
+that make them, written once.
 
-:func:`summarise` turns the engine's facts (:class:`mqbalance.fleet.engine.AuditFacts`, computed
-in-process or by Spark, in the engine's schemas) into one row per (group, topic) — queues,
-processes, distinct ids, min/max/mean queues per process, skew (max / mean), churn — and
-:class:`Finding` s, each of a :class:`FindingKind`, listed most urgent first.
+A kind of fleet (:mod:`mqbalance.fleet.rocketmq`, :mod:`mqbalance.fleet.kafka`) counts, per
+(group, topic), what it assigns (queues, partitions) and who consumes them (processes, members)
+into a :class:`PairRow` (:meth:`PairRow.of`); the rules here turn rows into :class:`Finding` s
+(:func:`pair_findings`, :func:`missing_route`, :func:`strategy_mismatch`) and count the fleet's
+:class:`Totals` (:func:`totals`), in the kind's own words (:class:`Words`).
 
->>> from mqbalance.fleet.engine import snapshot_facts
->>> from mqbalance.fleet.snapshot import snapshot_from_dict
->>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
-...     {"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
-...     "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "a"}, {"clientId": "a"}]}}})
->>> result = summarise(snap, *snapshot_facts(snap))
->>> [(f.kind.value, f.count) for f in result.findings]  # AVG gives "a" the first slot's 2 queues, twice
-[('duplicate-client-id', 2), ('unowned', 2), ('double-owned', 2)]
+>>> from mqbalance.fleet.rocketmq.audit import WORDS as words
+>>> row = PairRow.of("g", "T", units=4, consumers=2, loads=(2, 0), unowned=2)
+>>> [(f.kind.value, f.count) for f in pair_findings(row, words)]
+[('unowned', 2), ('idle-consumer', 1)]
+>>> pair_findings(row, words)[1].detail
+'1 of 2 processes consume nothing (4 queues)'
+>>> totals([row], pair_findings(row, words), groups=1, consumers=2, idle_consumers=1).to_dict()["unowned_queues"]
+2
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-from mqbalance.fleet.engine import GROUP_BUSY_SCHEMA, LOAD_SCHEMA, PAIR_FACT_SCHEMA
-from mqbalance.fleet.snapshot import ConsumerGroup, MessageModel, Snapshot
-
-__all__ = ["FINDING_KINDS", "AuditResult", "Finding", "FindingKind", "PairRow", "WhatIfRow", "summarise"]
+__all__ = [
+    "FINDING_KINDS",
+    "AssignmentTable",
+    "AuditResult",
+    "Finding",
+    "FindingKind",
+    "PairLine",
+    "PairRow",
+    "Totals",
+    "WhatIfRow",
+    "Words",
+    "missing_route",
+    "pair_findings",
+    "strategy_mismatch",
+    "totals",
+]
 
 
 class FindingKind(enum.StrEnum):
@@ -102,49 +115,183 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class Words:
+    """How one kind of fleet says what it assigns and who consumes it, in its findings' sentences:
+    ``str.format`` templates with ``n`` the count, ``total`` the units of the pair, ``consumers``
+    its consumers, ``topic``; ``names`` the variants of a mismatch, each a ``variant`` of ``name``
+    and ``n``."""
+
+    unowned: str
+    double_owned: str
+    idle: str
+    churn: str
+    missing_route: str
+    mismatch: str
+    variant: str
+
+
+@dataclass(frozen=True, slots=True)
 class PairRow:
-    """One (group, topic) of the audit table."""
+    """One (group, topic) of the audit table, for either kind: ``units`` are what is assigned
+    (RocketMQ queues, Kafka partitions), ``consumers`` who consume them (processes, members).
+    :meth:`to_dict` gives the columns of the published table (``group_topics.csv``)."""
 
     group: str
     topic: str
     message_model: str
     strategies: str
-    queues: int
-    processes: int
+    units: int
+    consumers: int
     client_ids: int
     unowned: int
     double_owned: int
-    idle_processes: int
-    min_per_process: int
-    max_per_process: int
-    mean_per_process: float
+    idle_consumers: int
+    min_load: int
+    max_load: int
+    mean_load: float
     skew: float | None
     churn: int | None
     #: messages behind the log end (Kafka fleets; ``None`` where the snapshot has no log-end offsets)
     lag: int | None = None
 
+    @classmethod
+    def of(
+        cls,
+        group: str,
+        topic: str,
+        *,
+        units: int,
+        consumers: int,
+        loads: Sequence[int] = (),
+        load_total: int | None = None,
+        min_load: int | None = None,
+        max_load: int | None = None,
+        idle: int | None = None,
+        unowned: int = 0,
+        double_owned: int = 0,
+        message_model: str = "CLUSTERING",
+        strategies: str = "",
+        client_ids: int = 0,
+        churn: int | None = None,
+        lag: int | None = None,
+    ) -> PairRow:
+        """A row from counts: the consumers' ``loads`` (units each), or their total, min and max
+        (and ``idle``, the consumers with none) when counted elsewhere; the mean load is per consumer
+        and the skew the max over the mean."""
+        total = sum(loads) if load_total is None else load_total
+        low = min(loads, default=0) if min_load is None else min_load
+        high = max(loads, default=0) if max_load is None else max_load
+        mean = total / consumers if consumers else 0.0
+        return cls(
+            group=group,
+            topic=topic,
+            message_model=message_model,
+            strategies=strategies,
+            units=units,
+            consumers=consumers,
+            client_ids=client_ids,
+            unowned=unowned,
+            double_owned=double_owned,
+            idle_consumers=sum(1 for x in loads if x == 0) if idle is None else idle,
+            min_load=low,
+            max_load=high,
+            mean_load=round(mean, 3),
+            skew=round(high / mean, 3) if mean else None,
+            churn=churn,
+            lag=lag,
+        )
+
+    @property
+    def clustering(self) -> bool:
+        """The group shares the units among its consumers (a broadcasting group does not)."""
+        return self.message_model == "CLUSTERING"
+
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {column: getattr(self, name) for column, name in _PAIR_COLUMNS}
+
+
+#: the published table's columns (``group_topics.csv``, the JSON rows) and the fields they hold
+_PAIR_COLUMNS = (
+    ("group", "group"),
+    ("topic", "topic"),
+    ("message_model", "message_model"),
+    ("strategies", "strategies"),
+    ("queues", "units"),
+    ("processes", "consumers"),
+    ("client_ids", "client_ids"),
+    ("unowned", "unowned"),
+    ("double_owned", "double_owned"),
+    ("idle_processes", "idle_consumers"),
+    ("min_per_process", "min_load"),
+    ("max_per_process", "max_load"),
+    ("mean_per_process", "mean_load"),
+    ("skew", "skew"),
+    ("churn", "churn"),
+    ("lag", "lag"),
+)
 
 
 @dataclass(frozen=True, slots=True)
 class WhatIfRow:
-    """One (group, topic) under one candidate strategy (:func:`mqbalance.fleet.engine.what_if`):
-    the queues that would move if the group switched now, the most queues one process would
-    consume, and the processes that would consume nothing; ``now_max`` is today's max load."""
+    """One (group, topic) under one candidate strategy (or assignor): the units that would move if
+    the group switched now, the most units one consumer would hold, and the consumers that would
+    hold nothing; ``now_max`` is today's max load. :meth:`to_dict` gives the published columns."""
 
     group: str
     topic: str
     strategy: str
-    queues: int
-    processes: int
+    units: int
+    consumers: int
     moved: int
     max_load: int
     idle: int
     now_max: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        out = {name: getattr(self, name) for name in self.__slots__}
+        return {_WHAT_IF_COLUMNS.get(k, k): v for k, v in out.items()}
+
+
+_WHAT_IF_COLUMNS = {"units": "queues", "consumers": "processes"}
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """The fleet's totals (the report's "Summary"); ``None``: not counted for this kind of fleet
+    (left out of :meth:`to_dict`). ``queues_assigned`` counts partitions on Kafka and
+    ``processes`` members, under the published names."""
+
+    groups: int = 0
+    group_topics: int = 0
+    queues_assigned: int = 0
+    processes: int = 0
+    unowned_queues: int = 0
+    double_owned_queues: int = 0
+    #: client ids on several connections (RocketMQ)
+    duplicated_client_ids: int | None = None
+    idle_processes: int = 0
+    idle_process_topics: int = 0
+    strategy_mismatched_groups: int = 0
+    missing_routes: int = 0
+    #: groups read mid-rebalance, messages behind the log end, groups whose members' assignments
+    #: the broker did not return (Kafka)
+    rebalancing_groups: int | None = None
+    lag: int | None = None
+    groups_without_member_metadata: int | None = None
+    #: units that changed consumers (when a previous snapshot was compared)
+    churned_queues: int | None = None
+
+    def to_dict(self) -> dict[str, int]:
+        """The counted totals by name, in the report's order."""
+        return {f.name: v for f in dataclasses.fields(self) if (v := getattr(self, f.name)) is not None}
+
+    def __add__(self, other: Totals) -> Totals:
+        """The totals of two disjoint parts of one fleet."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            out[f.name] = None if a is None and b is None else (a or 0) + (b or 0)
+        return Totals(**out)
 
 
 @dataclass
@@ -153,11 +300,11 @@ class AuditResult:
 
     rows: list[PairRow]
     findings: list[Finding]
-    totals: dict[str, int]
-    #: per clustering process and subscribed topic: its queues over its fair share (queues /
-    #: processes), as distinct values ...
+    totals: Totals
+    #: per clustering consumer and subscribed topic: its load over its fair share (units /
+    #: consumers), as distinct values ...
     fair_share: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    #: ... and how many (process, topic) have each
+    #: ... and how many (consumer, topic) have each
     fair_share_processes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     #: per clustering (group, topic) and candidate strategy: what a switch would do (empty unless asked)
     what_if: list[WhatIfRow] = field(default_factory=list)
@@ -171,173 +318,109 @@ class AuditResult:
         return sorted(self.findings, key=lambda f: (not f.kind.urgent, -f.count))[:n]
 
 
-def _records(table: Any) -> Iterable[Mapping[str, Any]]:
-    """Rows of an Arrow table, a list of dicts or of Spark ``Row`` s, as mappings."""
-    if hasattr(table, "to_pylist"):
-        return table.to_pylist()  # type: ignore[no-any-return]
-    return [r.asDict() if hasattr(r, "asDict") else r for r in table]
+def pair_findings(row: PairRow, words: Words, *, behind: int = 0) -> list[Finding]:
+    """The findings of one (group, topic) row: units nobody consumes, units consumed twice and idle
+    consumers (the last two in clustering groups only), lag (``behind``: partitions whose log end is
+    below the committed offset) and churn, in that order."""
+    g, t, found = row.group, row.topic, []
+    if row.unowned:
+        detail = words.unowned.format(n=row.unowned, total=row.units, topic=t)
+        found.append(Finding(FindingKind.UNOWNED, g, t, row.unowned, detail))
+    if row.double_owned and row.clustering:
+        detail = words.double_owned.format(n=row.double_owned, total=row.units, topic=t)
+        found.append(Finding(FindingKind.DOUBLE_OWNED, g, t, row.double_owned, detail))
+    if row.idle_consumers and row.clustering:
+        detail = words.idle.format(n=row.idle_consumers, consumers=row.consumers, total=row.units, topic=t)
+        found.append(Finding(FindingKind.IDLE_CONSUMER, g, t, row.idle_consumers, detail))
+    if row.lag:
+        detail = f"{row.lag:,} messages between the committed offsets and the log end"
+        if behind:
+            detail += f"; at {behind} partitions the log end is below the committed offset"
+        found.append(Finding(FindingKind.LAG, g, t, row.lag, detail))
+    if row.churn:
+        detail = words.churn.format(n=row.churn, total=row.units, topic=t)
+        found.append(Finding(FindingKind.CHURN, g, t, row.churn, detail))
+    return found
 
 
-def _arrow(table: Any, schema: pa.Schema) -> pa.Table:
-    """The columns of ``schema`` of an Arrow table, a list of dicts or of Spark ``Row`` s, as an
-    Arrow table."""
-    if isinstance(table, pa.Table):
-        return table.select(schema.names).cast(schema)
-    rows = list(_records(table))
-    return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in zip(schema.names, schema.types)})
+def missing_route(group: str, topic: str, words: Words) -> Finding:
+    """A subscribed topic the snapshot has nothing of."""
+    return Finding(FindingKind.MISSING_ROUTE, group, topic, 1, words.missing_route.format(topic=topic))
 
 
-def summarise(
-    snapshot: Snapshot,
-    per_pair: Any,
-    loads: Any,
-    busy: Any,
-    churn: Mapping[tuple[str, str], int] | None = None,
-    what_if: Any = None,
-) -> AuditResult:
-    """The audit of one snapshot from the engine's facts, the fields of an
-    :class:`~mqbalance.fleet.engine.AuditFacts` (``summarise(snapshot, *facts)``; Spark's come as
-    lists of rows too): ``per_pair`` rows ``(group, topic, queues, unowned, double_owned, processes, idle, load_total,
-    min_load, max_load)``, ``loads`` rows ``(group, topic, load, count)``, ``busy`` rows ``(group,
-    processes)`` (:func:`mqbalance.fleet.engine.busy_processes`); ``churn`` (moved queues per pair)
-    when a previous snapshot was compared; ``what_if`` rows (:func:`mqbalance.fleet.engine.what_if`)
-    when candidate strategies were tried. Nothing here is per process."""
-    groups = snapshot.consumer_groups()
-    pairs = _arrow(per_pair, PAIR_FACT_SCHEMA).sort_by([("group", "ascending"), ("topic", "ascending")])
-    readable = snapshot.readable_topics()
-    findings: list[Finding] = []
-    rows: list[PairRow] = []
+def strategy_mismatch(group: str, variants: Sequence[tuple[str, int]], words: Words) -> Finding | None:
+    """Consumers of one group on different strategies (``variants``: ``(name, consumers)`` per
+    strategy, or per layout of their claims, most common first); ``None`` when they agree."""
+    if len(variants) < 2:
+        return None
+    names = ", ".join(words.variant.format(name=k, n=n) for k, n in variants)
+    detail = words.mismatch.format(names=names, n=len(variants))
+    return Finding(FindingKind.STRATEGY_MISMATCH, group, None, len(variants), detail)
 
-    for g, group in sorted(groups.items()):
-        for cid in group.duplicated_ids:
-            k = group.id_counts[cid]
-            detail = f"client id {cid} is used by {k} connections"
-            findings.append(Finding(FindingKind.DUPLICATE_CLIENT_ID, g, None, k, detail))
-        if len(group.strategies) > 1:
-            variants = Counter(c.strategy for c in group.connections)
-            names = ", ".join(f"{spec.display_name}×{n}" for spec, n in variants.most_common())
-            findings.append(
-                Finding(
-                    FindingKind.STRATEGY_MISMATCH, g, None, len(variants), f"clients disagree on the strategy: {names}"
-                )
-            )
-    for g, t in sorted(snapshot.subscription_pairs()):
-        if t not in readable:
-            detail = f"no readable queue of {t} in the snapshot: the group consumes nothing of it"
-            findings.append(Finding(FindingKind.MISSING_ROUTE, g, t, 1, detail))
-    columns = ("group", "topic", "queues", "unowned", "double_owned", "processes", "idle", "load_total")
-    for g, t, queues, unowned, double_owned, processes, idle, load_total, low, high in zip(
-        *(pairs.column(c).to_pylist() for c in (*columns, "min_load", "max_load"))
-    ):
-        found = groups.get(g)
-        model = found.message_model if found else MessageModel.CLUSTERING
-        mean = load_total / processes if processes else 0.0
-        moved = None if churn is None else churn.get((g, t), 0)
-        rows.append(
-            PairRow(
-                group=g,
-                topic=t,
-                message_model=model.value,
-                strategies=",".join(sorted({spec.display_name for spec in found.strategies} if found else ())),
-                queues=queues,
-                processes=processes,
-                client_ids=len(found.id_counts) if found else 0,
-                unowned=unowned,
-                double_owned=double_owned,
-                idle_processes=idle,
-                min_per_process=low,
-                max_per_process=high,
-                mean_per_process=round(mean, 3),
-                skew=round(high / mean, 3) if mean else None,
-                churn=moved,
-            )
-        )
-        clustering = model is MessageModel.CLUSTERING
-        if unowned:
-            detail = f"{unowned} of {queues} queues are consumed by nobody"
-            findings.append(Finding(FindingKind.UNOWNED, g, t, unowned, detail))
-        if double_owned and clustering:
-            detail = f"{double_owned} queues are consumed by more than one process"
-            findings.append(Finding(FindingKind.DOUBLE_OWNED, g, t, double_owned, detail))
-        if idle and clustering:
-            detail = f"{idle} of {processes} processes consume nothing ({queues} queues)"
-            findings.append(Finding(FindingKind.IDLE_CONSUMER, g, t, idle, detail))
-        if moved:
-            detail = f"{moved} queues changed consumers since the previous snapshot"
-            findings.append(Finding(FindingKind.CHURN, g, t, moved, detail))
-    share, weight = _fair_shares(pairs, _arrow(loads, LOAD_SCHEMA), groups)
-    stranded: Counter[str] = Counter()
-    for row in rows:
-        stranded[row.group] += row.unowned
-    for f in findings:
-        if f.kind is FindingKind.DUPLICATE_CLIENT_ID and stranded[f.group]:
-            f.detail += f"; the group has {stranded[f.group]} queues consumed by nobody"
+
+def totals(
+    rows: Sequence[PairRow],
+    findings: Iterable[Finding],
+    *,
+    groups: int,
+    consumers: int,
+    idle_consumers: int,
+    churn: bool = False,
+    **kind_totals: int,
+) -> Totals:
+    """The fleet's totals from its rows and findings; ``groups``, ``consumers`` and
+    ``idle_consumers`` (consuming nothing of any topic) are the kind's to count, as are
+    ``kind_totals`` (fields of :class:`Totals` only one kind counts); ``churn``: a previous
+    snapshot was compared."""
+    found = list(findings)
 
     def total(kind: FindingKind) -> int:
-        return sum(f.count for f in findings if f.kind is kind)
+        return sum(f.count for f in found if f.kind is kind)
 
     def number(kind: FindingKind) -> int:
-        return sum(1 for f in findings if f.kind is kind)
+        return sum(1 for f in found if f.kind is kind)
 
-    totals = {
-        "groups": len(groups),
-        "group_topics": len(rows),
-        "queues_assigned": sum(r.queues for r in rows),
-        "processes": sum(len(v.connections) for v in groups.values()),
-        "unowned_queues": total(FindingKind.UNOWNED),
-        "double_owned_queues": total(FindingKind.DOUBLE_OWNED),
-        "duplicated_client_ids": number(FindingKind.DUPLICATE_CLIENT_ID),
-        "idle_processes": _idle_anywhere(_arrow(busy, GROUP_BUSY_SCHEMA), groups),
-        "idle_process_topics": total(FindingKind.IDLE_CONSUMER),
-        "strategy_mismatched_groups": number(FindingKind.STRATEGY_MISMATCH),
-        "missing_routes": number(FindingKind.MISSING_ROUTE),
-    }
-    if churn is not None:
-        totals["churned_queues"] = total(FindingKind.CHURN)
-    now_max = {(r.group, r.topic): (r.processes, r.max_per_process) for r in rows}
-    switched = [
-        WhatIfRow(
-            group=w["group"],
-            topic=w["topic"],
-            strategy=w["strategy"],
-            queues=int(w["queues"]),
-            processes=now_max.get((w["group"], w["topic"]), (0, 0))[0],
-            moved=int(w["moved"]),
-            max_load=int(w["max_load"]),
-            idle=int(w["idle"]),
-            now_max=now_max.get((w["group"], w["topic"]), (0, 0))[1],
-        )
-        for w in sorted(_records(what_if or []), key=lambda w: (w["group"], w["topic"], w["strategy"]))
-    ]
-    return AuditResult(rows, findings, totals, share, weight, switched)
-
-
-def _fair_shares(
-    pairs: pa.Table, loads: pa.Table, groups: Mapping[str, ConsumerGroup]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct (pair, load) of clustering pairs as load / fair share (queues / processes), with
-    how many processes each; a pair's idle processes are its share 0."""
-    names = pairs.column("group").to_pylist()
-    model = MessageModel.CLUSTERING
-    counted = np.array([g not in groups or groups[g].message_model is model for g in names], dtype=bool)
-    queues, processes = pairs.column("queues").to_numpy(), pairs.column("processes").to_numpy()
-    counted &= (queues > 0) & (processes > 0)
-    index = pa.table({"group": pairs.column("group"), "topic": pairs.column("topic"), "p": np.arange(len(names))})
-    joined = loads.join(index, ["group", "topic"], use_threads=False)
-    p = joined.column("p").to_numpy()
-    keep = counted[p]
-    fair = queues[p[keep]] / processes[p[keep]]
-    share = np.concatenate([joined.column("load").to_numpy()[keep] / fair, [0.0]])
-    weight = np.concatenate([joined.column("count").to_numpy()[keep], [pairs.column("idle").to_numpy()[counted].sum()]])
-    return share, weight.astype(np.int64)
-
-
-def _idle_anywhere(busy: pa.Table, groups: Mapping[str, ConsumerGroup]) -> int:
-    """Processes of clustering groups that consume nothing of any topic (``busy``: per group, its
-    processes consuming something, :func:`mqbalance.fleet.engine.busy_processes`)."""
-    working = dict(zip(busy.column("group").to_pylist(), busy.column("processes").to_pylist()))
-    return sum(
-        len(group.connections) - working.get(g, 0)
-        for g, group in groups.items()
-        if group.message_model is MessageModel.CLUSTERING
+    return Totals(
+        groups=groups,
+        group_topics=len(rows),
+        queues_assigned=sum(r.units for r in rows),
+        processes=consumers,
+        unowned_queues=total(FindingKind.UNOWNED),
+        double_owned_queues=total(FindingKind.DOUBLE_OWNED),
+        idle_processes=idle_consumers,
+        idle_process_topics=total(FindingKind.IDLE_CONSUMER),
+        strategy_mismatched_groups=number(FindingKind.STRATEGY_MISMATCH),
+        missing_routes=number(FindingKind.MISSING_ROUTE),
+        churned_queues=total(FindingKind.CHURN) if churn else None,
+        **kind_totals,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class PairLine:
+    """One (group, topic) line of the assignment table (``mqbalance assign``), with what ranks it:
+    units at risk (nobody's or twice consumed), idle consumers, a missing route."""
+
+    group: str
+    topic: str
+    at_risk: int
+    idle: int
+    missing_route: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class AssignmentTable:
+    """The assignment of a fleet for people, in its kind's words: a ``summary`` line of totals,
+    a ``header`` and a :class:`PairLine` per (group, topic)."""
+
+    summary: str
+    header: str
+    lines: list[PairLine]
+
+    def shown(self, top: int | None = None) -> list[PairLine]:
+        """All lines by name; or, with ``top``, the ``top`` worst first (units at risk, then idle
+        consumers, then missing routes)."""
+        if top is None:
+            return sorted(self.lines, key=lambda x: (x.group, x.topic))
+        return sorted(self.lines, key=lambda x: (-x.at_risk, -x.idle, -x.missing_route, x.group, x.topic))[:top]

@@ -3,8 +3,8 @@ Markdown and HTML (from ``templates/report.html``) and PNG plots; with candidate
 tried, a "what if groups switched strategy" section and ``what_if.csv``.
 
 >>> import tempfile
->>> from mqbalance.fleet.findings import AuditResult
->>> paths = write_outputs(AuditResult([], [], {"groups": 0}), tempfile.mkdtemp(), source="empty")
+>>> from mqbalance.fleet.findings import AuditResult, Totals
+>>> paths = write_outputs(AuditResult([], [], Totals()), tempfile.mkdtemp(), source="empty")
 >>> sorted(paths)[:3]
 ['findings_csv', 'findings_json', 'groups_csv']
 """
@@ -68,7 +68,7 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
     # Broadcasting groups: everyone consumes everything, by design.
     clustering = [r for r in result.rows if r.message_model == "CLUSTERING"]
     at_risk = sorted((r for r in clustering if r.unowned + r.double_owned), key=lambda r: -(r.unowned + r.double_owned))
-    idle_rows = sorted((r for r in clustering if r.idle_processes), key=lambda r: -r.idle_processes)
+    idle_rows = sorted((r for r in clustering if r.idle_consumers), key=lambda r: -r.idle_consumers)
     if at_risk or idle_rows:
         worst, idle_top = at_risk[:15], idle_rows[:15]
         height = 0.4 * max(len(worst), len(idle_top), 1) + 1.5
@@ -84,7 +84,7 @@ def _plots(result: AuditResult, out: Path) -> list[str]:
         left.set_title(f"Worst group/topic pairs by queues at risk ({len(at_risk):,} in all)")
         if idle_top:
             right.barh(
-                [f"{r.group} / {r.topic}" for r in idle_top], [r.idle_processes for r in idle_top], color="#7f7f7f"
+                [f"{r.group} / {r.topic}" for r in idle_top], [r.idle_consumers for r in idle_top], color="#7f7f7f"
             )
             right.invert_yaxis()
         right.set_xlabel("idle processes")
@@ -156,11 +156,11 @@ def what_if_summary(result: AuditResult) -> list[CandidateSummary]:
         CandidateSummary(
             "now",
             len(now_rows),
-            sum(r.queues for r in now_rows),
+            sum(r.units for r in now_rows),
             0,
-            sum(_over(r.max_per_process, r.queues, r.processes) for r in now_rows),
-            max((excess(r.max_per_process, r.queues, r.processes) for r in now_rows), default=0),
-            sum(r.idle_processes for r in now_rows),
+            sum(_over(r.max_load, r.units, r.consumers) for r in now_rows),
+            max((excess(r.max_load, r.units, r.consumers) for r in now_rows), default=0),
+            sum(r.idle_consumers for r in now_rows),
         )
     ]
     for name, ws in by_name.items():
@@ -168,10 +168,10 @@ def what_if_summary(result: AuditResult) -> list[CandidateSummary]:
             CandidateSummary(
                 name,
                 len(ws),
-                sum(w.queues for w in ws),
+                sum(w.units for w in ws),
                 sum(w.moved for w in ws),
-                sum(_over(w.max_load, w.queues, w.processes) for w in ws),
-                max((excess(w.max_load, w.queues, w.processes) for w in ws), default=0),
+                sum(_over(w.max_load, w.units, w.consumers) for w in ws),
+                max((excess(w.max_load, w.units, w.consumers) for w in ws), default=0),
                 sum(w.idle for w in ws),
             )
         )
@@ -192,8 +192,8 @@ def _what_if_groups(result: AuditResult, n: int) -> tuple[list[str], list[tuple[
         cell[1] = max(cell[1], w.max_load)
         if w.strategy == names[0]:
             q, m, excess = now.get(w.group, [0, 0, 0])
-            balanced = -(-w.queues // w.processes) if w.processes else 0
-            now[w.group] = [q + w.queues, max(m, w.now_max), max(excess, w.now_max - balanced)]
+            balanced = -(-w.units // w.consumers) if w.consumers else 0
+            now[w.group] = [q + w.units, max(m, w.now_max), max(excess, w.now_max - balanced)]
     ranked = sorted((g for g in now if now[g][2] > 0), key=lambda g: (-now[g][2], -now[g][1], g))[:n]
     rows = [(g, now[g][0], now[g][1], [(per_group[g][c][0], per_group[g][c][1]) for c in names]) for g in ranked]
     return names, rows
@@ -272,7 +272,7 @@ def _markdown(result: AuditResult, source: str, images: list[str], snapshot_erro
             "",
         ]
     lines += ["| total | value |", "|---|---|"]
-    lines += [f"| {k} | {v:,} |" for k, v in result.totals.items()]
+    lines += [f"| {k} | {v:,} |" for k, v in result.totals.to_dict().items()]
     lines += ["", "## Findings by kind", "", "| kind | findings | count | meaning |", "|---|---|---|---|"]
     grouped = _by_kind(result)
     lines += [f"| {k.value} | {len(fs):,} | {sum(f.count for f in fs):,} | {k.meaning} |" for k, fs in grouped] or [
@@ -315,7 +315,7 @@ def _html(result: AuditResult, source: str, images: list[str]) -> str:
         source=html.escape(source),
         totals="\n".join(
             f'<tr><th>{html.escape(k.replace("_", " "))}</th><td class="n">{v:,}</td></tr>'
-            for k, v in result.totals.items()
+            for k, v in result.totals.to_dict().items()
         ),
         summary=summary,
         findings="\n".join(sections) or "<p>none</p>",
@@ -357,7 +357,12 @@ def write_outputs(
     paths["findings_json"] = out / "findings.json"
     paths["findings_json"].write_text(
         json.dumps(
-            {"source": source, "totals": result.totals, "findings": findings, "snapshot_errors": list(snapshot_errors)},
+            {
+                "source": source,
+                "totals": result.totals.to_dict(),
+                "findings": findings,
+                "snapshot_errors": list(snapshot_errors),
+            },
             indent=2,
             ensure_ascii=False,
         ),

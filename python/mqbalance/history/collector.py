@@ -1,6 +1,6 @@
 """The collector behind ``mqbalance watch``: every tick, the live cluster read as a snapshot
-(:func:`mqbalance.fleet.live.read_cluster`), the owner of every queue computed as the clients
-compute it (:func:`mqbalance.fleet.engine.assign_snapshot`), compared with the previous tick,
+(:func:`mqbalance.fleet.rocketmq.live.read_cluster`), the owner of every queue computed as the clients
+compute it (:func:`mqbalance.fleet.rocketmq.assignment.assign_snapshot`), compared with the previous tick,
 and only the changes written to the history dataset (:mod:`mqbalance.history.writer`).
 
 A tick reads membership (groups, connections, owners) every ``interval``; committed offsets and
@@ -39,9 +39,9 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingError
-from mqbalance.fleet.engine import assign_snapshot
-from mqbalance.fleet.live import read_cluster
-from mqbalance.fleet.snapshot import snapshot_from_dict
+from mqbalance.fleet.rocketmq.assignment import assign_snapshot
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
+from mqbalance.fleet.rocketmq.live import read_cluster
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks

@@ -154,7 +154,8 @@ def check_timeout(value: float, name: str = "timeout") -> float:
 
 
 def check_max_frame_bytes(value: int) -> int:
-    """The largest frame to accept: an int from 16 to 2**31 - 1."""
+    """The largest frame to accept: an int from 16 to Java's ``int`` maximum (a
+    :func:`mqbalance._validate.count`)."""
     limit = _validate.count(value, "max_frame_bytes")
     if limit < 16:
         raise InvalidInputError(f"max_frame_bytes must be at least 16, got {value!r}", value)

@@ -164,7 +164,7 @@ def _java_int(header: dict[str, Any], key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ValueError(f"{key} is {value!r:.40}, not an integer")
     number = int(value) if isinstance(value, int) or len(value) <= 20 else None
-    if number is None or not -(2**31) <= number < 2**31:
+    if number is None or not _validate.is_java_int(number):
         raise ValueError(f"{key} {value!r:.40} is not a Java int")
     return number
 

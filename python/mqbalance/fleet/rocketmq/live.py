@@ -1,5 +1,5 @@
 """A live snapshot: read a RocketMQ cluster through its name servers and brokers into the snapshot
-format (:mod:`mqbalance.fleet.snapshot`), as ``mqadmin`` would show it.
+format (:mod:`mqbalance.fleet.rocketmq.snapshot`), as ``mqadmin`` would show it.
 
 What is read, and from where:
 
@@ -19,7 +19,7 @@ Every request has a timeout. A broker that does not answer is recorded in the sn
 still written. Only a cluster with no reachable name server is an error
 (:class:`~mqbalance.exceptions.RemotingConnectError`).
 
->>> from mqbalance.fleet.live import live_snapshot
+>>> from mqbalance.fleet.rocketmq.live import live_snapshot
 >>> try:
 ...     live_snapshot("127.0.0.1:1", timeout=0.5)
 ... except RemotingConnectError as e:
@@ -45,11 +45,12 @@ from mqbalance.exceptions import (
     RemotingError,
     RemotingTimeoutError,
 )
-from mqbalance.fleet.snapshot import Snapshot, auditable_strategy, snapshot_from_dict
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
+from mqbalance.fleet.rocketmq.snapshot import Snapshot, auditable_strategy
 from mqbalance.remoting import AclCredentials, BrokerClient, ConsumerConnectionInfo, NameServer, ResponseCode
 from mqbalance.remoting.api import strategy_from_running_info
 
-__all__ = ["live_snapshot", "read_cluster"]
+__all__ = ["live_snapshot", "read_cluster", "read_summary"]
 
 #: the most requests :func:`read_cluster` keeps in flight at once
 MAX_WORKERS = 256
@@ -344,7 +345,7 @@ def live_snapshot(
     progress: Callable[[str], None] | None = None,
     credentials: AclCredentials | None = None,
 ) -> Snapshot:
-    """:func:`read_cluster`, validated into a :class:`~mqbalance.fleet.snapshot.Snapshot` whose
+    """:func:`read_cluster`, validated into a :class:`~mqbalance.fleet.rocketmq.snapshot.Snapshot` whose
     source is ``rocketmq://<namesrv>``."""
     data = read_cluster(
         namesrv,
@@ -355,3 +356,12 @@ def live_snapshot(
         credentials=credentials,
     )
     return snapshot_from_dict(data, f"rocketmq://{namesrv}")
+
+
+def read_summary(data: dict[str, Any], snapshot: Snapshot) -> str:
+    """What a live read holds (``data`` from :func:`read_cluster`, ``snapshot`` of it), for people."""
+    return (
+        f"{len(data['topics']):,} topics, {snapshot.readable_queue_count():,} readable queues, "
+        f"{len(data['groups']):,} groups online ({data['meta']['groupsOffline']:,} offline), "
+        f"{snapshot.connections.num_rows:,} connections, {snapshot.offsets.num_rows:,} committed offsets"
+    )

@@ -1,7 +1,7 @@
 """The audit of a Kafka fleet: what the groups' current assignments mean, per (group, topic), in
 the same rows, findings and report as the RocketMQ audit (:mod:`mqbalance.fleet.findings`).
 
-Per (group, topic), from a :class:`~mqbalance.fleet.kafka_snapshot.KafkaSnapshot`:
+Per (group, topic), from a :class:`~mqbalance.fleet.kafka.snapshot.KafkaSnapshot`:
 
 * partitions assigned to no member (``unowned``) and to more than one (``double-owned``), members
   subscribed to the topic that hold none of it (``idle-consumer``), min/max/mean per member and
@@ -21,10 +21,11 @@ assignment as the members' previous one) and the broker-side ones of the consume
 ids, and take the members in the snapshot's order as the coordinator's): partitions that would
 move, the most one member would hold, members left with nothing.
 
-:func:`audit_kafka_on_spark` runs the same audit in Spark's executors (a classic session or Spark
-Connect), the groups split over the tasks, and merges what they return into the same result.
+The rows, findings and totals come from the rules shared with RocketMQ fleets
+(:mod:`mqbalance.fleet.findings`), in this module's :data:`WORDS`;
+:func:`mqbalance.fleet.kafka.spark.audit_kafka_on_spark` runs the same audit in Spark's executors.
 
->>> from mqbalance.fleet.kafka_snapshot import kafka_snapshot_from_dict
+>>> from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict
 >>> snap = kafka_snapshot_from_dict({"kind": "kafka", "topics": {"t": {"partitions": 3}},
 ...     "groups": {"g": {"state": "Stable", "protocol": "range", "members": [
 ...         {"memberId": "a", "subscription": ["t"], "assignment": {"t": [0, 1, 2]}},
@@ -40,23 +41,53 @@ Connect), the groups split over the tasks, and merges what they return into the 
 
 from __future__ import annotations
 
-import pickle
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
-from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, PairRow, WhatIfRow
-from mqbalance.fleet.kafka_snapshot import KafkaGroup, KafkaSnapshot
+from mqbalance.fleet.findings import (
+    AssignmentTable,
+    AuditResult,
+    Finding,
+    FindingKind,
+    PairLine,
+    PairRow,
+    WhatIfRow,
+    Words,
+    missing_route,
+    pair_findings,
+    strategy_mismatch,
+    totals,
+)
+from mqbalance.fleet.kafka.snapshot import KafkaGroup, KafkaSnapshot
 from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assign
 from mqbalance.kafka import user_data as java_user_data
 from mqbalance.kafka.assignors import ASSIGNORS, STICKY_ASSIGNORS
 from mqbalance.kafka.server import what_if_names
 
-__all__ = ["KAFKA_WHAT_IF", "audit_kafka", "audit_kafka_on_spark", "kafka_what_if_candidates"]
+__all__ = [
+    "KAFKA_WHAT_IF",
+    "WORDS",
+    "assignment_table",
+    "audit_kafka",
+    "checked_audit_arguments",
+    "describe",
+    "kafka_what_if_candidates",
+]
+
+#: a Kafka fleet's findings speak of partitions and members
+WORDS = Words(
+    unowned="{n} of {total} partitions are assigned to no member",
+    double_owned="{n} partitions are assigned to more than one member",
+    idle="{n} of {consumers} members hold no partition of {topic} ({total} partitions)",
+    churn="{n} partitions changed members since the previous snapshot",
+    missing_route="topic {topic} is not in the cluster's metadata: the group consumes nothing of it",
+    mismatch="members' sticky userData in {n} layouts ({names}): each leader ignores the other's claims",
+    variant="{name} ×{n}",
+)
 
 #: every candidate of the Kafka what-if: the client-side assignors, then the broker-side ones
 #: (:func:`~mqbalance.kafka.what_if_names`: ``server-range`` is the broker's ``range``)
@@ -141,7 +172,7 @@ def _candidate(
     return {mid: {(tp.topic, tp.partition) for tp in parts} for mid, parts in got_lists.items()}
 
 
-def _checked(snapshot: Any, previous: Any, what_if: Any) -> tuple[str, ...]:
+def checked_audit_arguments(snapshot: Any, previous: Any, what_if: Any) -> tuple[str, ...]:
     """The candidates, once the arguments of an audit are checked (typed errors naming them)."""
     if not isinstance(snapshot, KafkaSnapshot):
         raise InvalidInputError(f"snapshot must be a KafkaSnapshot, got {snapshot!r}"[:200], snapshot)
@@ -159,20 +190,16 @@ def audit_kafka(
 ) -> AuditResult:
     """The audit of a Kafka snapshot (see the module docs); ``previous`` for churn, ``what_if``
     names of :data:`KAFKA_WHAT_IF` (a sequence, or one comma-separated str; empty: none)."""
-    what_if = _checked(snapshot, previous, what_if)
+    what_if = checked_audit_arguments(snapshot, previous, what_if)
     rows: list[PairRow] = []
     findings: list[Finding] = []
     switched: list[WhatIfRow] = []
     shares: list[float] = []
     before = previous.groups if previous is not None else None
     for g, group in sorted(snapshot.groups.items()):
-        layouts = _layouts(group)
-        if len(layouts) > 1:
-            names = ", ".join(f"{k} ×{n}" for k, n in layouts.most_common())
-            detail = (
-                f"members' sticky userData in {len(layouts)} layouts ({names}): each leader ignores the other's claims"
-            )
-            findings.append(Finding(FindingKind.STRATEGY_MISMATCH, g, None, len(layouts), detail))
+        mismatch = strategy_mismatch(g, _layouts(group).most_common(), WORDS)
+        if mismatch is not None:
+            findings.append(mismatch)
         if group.state not in ("Stable", "Empty", "Dead"):
             detail = f"read while {group.state}: the assignment of its {len(group.members)} members is not final"
             findings.append(Finding(FindingKind.REBALANCING, g, None, len(group.members), detail))
@@ -189,8 +216,7 @@ def audit_kafka(
         now_owner = {tp: m.name for m in group.members for tp in m.assignment or ()}
         for t in sorted(subscribed | offset_topics):
             if t not in snapshot.topics:
-                detail = f"topic {t} is not in the cluster's metadata: the group consumes nothing of it"
-                findings.append(Finding(FindingKind.MISSING_ROUTE, g, t, 1, detail))
+                findings.append(missing_route(g, t, WORDS))
                 continue
             n = snapshot.topics[t]
             subscribers = [m for m in group.members if t in (m.subscription or ())]
@@ -210,68 +236,40 @@ def audit_kafka(
             moved = None
             if before is not None:
                 moved = sum(1 for p in range(n) if old_owner and now_owner.get((t, p)) != old_owner.get((t, p)))
-            mean = sum(loads) / len(loads) if loads else 0.0
-            rows.append(
-                PairRow(
-                    group=g,
-                    topic=t,
-                    message_model="CLUSTERING",
-                    strategies=group.protocol,
-                    queues=n,
-                    processes=len(subscribers),
-                    client_ids=len({m.name for m in subscribers}),
-                    unowned=unowned,
-                    double_owned=double,
-                    idle_processes=idle,
-                    min_per_process=min(loads, default=0),
-                    max_per_process=max(loads, default=0),
-                    mean_per_process=round(mean, 3),
-                    skew=round(max(loads) / mean, 3) if mean else None,
-                    churn=moved,
-                    lag=lag,
-                )
+            row = PairRow.of(
+                g,
+                t,
+                units=n,
+                consumers=len(subscribers),
+                loads=loads,
+                idle=idle,
+                unowned=unowned,
+                double_owned=double,
+                strategies=group.protocol,
+                client_ids=len({m.name for m in subscribers}),
+                churn=moved,
+                lag=lag,
             )
-            if unowned:
-                detail = f"{unowned} of {n} partitions are assigned to no member"
-                findings.append(Finding(FindingKind.UNOWNED, g, t, unowned, detail))
-            if double:
-                detail = f"{double} partitions are assigned to more than one member"
-                findings.append(Finding(FindingKind.DOUBLE_OWNED, g, t, double, detail))
-            if idle:
-                detail = f"{idle} of {len(subscribers)} members hold no partition of {t} ({n} partitions)"
-                findings.append(Finding(FindingKind.IDLE_CONSUMER, g, t, idle, detail))
-            if lag:
-                detail = f"{lag:,} messages between the committed offsets and the log end"
-                if behind:
-                    detail += f"; at {behind} partitions the log end is below the committed offset"
-                findings.append(Finding(FindingKind.LAG, g, t, lag, detail))
-            if moved:
-                detail = f"{moved} partitions changed members since the previous snapshot"
-                findings.append(Finding(FindingKind.CHURN, g, t, moved, detail))
+            rows.append(row)
+            findings += pair_findings(row, WORDS, behind=behind)
         if known and counts and what_if:
             switched += _what_if(group, counts, snapshot.topic_ids, what_if)
-    totals = {
-        "groups": len(snapshot.groups),
-        "group_topics": len(rows),
-        "queues_assigned": sum(r.queues for r in rows),
-        "processes": sum(len(gr.members) for gr in snapshot.groups.values()),
-        "unowned_queues": sum(f.count for f in findings if f.kind is FindingKind.UNOWNED),
-        "double_owned_queues": sum(f.count for f in findings if f.kind is FindingKind.DOUBLE_OWNED),
-        "idle_processes": _idle_anywhere(snapshot),
-        "idle_process_topics": sum(f.count for f in findings if f.kind is FindingKind.IDLE_CONSUMER),
-        "strategy_mismatched_groups": sum(1 for f in findings if f.kind is FindingKind.STRATEGY_MISMATCH),
-        "missing_routes": sum(1 for f in findings if f.kind is FindingKind.MISSING_ROUTE),
-        "rebalancing_groups": sum(1 for f in findings if f.kind is FindingKind.REBALANCING),
-        "lag": sum(r.lag or 0 for r in rows),
-        "groups_without_member_metadata": sum(
+    fleet_totals = totals(
+        rows,
+        findings,
+        groups=len(snapshot.groups),
+        consumers=sum(len(gr.members) for gr in snapshot.groups.values()),
+        idle_consumers=_idle_anywhere(snapshot),
+        churn=previous is not None,
+        rebalancing_groups=sum(1 for f in findings if f.kind is FindingKind.REBALANCING),
+        lag=sum(r.lag or 0 for r in rows),
+        groups_without_member_metadata=sum(
             1 for gr in snapshot.groups.values() if gr.members and not gr.metadata_known
         ),
-    }
-    if previous is not None:
-        totals["churned_queues"] = sum(f.count for f in findings if f.kind is FindingKind.CHURN)
+    )
     share, weight = np.unique(np.round(np.array(shares, dtype=np.float64), 6), return_counts=True)
     switched.sort(key=lambda w: (w.group, w.topic, w.strategy))
-    return AuditResult(rows, findings, totals, share, weight.astype(np.int64), switched)
+    return AuditResult(rows, findings, fleet_totals, share, weight.astype(np.int64), switched)
 
 
 def _idle_anywhere(snapshot: KafkaSnapshot) -> int:
@@ -303,8 +301,8 @@ def _what_if(
                     group=group.name,
                     topic=t,
                     strategy=name,
-                    queues=n,
-                    processes=len(subscribers),
+                    units=n,
+                    consumers=len(subscribers),
                     moved=sum(1 for p in range(n) if owner.get((t, p)) != now_owner.get((t, p))),
                     max_load=max(loads, default=0),
                     idle=sum(1 for x in loads if x == 0),
@@ -314,76 +312,37 @@ def _what_if(
     return rows
 
 
-def _subset(snapshot: KafkaSnapshot, names: Sequence[str]) -> KafkaSnapshot:
-    """The snapshot with only the groups ``names`` (topics and log-end offsets kept whole)."""
-    keep = set(names)
-    return KafkaSnapshot(
-        snapshot.source,
-        snapshot.topics,
-        {g: snapshot.groups[g] for g in names if g in snapshot.groups},
-        {k: v for k, v in snapshot.committed.items() if k[0] in keep},
-        snapshot.end_offsets,
-        snapshot.topic_ids,
+def describe(snapshot: KafkaSnapshot) -> str:
+    """The snapshot's size, for people."""
+    return f"{len(snapshot.groups):,} groups, {snapshot.partition_count():,} partitions"
+
+
+def assignment_table(snapshot: KafkaSnapshot, result: AuditResult) -> AssignmentTable:
+    """The assignment table of ``mqbalance assign``: per (group, topic) its partitions, members,
+    min/max partitions per member, partitions assigned to nobody and twice, lag, and notes."""
+    lines = []
+    for r in result.rows:
+        notes = []
+        group = snapshot.groups[r.group]
+        if not group.stable:
+            notes.append(group.state)
+        if group.members and not group.metadata_known:
+            notes.append("members' assignments not returned by the broker")
+        if r.idle_consumers:
+            notes.append(f"{r.idle_consumers} idle")
+        text = (
+            f"{r.group:<20} {r.topic:<22} {r.units:>6} {r.consumers:>6} {r.min_load:>4} {r.max_load:>4} "
+            f"{r.unowned:>7} {r.double_owned:>6} {r.lag or 0:>10}  {'; '.join(notes)}"
+        )
+        lines.append(PairLine(r.group, r.topic, r.unowned + r.double_owned, r.idle_consumers, 0, text))
+    t = result.totals
+    summary = (
+        f"fleet: {t.queues_assigned:,} partitions in {t.group_topics:,} group/topic pairs, "
+        f"{t.processes:,} members; assigned to nobody {t.unowned_queues:,}, twice {t.double_owned_queues:,}, "
+        f"idle members {t.idle_processes:,}, lag {t.lag or 0:,}, rebalancing groups {t.rebalancing_groups or 0:,}"
     )
-
-
-def _merge(parts: Sequence[AuditResult], with_churn: bool) -> AuditResult:
-    """One result from the results of disjoint sets of groups."""
-    rows = sorted((r for p in parts for r in p.rows), key=lambda r: (r.group, r.topic))
-    findings = [f for p in parts for f in p.findings]
-    switched = sorted((w for p in parts for w in p.what_if), key=lambda w: (w.group, w.topic, w.strategy))
-    totals: Counter[str] = Counter()
-    for p in parts:
-        totals.update(p.totals)
-    share = np.concatenate([p.fair_share for p in parts]) if parts else np.zeros(0)
-    weight = np.concatenate([p.fair_share_processes for p in parts]) if parts else np.zeros(0, dtype=np.int64)
-    values, where = np.unique(share, return_inverse=True)
-    counts = np.bincount(where, weights=weight, minlength=len(values)).astype(np.int64)
-    merged = dict(totals)
-    if not with_churn:
-        merged.pop("churned_queues", None)
-    return AuditResult(rows, findings, merged, values, counts, switched)
-
-
-def audit_kafka_on_spark(
-    spark: Any,
-    snapshot: KafkaSnapshot,
-    previous: KafkaSnapshot | None = None,
-    what_if: Sequence[str] = KAFKA_WHAT_IF,
-    *,
-    partitions: int | None = None,
-) -> AuditResult:
-    """:func:`audit_kafka` in Spark's executors: the groups are dealt over ``partitions`` tasks
-    (default: twice the cores, at most one per group) by their size, each task audits its groups
-    and returns its result, and the driver merges them. Equal to :func:`audit_kafka` of the whole
-    snapshot. The snapshot travels inside the task function (no SparkContext is needed, so a Spark
-    Connect session works too)."""
-    candidates = _checked(snapshot, previous, what_if)  # on the driver, before the job
-    names = sorted(snapshot.groups)
-    if not names:
-        return audit_kafka(snapshot, previous, what_if)
-    remote = type(spark).__module__.startswith("pyspark.sql.connect")
-    cores = int(spark.conf.get("spark.sql.shuffle.partitions")) if remote else spark.sparkContext.defaultParallelism
-    n = max(1, min(partitions or 2 * cores, len(names)))
-    load = {
-        g: 1 + sum(snapshot.topics.get(t, 0) for m in snapshot.groups[g].members for t in m.subscription or ())
-        for g in names
-    }
-    chunks: list[list[str]] = [[] for _ in range(n)]
-    weights = [0] * n
-    for g in sorted(names, key=lambda g: -load[g]):  # largest first, each to the lightest task
-        i = weights.index(min(weights))
-        chunks[i].append(g)
-        weights[i] += load[g]
-    work = [(_subset(snapshot, c), None if previous is None else _subset(previous, c)) for c in chunks]
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for part in batch.column(0).to_pylist():
-                snap, before = work[part]
-                result = audit_kafka(snap, before, candidates)
-                yield pa.record_batch([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
-
-    table = spark.range(0, n, 1, numPartitions=n).mapInArrow(run, "result binary").toArrow()
-    parts = [pickle.loads(b) for b in table.column("result").to_pylist()]
-    return _merge(parts, previous is not None)
+    header = (
+        f"{'group':<20} {'topic':<22} {'parts':>6} {'membrs':>6} {'min':>4} {'max':>4} {'nobody':>7} {'twice':>6} "
+        f"{'lag':>10}  notes"
+    )
+    return AssignmentTable(summary, header, lines)

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mqbalance._validate import is_java_int
 from mqbalance.exceptions import InvalidInputError, SnapshotError
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "KafkaSnapshot",
     "kafka_snapshot_from_dict",
     "load_kafka_snapshot",
+    "read_summary",
     "snapshot_kind",
 ]
 
@@ -189,7 +191,7 @@ def _topic_id(source: str, where: str, value: Any) -> str:
 
 
 def _count(source: str, where: str, value: Any, *, low: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or value > 2**31 - 1:
+    if isinstance(value, bool) or not isinstance(value, int) or not is_java_int(value, low=low):
         raise _fail(source, where, f"expected an integer >= {low}", value)
     return value
 
@@ -312,3 +314,12 @@ def _list(source: str, where: str, value: Any) -> list[Any]:
     if not isinstance(value, list):
         raise _fail(source, where, "expected a list", value)
     return value
+
+
+def read_summary(data: Mapping[str, Any], snapshot: KafkaSnapshot) -> str:
+    """What a live read holds (``snapshot`` of ``data``), for people."""
+    members = sum(len(g.members) for g in snapshot.groups.values())
+    return (
+        f"{len(snapshot.topics):,} topics, {snapshot.partition_count():,} partitions, {len(snapshot.groups):,} groups, "
+        f"{members:,} members, {len(snapshot.committed):,} committed offsets"
+    )

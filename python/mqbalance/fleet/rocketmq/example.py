@@ -1,4 +1,4 @@
-"""A seeded generator of example fleets (JSON snapshots, see :mod:`mqbalance.fleet.snapshot`), so the
+"""A seeded generator of example fleets (JSON snapshots, see :mod:`mqbalance.fleet.rocketmq.snapshot`), so the
 main job runs on a fresh machine with no data of the user's.
 
 ``example_fleet(seed)`` builds brokers in two clusters, topics with 4–16 queues per broker (some

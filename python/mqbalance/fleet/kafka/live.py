@@ -1,5 +1,5 @@
 """A live Kafka snapshot: read a Kafka cluster's topics, consumer groups and offsets through
-kafka-python's admin client into the Kafka snapshot layout (:mod:`mqbalance.fleet.kafka_snapshot`).
+kafka-python's admin client into the Kafka snapshot layout (:mod:`mqbalance.fleet.kafka.snapshot`).
 
 What is read, and with which request:
 
@@ -41,7 +41,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from kafka.structs import TopicPartition
 
 from mqbalance.exceptions import RemotingConnectError
-from mqbalance.fleet.kafka_snapshot import KAFKA_KIND
+from mqbalance.fleet.kafka.snapshot import KAFKA_KIND
 from mqbalance.kafka.member import check_bootstrap
 
 __all__ = ["read_kafka_cluster"]
@@ -118,7 +118,7 @@ def read_kafka_cluster(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The Kafka snapshot of the cluster at ``bootstrap`` (``HOST:PORT[,HOST:PORT…]``), as the JSON
-    object :func:`~mqbalance.fleet.kafka_snapshot.kafka_snapshot_from_dict` validates.
+    object :func:`~mqbalance.fleet.kafka.snapshot.kafka_snapshot_from_dict` validates.
 
     ``groups``: group ids to describe besides those ListGroups returns (a broker may not list a
     group it holds no offsets for yet — Tansu 0.6.0 does not — or ACLs may hide it)."""

@@ -1,0 +1,316 @@
+"""A RocketMQ snapshot from JSON (already parsed into Python objects): validated by columns with
+Arrow kernels, entry by entry when a column has anything wrong, so the error names the value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mqbalance._validate import JAVA_INT_MAX, JAVA_INT_MIN
+from mqbalance.allocation.registry import StrategySpec, Use
+from mqbalance.exceptions import MQBalanceError, SnapshotError
+from mqbalance.fleet.rocketmq.checks import (
+    COLUMN_PROBLEMS,
+    check_java_ints,
+    distinct_rows,
+    field_error,
+    get_field,
+    java_int,
+    strict_column,
+    utf8_text,
+)
+from mqbalance.fleet.rocketmq.snapshot import (
+    PERM_READ,
+    SCHEMAS,
+    MessageModel,
+    Snapshot,
+    auditable_strategy,
+    check_queue_budget,
+    check_read_queue_budget,
+    strategy_codes,
+    strategy_columns,
+    table_of,
+)
+
+__all__ = ["snapshot_from_dict"]
+
+
+def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
+    """Validate and normalise a JSON snapshot already parsed into Python objects.
+
+    Validated by columns: each field of every entry is gathered into one list and checked with
+    Arrow kernels (types, ranges, duplicates), strategies parsed once per distinct configuration;
+    when a column has anything wrong (or unusual), the entry-by-entry check runs instead, which
+    names the first bad value and where it is."""
+    if not isinstance(source, str):
+        raise SnapshotError(f"source must be a str naming where the snapshot came from, got {source!r}", source)
+    topics = get_field(data, "topics", dict, source)
+    queue_data = columnar_queue_data(topics)
+    if queue_data is None or _has_broker_datas(topics):
+        qd, br = _queue_rows(topics, source)
+        queue_data, brokers = table_of("queue_data", qd), table_of("brokers", br)
+    else:
+        brokers = SCHEMAS["brokers"].empty_table()
+    readable = pc.and_(
+        pc.not_equal(pc.bit_wise_and(queue_data.column("perm"), PERM_READ), 0),
+        pc.greater(queue_data.column("read_queue_nums"), 0),
+    )
+    check_queue_budget(source, pc.sum(pc.if_else(readable, queue_data.column("read_queue_nums"), 0)).as_py() or 0)
+    groups = get_field(data, "groups", dict, source)
+    fast = columnar_groups(groups)
+    if fast is None:
+        cn, sb, specs = _group_rows(groups, source)
+        connections, subscriptions = table_of("connections", cn), table_of("subscriptions", sb)
+        codes, distinct = strategy_codes(specs)
+    else:
+        connections, subscriptions, codes, distinct = fast
+    of, er = _extra_rows(data, source)
+    return Snapshot(
+        source,
+        queue_data,
+        connections,
+        subscriptions,
+        brokers,
+        codes,
+        distinct,
+        table_of("offsets", of),
+        table_of("errors", er),
+    )
+
+
+def _has_broker_datas(topics: dict[Any, Any]) -> bool:
+    return any(type(route) is dict and route.get("brokerDatas") for route in topics.values())
+
+
+def _queue_rows(topics: dict[Any, Any], source: str) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The queue data and broker rows of ``topics``, checked entry by entry (the first bad value raises)."""
+    qd: dict[str, list[Any]] = {c: [] for c in SCHEMAS["queue_data"].names}
+    br: dict[str, list[Any]] = {c: [] for c in SCHEMAS["brokers"].names}
+    for topic, route in topics.items():
+        where = f"{source}: topics[{topic!r}]"
+        utf8_text(topic, where)
+        seen_brokers = set()
+        for k, q in enumerate(get_field(route, "queueDatas", list, where)):
+            w = f"{where}.queueDatas[{k}]"
+            broker = get_field(q, "brokerName", str, w)
+            if broker in seen_brokers:
+                raise field_error(w, f"broker {broker!r} appears twice in the topic's queue data", broker)
+            seen_brokers.add(broker)
+            nums = [get_field(q, f, int, w) for f in ("readQueueNums", "writeQueueNums", "perm")]
+            for f, v in zip(("readQueueNums", "writeQueueNums", "perm"), nums):
+                java_int(v, f"{w}.{f}", count=f != "perm")
+            for c, v in zip(qd, (topic, broker, *nums)):
+                qd[c].append(v)
+        for k, b in enumerate(get_field(route, "brokerDatas", list, where, optional=True) or []):
+            w = f"{where}.brokerDatas[{k}]"
+            name = get_field(b, "brokerName", str, w)
+            cluster = get_field(b, "cluster", str, w, optional=True)
+            for bid, addr in (get_field(b, "brokerAddrs", dict, w, optional=True) or {}).items():
+                wb = f"{w}.brokerAddrs[{bid!r}]"
+                if not isinstance(bid, str) or not bid.strip().lstrip("-").isdigit():
+                    raise field_error(wb, f'the key must be a broker id (an integer, like "0"), got {bid!r}', bid)
+                if not isinstance(addr, str):
+                    raise field_error(wb, f"expected an address str, got {addr!r}", addr)
+                utf8_text(addr, wb)
+                broker_id = java_int(int(bid), wb, count=False)
+                for c, v in zip(br, (topic, cluster, name, broker_id, addr)):
+                    br[c].append(v)
+    check_read_queue_budget(source, qd["read_queue_nums"], qd["perm"])
+    return qd, br
+
+
+def _group_rows(
+    groups: dict[Any, Any], source: str
+) -> tuple[dict[str, list[Any]], dict[str, list[Any]], list[StrategySpec]]:
+    """The connection and subscription rows of ``groups`` and each connection's strategy, checked
+    entry by entry (the first bad value raises)."""
+    cn: dict[str, list[Any]] = {c: [] for c in SCHEMAS["connections"].names}
+    sb: dict[str, list[Any]] = {c: [] for c in SCHEMAS["subscriptions"].names}
+    specs: list[StrategySpec] = []
+    for group, g in groups.items():
+        where = f"{source}: groups[{group!r}]"
+        utf8_text(group, where)
+        model = get_field(g, "messageModel", str, where, optional=True) or "CLUSTERING"
+        if model not in MessageModel.__members__:
+            raise field_error(f"{where}.messageModel", f"expected CLUSTERING or BROADCASTING, got {model!r}", model)
+        subs = get_field(g, "subscriptions", list, where)
+        if len(set(map(str, subs))) != len(subs):
+            raise field_error(f"{where}.subscriptions", "a topic is listed twice", subs)
+        for k, t in enumerate(subs):
+            if not isinstance(t, str):
+                raise field_error(f"{where}.subscriptions[{k}]", f"expected str, got {t!r}", t)
+            utf8_text(t, f"{where}.subscriptions[{k}]")
+            sb["group"].append(group)
+            sb["topic"].append(t)
+        default = g.get("strategy", "AVG")
+        group_spec: StrategySpec | None = None
+        for k, conn in enumerate(get_field(g, "connections", list, where)):
+            w = f"{where}.connections[{k}]"
+            if isinstance(conn, dict) and "strategy" in conn:
+                spec = auditable_strategy(conn["strategy"], f"{w}.strategy")
+            else:
+                group_spec = group_spec or auditable_strategy(default, f"{w}.strategy")
+                spec = group_spec
+            client_id = get_field(conn, "clientId", str, w)
+            if client_id == "":
+                raise field_error(f"{w}.clientId", "must not be empty", "")
+            row = (
+                group,
+                client_id,
+                get_field(conn, "clientAddr", str, w, optional=True),
+                get_field(conn, "language", str, w, optional=True),
+                java_int(get_field(conn, "version", int, w, optional=True), f"{w}.version", count=False),
+                model,
+                *strategy_columns(spec),
+            )
+            for c, v in zip(cn, row):
+                cn[c].append(v)
+            specs.append(spec)
+    return cn, sb, specs
+
+
+def _extra_rows(data: dict[str, Any], source: str) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The optional ``offsets`` and ``errors`` rows of a live snapshot, checked entry by entry."""
+    of: dict[str, list[Any]] = {c: [] for c in SCHEMAS["offsets"].names}
+    for k, o in enumerate(get_field(data, "offsets", list, source, optional=True) or []):
+        w = f"{source}: offsets[{k}]"
+        row_o = (
+            get_field(o, "group", str, w),
+            get_field(o, "topic", str, w),
+            get_field(o, "brokerName", str, w),
+            get_field(o, "queueId", int, w),
+            get_field(o, "offset", int, w),
+        )
+        for c, v in zip(of, row_o):
+            of[c].append(v)
+    er: dict[str, list[Any]] = {c: [] for c in SCHEMAS["errors"].names}
+    for k, e in enumerate(get_field(data, "errors", list, source, optional=True) or []):
+        w = f"{source}: errors[{k}]"
+        row_e = (
+            get_field(e, "broker", str, w, optional=True),
+            get_field(e, "address", str, w, optional=True),
+            get_field(e, "request", str, w, optional=True),
+            get_field(e, "error", str, w),
+        )
+        for c, v in zip(er, row_e):
+            er[c].append(v)
+    return of, er
+
+
+def columnar_queue_data(topics: dict[Any, Any]) -> pa.Table | None:
+    """The queue data of ``topics`` checked by columns; ``None`` when any entry is wrong or unusual
+    (:func:`_queue_rows` then names it)."""
+    try:
+        per_topic = [route["queueDatas"] for route in topics.values()]
+        if not all(type(datas) is list for datas in per_topic):
+            return None
+        flat = [q for datas in per_topic for q in datas]
+        if not all(type(q) is dict for q in flat):
+            return None
+        counts = np.fromiter(map(len, per_topic), dtype=np.int64, count=len(per_topic))
+        names = strict_column(list(topics), pa.string())
+        topic = names.take(pa.array(np.repeat(np.arange(len(per_topic)), counts)))
+        broker = strict_column([q.get("brokerName") for q in flat], pa.string())
+        nums = [
+            strict_column([q.get(f) for q in flat], pa.int64()) for f in ("readQueueNums", "writeQueueNums", "perm")
+        ]
+        for array, low in zip(nums, (0, 0, JAVA_INT_MIN)):
+            check_java_ints(array, low, JAVA_INT_MAX)
+        table = pa.Table.from_arrays([topic, broker, *nums], schema=SCHEMAS["queue_data"])
+    except COLUMN_PROBLEMS:
+        return None
+    return table if distinct_rows(table, ["topic", "broker_name"]) else None
+
+
+def columnar_groups(
+    groups: dict[Any, Any],
+) -> tuple[pa.Table, pa.Table, np.ndarray, tuple[StrategySpec, ...]] | None:
+    """``(connections, subscriptions, strategy codes, specs)`` of ``groups`` checked by columns,
+    each distinct strategy configuration parsed once; ``None`` when any entry is wrong or unusual
+    (:func:`_group_rows` then names it)."""
+    try:
+        names = list(groups)
+        values = list(groups.values())
+        if not all(type(g) is dict for g in values):
+            return None
+        group_names = strict_column(names, pa.string())
+        raw_models = [g.get("messageModel") for g in values]
+        if not all(m is None or type(m) is str for m in raw_models):
+            return None
+        models = [m or "CLUSTERING" for m in raw_models]
+        if not all(m in MessageModel.__members__ for m in models):
+            return None
+        subs = [g["subscriptions"] for g in values]
+        conns = [g["connections"] for g in values]
+        if not all(type(x) is list for x in subs) or not all(type(x) is list for x in conns):
+            return None
+        sub_counts = np.fromiter(map(len, subs), dtype=np.int64, count=len(subs))
+        subscriptions = pa.Table.from_arrays(
+            [
+                group_names.take(pa.array(np.repeat(np.arange(len(names)), sub_counts))),
+                strict_column([t for ts in subs for t in ts], pa.string()),
+            ],
+            schema=SCHEMAS["subscriptions"],
+        )
+        if not distinct_rows(subscriptions, ["group", "topic"]):
+            return None
+        counts = np.fromiter(map(len, conns), dtype=np.int64, count=len(conns))
+        flat = [c for cs in conns for c in cs]
+        if not all(type(c) is dict for c in flat):
+            return None
+        of_row = np.repeat(np.arange(len(names)), counts)
+        ids = strict_column([c.get("clientId") for c in flat], pa.string())
+        if len(ids) and pc.any(pc.equal(ids, "")).as_py():
+            return None
+        addr, language = (
+            strict_column([c.get(f) for c in flat], pa.string(), nulls=True) for f in ("clientAddr", "language")
+        )
+        version = strict_column([c.get("version") for c in flat], pa.int64(), nulls=True)
+        check_java_ints(version, JAVA_INT_MIN, JAVA_INT_MAX)
+        # Strategies: the group's default for connections without their own, one parse per distinct config.
+        parsed: dict[str, int] = {}
+        specs: list[StrategySpec] = []
+
+        def code(config: Any) -> int:
+            key = json.dumps(config, sort_keys=True)
+            if key not in parsed:
+                spec = StrategySpec.parse(config, use=Use.FLEET_AUDIT)
+                spec.build()
+                if spec not in specs:
+                    specs.append(spec)
+                parsed[key] = specs.index(spec)
+            return parsed[key]
+
+        # A group with connections has its default parsed (one without: left alone, as entry by entry).
+        defaults = np.array(
+            [code(g.get("strategy", "AVG")) if n else -1 for g, n in zip(values, counts.tolist())], dtype=np.int32
+        )
+        codes = defaults[of_row]
+        for i, c in enumerate(flat):
+            if "strategy" in c:
+                codes[i] = code(c["strategy"])
+    except (MQBalanceError, *COLUMN_PROBLEMS):
+        return None
+    distinct = tuple(specs)
+    per_spec: list[tuple[Any, ...]] = list(zip(*(strategy_columns(spec) for spec in distinct))) or [()] * 5
+    at = pa.array(codes)
+    at_group = pa.array(of_row)
+    columns: dict[str, Any] = {
+        "group": group_names.take(at_group),
+        "client_id": ids,
+        "client_addr": addr,
+        "language": language,
+        "version": version,
+        "message_model": pa.array(models, pa.string()).take(at_group),
+    }
+    for c, canonical in zip(("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon"), per_spec):
+        columns[c] = pa.array(list(canonical), SCHEMAS["connections"].field(c).type).take(at)
+    connections = pa.Table.from_arrays(
+        [columns[c] for c in SCHEMAS["connections"].names], schema=SCHEMAS["connections"]
+    )
+    return connections, subscriptions, codes, distinct

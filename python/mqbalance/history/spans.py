@@ -1,0 +1,137 @@
+"""The analysis of a history, one span at a time, put together: the rows each span's tasks return
+(an episode still open at a span's end goes on in the next span's prefix) as one
+:class:`HistoryResult`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mqbalance.history.analysis import (
+    duplicate_periods,
+    ms,
+)
+
+__all__ = ["HistoryResult"]
+
+
+@dataclass
+class HistoryResult:
+    """Per group: episodes, flapping client ids, queue health, duplicated-client-id periods; and
+    the groups ranked by episodes."""
+
+    episodes: list[dict[str, Any]]
+    flapping_clients: list[dict[str, Any]]
+    flapping_groups: list[dict[str, Any]]
+    health: list[dict[str, Any]]
+    duplicate_ids: list[dict[str, Any]]
+
+
+def combine_spans(
+    parts: Sequence[tuple[str, str, dict[str, Any]]], window: float, min_cycles: int, min_episodes: int
+) -> HistoryResult:
+    """The spans' rows, in span order, as one result: an episode still open at a span's end goes
+    on with the next span's prefix (and its first episode, when that starts less than ``window``
+    after the open one's last change); flapping counts add up; each client id's moves are read
+    across the spans as one."""
+    result = HistoryResult([], [], [], [], [])
+    open_episode: dict[str, dict[str, Any]] = {}  # per group: the episode its next prefix goes on with
+    latest: dict[str, dict[str, Any]] = {}  # per group: its last episode so far
+    joins: dict[tuple[str, str], list[int]] = {}
+    moves: dict[tuple[str, str], tuple[list[Any], list[Any]]] = {}
+    for group, kind, row in parts:
+        if kind == "prefix":
+            e = open_episode.get(group)
+            if e is not None:
+                e["unowned_queue_s"] += row["unowned_queue_s"]
+                e["double_owned_queue_s"] += row["double_owned_queue_s"]
+                e["queue_changes"] += row["queue_changes"]
+                if e["owned_at"] is None:
+                    e["owned_at"] = row["owned_at"]
+                if row["has_episodes"]:
+                    del open_episode[group]
+                    e["_join_next"] = True  # the next episode may coalesce with it
+        elif kind == "episode":
+            row["owned_at"] = _owned_at(row)
+            prev = latest.get(group)
+            start = dt.datetime.fromisoformat(row["start"])
+            if (
+                prev is not None
+                and prev.pop("_join_next", False)
+                and (start - dt.datetime.fromisoformat(prev["end"])) < dt.timedelta(seconds=window)
+            ):
+                for key in ("joined", "left"):
+                    prev[key] += row[key]
+                for key in ("queue_changes", "unowned_queue_s", "double_owned_queue_s"):
+                    prev[key] += row[key]
+                prev["end"] = row["end"]
+                if prev["owned_at"] is None:
+                    prev["owned_at"] = row["owned_at"]
+                e = prev
+            else:
+                if prev is not None:
+                    prev.pop("_join_next", None)
+                e = {"group": group, **row}
+                result.episodes.append(e)
+            open_episode[group] = latest[group] = e
+        elif kind == "flapping":
+            cycle = joins.setdefault((group, row["client_id"]), [0, 0])
+            cycle[0] += row["joins"]
+            cycle[1] += row["leaves"]
+        elif kind == "id_moves":
+            swaps, twice = moves.setdefault((group, row["client_id"]), ([], []))
+            swaps += row["swaps"]
+            twice += row["twice"]
+        else:
+            result.health.append({"group": group, **row})
+    for e in result.episodes:
+        e.pop("_join_next", None)
+        owned_at = e.pop("owned_at")
+        start_ms = ms(dt.datetime.fromisoformat(e["start"]))
+        e["owned_again_s"] = None if owned_at is None else (owned_at - start_ms) / 1000
+        e["unowned_queue_s"] = round(e["unowned_queue_s"], 3)
+        e["double_owned_queue_s"] = round(e["double_owned_queue_s"], 3)
+    result.episodes.sort(key=lambda e: (e["group"], e["start"]))
+    numbers: dict[str, int] = {}
+    for e in result.episodes:
+        e["episode"] = numbers[e["group"]] = numbers.get(e["group"], -1) + 1
+    result.flapping_clients = sorted(
+        (
+            {"group": g, "client_id": c, "joins": j, "leaves": lv, "cycles": min(j, lv)}
+            for (g, c), (j, lv) in joins.items()
+            if min(j, lv) >= min_cycles
+        ),
+        key=lambda f: (-f["cycles"], f["group"], f["client_id"]),
+    )
+    for (g, cid), (swaps, twice) in sorted(moves.items()):
+        for d in duplicate_periods(swaps, twice, window=window):
+            when = {k: dt.datetime.fromtimestamp(d[k] / 1000, dt.UTC).isoformat() for k in ("start", "end")}
+            item = {"group": g, "client_id": cid, **d, **when, "seconds": (d["end"] - d["start"]) / 1000}
+            result.duplicate_ids.append(item)
+    when_dup: dict[str, list[tuple[dt.datetime, dt.datetime, str]]] = {}
+    for d in result.duplicate_ids:
+        span = (dt.datetime.fromisoformat(d["start"]), dt.datetime.fromisoformat(d["end"]), d["client_id"])
+        when_dup.setdefault(d["group"], []).append(span)
+    for e in result.episodes:  # the duplicated-id periods an episode's changes fall in
+        first, last = dt.datetime.fromisoformat(e["start"]), dt.datetime.fromisoformat(e["end"])
+        e["duplicated_ids"] = sorted({c for a, b, c in when_dup.get(e["group"], []) if a <= last and b >= first})
+    result.health.sort(key=lambda h: (h["group"], h["topic"], h["broker_name"], h["queue_id"]))
+    result.duplicate_ids.sort(key=lambda d: (d["group"], d["start"], d["client_id"]))
+    counts: dict[str, int] = {}
+    for e in result.episodes:
+        counts[e["group"]] = counts.get(e["group"], 0) + 1
+    result.flapping_groups = sorted(
+        ({"group": g, "episodes": n} for g, n in counts.items() if n >= min_episodes),
+        key=lambda r: (-r["episodes"], r["group"]),
+    )
+    return result
+
+
+def _owned_at(e: Mapping[str, Any]) -> int | None:
+    """An episode's time (ms) when every queue was owned again."""
+    if e["owned_again_s"] is None:
+        return None
+    return ms(dt.datetime.fromisoformat(e["start"])) + round(float(e["owned_again_s"]) * 1000)
