@@ -5,6 +5,7 @@
 #   make dev       editable install: Python edits are live, `make dev` again after a Rust edit
 #   make lint      ruff check, ruff format --check, cargo fmt --check, clippy -D warnings, mypy --strict
 #   make fmt       rewrite the tree in our formats (ruff format, cargo fmt)
+#   make docs      build the documentation site (docs/, mkdocs.yml) into site/, strict: a broken link fails
 #   make wheel     the wheel people install: dist/mqbalance-*-cp311-abi3-manylinux2014_x86_64.whl
 
 PYTHON ?= python3
@@ -22,7 +23,7 @@ DEV_BUILD := MATURIN_PEP517_ARGS="--features bench"
 $(VENV)/.deps: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=25.1"
-	$(PY) -m pip install -q --group test --group bench --group lint "maturin>=1.14,<2"
+	$(PY) -m pip install -q --group test --group bench --group lint --group docs "maturin>=1.14,<2"
 	touch $@
 
 # The build backend runs `maturin` by name: the venv's bin goes first on PATH (a new machine has no other).
@@ -109,7 +110,13 @@ chromium:
 test-python: setup zookeeper rocketmq chromium tansu iproute2
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
-test: lint test-rust test-python
+test: lint docs test-rust test-python
+
+# The documentation site (MkDocs + Material + mkdocstrings, mkdocs.yml) into site/, in strict mode: a
+# broken link, anchor or API reference fails the build.
+.PHONY: docs
+docs: $(VENV)/.deps
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 
 # Coordination on ZooKeeper, every-member vs leader mode (several minutes; writes out/coordination/).
 bench-coordination: setup zookeeper
