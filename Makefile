@@ -168,4 +168,4 @@ iproute2:
 # (as root; about 4 minutes per round of every scenario).
 NEMESIS_ROUNDS ?= 5
 nemesis: setup zookeeper rocketmq iproute2
-	$(PY) tests/nemesis_report.py --rounds $(NEMESIS_ROUNDS) --out out/nemesis
+	$(PY) tests/support/nemesis_report.py --rounds $(NEMESIS_ROUNDS) --out out/nemesis

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 RESULTS: list[dict[str, Any]] = []
 OUT = Path(__file__).resolve().parent.parent / "out"

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from mqbalance.remoting import BrokerClient, NameServer  # noqa: E402
 from mqbalance.rocketmq.records import (  # noqa: E402

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 from kafka.structs import OffsetAndMetadata, TopicPartition  # noqa: E402

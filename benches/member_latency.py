@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from mqbalance import sort_client_ids, sort_queues, strategy  # noqa: E402
 from mqbalance.allocation.models import MessageQueue  # noqa: E402

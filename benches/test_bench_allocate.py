@@ -1,4 +1,4 @@
-"""RocketMQ allocation hot paths against plain-Python baselines (``tests/reference.py``).
+"""RocketMQ allocation hot paths against plain-Python baselines (``tests/support/reference.py``).
 
 Targets (issue #2, this 2-core machine): whole-group AVG / AVG_BY_CIRCLE on presorted columns at
 1M queues / 10k consumers ≤ 20 ms, from unsorted input (Java sort included) ≤ 300 ms;

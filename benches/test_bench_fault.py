@@ -1,5 +1,5 @@
 """Producer send simulation (`MQFaultStrategy.simulate`): Rust batch simulator against the plain-Python model of the
-same loop (``tests/fault_reference.py``), same seed, same results. Target: 1M sends ≤ 0.5 s."""
+same loop (``tests/support/fault_reference.py``), same seed, same results. Target: 1M sends ≤ 0.5 s."""
 
 from __future__ import annotations
 

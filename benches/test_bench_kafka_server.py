@@ -1,6 +1,6 @@
 """Broker-side (KIP-848) ``uniform`` / ``range``: ``server_assign`` (dicts in and out) and
 ``server_assign_columns`` against a straightforward pure-Python transcription of the same Java
-algorithm (``tests/kafka_server_reference.py``), same inputs, same run — the baseline a fresh
+algorithm (``tests/support/kafka_server_reference.py``), same inputs, same run — the baseline a fresh
 machine has. The side-by-side against Kafka's own Java classes is ``kafka_server_vs_java.py``
 (it needs the compiled Java classes), with its committed results in ``kafka_server_results/``.
 

@@ -1,5 +1,5 @@
 """The rebalance simulator: messages moved in aggregate against the naive per-message
-simulator (``tests/sim_per_message.py``, same control plane) on the same scenario. Target: one
+simulator (``tests/support/sim_per_message.py``, same control plane) on the same scenario. Target: one
 simulated hour of 10 consumers, 64 queues, 1,000 msg/s in <= 10 s."""
 
 from __future__ import annotations

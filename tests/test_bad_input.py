@@ -1529,7 +1529,7 @@ def test_huge_values_fail_fast_in_a_capped_process(entry: Entry, param: str) -> 
     code = textwrap.dedent(
         f"""
         import sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(Path(__file__).parent / "support")!r}]
         import test_bad_input
         test_bad_input._child({entry.name!r}, {param!r})
         """

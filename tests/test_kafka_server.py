@@ -239,7 +239,7 @@ def test_tree_bins_depend_on_uuid_order() -> None:
 
 
 def test_pure_python_transcription_agrees_with_the_vectors() -> None:
-    """The benchmark's baseline (tests/kafka_server_reference.py) is itself exact where it applies."""
+    """The benchmark's baseline (tests/support/kafka_server_reference.py) is itself exact where it applies."""
     checked = 0
     for case in CASES:
         subs = [frozenset(m["subscribed_topic_ids"]) for m in case["members"]]

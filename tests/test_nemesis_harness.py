@@ -129,7 +129,7 @@ def test_cut_drops_only_the_traffic_between_two_namespaces(network: Network) -> 
 def test_close_leaves_nothing_and_sweep_removes_a_crashed_run() -> None:
     # a "crashed run": a child process makes a namespace, a veth and a rule, and dies without cleanup
     code = (
-        "import sys; sys.path.insert(0, 'tests'); from nemesis_net import Network; "
+        "import sys; sys.path.insert(0, 'tests/support'); from nemesis_net import Network; "
         "n = Network('crash'); a = n.node('a'); b = n.node('b'); n.cut(a, b); print(a.netns, a.host_if)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)

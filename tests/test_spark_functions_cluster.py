@@ -17,11 +17,11 @@ from spark_cluster import driver_env
 
 pytestmark = pytest.mark.spark
 
-CASES = Path(__file__).with_name("spark_functions_cases.py")
+CASES = Path(__file__).parent / "support" / "spark_functions_cases.py"
 
 
 def run_cases(args: list[str], env: dict[str, str], *, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
-    """``python tests/spark_functions_cases.py ARGS`` in its own process group, killed whole after it."""
+    """``python tests/support/spark_functions_cases.py ARGS`` in its own process group, killed whole after it."""
     process = subprocess.Popen(
         [sys.executable, str(CASES), *args],
         env=env,

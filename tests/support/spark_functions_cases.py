@@ -1,7 +1,7 @@
 """Generated inputs for :mod:`mqbalance.spark` and the answers of the in-process path
 (``bulk.owners`` per (group, topic), ``mqbalance.kafka.assignor``) to compare with: shared by the
 local-mode, standalone-cluster and Spark Connect tests. Run as a script (``python
-tests/spark_functions_cases.py --master URL`` or ``--remote sc://…``) it runs the comparison in a
+tests/support/spark_functions_cases.py --master URL`` or ``--remote sc://…``) it runs the comparison in a
 driver of its own and prints ``ok <rows>``.
 """
 

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent  # tests/
 
 
 def render(rows: list[dict[str, object]], command: str, seconds: float) -> str:

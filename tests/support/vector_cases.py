@@ -9,7 +9,7 @@ from typing import Any
 
 from mqbalance import MessageQueue, StrategySpec
 
-VECTORS = Path(__file__).parent / "vectors"
+VECTORS = Path(__file__).parent.parent / "vectors"
 
 
 def load_vectors(name: str) -> list[dict[str, Any]]:
