@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.server
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -17,30 +16,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from browser import headless
+
 ROOT = Path(__file__).resolve().parent.parent
 WIDTH, HEIGHT = 1280, 900
 HEADER = (0x40, 0x51, 0xB5)  # Material's default primary colour (indigo), the header bar
-
-
-def _chromium() -> str:
-    found = os.environ.get("MQBALANCE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "Chromium missing: make chromium (apt-get install chromium), or set MQBALANCE_CHROMIUM"
-    return found
-
-
-def _browse(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        _chromium(),
-        "--headless",
-        "--no-sandbox",  # root in CI containers
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        f"--user-data-dir={tmp / 'profile'}",
-        "--virtual-time-budget=5000",  # stylesheets and scripts load before the page is captured
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +60,7 @@ def site(tmp_path_factory):
 def test_a_page_renders_with_its_title_heading_navigation_and_styles(site, tmp_path, path, title, heading):
     base, seen = site
     seen.clear()
-    dom = _browse(tmp_path, "--dump-dom", base + path).stdout
+    dom = headless(tmp_path, "--dump-dom", base + path).stdout
     assert f"<title>{title}</title>" in dom
     assert f">{heading}" in dom and "<h1" in dom
     assert 'class="md-nav' in dom and "Guides" in dom and "API reference" in dom
@@ -93,7 +73,7 @@ def test_a_page_renders_with_its_title_heading_navigation_and_styles(site, tmp_p
     assert all(code != 404 for _, code in seen), seen
 
     shot = tmp_path / "page.png"
-    _browse(tmp_path, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", base + path)
+    headless(tmp_path, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", base + path)
     with Image.open(shot) as img:
         top = img.convert("RGB").crop((0, 0, WIDTH, 40))
         colours = top.getcolors(maxcolors=1 << 16) or []

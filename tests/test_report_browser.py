@@ -3,38 +3,13 @@ renders to a screenshot that is not blank and shows the plots, and the DOM holds
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-from pathlib import Path
-
 from PIL import Image
 
+from browser import headless
 from mqbalance.fleet import audit_snapshot, example_fleet, snapshot_from_dict, write_outputs
 
 WIDTH, HEIGHT = 1280, 4000
 LOAD_CURVE = (0x3B, 0x7D, 0xD8)  # the load_vs_fair_share.png line colour (report.py)
-
-
-def _chromium() -> str:
-    found = os.environ.get("MQBALANCE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "Chromium missing: make chromium (apt-get install chromium), or set MQBALANCE_CHROMIUM"
-    return found
-
-
-def _run(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    command = [
-        _chromium(),
-        "--headless",
-        "--no-sandbox",  # root in CI containers
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--hide-scrollbars",
-        f"--user-data-dir={tmp / 'profile'}",
-        "--virtual-time-budget=5000",  # images load before the page is captured
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
 
 
 def test_the_html_report_renders_in_headless_chromium(tmp_path):
@@ -44,7 +19,7 @@ def test_the_html_report_renders_in_headless_chromium(tmp_path):
     url = paths["report_html"].resolve().as_uri()
 
     shot = tmp_path / "report.png"
-    _run(tmp_path, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", url)
+    headless(tmp_path, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}", url)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert 50_000 < shot.stat().st_size < 20_000_000
     with Image.open(shot) as img:
@@ -57,7 +32,7 @@ def test_the_html_report_renders_in_headless_chromium(tmp_path):
     curve = sum(n for n, c in colours if all(abs(a - b) <= 12 for a, b in zip(c, LOAD_CURVE)))
     assert curve > 200, "the load plot did not render"
 
-    dom = _run(tmp_path, "--dump-dom", url).stdout
+    dom = headless(tmp_path, "--dump-dom", url).stdout
     for section in ('id="totals"', 'id="findings"', 'id="what-if"', 'id="plots"'):
         assert f"<section {section}>" in dom, section
     assert "mqbalance audit — example &lt;fleet&gt;" in dom
