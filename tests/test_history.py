@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-import test_report_browser as browser
+import browser
 from kafka_cluster import MQBALANCE
 from mqbalance.exceptions import HistoryError
 from mqbalance.fleet.spark import local_session, stop_session
@@ -248,12 +248,12 @@ def test_the_html_report_renders_in_headless_chromium(spark: Any, tmp_path: Path
     paths = write_history_outputs(result, tmp_path / "out", root=tmp_path / "h")
     url = paths["report_html"].resolve().as_uri()
     shot = tmp_path / "report.png"
-    browser._run(tmp_path, f"--screenshot={shot}", "--window-size=1280,3000", url)
+    browser.headless(tmp_path, f"--screenshot={shot}", "--window-size=1280,3000", url)
     with Image.open(shot) as img:
         colours = img.convert("RGB").getcolors(maxcolors=1 << 20) or []
     inked = sum(n for n, c in colours if c != (255, 255, 255))
     assert inked > 0.02 * 1280 * 3000 and len(colours) > 50, "the page is (nearly) blank"
-    dom = browser._run(tmp_path, "--dump-dom", url).stdout
+    dom = browser.headless(tmp_path, "--dump-dom", url).stdout
     for section in ("Rebalance episodes", "Flapping", "Queues not OK", "STALL", "REWIND", "STOP", "flap"):
         assert section in dom, section
     for image in ("episodes_per_hour.png", "ownership.png", "lag.png"):
