@@ -12,7 +12,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium bench-coordination tansu bench-kafka-rebalance wheel
+.PHONY: setup dev example test test-rust test-python lint fmt bench clean zookeeper rocketmq chromium java bench-coordination tansu bench-kafka-rebalance wheel
 
 # Development builds carry the benchmark helpers (`mqbalance._core._bench`, the `bench` cargo
 # feature); `make wheel` builds without them.
@@ -96,6 +96,12 @@ tansu:
 	  $(SERVER_BUILD_ENV) CARGO_TARGET_DIR=$$tgt cargo install -q --locked --version $(TANSU_VERSION) --features dynostore --root $(TANSU_HOME) tansu; \
 	  rm -rf $$tgt; }
 
+# The Java side of the tests (tests/java): Apache Kafka's broker, consumer and assignors, Apache RocketMQ's
+# servers and both client generations, and our harness code compiled against them. The artifacts are
+# resolved once into ~/.cache/mqbalance/maven (MQBALANCE_MAVEN_REPO) and the build runs offline after.
+java:
+	tests/java/build
+
 # The headless browser of the HTML report test: Debian's Chromium, installed when absent (as root with
 # apt-get; elsewhere install Chromium and set MQBALANCE_CHROMIUM to its binary).
 chromium:
@@ -107,7 +113,7 @@ chromium:
 	         "or set MQBALANCE_CHROMIUM to a Chromium binary" >&2; exit 1; \
 	  fi; }
 
-test-python: setup zookeeper rocketmq chromium tansu iproute2
+test-python: setup zookeeper rocketmq chromium tansu iproute2 java
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint docs test-rust test-python

@@ -10,9 +10,17 @@ from pathlib import Path
 
 import pytest
 
+import server_process
 from kafka_cluster import tansu  # noqa: F401  (a Tansu broker, Kafka protocol, per module)
 from rocketmq_cluster import rocketmq, rocketmq2  # noqa: F401  (a name server and 1 or 2 brokers per module)
 from spark_cluster import spark_cluster, spark_connect  # noqa: F401  (module-scoped Spark standalone cluster / Connect server)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Stop the servers that an interrupted or killed earlier run left behind (see server_process)."""
+    for name in server_process.sweep():
+        print(f"stopped a server an earlier test run left behind: {name}")
+
 
 #: how long a process a test started may take to exit after the test before it counts as left behind
 GRACE_S = 10.0

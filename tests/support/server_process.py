@@ -1,0 +1,171 @@
+"""One server process of a test fixture: started in a process group of its own, stopped by PID, and
+never outliving the test run — not even a run that was interrupted or killed.
+
+Each started server leaves a pid file in a directory shared by all runs on the machine (``$TMPDIR/
+mqbalance-test-servers``) naming the pytest process that owns it. :func:`sweep` (called when a
+test session starts) stops every server whose owner is gone: a run killed with SIGKILL or cancelled
+by CI leaves nothing behind for the next. Within a run, an ``atexit`` handler stops what the
+fixtures did not (a Ctrl-C during a module's set-up, say).
+
+Example:
+    >>> import sys, tempfile
+    >>> log = Path(tempfile.mkdtemp()) / "sleeper.log"
+    >>> server = ServerProcess("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], log=log)
+    >>> server.start()
+    >>> server.alive()
+    True
+    >>> server.stop()
+    -15
+    >>> server.alive()
+    False
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+PID_DIR = Path(tempfile.gettempdir()) / "mqbalance-test-servers"
+
+_running: set[ServerProcess] = set()
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of ``pid`` (field 22 of /proc/PID/stat), to tell a reused PID apart."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+class ServerProcess:
+    """A server started by a fixture; its output goes to ``log`` (kept for a failing test to show)."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        log: Path,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log = log
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._pid_file: Path | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, f"{self.name} was not started"
+        return self.proc.pid
+
+    def start(self) -> None:
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,  # its own process group: stop() reaches whatever it forks
+            )
+        PID_DIR.mkdir(parents=True, exist_ok=True)
+        self._pid_file = PID_DIR / f"{self.proc.pid}.pid"
+        self._pid_file.write_text(
+            f"{os.getpid()} {_start_time(os.getpid())} {_start_time(self.proc.pid)} {self.name}\n"
+        )
+        _running.add(self)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, *, timeout: float = 15.0, kill: bool = False) -> int | None:
+        """Stop the server's process group (SIGTERM, then SIGKILL after ``timeout``; ``kill=True``
+        sends SIGKILL at once) and return its exit status (None if never started)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            _signal_group(self.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=timeout)
+        # what the server forked may outlive it in the group
+        _signal_group(self.proc.pid, signal.SIGKILL)
+        _running.discard(self)
+        if self._pid_file is not None:
+            self._pid_file.unlink(missing_ok=True)
+        return self.proc.returncode
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return f"(no log at {self.log})"
+
+    def __repr__(self) -> str:
+        return f"ServerProcess({self.name!r}, pid={self.proc.pid if self.proc else None})"
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+def sweep() -> list[str]:
+    """Stop the servers that runs which are gone left behind; returns their names (for a warning)."""
+    stopped = []
+    for pid_file in PID_DIR.glob("*.pid") if PID_DIR.is_dir() else ():
+        try:
+            owner, owner_start, start, name = pid_file.read_text().split(maxsplit=3)
+            pid = int(pid_file.stem)
+        except (OSError, ValueError):
+            pid_file.unlink(missing_ok=True)
+            continue
+        if _start_time(int(owner)) == owner_start:
+            continue  # its run is still going (a run beside this one)
+        if _start_time(pid) == start:
+            _signal_group(pid, signal.SIGKILL)
+            stopped.append(f"{name.strip()} (pid {pid})")
+        pid_file.unlink(missing_ok=True)
+    return stopped
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_running):
+        server.stop(timeout=5.0, kill=True)
+
+
+def wait_for(condition_name: str, check: object, *, timeout: float, server: ServerProcess | None = None) -> None:
+    """Poll ``check()`` until it is true; fail naming ``condition_name`` (and the server's log tail,
+    or its exit status when it died) after ``timeout`` seconds."""
+    assert callable(check)
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(OSError):
+            if check():
+                return
+        if server is not None and not server.alive():
+            raise RuntimeError(
+                f"{server.name} exited with status {server.proc.returncode if server.proc else None} before "
+                f"{condition_name}; its log ({server.log}):\n{server.log_tail()}"
+            )
+        if time.monotonic() > deadline:
+            tail = f"; {server.name}'s log ({server.log}):\n{server.log_tail()}" if server else ""
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {condition_name}{tail}")
+        time.sleep(0.1)
