@@ -168,6 +168,63 @@ def test_allocate_beyond_the_core_1m_10k(benchmark, record, full_size):
     )
 
 
+def test_bulk_avg_against_output_floor(compare, full_size):
+    """Issue 36: whole-group AVG on presorted input (1M queues / 10k ids) costs at most 2.5× its
+    floor — one numpy pass allocating and writing the same 1M ``int64`` owners, which any answer
+    must do. AVG reads only the number of queues, so the rest is the ids' extraction and the
+    queue ids' range check (no copy)."""
+    n, c = (1_000_000, 10_000) if full_size else (20_000, 300)
+    _, topics, brokers, qids, ids = fleet(n, c, shuffled=False)
+
+    def same_shape(ours, floor) -> None:
+        assert ours.shape == floor.shape and ours.dtype == floor.dtype
+        _equal(ours, ref.group_avg(n, ids))
+
+    compare(
+        lambda: bulk.owners("AVG", topics, brokers, qids, ids, presorted=True),
+        lambda: np.full(n, -1, dtype=np.int64),
+        check=same_shape,
+        rounds=15,
+        min_ratio=1 / 2.5,
+        label="numpy writing the 1M-entry output (the floor)",
+    )
+
+
+@pytest.mark.filterwarnings("ignore:Benchmark fixture was not used at all in this test")
+def test_bulk_consistent_hash_against_md5_floor(benchmark, record, full_size):
+    """Issue 36: whole-group CONSISTENT_HASH (1M queues / 10k ids, 10 virtual nodes) costs at most
+    1.5× its floor — MD5 alone over the same keys (every queue's ``toString()`` and every virtual
+    node's ``<id>-<replica>``), with the same MD5 code on the same cores, timed in Rust. Blocks of
+    3 calls alternate with blocks of 3 floor runs; each figure is the median of block medians."""
+    n, c = (1_000_000, 10_000) if full_size else (20_000, 300)
+    rows, topics, brokers, qids, ids = fleet(n, c, shuffled=False)
+    keys = [f"MessageQueue [topic={t}, brokerName={b}, queueId={q}]" for t, b, q in rows]
+    keys += [f"{cid}-{r}" for cid in ids for r in range(10)]
+    bench = _bench_helpers()
+
+    def ours():
+        return bulk.owners("CONSISTENT_HASH", topics, brokers, qids, ids, presorted=True)
+
+    if not full_size:
+        _equal(ours(), ref.group_consistent_hash(rows, ids))
+        benchmark(ours)
+        assert bench.time_md5_floor(keys, 1) > 0
+        return
+    calls, floors = [], []
+    for _ in range(5):
+        call_s, _ = median_of(ours, 3)
+        calls.append(call_s)
+        floors.append(bench.time_md5_floor(keys, 3))
+    floor_s = statistics.median(floors)
+    record(
+        statistics.median(calls),
+        rounds=3 * 5,
+        label="MD5 alone over the same keys, same cores (timed in Rust)",
+        reference_s=floor_s,
+        target_s=1.5 * floor_s,
+    )
+
+
 def test_sort_queues_100k(compare, full_size):
     n = 100_000 if full_size else 2_000
     rows, *_ = fleet(n, 1, shuffled=True)

@@ -11,8 +11,6 @@
 //! assert_eq!(t.java_sort_order(), vec![1, 0]); // broker-a before broker-b
 //! ```
 
-use std::fmt::Write as _;
-
 use rayon::prelude::*;
 use rustc_hash::{FxBuildHasher, FxHashMap as HashMap};
 
@@ -46,6 +44,26 @@ fn check_codes(what: &'static str, codes: &[u32], dict_len: usize) -> Result<(),
         }),
         None => Ok(()),
     }
+}
+
+/// Append the decimal form of `v` (Java's `Integer.toString`).
+fn push_int(buf: &mut String, v: i32) {
+    let mut digits = [0u8; 11];
+    let mut at = digits.len();
+    let mut m = v.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (m % 10) as u8;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        buf.push('-');
+    }
+    // Only ASCII digits were written.
+    buf.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 impl QueueTable {
@@ -149,14 +167,14 @@ impl QueueTable {
     /// Write the `toString()` of row `i` into `buf` (cleared first).
     pub fn write_key(&self, i: usize, buf: &mut String) {
         buf.clear();
-        // Writing into a String cannot fail.
-        let _ = write!(
-            buf,
-            "MessageQueue [topic={}, brokerName={}, queueId={}]",
-            self.topic(i),
-            self.broker(i),
-            self.queue_id(i)
-        );
+        // Pieces pushed one by one: the formatting machinery costs more than the MD5 over it.
+        buf.push_str("MessageQueue [topic=");
+        buf.push_str(self.topic(i));
+        buf.push_str(", brokerName=");
+        buf.push_str(self.broker(i));
+        buf.push_str(", queueId=");
+        push_int(buf, self.queue_id(i));
+        buf.push(']');
     }
 
     /// Every row, in table order.
@@ -243,6 +261,20 @@ pub struct ConsumerList {
 impl ConsumerList {
     /// Wrap a list of client ids.
     pub fn new(ids: Vec<String>) -> Self {
+        // A sorted list (what every rebalance passes) keeps equal ids adjacent: one comparison
+        // per id finds the first slots, no hashing.
+        if ids.windows(2).all(|w| w[0] <= w[1]) {
+            let mut first = Vec::with_capacity(ids.len());
+            for j in 0..ids.len() {
+                let f = if j > 0 && ids[j] == ids[j - 1] {
+                    first[j - 1]
+                } else {
+                    j as u32
+                };
+                first.push(f);
+            }
+            return ConsumerList { ids, first };
+        }
         let mut seen: HashMap<&str, u32> =
             HashMap::with_capacity_and_hasher(ids.len(), FxBuildHasher);
         let first = ids
@@ -289,6 +321,26 @@ impl ConsumerList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_are_java_to_string() {
+        let t = QueueTable::from_rows([("T", "b", 0), ("T", "b", -7), ("T", "b", i32::MIN)]);
+        let mut buf = String::new();
+        let keys: Vec<String> = (0..3)
+            .map(|i| {
+                t.write_key(i, &mut buf);
+                buf.clone()
+            })
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "MessageQueue [topic=T, brokerName=b, queueId=0]",
+                "MessageQueue [topic=T, brokerName=b, queueId=-7]",
+                "MessageQueue [topic=T, brokerName=b, queueId=-2147483648]",
+            ]
+        );
+    }
 
     #[test]
     fn sort_is_stable_and_java_ordered() {

@@ -272,6 +272,12 @@ pub fn queue_hashes(queues: &QueueView<'_>, charset: Charset) -> Vec<u32> {
         .collect()
 }
 
+/// MD5 of every key on all cores and nothing else: the floor under a whole group's ring and queue
+/// hashing (what `benches/` compares [`ConsistentHashRing`] work with).
+pub fn md5_all(keys: &[Vec<u8>]) -> Vec<u32> {
+    keys.par_iter().map(|k| md5_hash(k)).collect()
+}
+
 /// Format `<clientId>-<replica>` (the virtual node key), for tests and tooling.
 pub fn virtual_node_key(client_id: &str, replica: u64) -> String {
     let mut s = String::with_capacity(client_id.len() + 4);

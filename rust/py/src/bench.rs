@@ -42,9 +42,31 @@ fn time_allocate_core(
     Ok(times[times.len() / 2])
 }
 
+/// The median wall time in seconds of `rounds` runs of MD5 over `keys` (UTF-8, extracted before
+/// timing) on all cores, with the core's own MD5: the floor of a whole group's consistent hashing,
+/// whose keys are the queues' `toString()` and the virtual nodes' `<clientId>-<replica>`.
+#[pyfunction]
+fn time_md5_floor(py: Python<'_>, keys: Vec<String>, rounds: usize) -> PyResult<f64> {
+    let keys: Vec<Vec<u8>> = keys.into_iter().map(String::into_bytes).collect();
+    let mut times = Vec::with_capacity(rounds.max(1));
+    for _ in 0..rounds.max(1) {
+        let elapsed = run(py, || {
+            let start = std::time::Instant::now();
+            let hashes = mqbalance_core::ring::md5_all(&keys);
+            let elapsed = start.elapsed().as_secs_f64();
+            drop(hashes);
+            Ok::<_, mqbalance_core::AllocateError>(elapsed)
+        })?;
+        times.push(elapsed);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 /// The `_bench` submodule of `_core`.
 pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     let m = PyModule::new(py, "_bench")?;
     m.add_function(wrap_pyfunction!(time_allocate_core, &m)?)?;
+    m.add_function(wrap_pyfunction!(time_md5_floor, &m)?)?;
     Ok(m)
 }

@@ -95,6 +95,14 @@ pub fn str_column(
             }
         }
         let s = one_str(&item, what, i, err)?;
+        // ... or an equal string built again (an f-string per row): one comparison, no hashing.
+        if let Some((_, code)) = prev {
+            if words[code as usize] == s {
+                prev = Some((item.as_ptr(), code));
+                codes.push(code);
+                continue;
+            }
+        }
         let code = if let Some(&c) = index.get(s) {
             c
         } else {
@@ -111,20 +119,36 @@ pub fn str_column(
 /// Queue ids (numpy int64) checked against Java's `int` range.
 pub fn queue_ids(arr: PyReadonlyArray1<'_, i64>) -> PyResult<Vec<i32>> {
     let slice = arr.as_slice()?;
-    let mut out = Vec::with_capacity(slice.len());
-    for (i, &v) in slice.iter().enumerate() {
-        let q = i32::try_from(v).map_err(|_| {
-            Python::attach(|py| {
-                queue_err(
-                    format!("queue_ids[{i}] = {v} is outside Java's int range"),
-                    v.into_pyobject(py)
-                        .map_or_else(|_| py.None(), |o| o.into_any().unbind()),
-                )
-            })
-        })?;
-        out.push(q);
+    check_java_ints(slice)?;
+    Ok(slice.iter().map(|&v| v as i32).collect())
+}
+
+/// The number of queue ids, each checked to be a Java `int`, without copying them (for the
+/// strategies that only count queues).
+pub fn queue_count(arr: &PyReadonlyArray1<'_, i64>) -> PyResult<usize> {
+    let slice = arr.as_slice()?;
+    check_java_ints(slice)?;
+    Ok(slice.len())
+}
+
+fn check_java_ints(slice: &[i64]) -> PyResult<()> {
+    let in_range = |v: &i64| i32::try_from(*v).is_ok();
+    // One branch-free pass (vectorised) in the common case; the position only when it fails.
+    if slice.iter().fold(true, |ok, v| ok & in_range(v)) {
+        return Ok(());
     }
-    Ok(out)
+    let (i, &v) = slice
+        .iter()
+        .enumerate()
+        .find(|(_, v)| !in_range(v))
+        .expect("an id out of range");
+    Err(Python::attach(|py| {
+        queue_err(
+            format!("queue_ids[{i}] = {v} is outside Java's int range"),
+            v.into_pyobject(py)
+                .map_or_else(|_| py.None(), |o| o.into_any().unbind()),
+        )
+    }))
 }
 
 /// The queue table. With `names = false` only the count and ids are kept (`AVG`/`AVG_BY_CIRCLE` on

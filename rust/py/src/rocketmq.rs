@@ -325,6 +325,15 @@ pub fn owners<'py>(
     previous: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let s = &strategy.inner;
+    let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
+    let prev = previous.as_deref();
+    if presorted && !s.reads_queue_names() && rooms.is_none() {
+        // Only the number of queues matters: no table, no copy of the ids.
+        let n = columns::queue_count(&queue_ids)?;
+        let group = columns::consumer_list(consumers)?;
+        let out = run(py, || allocate::owners_of_count(s, n, &group, prev))?;
+        return Ok(out.into_pyarray(py));
+    }
     let x = inputs(
         s,
         topics,
@@ -334,8 +343,6 @@ pub fn owners<'py>(
         rooms.as_ref(),
         !presorted,
     )?;
-    let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
-    let prev = previous.as_deref();
     let out = run(py, || {
         if presorted {
             allocate::owners_with_previous(s, &x.table.all(), &x.group, x.rooms.as_ref(), prev)

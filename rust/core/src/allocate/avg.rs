@@ -33,10 +33,14 @@ pub fn block(n: usize, c: usize, i: usize) -> (usize, usize) {
 /// later slots with that id are consumed by nobody (the duplicated-client-id hazard).
 pub fn owners(n: usize, group: &ConsumerList) -> Vec<i64> {
     let c = group.len();
-    let mut out = vec![-1i64; n];
-    for j in (0..c).filter(|&j| group.is_first(j)) {
+    // The blocks of slots 0..c are contiguous and in slot order: each row is written once.
+    let mut out = Vec::with_capacity(n);
+    for j in 0..c {
         let (start, take) = block(n, c, j);
-        out[start..start + take].fill(j as i64);
+        debug_assert_eq!(start, out.len());
+        let owner = if group.is_first(j) { j as i64 } else { -1 };
+        out.resize(start + take, owner);
     }
+    out.resize(n, -1);
     out
 }

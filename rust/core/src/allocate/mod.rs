@@ -247,10 +247,46 @@ pub fn owners_with_previous(
     rooms: Option<&RoomMap>,
     previous: Option<&[i64]>,
 ) -> Result<Vec<i64>, AllocateError> {
+    if !strategy.reads_queue_names() {
+        return owners_of_count(strategy, queues.len(), group, previous);
+    }
     check::check_lists(queues.len(), group.len())?;
+    let mut out = owners_unchecked(strategy, queues, group, rooms)?;
+    unown_empty_ids(&mut out, group);
+    Ok(out)
+}
+
+/// [`owners_with_previous`] for the strategies that only count the queues (`AVG`,
+/// `AVG_BY_CIRCLE`, `STICKY`: see [`Strategy::reads_queue_names`]): `n` sorted queues, no table.
+/// Any other strategy is [`AllocateError::UnsupportedStrategy`].
+///
+/// ```
+/// use mqbalance_core::{allocate::{owners_of_count, Strategy}, ConsumerList};
+/// let group = ConsumerList::new(vec!["a".into(), "b".into()]);
+/// assert_eq!(owners_of_count(&Strategy::Avg, 5, &group, None).unwrap(), vec![0, 0, 0, 1, 1]);
+/// ```
+pub fn owners_of_count(
+    strategy: &Strategy,
+    n: usize,
+    group: &ConsumerList,
+    previous: Option<&[i64]>,
+) -> Result<Vec<i64>, AllocateError> {
+    check::check_lists(n, group.len())?;
     let mut out = match (strategy, previous) {
-        (Strategy::Sticky, Some(previous)) => sticky::owners(queues.len(), group, previous)?,
-        _ => owners_unchecked(strategy, queues, group, rooms)?,
+        (Strategy::Avg, _) => avg::owners(n, group),
+        (Strategy::AvgByCircle, _) => circle::owners(n, group),
+        (Strategy::Sticky, Some(previous)) => sticky::owners(n, group, previous)?,
+        (Strategy::Sticky, None) => {
+            return Err(AllocateError::PreviousRequired {
+                name: strategy.name(),
+            })
+        }
+        _ => {
+            return Err(AllocateError::UnsupportedStrategy {
+                name: strategy.name(),
+                reason: "it reads queue names, not only their number".into(),
+            })
+        }
     };
     unown_empty_ids(&mut out, group);
     Ok(out)
