@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+from server_process import ServerProcess
+
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 15.0
 # The worker offers 1 core and this much memory to executors; an executor takes 1g by default
@@ -56,11 +58,20 @@ def free_port() -> int:
 
 @dataclass
 class Daemon:
-    """One JVM started by ``spark-class``: its process and its log file."""
+    """One JVM started by ``spark-class`` (a :class:`ServerProcess`: its own process group, and no
+    interrupted run leaves it behind): its process and its log file."""
 
     name: str
-    process: subprocess.Popen[bytes]
-    log: Path
+    server: ServerProcess
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        assert self.server.proc is not None
+        return self.server.proc
+
+    @property
+    def log(self) -> Path:
+        return self.server.log
 
     def text(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
@@ -81,16 +92,9 @@ class Daemon:
         raise RuntimeError(f"spark {self.name} not ready after {timeout:.0f} s; log tail:\n{self.text()[-3000:]}")
 
     def stop(self) -> None:
-        """SIGTERM to the daemon's process group (it leads its own session), SIGKILL if it
-        lingers."""
-        if self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(STOP_TIMEOUT_S)
-        # Executors and Python workers of this daemon share its group: make sure none survive.
-        _signal_group(self.process.pid, signal.SIGKILL)
-        if self.process.poll() is None:
-            self.process.wait(STOP_TIMEOUT_S)
+        """SIGTERM to the daemon's process group, SIGKILL if it lingers; executors and Python
+        workers of this daemon share its group: none survive."""
+        self.server.stop(timeout=STOP_TIMEOUT_S)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -124,18 +128,11 @@ class SparkCluster:
 
 
 def _start_daemon(name: str, args: list[str], env: Mapping[str, str], root: Path) -> Daemon:
-    log = root / f"{name}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(spark_home() / "bin" / "spark-class"), *args],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=dict(env),
-            cwd=root,
-            start_new_session=True,  # its own process group: stop() signals the group
-        )
-    return Daemon(name, process, log)
+    server = ServerProcess(
+        f"spark {name}", [str(spark_home() / "bin" / "spark-class"), *args], log=root / f"{name}.log", env=env, cwd=root
+    )
+    server.start()
+    return Daemon(name, server)
 
 
 def daemon_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -295,17 +292,10 @@ def start_connect_server(*, timeout: float = START_TIMEOUT_S) -> ConnectServer:
         *("--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4"),
         *("--conf", f"spark.driver.extraJavaOptions=-Djava.io.tmpdir={root}"),
     ]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            args,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=root,
-            start_new_session=True,
-        )
-    server = ConnectServer(f"sc://127.0.0.1:{port}", Daemon("connect server", process, log), root)
+    daemon = Daemon("connect server", ServerProcess("spark connect server", args, log=log, env=env, cwd=root))
+    daemon.server.start()
+    process = daemon.process
+    server = ConnectServer(f"sc://127.0.0.1:{port}", daemon, root)
     try:
         deadline = time.monotonic() + timeout
         while not _serving(port):
