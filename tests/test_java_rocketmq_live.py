@@ -31,6 +31,7 @@ import mqbalance
 from java_harness import java_command
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
+from mqbalance.exceptions import ConsumerIdcsNotSetError
 from mqbalance.fleet.findings import FindingKind
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.audit import audit_snapshot
@@ -38,14 +39,16 @@ from mqbalance.fleet.rocketmq.files import load_snapshot
 from mqbalance.remoting import BrokerClient, running_info_queues
 from mqbalance.rocketmq import check_records
 from mqbalance.rocketmq.records import duplicates_between, load_records, ownership_intervals, window_figures
-from rocketmq_java_cluster import RocketMQJavaCluster, rocketmq_java2  # noqa: F401  (the module's cluster)
+from rocketmq_java_cluster import RocketMQJavaCluster, module_cluster
 from server_process import ServerProcess, wait_for
 
 pytestmark = pytest.mark.java
 
 REBALANCE_MS = 5_000  # both kinds of member: Java's rocketmq.client.rebalance.waitInterval, ours
 PER_BROKER = 4
-IDCS = "broker-a,broker-b"  # MACHINE_ROOM: a broker's room is its name before '@', here the whole name
+# MACHINE_ROOM reads a broker's room from its name, ROOM@NAME (a name without '@' is in no room)
+BROKERS = ["hz@broker-a", "sh@broker-b"]
+IDCS = "hz,sh"
 SRC = Path(mqbalance.__file__).resolve().parents[1]
 
 
@@ -182,16 +185,19 @@ class Group:
             info = bc.consumer_running_info(self.name, member.client_id)
         return {f"{b}/{t}/{q}" for t, b, q in running_info_queues(info) if t == self.topic}
 
-    def snapshot_owners(self, tmp: Path) -> tuple[dict[str, set[str]], Any]:
-        """What ``mqbalance snapshot --namesrv`` gives each consumer of this group and topic."""
+    def snapshot(self, tmp: Path) -> Any:
+        """``mqbalance snapshot --namesrv`` of the cluster, loaded."""
         out = tmp / f"snapshot-{time.monotonic_ns()}.json"
         assert main(["snapshot", "--namesrv", self.cluster.namesrv_addr, "-o", str(out), "--quiet"]) == 0
-        snap = load_snapshot(out)
+        return load_snapshot(out)
+
+    def owners(self, snap: Any) -> dict[str, set[str]]:
+        """What the snapshot's assignment gives each consumer of this group and topic."""
         owners: dict[str, set[str]] = {}
         for r in assign_snapshot(snap).to_pylist():
             if r["group"] == self.name and r["topic"] == self.topic and r["consumer"] is not None:
                 owners.setdefault(r["consumer"], set()).add(f"{r['broker_name']}/{self.topic}/{r['queue_id']}")
-        return owners, snap
+        return owners
 
     def expected(self, ids: list[str]) -> dict[str, set[str]]:
         """Java's allocation among ``ids`` (the broker's list, sorted as the clients sort it)."""
@@ -219,21 +225,31 @@ class Group:
     def check_views(self, tmp: Path) -> None:
         """Each Java client's own view equals what the snapshot computes for it; every live
         member's records agree."""
-        owners, snap = self.snapshot_owners(tmp)
+        snap = self.snapshot(tmp)
         group = snap.consumer_groups()[self.name]
-        assert sort_client_ids(group.client_ids) == self.broker_ids()
+        ids = sort_client_ids(group.client_ids)
+        assert ids == self.broker_ids()
         reported = {c.client_id: c.strategy.display_name for c in group.connections}
         assert set(reported.values()) == {self.strategy}, reported  # each client reported its strategy (307)
         if self.strategy == "MACHINE_ROOM":
-            # ConsumerRunningInfo carries the strategy's class, not its consumeridcs: the snapshot
-            # cannot know the rooms, and computes nothing for such clients (Java would throw)
-            assert owners == {}
-            owners = {c: q for c, q in self.expected(sort_client_ids(group.client_ids)).items() if q}
+            # ConsumerRunningInfo names the strategy's class, not its consumeridcs: a live snapshot
+            # does not know the rooms, and assigning it fails as Java would without them
+            with pytest.raises(ConsumerIdcsNotSetError):
+                assign_snapshot(snap)
+            owners = {c: q for c, q in self.expected(ids).items() if q}  # the rooms the test gave
+        else:
+            owners = self.owners(snap)
         for m in self.live():
             mine = owners.get(m.client_id, set())
             assert m.held(self.topic) == mine, (m, sorted(mine))
             if m.java:
                 assert self.java_view(m) == mine, (m, sorted(mine))
+
+
+@pytest.fixture(scope="module")
+def rooms(request: pytest.FixtureRequest) -> Iterator[RocketMQJavaCluster]:
+    """The Java name server and two brokers, each in a machine room of its own."""
+    yield from module_cluster(request, broker_names=BROKERS)
 
 
 def make_group(cluster: RocketMQJavaCluster, tmp: Path, tag: str, strategy_name: str) -> Group:
@@ -250,12 +266,12 @@ def cleanup() -> Iterator[list[Group]]:
 
 @pytest.mark.parametrize("strategy_name", ["AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH", "MACHINE_ROOM"])
 def test_mixed_group_holds_every_queue_once_and_each_java_view_is_the_snapshots(
-    rocketmq_java2: RocketMQJavaCluster,  # noqa: F811
+    rooms: RocketMQJavaCluster,
     tmp_path: Path,
     cleanup: list[Group],
     strategy_name: str,
 ) -> None:
-    g = make_group(rocketmq_java2, tmp_path, f"mix-{strategy_name.lower().replace('_', '')}", strategy_name)
+    g = make_group(rooms, tmp_path, f"mix-{strategy_name.lower().replace('_', '')}", strategy_name)
     cleanup.append(g)
     g.start("rocketmq4", "10.0.1.1@java4")
     g.start("rocketmq5", "10.0.1.2@java5")
@@ -270,11 +286,11 @@ def test_mixed_group_holds_every_queue_once_and_each_java_view_is_the_snapshots(
 
 
 def test_join_leave_and_kill_lose_nothing_and_duplicate_only_in_rebalance_windows(
-    rocketmq_java2: RocketMQJavaCluster,  # noqa: F811
+    rooms: RocketMQJavaCluster,
     tmp_path: Path,
     cleanup: list[Group],
 ) -> None:
-    g = make_group(rocketmq_java2, tmp_path, "life", "AVG")
+    g = make_group(rooms, tmp_path, "life", "AVG")
     cleanup.append(g)
     java4 = g.start("rocketmq4", "10.0.2.1@java4")
     java5 = g.start("rocketmq5", "10.0.2.2@java5")
@@ -310,16 +326,19 @@ def test_join_leave_and_kill_lose_nothing_and_duplicate_only_in_rebalance_window
     # duplicates only inside a window: from the change to one rebalance interval after steady
     total = check_records(records, g.ends).duplicates
     slack = REBALANCE_MS / 1000
-    inside = {name: duplicates_between(records, t0, t1 + slack) for name, t0, t1 in windows}
     end = time.monotonic()
+    # each window ends one rebalance interval after steady, or where the next change starts
+    steady = {n: t1 - t0 for n, t0, t1 in windows}
+    windows = [(n, t0, min(t1 + slack, nxt)) for (n, t0, t1), nxt in zip(windows, [w[1] for w in windows[1:]] + [end])]
+    inside = {name: duplicates_between(records, t0, t1) for name, t0, t1 in windows}
     died = {java4.record.stem: java4.died}
     intervals = ownership_intervals(records, end=end, died=died)
     names = [g.qname(q) for q in g.queues]
-    figures = {name: window_figures(intervals, names, t0, t1 + slack) for name, t0, t1 in windows}
+    figures = {name: window_figures(intervals, names, t0, t1) for name, t0, t1 in windows}
     print(
         f"\nmixed AVG group, {g.sent} messages at 40/s over {len(names)} queues; duplicates {total} "
         f"(by window {inside}); to steady "
-        + ", ".join(f"{n} {t1 - t0:.1f} s" for n, t0, t1 in windows)
+        + ", ".join(f"{n} {d:.1f} s" for n, d in steady.items())
         + "; pauses (queue-s) "
         + ", ".join(f"{n} {f['pause_queue_s']:.2f}" for n, f in figures.items())
         + "; held twice (queue-s) "
@@ -329,11 +348,11 @@ def test_join_leave_and_kill_lose_nothing_and_duplicate_only_in_rebalance_window
 
 
 def test_duplicated_client_id_is_listed_twice_and_the_audit_reports_it(
-    rocketmq_java2: RocketMQJavaCluster,  # noqa: F811
+    rooms: RocketMQJavaCluster,
     tmp_path: Path,
     cleanup: list[Group],
 ) -> None:
-    g = make_group(rocketmq_java2, tmp_path, "dup", "AVG")
+    g = make_group(rooms, tmp_path, "dup", "AVG")
     cleanup.append(g)
     g.start("rocketmq5", "10.0.3.1@java")
     dup1 = g.start("rocketmq5", "10.0.3.9@dup")
@@ -350,9 +369,7 @@ def test_duplicated_client_id_is_listed_twice_and_the_audit_reports_it(
     wait_for("every process to hold what Java gives its id", settled, timeout=120)
     for m in (dup1, dup2):
         assert g.java_view(m) == want[m.client_id]
-    out = tmp_path / "dup.json"
-    assert main(["snapshot", "--namesrv", rocketmq_java2.namesrv_addr, "-o", str(out), "--quiet"]) == 0
-    snap = load_snapshot(out)
+    snap = g.snapshot(tmp_path)
     assert sort_client_ids(snap.consumer_groups()[g.name].client_ids) == ids  # every connection kept
     result = audit_snapshot(snap)
     mine = [f for f in result.findings if f.group == g.name]
@@ -360,5 +377,4 @@ def test_duplicated_client_id_is_listed_twice_and_the_audit_reports_it(
     assert kinds[FindingKind.DUPLICATE_CLIENT_ID].count == 2, mine
     assert kinds[FindingKind.UNOWNED].count == len(stranded), mine
     assert kinds[FindingKind.DOUBLE_OWNED].count == len(want["10.0.3.9@dup"]), mine
-    owners, _ = g.snapshot_owners(tmp_path)
-    assert owners == {cid: q for cid, q in want.items()}
+    assert g.owners(snap) == want

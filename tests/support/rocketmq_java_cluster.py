@@ -149,6 +149,7 @@ class RocketMQJavaCluster(RocketMQCluster):
         self,
         *,
         brokers: int = 1,
+        broker_names: list[str] | None = None,
         cluster: str = "mqbalance-java",
         broker_config: Mapping[str, Any] | None = None,
         start_timeout: float = 120.0,
@@ -162,13 +163,14 @@ class RocketMQJavaCluster(RocketMQCluster):
         )
         self.namesrv = JavaServer("java name server", NAMESRV_MAIN, conf, self.dir / "namesrv", NAMESRV_HEAP_MB)  # type: ignore[assignment]
         self.broker_config = dict(broker_config or {})
-        self.brokers = [self._broker(f"broker-{chr(ord('a') + i)}") for i in range(brokers)]  # type: ignore[misc]
+        names = broker_names or [f"broker-{chr(ord('a') + i)}" for i in range(brokers)]
+        self.brokers = [self._broker(name) for name in names]  # type: ignore[misc]
         self.start_timeout = start_timeout
         self.startup_seconds: float | None = None
         self.keep = False
 
     def _broker(self, name: str) -> JavaBroker:  # type: ignore[override]
-        return JavaBroker(name, self.cluster, self.namesrv_addr, self.dir / name, self.broker_config)
+        return JavaBroker(name, self.cluster, self.namesrv_addr, self.dir / name.replace("@", "_"), self.broker_config)
 
     def start(self) -> RocketMQJavaCluster:
         t = time.monotonic()
@@ -200,9 +202,11 @@ class RocketMQJavaCluster(RocketMQCluster):
             raise
 
 
-def _module_cluster(request: pytest.FixtureRequest, brokers: int) -> Iterator[RocketMQJavaCluster]:
+def module_cluster(request: pytest.FixtureRequest, **options: Any) -> Iterator[RocketMQJavaCluster]:
+    """A cluster for a module-scoped fixture (``options`` as :class:`RocketMQJavaCluster` takes
+    them): its logs are kept when a test of the module failed."""
     failed_before = request.session.testsfailed
-    with RocketMQJavaCluster(brokers=brokers) as cluster:
+    with RocketMQJavaCluster(**options) as cluster:
         try:
             yield cluster
         finally:
@@ -212,10 +216,10 @@ def _module_cluster(request: pytest.FixtureRequest, brokers: int) -> Iterator[Ro
 @pytest.fixture(scope="module")
 def rocketmq_java(request: pytest.FixtureRequest) -> Iterator[RocketMQJavaCluster]:
     """Apache RocketMQ's Java name server and one broker (``broker-a``), per test module."""
-    yield from _module_cluster(request, 1)
+    yield from module_cluster(request, brokers=1)
 
 
 @pytest.fixture(scope="module")
 def rocketmq_java2(request: pytest.FixtureRequest) -> Iterator[RocketMQJavaCluster]:
     """Apache RocketMQ's Java name server and two broker sets (``broker-a``, ``broker-b``), per test module."""
-    yield from _module_cluster(request, 2)
+    yield from module_cluster(request, brokers=2)
