@@ -300,8 +300,8 @@ def test_join_leave_and_kill_lose_nothing_and_duplicate_only_in_rebalance_window
     time.sleep(3)
     windows: list[tuple[str, float, float]] = []
 
-    t = time.monotonic()
-    g.start("mqbalance", "10.0.2.4@mqb2")
+    joiner = g.start("mqbalance", "10.0.2.4@mqb2")
+    t = next(r["t"] for r in joiner.rows() if r["e"] == "start")  # the process's own start (it joins next)
     windows.append(("join", t, g.wait_steady("a join")))
     time.sleep(3)
 
