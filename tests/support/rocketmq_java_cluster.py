@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -76,6 +77,11 @@ class JavaServer:
             env={**os.environ, "ROCKETMQ_HOME": str(directory)},
             cwd=directory,
         )
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        """The JVM's process (as ``rocketmq_cluster.ServerProcess.proc``: tests signal it)."""
+        return self.server.proc
 
     @property
     def pid(self) -> int | None:
