@@ -91,7 +91,9 @@ class Group:
     def __init__(self, cluster: RocketMQJavaCluster, name: str, topic: str, directory: Path, strategy_name: str):
         self.cluster, self.name, self.topic, self.dir, self.strategy = cluster, name, topic, directory, strategy_name
         cluster.create_topic(topic, {b.broker_name: PER_BROKER for b in cluster.brokers})
-        self.queues = sort_queues([MessageQueue(topic, b.broker_name, i) for b in cluster.brokers for i in range(PER_BROKER)])
+        self.queues = sort_queues(
+            [MessageQueue(topic, b.broker_name, i) for b in cluster.brokers for i in range(PER_BROKER)]
+        )
         self.members: list[Member] = []
         self.ends: dict[str, int] = {}
         self.sent = 0
@@ -107,7 +109,8 @@ class Group:
         """``kind``: ``rocketmq4`` / ``rocketmq5`` (the Java client of that module) or ``mqbalance``."""
         record = self.dir / f"{kind}-{client_id.replace('@', '_')}-{next(self._n)}.jsonl"
         args = ["--namesrv", self.cluster.namesrv_addr, "--group", self.name, "--topic", self.topic,
-                "--client-id", client_id, "--strategy", self.strategy, "--record", str(record), "--from", "first"]  # fmt: skip
+                "--client-id", client_id, "--strategy", self.strategy, "--record", str(record),
+                "--from", "first"]  # fmt: skip
         if self.strategy == "MACHINE_ROOM":
             args += ["--idcs", IDCS]
         if kind == "mqbalance":
