@@ -11,7 +11,8 @@ in one format.
   so only within a rebalance window (from the change until one rebalance interval after the
   group is steady again). The counts are measured and printed (``pytest -s``).
 * Two Java consumers with one client id: the Java broker lists the id twice; the snapshot keeps
-  both connections and the audit reports the duplicated id, the stranded and the double-held queues.
+  both connections and the audit reports the duplicated id, the stranded and the double-held
+  queues; one tick of ``mqbalance watch``'s collector sees the same.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from mqbalance.fleet.findings import FindingKind
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.audit import audit_snapshot
 from mqbalance.fleet.rocketmq.files import load_snapshot
+from mqbalance.history.collector import Collector
 from mqbalance.remoting import BrokerClient, running_info_queues
 from mqbalance.rocketmq import check_records
 from mqbalance.rocketmq.records import duplicates_between, load_records, ownership_intervals, window_figures
@@ -381,3 +383,14 @@ def test_duplicated_client_id_is_listed_twice_and_the_audit_reports_it(
     assert kinds[FindingKind.UNOWNED].count == len(stranded), mine
     assert kinds[FindingKind.DOUBLE_OWNED].count == len(want["10.0.3.9@dup"]), mine
     assert g.owners(snap) == want
+    # `mqbalance watch`'s collector, one tick: the id on two connections, its queues on two
+    # processes, the stranded ones on none
+    collector = Collector(rooms.namesrv_addr, tmp_path / "history", interval=1, offsets_interval=3600)
+    try:
+        state = collector.tick().state
+    finally:
+        collector.close()
+    assert sort_client_ids([k[1] for k in state.members if k[0] == g.name]) == ids
+    seen = {f"{q[2]}/{q[1]}/{q[3]}": n for q, (_owner, n) in state.ownership.items() if q[:2] == (g.name, g.topic)}
+    assert {q for q, n in seen.items() if n == 2} == want["10.0.3.9@dup"], seen
+    assert {q for q, n in seen.items() if n == 0} == stranded, seen
