@@ -842,6 +842,11 @@ TABLE: list[Entry] = [
         remoting_api.strategy_from_running_info,
         info=("mapping", {"properties": {"allocateMessageQueueStrategy": "AllocateMessageQueueAveragely@1"}}),
     ),
+    E(
+        "remoting.api.running_info_queues",
+        remoting_api.running_info_queues,
+        info=("mapping", {"mqTable": {'{"topic":"T","brokerName":"b","queueId":0}': {"commitOffset": 3}}}),
+    ),
     E("remoting.codes.code_name", code_name, kind=("object", ResponseCode), code=("code", 17)),
     E(
         "remoting.client.AclCredentials",
@@ -1363,6 +1368,7 @@ for _name, _entry in {
     "BrokerClient": "remoting.api.BrokerClient",
     "NameServer": "remoting.api.NameServer",
     "strategy_from_running_info": "remoting.api.strategy_from_running_info",
+    "running_info_queues": "remoting.api.running_info_queues",
 }.items():
     ALIASES[f"mqbalance.remoting.{_name}"] = _entry
 for _name, _entry in {
@@ -1823,6 +1829,7 @@ CLI["rocketmq-consume"] = (
     + [_consume(drop="--topic") + ["--topic", topic] for topic in ("", " ", "\ud800")]
     + [_consume("--topic", "")]
     + [_consume("--strategy", strategy) for strategy in ("NOPE", "", "CONFIG", "MACHINE_ROOM")]
+    + [_consume("--strategy", "AVG", "--idcs", "hz"), _consume("--strategy", "MACHINE_ROOM", "--idcs", "\ud800")]
     + [_consume("--timeout", t) for t in ("0", "-1", "nan", "inf", "-inf", "1e400", "1e10", "x")]
     + [
         _consume(f"--{option}", value)

@@ -1,5 +1,5 @@
 """``mqbalance rocketmq-consume --namesrv HOST:PORT[;HOST:PORT] --group G --topic T [--topic ...]
---strategy S [--client-id ID] [--record FILE]`` — one consumer-group member on a real RocketMQ
+--strategy S [--idcs ROOMS] [--client-id ID] [--record FILE]`` — one consumer-group member on a real RocketMQ
 cluster (:mod:`mqbalance.rocketmq.worker`) until SIGTERM/SIGINT (or ``--duration``), recording
 what it processed. Exit 4 when it refused to consume because its client id is in use
 (``--refuse-duplicate-id``)."""
@@ -27,6 +27,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         work_help="simulated processing time per pulled batch",
     )
     p.add_argument("--strategy", default=StrategyName.AVG.value, help=", ".join(names_for(Use.ROCKETMQ_CLIENT)))
+    p.add_argument(
+        "--idcs",
+        metavar="ROOM[,ROOM...]",
+        help="MACHINE_ROOM: the machine rooms this consumer serves (Java's consumeridcs; a broker's room is "
+        "its name before '@')",
+    )
     p.add_argument("--semantics", default="5.x", choices=["4.x", "5.x"], help="client generation (default 5.x)")
     p.add_argument(
         "--from",
@@ -62,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         topics=list(args.topic),
         records=records,
         strategy=args.strategy,
+        strategy_params={} if args.idcs is None else {"consumeridcs": [r for r in args.idcs.split(",") if r]},
         client_id=args.client_id,
         semantics=args.semantics,
         consume_from=args.consume_from,

@@ -29,6 +29,7 @@ from mqbalance.remoting.api import (
     QueueData,
     SendResult,
     TopicRoute,
+    running_info_queues,
     strategy_from_running_info,
 )
 from mqbalance.remoting.client import AclCredentials, RemotingClient, RequestHandler
@@ -61,5 +62,6 @@ __all__ = [
     "ResponseCode",
     "SendResult",
     "TopicRoute",
+    "running_info_queues",
     "strategy_from_running_info",
 ]

@@ -60,6 +60,7 @@ __all__ = [
     "encode_properties",
     "parse_consume_stats",
     "strategy_from_running_info",
+    "running_info_queues",
 ]
 
 PERM_READ, PERM_WRITE = 4, 2
@@ -510,6 +511,31 @@ def strategy_from_running_info(info: Mapping[str, Any]) -> str | None:
     simple = value.split("@", 1)[0].rsplit(".", 1)[-1]
     name = from_java_class(simple)
     return simple if name is None else name.value
+
+
+def running_info_queues(info: Mapping[str, Any]) -> list[tuple[str, str, int]]:
+    """The queues a client holds by its own account: the keys of ``ConsumerRunningInfo.mqTable``
+    (its process-queue table) as sorted ``(topic, broker name, queue id)``; a Java client's
+    object keys arrive as their JSON text (:func:`~mqbalance.remoting.frame.loads_json`).
+
+    >>> running_info_queues({"mqTable": {'{"brokerName":"b","queueId":1,"topic":"T"}': {"commitOffset": 3}}})
+    [('T', 'b', 1)]
+    """
+    if not isinstance(info, Mapping):
+        raise InvalidInputError(
+            f"running info must be a mapping (its JSON), got {type(info).__name__} {info!r:.40}", info
+        )
+    table = info.get("mqTable") or {}
+    if not isinstance(table, Mapping):
+        raise InvalidInputError(f"running info's mqTable must be a mapping, got {table!r:.60}", table)
+    out = []
+    for key in table:
+        try:
+            mq = json.loads(key) if isinstance(key, str) else key
+            out.append((str(mq["topic"]), str(mq["brokerName"]), int(mq["queueId"])))
+        except (ValueError, KeyError, TypeError):
+            raise InvalidInputError(f"running info's mqTable key is not a queue: {key!r:.80}", key) from None
+    return sorted(out)
 
 
 class BrokerClient:

@@ -170,23 +170,32 @@ def _java_int(header: dict[str, Any], key: str) -> int:
 
 
 _BARE_INT_KEY = re.compile(rb"([{,])\s*(-?\d+)\s*:")
+_OBJECT_KEY = re.compile(rb"([{,])\s*(\{[^{}]*\})\s*:")
+
+
+def _quote_object_key(m: re.Match[bytes]) -> bytes:
+    return m.group(1) + json.dumps(m.group(2).decode("utf-8")).encode("utf-8") + b":"
 
 
 def loads_json(data: bytes) -> Any:
-    """Parse a JSON header or body (UTF-8). Java servers (fastjson) write maps with integer keys
-    unquoted (``{0:"10.0.0.1:10911"}``); those are quoted and parsed when strict JSON fails.
+    """Parse a JSON header or body (UTF-8). Java (fastjson) writes maps with integer keys unquoted
+    (``{0:"10.0.0.1:10911"}``) and maps keyed by objects with the object as the key (a Java
+    client's ``ConsumerRunningInfo.mqTable``: ``{{"topic":"T",...}:{...}}``); when strict JSON
+    fails, those keys are quoted (an object key becomes the string of its JSON text) and parsed.
     Anything else that is not JSON (or nests deeper than Python's recursion limit) is a
     :class:`~mqbalance.exceptions.RemotingFrameError`.
 
     >>> loads_json(b'{"brokerAddrs":{0:"a:1"}}')
     {'brokerAddrs': {'0': 'a:1'}}
+    >>> loads_json(b'{"mqTable":{{"topic":"T","queueId":0}:{"commitOffset":3}}}')
+    {'mqTable': {'{"topic":"T","queueId":0}': {'commitOffset': 3}}}
     """
     data = _bytes(data, "data")
     try:
         try:
             return json.loads(data)
         except json.JSONDecodeError:
-            fixed = _BARE_INT_KEY.sub(rb'\1"\2":', data)
+            fixed = _OBJECT_KEY.sub(_quote_object_key, _BARE_INT_KEY.sub(rb'\1"\2":', data))
             if fixed == data:
                 raise
             return json.loads(fixed)

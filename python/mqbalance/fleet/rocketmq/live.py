@@ -43,6 +43,7 @@ from mqbalance.exceptions import (
     MQBalanceError,
     RemotingConnectError,
     RemotingError,
+    RemotingFrameError,
     RemotingTimeoutError,
 )
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
@@ -256,6 +257,8 @@ class _Reader:
                     return  # the client does not report (not a Java client, or it did not answer)
                 except RemotingTimeoutError:
                     return  # the broker waits for the client (5 s); ours gave up first: no report
+                except RemotingFrameError:
+                    return  # the client's reply (forwarded as is) did not parse: the client's, not the broker's
                 except RemotingError as e:
                     self.broker_down(b, "GET_CONSUMER_RUNNING_INFO", e)
                     return
