@@ -16,7 +16,8 @@ RocketMQ's (5.3.3 and 4.9.8) and Apache Kafka's (4.4.0) own classes, and mqbalan
 
 Each test draws a batch of cases per Hypothesis example and sends the batch in one round trip:
 10,000 RocketMQ allocation cases (5,000 per client generation), 2,000 orderings, 4,000 client
-range/roundrobin, 3,000 sticky/cooperative-sticky and 4,000 broker-side cases per run.
+range/roundrobin, 3,000 sticky/cooperative-sticky, 4,000 broker-side and about 600 ZooKeeper-era
+cases (Kafka 0.10.2.2's Scala assignors on a real ZooKeeper inside the oracle JVM) per run.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import kafka_server_reference
 from java_oracle import JavaOracle
 from mqbalance import sort_client_ids, sort_queues
 from mqbalance.exceptions import MQBalanceError
-from mqbalance.kafka import TopicPartition, assignor, check_assignment, server_assign
+from mqbalance.kafka import TopicPartition, assignor, check_assignment, server_assign, zk_assign
 from vector_cases import assignment_sets, check_allocate_case, expected_sets, kafka_subscriptions, mq
 
 pytestmark = pytest.mark.java
@@ -277,6 +278,80 @@ def test_kafka_sticky_pair_matches_java_properties(oracle_kafka: JavaOracle, bat
     cases = [kafka_client_case(s, name) for s in batch]
     replies = _ask(oracle_kafka, cases)
     _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], _sticky_properties)
+
+
+# --- Kafka, the ZooKeeper-era consumer (0.10.2.2) ---
+
+#: characters ZooKeeper accepts in a path (it refuses surrogates, U+E000..U+F8FF and U+FFF0..U+FFFF,
+#: so no id that ZooKeeper registers can make UTF-16 and code-point order disagree)
+ZK_CHARS = ["a", "b", "Z", "0", "9", "-", "_", "é", "中", "\uff61", "~"]
+
+
+def _java_hash(s: str) -> int:
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def zk_case(seed: int, name: str) -> dict[str, Any]:
+    """A ZooKeeper-era group: consumers registered with stream counts per topic (some topics absent
+    from /brokers/topics), as ``ZookeeperConsumerConnector`` writes them."""
+    rng = random.Random(seed)
+    topics = {f"t{i}": rng.randint(0, 8) for i in range(rng.randint(1, 3))}
+    names = [*topics, "absent"] if rng.random() < 0.2 else list(topics)
+    identical = rng.random() < 0.5
+    common = {t: rng.randint(1, 3) for t in rng.sample(names, rng.randint(1, len(names)))}
+    consumers = []
+    for _ in range(rng.randint(1, 4)):
+        host = "".join(rng.choice(ZK_CHARS) for _ in range(rng.randint(1, 4)))
+        cid = f"g1_{host}-1480000{rng.randint(100000, 999999)}-{rng.randbytes(4).hex()}"
+        sub = common if identical else {t: rng.randint(1, 3) for t in rng.sample(names, rng.randint(1, len(names)))}
+        consumers.append({"consumer_id": cid, "subscription": dict(sub)})
+    return {
+        "op": "zk_assign",
+        "id": f"{name}-{seed}",
+        "assignor": name,
+        "group": "g1",
+        "topics": topics,
+        "consumers": consumers,
+    }
+
+
+def _zk_exact(case: dict[str, Any]) -> None:
+    assert "expected_owners" in case, case
+    consumers = {c["consumer_id"]: c["subscription"] for c in case["consumers"]}
+    got = zk_assign(case["assignor"].removeprefix("zk-"), case["topics"], consumers)
+    owners: dict[str, dict[str, str]] = {}
+    for thread, tps in got.items():
+        for tp in tps:
+            owners.setdefault(tp.topic, {})[str(tp.partition)] = thread
+    assert owners == {t: o for t, o in case["expected_owners"].items() if o}
+
+
+def _portable(case: dict[str, Any]) -> bool:
+    """Not a roundrobin case whose partitions share a Java hash code (their order is not portable)."""
+    hashes = [_java_hash(f"[{t},{p}]") for t, n in case["topics"].items() for p in range(n)]
+    return case["assignor"] != "zk-roundrobin" or len(set(hashes)) == len(hashes)
+
+
+@pytest.mark.parametrize("name", ["zk-range", "zk-roundrobin"])
+@settings(CI, max_examples=5)
+@given(batch=st.lists(seeds, min_size=60, max_size=60))
+def test_zookeeper_era_assignors_equal_java(oracle_kafka_zk: JavaOracle, batch: list[int], name: str) -> None:
+    cases = [c for c in (zk_case(s, name) for s in batch) if _portable(c)]
+    replies = _ask(oracle_kafka_zk, cases)
+    _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], _zk_exact)
+
+
+def test_zookeeper_refuses_ids_that_make_utf16_order_matter(oracle_kafka_zk: JavaOracle) -> None:
+    """A supplementary character (a surrogate pair in Java) cannot be in a consumer id that ZooKeeper
+    registers, so the ``utf16-order-matters`` cases of ``zk_*.jsonl`` cannot happen on a real one."""
+    case = zk_case(1, "zk-range")
+    case["consumers"][0]["consumer_id"] = "g1_\U0001f600-1480000000000-00000000"
+    (reply,) = _ask(oracle_kafka_zk, [case])
+    assert reply["exception"] == "ZooKeeper refused the registration: IllegalArgumentException"
+    assert "Invalid path string" in reply["error"]
 
 
 # --- Kafka, broker side (KIP-848) ---

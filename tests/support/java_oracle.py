@@ -1,11 +1,13 @@
 """Java's answer on any case: a long-lived JVM of the harness (``tests/java``) that reads JSON lines
 and writes one JSON line per request with what Apache RocketMQ's or Apache Kafka's own classes return.
 
-Three processes, one per classpath, each a module-scoped fixture: :func:`oracle_rocketmq5` and
+Four processes, one per classpath, each a module-scoped fixture: :func:`oracle_rocketmq5` and
 :func:`oracle_rocketmq4` (``io.mqbalance.harness.RocketmqOracle`` on the 5.3.3 / 4.9.8 client:
-allocation strategies and ``Collections.sort``) and :func:`oracle_kafka`
+allocation strategies and ``Collections.sort``), :func:`oracle_kafka`
 (``io.mqbalance.harness.KafkaOracle`` on Kafka 4.4.0: the four client-side assignors and the
-broker's ``uniform`` and ``range``). Requests are the vector files' case shapes plus ``"op"``
+broker's ``uniform`` and ``range``) and :func:`oracle_kafka_zk` (``io.mqbalance.harness.ZkOracle``
+on Kafka 0.10.2.2: the ZooKeeper-era consumer's ``range`` and ``roundrobin``, run against a real
+ZooKeeper server inside that JVM). Requests are the vector files' case shapes plus ``"op"``
 (``tests/java/*/src/main/java/io/mqbalance/harness/*Oracle.java`` documents each); a batch is
 written by one thread while the replies are read, so thousands of cases take one round trip.
 
@@ -166,6 +168,12 @@ def oracle_rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaO
 def oracle_rocketmq4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaOracle]:
     """RocketMQ 4.9.8's allocation strategies and ordering."""
     yield from _oracle("rocketmq4", "io.mqbalance.harness.RocketmqOracle", tmp_path_factory.mktemp("oracle4"))
+
+
+@pytest.fixture(scope="module")
+def oracle_kafka_zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaOracle]:
+    """Kafka 0.10.2.2's ZooKeeper-era consumer assignors, on a ZooKeeper server inside the JVM."""
+    yield from _oracle("kafka-zk", "io.mqbalance.harness.ZkOracle", tmp_path_factory.mktemp("oraclezk"))
 
 
 @pytest.fixture(scope="module")
