@@ -102,6 +102,12 @@ tansu:
 java:
 	tests/java/build
 
+# The golden vectors' expected answers, recomputed by the Java jars of the harness (tests/vectors/regenerate.py):
+# a file whose answers changed is left alone and listed (VECTORS_ARGS=--accept writes it; --check only compares).
+.PHONY: vectors
+vectors: setup java
+	PYTHONPATH=$(CURDIR)/python $(PY) tests/vectors/regenerate.py $(VECTORS_ARGS)
+
 # The headless browser of the HTML report test: Debian's Chromium, installed when absent (as root with
 # apt-get; elsewhere install Chromium and set MQBALANCE_CHROMIUM to its binary).
 chromium:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mqbalance.kafka import Subscription, TopicPartition, assignor, check_assignment, zk_assign
-from vector_cases import load_vectors
+from mqbalance.kafka import TopicPartition, assignor, check_assignment, zk_assign
+from vector_cases import assignment_sets, expected_sets, kafka_subscriptions, load_vectors
 
 RANGE = load_vectors("kafka/range.jsonl.gz")
 ROUNDROBIN = load_vectors("kafka/roundrobin.jsonl.gz")
@@ -16,26 +16,10 @@ STICKY = load_vectors("kafka/sticky.jsonl.gz")
 ZK = load_vectors("kafka/zk_range.jsonl.gz") + load_vectors("kafka/zk_roundrobin.jsonl.gz")
 
 
-def _subscriptions(case: dict[str, Any]) -> dict[str, Subscription]:
-    out = {}
-    for m in case["members"]:
-        owned = [TopicPartition(t, p) for t, ps in (m.get("owned") or {}).items() for p in ps]
-        out[m["member_id"]] = Subscription(m["topics"], owned, m.get("generation"), m.get("group_instance_id"))
-    return out
-
-
-def _as_sets(assignment: dict[str, list[TopicPartition]]) -> dict[str, set[TopicPartition]]:
-    return {m: set(tps) for m, tps in assignment.items()}
-
-
-def _expected_sets(expected: dict[str, dict[str, list[int]]]) -> dict[str, set[TopicPartition]]:
-    return {m: {TopicPartition(t, p) for t, ps in per.items() for p in ps} for m, per in expected.items()}
-
-
 @pytest.mark.parametrize("case", RANGE + ROUNDROBIN, ids=[c["id"] for c in RANGE + ROUNDROBIN])
 def test_range_and_roundrobin_exact(case: dict[str, Any]) -> None:
-    got = assignor(case["assignor"]).assign(case["topics"], _subscriptions(case))
-    assert _as_sets(got) == _expected_sets(case["expected"])
+    got = assignor(case["assignor"]).assign(case["topics"], kafka_subscriptions(case))
+    assert assignment_sets(got) == expected_sets(case["expected"])
     for tps in got.values():
         assert tps == sorted(tps)
 
@@ -54,7 +38,7 @@ def test_zookeeper_era_exact(case: dict[str, Any]) -> None:
 @pytest.mark.parametrize("case", STICKY, ids=[c["id"] for c in STICKY])
 def test_sticky_required_properties(case: dict[str, Any]) -> None:
     cooperative = case["assignor"] == "cooperative-sticky"
-    subs = _subscriptions(case)
+    subs = kafka_subscriptions(case)
     got = assignor(case["assignor"]).assign(case["topics"], subs)
     assert set(got) == set(subs)
     report = check_assignment(case["topics"], subs, got, cooperative=cooperative)
@@ -81,7 +65,7 @@ def test_checker_agrees_with_the_vectors_on_kafkas_own_outputs(case: dict[str, A
     recorded outputs it finds what the vectors recorded — retention, balance, and a problem
     exactly when a required property is violated."""
     cooperative = case["assignor"] == "cooperative-sticky"
-    subs = _subscriptions(case)
+    subs = kafka_subscriptions(case)
     for key, props_key in (
         ("reference_output", "reference_properties"),
         ("kafka_python_output", "kafka_python_properties"),

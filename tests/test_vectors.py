@@ -8,61 +8,22 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mqbalance import IllegalArgumentError, MessageQueue, MQBalanceError, bulk, sort_client_ids, sort_queues
-from mqbalance.exceptions import ConsumerIdcsNotSetError
-from vector_cases import build_strategy, load_vectors, mq
+from mqbalance import MessageQueue, bulk, sort_client_ids, sort_queues
+from vector_cases import build_strategy, check_allocate_case, load_vectors, mq
 
 ALLOCATE = load_vectors("rocketmq/allocate.jsonl.gz")
 RAW = load_vectors("rocketmq/allocate_raw.jsonl.gz")
 SORT = load_vectors("rocketmq/sort.jsonl.gz")
 
 
-def _outcome_matches(s, case: dict[str, Any], cid: str | None, want: Any, mq_all, cid_all) -> None:
-    group = case["consumerGroup"]
-    if isinstance(want, dict):
-        with pytest.raises(MQBalanceError) as info:
-            s.allocate(group, cid, mq_all, cid_all)
-        err = info.value
-        if want["error"] == "IllegalArgumentException":
-            assert isinstance(err, IllegalArgumentError), repr(err)
-            assert err.java_message == want["message"]
-        else:
-            assert want["error"] == "NullPointerException"
-            assert isinstance(err, ConsumerIdcsNotSetError), repr(err)
-        return
-    got = s.allocate(group, cid, mq_all, cid_all)
-    if want is None:
-        assert got is None
-        return
-    src = mq_all if case["strategy"] != "CONFIG" else s.message_queues
-    expected = [src[i] for i in want]
-    assert got == expected, (case["id"], cid)
-
-
-def _run_case(case: dict[str, Any]) -> None:
-    if "constructorError" in case:
-        with pytest.raises(IllegalArgumentError) as info:
-            build_strategy(case["strategy"], case["params"])
-        assert info.value.java_message == case["constructorError"]["message"]
-        return
-    s = build_strategy(case["strategy"], case["params"])
-    assert s.name == case["strategyName"]
-    mq_all = None if case["mqAll"] is None else [mq(q) for q in case["mqAll"]]
-    cid_all = case["cidAll"]
-    for cid, want in case["expected"].items():
-        _outcome_matches(s, case, cid, want, mq_all, cid_all)
-    for probe in case.get("probes", []):
-        _outcome_matches(s, case, probe["currentCID"], probe["result"], mq_all, cid_all)
-
-
 @pytest.mark.parametrize("case", ALLOCATE, ids=[c["id"] for c in ALLOCATE])
 def test_allocate_vectors(case: dict[str, Any]) -> None:
-    _run_case(case)
+    check_allocate_case(case)
 
 
 @pytest.mark.parametrize("case", RAW, ids=[c["id"] for c in RAW])
 def test_allocate_raw_vectors(case: dict[str, Any]) -> None:
-    _run_case(case)
+    check_allocate_case(case)
 
 
 def _successful(case: dict[str, Any]) -> bool:

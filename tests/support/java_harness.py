@@ -2,9 +2,10 @@
 and how to start a JVM on them.
 
 ``make java`` (part of ``make test``) builds the modules: ``kafka`` (Apache Kafka's broker, Java
-consumer and assignors), ``rocketmq5`` (Apache RocketMQ 5.x name server, broker, tools and client)
-and ``rocketmq4`` (the 4.9.x client). A module that is not built fails the test that needs it,
-naming the command that builds it — it never skips.
+consumer and assignors), ``rocketmq5`` (Apache RocketMQ 5.x name server, broker, tools and client),
+``rocketmq4`` (the 4.9.x client) and ``kafka-zk`` (Kafka 0.10.2.2's ZooKeeper-era consumer
+assignors). A module that is not built fails the test that needs it, naming the command that builds
+it — it never skips.
 
 Example:
     >>> argv = java_command("kafka", "io.mqbalance.harness.Oracle", heap_mb=256)
@@ -19,7 +20,7 @@ import shutil
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "java"
-MODULES = ("kafka", "rocketmq5", "rocketmq4")
+MODULES = ("kafka", "rocketmq5", "rocketmq4", "kafka-zk")
 
 
 class HarnessNotBuilt(RuntimeError):

@@ -55,8 +55,14 @@ def _finish(members: Sequence[Mapping[str, Any]], owners: dict[tuple[str, int], 
     return out
 
 
-def uniform(members: Sequence[Mapping[str, Any]], topics: Mapping[str, int]) -> Assignment:
-    """``UniformHomogeneousAssignmentBuilder.build()``; every member must subscribe to the same topics."""
+def uniform(members: Sequence[Mapping[str, Any]], topics: Mapping[str, int], *, kafka_4_4: bool = False) -> Assignment:
+    """``UniformHomogeneousAssignmentBuilder.build()``; every member must subscribe to the same topics.
+
+    ``kafka_4_4=True``: Kafka 4.4.0's rule instead of trunk 2024-10's (the vectors'): a member that
+    its retained partitions leave below its quota gives up its extra partition while more members
+    remain (itself included) than extra partitions to hand out, so the extras go to members that
+    already hold them, else to the last members in order (2 partitions over 5 fresh members: 2024-10
+    gives them to the first two, 4.4.0 to the last two)."""
     if not members:
         return {}
     order = hash_set_order(list(members[0]["subscribed_topic_ids"]))
@@ -72,9 +78,9 @@ def uniform(members: Sequence[Mapping[str, Any]], topics: Mapping[str, int]) -> 
     minimum, extra = divmod(total, len(members))
     owners: dict[tuple[str, int], str] = {}
     unfilled: list[tuple[str, int]] = []
-    for m in members:
-        quota = minimum + (1 if extra > 0 else 0)
-        extra -= 1 if extra > 0 else 0
+    for index, m in enumerate(members):
+        has_extra = extra > 0
+        quota = minimum + (1 if has_extra else 0)
         for t, ps in m.get("current_assignment") or []:
             if t not in subscribed:
                 continue
@@ -88,6 +94,10 @@ def uniform(members: Sequence[Mapping[str, Any]], topics: Mapping[str, int]) -> 
                     owners[(t, p)] = m["member_id"]
                 else:
                     unassigned.append((t, p))
+        if kafka_4_4 and quota > 0 and has_extra and len(members) - index > extra:
+            quota -= 1
+            has_extra = False
+        extra -= 1 if has_extra else 0
         if quota > 0:
             unfilled.append((m["member_id"], quota))
     i = 0

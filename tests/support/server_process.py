@@ -56,12 +56,16 @@ class ServerProcess:
         log: Path,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        pipes: bool = False,
     ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log = log
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
+        #: ``pipes=True``: stdin and stdout are pipes (``proc.stdin``/``proc.stdout``) for a process that
+        #: answers requests, and only stderr goes to the log
+        self.pipes = pipes
         self.proc: subprocess.Popen[bytes] | None = None
         self._pid_file: Path | None = None
 
@@ -75,9 +79,9 @@ class ServerProcess:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(
                 self.argv,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE if self.pipes else out,
+                stderr=out if self.pipes else subprocess.STDOUT,
+                stdin=subprocess.PIPE if self.pipes else subprocess.DEVNULL,
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,  # its own process group: stop() reaches whatever it forks
