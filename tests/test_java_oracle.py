@@ -5,10 +5,9 @@ RocketMQ's (5.3.3 and 4.9.8) and Apache Kafka's (4.4.0) own classes, and mqbalan
 * exact, errors included: the six RocketMQ strategies (both client generations), ``Collections.sort``
   of queues and client ids, Kafka's client ``range`` and ``roundrobin``, the broker's ``range``, and
   the broker's ``uniform`` for heterogeneous groups;
-* the broker's ``uniform`` for homogeneous groups: exact where Kafka 4.4.0 and trunk 2024-10 (what
-  mqbalance and the vectors follow) agree; where they differ, mqbalance must equal the 2024-10 rule and
-  Java 4.4.0 the 4.4.0 rule (both transcribed in ``kafka_server_reference``) — the version
-  difference is named, not hidden (see :func:`test_uniform_kafka_4_4_moves_the_extra_partitions`);
+* the broker's ``uniform`` for homogeneous groups, exact for the jar's release: Kafka 4.1 changed
+  who gets the extra partitions (``server_assign(..., kafka_version=)``; the smallest case, and
+  4.0's answer, in :func:`test_uniform_since_kafka_4_1_moves_the_extra_partitions`);
 * ``sticky`` / ``cooperative-sticky``: Java breaks ties through ``HashMap`` order, so the outputs are
   compared by the vectors' required properties (validity, balance, stickiness bounds), and exactly
   where the answer is unique (one member; or identical subscriptions where every assignable
@@ -402,31 +401,25 @@ def kafka_server_case(seed: int, name: str) -> dict[str, Any]:
     }
 
 
-def _homogeneous(case: dict[str, Any]) -> bool:
-    subscribers: dict[str, int] = {}
-    for m in case["members"]:
-        for t in set(m["subscribed_topic_ids"]):
-            subscribers[t] = subscribers.get(t, 0) + 1
-    return all(n == len(case["members"]) for n in subscribers.values())
+#: The release of the oracle's Kafka jars (tests/java/pom.xml), as server_assign takes it.
+ORACLE_KAFKA = "4.4"
 
 
 def _server_exact(case: dict[str, Any]) -> None:
     if "error" in case:
         assert case["exception"] == "PartitionAssignorException", case["exception"]
         with pytest.raises(MQBalanceError) as info:
-            server_assign(case["assignor"], case["members"], case["topics"])
+            server_assign(case["assignor"], case["members"], case["topics"], kafka_version=ORACLE_KAFKA)
         assert info.value.java_message == case["error"]  # type: ignore[attr-defined]
         return
-    ours = server_assign(case["assignor"], case["members"], case["topics"])
-    if ours == case["expected"]:
-        return
-    # Only the broker's uniform assignor over a homogeneous group may differ, and only by the
-    # version difference: ours is trunk 2024-10's rule, Java's is 4.4.0's.
-    assert case["assignor"] == "uniform" and _homogeneous(case), (ours, case["expected"])
-    assert ours == kafka_server_reference.uniform(case["members"], case["topics"]), "not trunk 2024-10's answer"
-    assert case["expected"] == kafka_server_reference.uniform(case["members"], case["topics"], kafka_4_4=True), (
-        "Java 4.4.0's answer is not its 4.4.0 rule"
-    )
+    assert server_assign(case["assignor"], case["members"], case["topics"], kafka_version=ORACLE_KAFKA) == case[
+        "expected"
+    ]
+
+
+def test_the_oracle_runs_the_release_compared_with(oracle_kafka: JavaOracle) -> None:
+    (reply,) = oracle_kafka.ask([{"op": "version"}])
+    assert reply["version"].startswith(ORACLE_KAFKA + "."), reply
 
 
 @pytest.mark.parametrize("name", ["uniform", "range"])
@@ -438,24 +431,27 @@ def test_kafka_server_assignors_equal_java(oracle_kafka: JavaOracle, batch: list
     _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], _server_exact)
 
 
-def test_uniform_kafka_4_4_moves_the_extra_partitions(oracle_kafka: JavaOracle) -> None:
-    """The version difference, on its smallest case: 2 partitions, 5 fresh members. Kafka trunk
-    2024-10 (our vectors, and mqbalance) gives them to the first two members; Kafka 4.4.0 gives an
-    unfilled member's extra partition away while more members remain than extras, so the last two
-    get them."""
+def test_uniform_since_kafka_4_1_moves_the_extra_partitions(oracle_kafka: JavaOracle) -> None:
+    """The release difference on its smallest case: 2 partitions, 5 fresh members. Kafka 4.0 (and
+    trunk 2024-10, the vectors) gives them to the first two members; from 4.1 a member left under
+    its quota gives its extra up while more members remain than extras, so the last two get them
+    (checked against the 4.0.0 to 4.4.0 jars when the rule was added; the oracle runs 4.4)."""
     topic = "6B-bDL9Oevao1Ck0M-eYoA"
     members = [{"member_id": f"m{k}", "subscribed_topic_ids": [topic]} for k in range(5)]
     (java,) = _ask(
         oracle_kafka, [{"op": "server_assign", "assignor": "uniform", "topics": {topic: 2}, "members": members}]
     )
-    assert java["expected"] == {"m0": {}, "m1": {}, "m2": {}, "m3": {topic: [0]}, "m4": {topic: [1]}}
-    assert server_assign("uniform", members, {topic: 2}) == {
+    last_two = {"m0": {}, "m1": {}, "m2": {}, "m3": {topic: [0]}, "m4": {topic: [1]}}
+    assert java["expected"] == last_two
+    assert server_assign("uniform", members, {topic: 2}, kafka_version=ORACLE_KAFKA) == last_two
+    assert server_assign("uniform", members, {topic: 2}, kafka_version="4.0") == {
         "m0": {topic: [0]},
         "m1": {topic: [1]},
         "m2": {},
         "m3": {},
         "m4": {},
     }
+    assert kafka_server_reference.uniform(members, {topic: 2}, kafka_4_1=True) == last_two
 
 
 def test_bad_requests_get_an_error_and_the_oracle_keeps_serving(

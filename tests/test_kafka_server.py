@@ -19,6 +19,8 @@ from mqbalance.kafka import ServerMember, server_assign, server_assign_columns
 from vector_cases import load_vectors
 
 CASES = load_vectors("kafka/server_uniform.jsonl.gz") + load_vectors("kafka/server_range.jsonl.gz")
+#: The vectors' Kafka rules: trunk of 2024-10, which the 4.0.0 jars compute too (their README).
+VECTORS_RELEASE = "4.0"
 
 
 def test_vectors_exact() -> None:
@@ -26,10 +28,11 @@ def test_vectors_exact() -> None:
     for case in CASES:
         if "error" in case:
             with pytest.raises(PartitionAssignorError) as err:
-                server_assign(case["assignor"], case["members"], case["topics"])
+                server_assign(case["assignor"], case["members"], case["topics"], kafka_version=VECTORS_RELEASE)
             assert err.value.java_message == case["error"]
             continue
-        if server_assign(case["assignor"], case["members"], case["topics"]) != case["expected"]:
+        got = server_assign(case["assignor"], case["members"], case["topics"], kafka_version=VECTORS_RELEASE)
+        if got != case["expected"]:
             wrong.append(case["id"])
     assert len(CASES) == 694
     assert sum("tree-bin" in c["tags"] for c in CASES) == 80  # Java HashMap tree bins, both assignors
@@ -76,7 +79,7 @@ def test_columns_equal_dict_api_on_the_vectors() -> None:
         stale = any(t not in case["topics"] for m in case["members"] for t, _ in m["current_assignment"])
         if "error" in case or stale:
             continue
-        owners = server_assign_columns(case["assignor"], **_columns(case))
+        owners = server_assign_columns(case["assignor"], **_columns(case), kafka_version=VECTORS_RELEASE)
         assert owners.dtype == np.int32
         assert _from_owners(case, owners) == case["expected"], case["id"]
         checked += 1
@@ -147,12 +150,25 @@ def test_uniform_depends_on_member_order_and_given_partition_order() -> None:
     partition, and an over-quota member keeps its first partitions in the order given."""
     t = "AAAAAAAAAAAAAAAAAAAAAQ"
     a, b = {"member_id": "a", "subscribed_topic_ids": [t]}, {"member_id": "b", "subscribed_topic_ids": [t]}
-    assert server_assign("uniform", [a, b], {t: 3}) == {"a": {t: [0, 1]}, "b": {t: [2]}}
-    assert server_assign("uniform", [b, a], {t: 3}) == {"b": {t: [0, 1]}, "a": {t: [2]}}
+    # Kafka 4.1 on: the extra goes to the last member; 4.0: to the first
+    assert server_assign("uniform", [a, b], {t: 3}) == {"a": {t: [0]}, "b": {t: [1, 2]}}
+    assert server_assign("uniform", [b, a], {t: 3}) == {"b": {t: [0]}, "a": {t: [1, 2]}}
+    assert server_assign("uniform", [a, b], {t: 3}, kafka_version="4.0") == {"a": {t: [0, 1]}, "b": {t: [2]}}
+    assert server_assign("uniform", [b, a], {t: 3}, kafka_version="4.0.2") == {"b": {t: [0, 1]}, "a": {t: [2]}}
     owner = {**a, "current_assignment": [[t, [3, 0, 2, 1]]]}
     assert server_assign("uniform", [owner, b], {t: 4})["a"] == {t: [0, 3]}
     owner = {**a, "current_assignment": [[t, [1, 2, 0, 3]]]}
     assert server_assign("uniform", [owner, b], {t: 4})["a"] == {t: [1, 2]}
+
+
+@pytest.mark.parametrize("bad", ["4", "four", "4.x", "4.1.0.1", "", " 4.1", "4..1"])
+def test_kafka_version_must_be_a_release(bad: str) -> None:
+    t = "AAAAAAAAAAAAAAAAAAAAAQ"
+    with pytest.raises(InvalidInputError, match="kafka_version") as err:
+        server_assign("uniform", [{"member_id": "a", "subscribed_topic_ids": [t]}], {t: 1}, kafka_version=bad)
+    assert err.value.value == bad
+    with pytest.raises(InvalidInputError, match="kafka_version"):
+        server_assign_columns("uniform", [t], [1], ["a"], [0, 1], [0], kafka_version=bad)
 
 
 def test_typed_members_and_missing_topic_messages() -> None:

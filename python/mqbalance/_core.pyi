@@ -14,6 +14,7 @@ KAFKA_ASSIGNORS: tuple[str, ...]
 KAFKA_STICKY_ASSIGNORS: tuple[str, ...]
 ZK_ASSIGNORS: tuple[str, ...]
 SERVER_ASSIGNORS: tuple[str, ...]
+KAFKA_NEWEST_RELEASE: str
 
 _StrColumn = list[Any] | tuple[list[Any], npt.NDArray[np.uint32]]
 # Machine rooms: the prefix resolver's separator, or (queue rooms, consumer rooms) columns.
@@ -211,7 +212,9 @@ def owners_by_pair(
     seg_strategy: npt.NDArray[np.uint32],
     consumers: list[list[str]],
 ) -> npt.NDArray[np.int64]: ...
-def server_assign(name: str, members: Any, topics: dict[str, int]) -> dict[str, dict[str, list[int]]]: ...
+def server_assign(
+    name: str, members: Any, topics: dict[str, int], kafka_version: str
+) -> dict[str, dict[str, list[int]]]: ...
 def server_assign_columns(
     name: str,
     topic_ids: list[str],
@@ -224,4 +227,5 @@ def server_assign_columns(
     current_offsets: npt.NDArray[np.int64],
     current_topics: npt.NDArray[np.int64],
     current_partitions: npt.NDArray[np.int64],
+    kafka_version: str,
 ) -> npt.NDArray[np.int32]: ...

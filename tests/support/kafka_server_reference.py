@@ -55,10 +55,11 @@ def _finish(members: Sequence[Mapping[str, Any]], owners: dict[tuple[str, int], 
     return out
 
 
-def uniform(members: Sequence[Mapping[str, Any]], topics: Mapping[str, int], *, kafka_4_4: bool = False) -> Assignment:
+def uniform(members: Sequence[Mapping[str, Any]], topics: Mapping[str, int], *, kafka_4_1: bool = False) -> Assignment:
     """``UniformHomogeneousAssignmentBuilder.build()``; every member must subscribe to the same topics.
 
-    ``kafka_4_4=True``: Kafka 4.4.0's rule instead of trunk 2024-10's (the vectors'): a member that
+    ``kafka_4_1=True``: Kafka 4.1.0's rule (to 4.4.0 at least) instead of 4.0's and trunk 2024-10's
+    (the vectors'): a member that
     its retained partitions leave below its quota gives up its extra partition while more members
     remain (itself included) than extra partitions to hand out, so the extras go to members that
     already hold them, else to the last members in order (2 partitions over 5 fresh members: 2024-10
@@ -94,7 +95,7 @@ def uniform(members: Sequence[Mapping[str, Any]], topics: Mapping[str, int], *, 
                     owners[(t, p)] = m["member_id"]
                 else:
                     unassigned.append((t, p))
-        if kafka_4_4 and quota > 0 and has_extra and len(members) - index > extra:
+        if kafka_4_1 and quota > 0 and has_extra and len(members) - index > extra:
             quota -= 1
             has_extra = False
         extra -= 1 if has_extra else 0

@@ -10,6 +10,21 @@ imported on its own: it needs kafka-python) and Java's sticky userData layout (:
 
 from mqbalance.kafka.assignors import *  # noqa: F403 - the public names, listed in assignors.__all__
 from mqbalance.kafka.assignors import __all__ as __all__
-from mqbalance.kafka.server import SERVER_ASSIGNORS, ServerMember, server_assign, server_assign_columns, what_if_names
+from mqbalance.kafka.server import (
+    KAFKA_NEWEST_RELEASE,
+    SERVER_ASSIGNORS,
+    ServerMember,
+    server_assign,
+    server_assign_columns,
+    what_if_names,
+)
 
-__all__ = [*__all__, "SERVER_ASSIGNORS", "ServerMember", "server_assign", "server_assign_columns", "what_if_names"]
+__all__ = [
+    *__all__,
+    "KAFKA_NEWEST_RELEASE",
+    "SERVER_ASSIGNORS",
+    "ServerMember",
+    "server_assign",
+    "server_assign_columns",
+    "what_if_names",
+]

@@ -28,7 +28,9 @@ accepted and ignored (neither assignor reads racks at the Kafka version this fol
 ...     {"member_id": "b", "subscribed_topic_ids": [t]},
 ...     {"member_id": "a", "subscribed_topic_ids": [t], "current_assignment": [[t, [4, 3]]]},
 ... ]
->>> server_assign("uniform", members, {t: 5})
+>>> server_assign("uniform", members, {t: 5})  # a keeps 3 and 4, and takes the extra partition
+{'b': {'AAAAAAAAAAAAAAAAAAAAAQ': [0, 1]}, 'a': {'AAAAAAAAAAAAAAAAAAAAAQ': [2, 3, 4]}}
+>>> server_assign("uniform", members, {t: 5}, kafka_version="4.0")  # before 4.1 the first member took it
 {'b': {'AAAAAAAAAAAAAAAAAAAAAQ': [0, 1, 2]}, 'a': {'AAAAAAAAAAAAAAAAAAAAAQ': [3, 4]}}
 >>> server_assign("range", members, {t: 5})
 {'b': {'AAAAAAAAAAAAAAAAAAAAAQ': [3, 4]}, 'a': {'AAAAAAAAAAAAAAAAAAAAAQ': [0, 1, 2]}}
@@ -48,7 +50,18 @@ from mqbalance import _core, _validate
 from mqbalance.exceptions import InvalidInputError, UnknownStrategyError
 from mqbalance.kafka.assignors import ASSIGNORS
 
-__all__ = ["SERVER_ASSIGNORS", "ServerMember", "server_assign", "server_assign_columns", "what_if_names"]
+__all__ = [
+    "KAFKA_NEWEST_RELEASE",
+    "SERVER_ASSIGNORS",
+    "ServerMember",
+    "server_assign",
+    "server_assign_columns",
+    "what_if_names",
+]
+
+#: The newest Apache Kafka release whose broker-side assignors were checked against its jars (the
+#: default ``kafka_version``).
+KAFKA_NEWEST_RELEASE: str = _core.KAFKA_NEWEST_RELEASE
 
 #: The broker-side assignors, by Kafka's names (``group.consumer.assignors``): the core's
 #: registry (``ServerAssignor::ALL``). ``range`` is also a client-side name: which side is meant
@@ -100,9 +113,17 @@ def server_assign(
     name: str,
     members: Sequence[Mapping[str, Any] | ServerMember],
     topics: Mapping[str, int],
+    *,
+    kafka_version: str = KAFKA_NEWEST_RELEASE,
 ) -> dict[str, dict[str, list[int]]]:
     """The target assignment the coordinator computes with assignor ``name`` (``"uniform"`` or
     ``"range"``, case ignored).
+
+    ``kafka_version``: the broker's release, ``"MAJOR.MINOR[.PATCH]"`` (default: the newest
+    checked, :data:`KAFKA_NEWEST_RELEASE`). Releases compute differently in one place: from 4.1.0
+    a homogeneous ``uniform`` group gives its extra partitions to members that already hold
+    partitions, else to the last members (two partitions over five new members: 4.0 gives them to
+    the first two, 4.1 and later to the last two).
 
     ``members``: in the coordinator's order, each a dict ``{"member_id", "instance_id",
     "rack", "subscribed_topic_ids": [topic_id, ...], "current_assignment": [[topic_id,
@@ -132,7 +153,7 @@ def server_assign(
     if paused:
         gc.disable()
     try:
-        return _core.server_assign(name, members, dict(topics))
+        return _core.server_assign(name, members, dict(topics), _validate.text(kafka_version, "kafka_version"))
     finally:
         if paused:
             gc.enable()
@@ -159,6 +180,7 @@ def server_assign_columns(
     current_offsets: Any = None,
     current_topics: Any = None,
     current_partitions: Any = None,
+    kafka_version: str = KAFKA_NEWEST_RELEASE,
 ) -> npt.NDArray[np.int32]:
     """:func:`server_assign` over columns (numpy arrays, Arrow arrays or sequences), for large
     groups: the owner (position in ``member_ids``, -1 for none) of every partition, as one int32
@@ -173,7 +195,7 @@ def server_assign_columns(
     Member ``m``'s current assignment is the rows ``current_offsets[m]:current_offsets[m + 1]``
     of ``(current_topics, current_partitions)``, in that order (a topic's partitions in the order
     its rows come; topics in the order they first appear). Without ``current_*``: a first
-    assignment. Errors are those of :func:`server_assign`.
+    assignment. ``kafka_version`` and errors are those of :func:`server_assign`.
 
     >>> t = ["AAAAAAAAAAAAAAAAAAAAAQ", "AAAAAAAAAAAAAAAAAAAAAg"]
     >>> # two subscriptions: row 0 = both topics, row 1 = t0 only; a -> row 0, b -> row 1
@@ -205,7 +227,7 @@ def server_assign_columns(
         _ints(current_partitions, "current_partitions"),
     )
     try:
-        return _core.server_assign_columns(name, topics, *columns)
+        return _core.server_assign_columns(name, topics, *columns, _validate.text(kafka_version, "kafka_version"))
     except (TypeError, UnicodeEncodeError):
         _strings(members, "member_ids")
         _strings(topics, "topic_ids")

@@ -40,6 +40,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "SERVER_ASSIGNORS",
         pyo3::types::PyTuple::new(m.py(), server::names())?,
     )?;
+    let newest = mqbalance_core::assign::server::KafkaRelease::NEWEST;
+    m.add(
+        "KAFKA_NEWEST_RELEASE",
+        format!("{}.{}", newest.major, newest.minor),
+    )?;
     #[cfg(feature = "bench")]
     m.add_submodule(&bench::module(m.py())?)?;
     Ok(())

@@ -3,7 +3,7 @@
 //! extracted with the GIL held; the assignor runs with it released ([`run`]).
 
 use mqbalance_core::assign::server::{
-    self, Owners, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid,
+    self, KafkaRelease, Owners, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid,
 };
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::intern;
@@ -34,6 +34,18 @@ fn assignor(name: &str) -> PyResult<ServerAssignor> {
 
 fn repr(v: &Bound<'_, PyAny>) -> String {
     v.repr().map(|r| r.to_string()).unwrap_or_default()
+}
+
+/// The Kafka release whose assignor code to follow (`"4.1"`, `"4.0.2"`, ...).
+fn release(text: &str) -> PyResult<KafkaRelease> {
+    KafkaRelease::parse(text).ok_or_else(|| {
+        InvalidInputError::new_err((
+            format!(
+                "kafka_version must be a Kafka release such as \"4.1\" or \"4.0.2\", got {text:?}"
+            ),
+            text.to_owned(),
+        ))
+    })
 }
 
 fn bad(msg: String, value: &Bound<'_, PyAny>) -> PyErr {
@@ -218,16 +230,18 @@ impl Previous {
     }
 }
 
-/// `server_assign(name, members, topics)`: `{member_id: {topic_id: [partitions]}}` (every member,
-/// `{}` for none; partitions ascending).
+/// `server_assign(name, members, topics, kafka_version)`: `{member_id: {topic_id: [partitions]}}`
+/// (every member, `{}` for none; partitions ascending).
 #[pyfunction]
 pub fn server_assign<'py>(
     py: Python<'py>,
     name: &str,
     members: &Bound<'py, PyAny>,
     topics: &Bound<'py, PyAny>,
+    kafka_version: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let a = assignor(name)?;
+    let kafka = release(kafka_version)?;
     let mut table = Topics::default();
     let topic_map = topics.cast::<PyDict>().map_err(|_| {
         bad(
@@ -250,7 +264,7 @@ pub fn server_assign<'py>(
         topics: table.table,
         members: list,
     };
-    let owners = run(py, || server::assign(a, &group))?;
+    let owners = run(py, || server::assign(a, &group, kafka))?;
     let out = PyDict::new(py);
     let per_member: Vec<Bound<'py, PyDict>> = group
         .members
@@ -384,7 +398,7 @@ fn subscription_rows(
 /// The columnar entry point: owner (member position, -1 for none) of every partition, topics in
 /// the order given and partitions ascending (`partition_counts` long blocks).
 #[pyfunction]
-#[pyo3(signature = (name, topic_ids, partition_counts, member_ids, instance_ids, member_subscription, subscription_offsets, subscription_topics, current_offsets, current_topics, current_partitions))]
+#[pyo3(signature = (name, topic_ids, partition_counts, member_ids, instance_ids, member_subscription, subscription_offsets, subscription_topics, current_offsets, current_topics, current_partitions, kafka_version))]
 #[allow(clippy::too_many_arguments)]
 pub fn server_assign_columns<'py>(
     py: Python<'py>,
@@ -399,8 +413,10 @@ pub fn server_assign_columns<'py>(
     current_offsets: PyReadonlyArray1<'py, i64>,
     current_topics: PyReadonlyArray1<'py, i64>,
     current_partitions: PyReadonlyArray1<'py, i64>,
+    kafka_version: &str,
 ) -> PyResult<Bound<'py, PyArray1<i32>>> {
     let assignor = assignor(name)?;
+    let kafka = release(kafka_version)?;
     let table = topic_table(topic_ids, partition_counts.as_slice()?)?;
     let n_topics = table.table.len();
     let n = member_ids.len();
@@ -477,6 +493,6 @@ pub fn server_assign_columns<'py>(
         topics: table.table,
         members,
     };
-    let owners: Owners = run(py, || server::assign(assignor, &group))?;
+    let owners: Owners = run(py, || server::assign(assignor, &group, kafka))?;
     Ok(owners.concat().into_pyarray(py))
 }

@@ -9,18 +9,23 @@
 //! (a member position, or -1) of every partition of every topic.
 //!
 //! ```
-//! use mqbalance_core::assign::server::{assign, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid};
+//! use mqbalance_core::assign::server::{assign, KafkaRelease, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid};
 //! let t = ServerTopic { id: Uuid { msb: 1, lsb: 2 }, partitions: Some(5) };
 //! let m = |id: &str| ServerMember { member_id: id.into(), instance_id: None, subscribed: vec![0].into(), current: vec![] };
 //! let group = ServerGroup { topics: vec![t], members: vec![m("b"), m("a")] };
-//! // uniform fills members in the given order: b gets 3, a gets 2.
-//! assert_eq!(assign(ServerAssignor::Uniform, &group).unwrap(), vec![vec![0, 0, 0, 1, 1]]);
+//! // uniform fills members in the given order; the extra partition goes to the last member
+//! // (Kafka 4.1 on: b gets 2, a gets 3), to the first before 4.1 (b gets 3, a gets 2).
+//! let newest = KafkaRelease::NEWEST;
+//! assert_eq!(assign(ServerAssignor::Uniform, &group, newest).unwrap(), vec![vec![0, 0, 1, 1, 1]]);
+//! let kafka_4_0 = KafkaRelease::parse("4.0").unwrap();
+//! assert_eq!(assign(ServerAssignor::Uniform, &group, kafka_4_0).unwrap(), vec![vec![0, 0, 0, 1, 1]]);
 //! // range sorts member ids: a gets 0..3, b gets 3..5.
-//! assert_eq!(assign(ServerAssignor::Range, &group).unwrap(), vec![vec![1, 1, 1, 0, 0]]);
+//! assert_eq!(assign(ServerAssignor::Range, &group, newest).unwrap(), vec![vec![1, 1, 1, 0, 0]]);
 //! ```
 
 mod hash_set;
 mod range;
+mod release;
 mod uniform;
 mod uuid;
 
@@ -30,6 +35,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use thiserror::Error;
 
 pub use hash_set::java_hash_set_order;
+pub use release::KafkaRelease;
 pub use uuid::Uuid;
 
 /// A broker-side assignor by its Kafka name (`group.consumer.assignors`).
@@ -260,8 +266,13 @@ pub fn is_homogeneous(g: &ServerGroup) -> bool {
     counts.iter().all(|&c| c == 0 || c == g.members.len())
 }
 
-/// Run `assignor` over the group: the owner of every partition (see [`Owners`]).
-pub fn assign(assignor: ServerAssignor, g: &ServerGroup) -> Result<Owners, ServerAssignError> {
+/// Run `assignor` over the group as `release`'s coordinator does: the owner of every partition
+/// (see [`Owners`]).
+pub fn assign(
+    assignor: ServerAssignor,
+    g: &ServerGroup,
+    release: KafkaRelease,
+) -> Result<Owners, ServerAssignError> {
     let current = current_owners(g)?;
     let empty = || -> Owners {
         g.topics
@@ -274,7 +285,9 @@ pub fn assign(assignor: ServerAssignor, g: &ServerGroup) -> Result<Owners, Serve
     }
     let homogeneous = is_homogeneous(g);
     match assignor {
-        ServerAssignor::Uniform if homogeneous => uniform::homogeneous(g, &current, empty()),
+        ServerAssignor::Uniform if homogeneous => {
+            uniform::homogeneous(g, &current, empty(), release.uniform_extras_to_holders())
+        }
         ServerAssignor::Uniform => uniform::heterogeneous(g, empty()),
         ServerAssignor::Range => range::assign(g, homogeneous, empty()),
     }

@@ -9,10 +9,13 @@ use super::{java_hash_set_order, uniform_missing, Owners, ServerAssignError, Ser
 /// The homogeneous builder: keep each member's current partitions up to its quota (members in
 /// order take the `total % members` extra ones), then hand out the unassigned partitions — topics
 /// in Java `HashSet` order, then revoked ones — to the members under quota, in member order.
+/// `extras_to_holders` (Kafka 4.1.0 on, see [`super::KafkaRelease`]): a member left under its
+/// quota by what it keeps gives its extra up while more members remain than extras.
 pub(super) fn homogeneous(
     g: &ServerGroup,
     current: &Owners,
     mut owners: Owners,
+    extras_to_holders: bool,
 ) -> Result<Owners, ServerAssignError> {
     let first = &g.members[0].subscribed;
     if first.is_empty() {
@@ -41,11 +44,8 @@ pub(super) fn homogeneous(
     let mut extra = total % n;
     let mut unfilled: Vec<(usize, i64)> = Vec::new();
     for (mi, m) in g.members.iter().enumerate() {
-        let mut quota = min_quota;
-        if extra > 0 {
-            quota += 1;
-            extra -= 1;
-        }
+        let mut has_extra = extra > 0;
+        let mut quota = min_quota + i64::from(has_extra);
         for (t, parts) in &m.current {
             if !subscribed[*t as usize] {
                 continue; // the whole topic is dropped
@@ -67,6 +67,11 @@ pub(super) fn homogeneous(
                 }
             }
         }
+        if extras_to_holders && quota > 0 && has_extra && n - mi as i64 > extra {
+            quota -= 1;
+            has_extra = false;
+        }
+        extra -= i64::from(has_extra);
         if quota > 0 {
             unfilled.push((mi, quota));
         }
