@@ -186,6 +186,15 @@ class ConsumerGroup:
     #: connections per id
     id_counts: dict[str, int] = field(default_factory=dict, compare=False)
 
+    @property
+    def unknown_settings(self) -> list[str]:
+        """What the snapshot lacks to compute this group's assignment, one entry per strategy of its
+        clients that lacks settings (:attr:`StrategySpec.unknown_settings`); ``[]`` when it is
+        computable. A broadcasting group consumes every queue whatever its strategy."""
+        if self.message_model is MessageModel.BROADCASTING:
+            return []
+        return [text for spec in self.strategies if (text := spec.unknown_settings) is not None]
+
     @classmethod
     def from_columns(
         cls,
