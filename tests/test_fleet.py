@@ -767,7 +767,8 @@ def _rooms_fleet(idcs: list[str] | None = None) -> dict:
         {"brokerName": "hz@b1", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6},
         {"brokerName": "sh@b2", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6},
     ]
-    room: dict = {"subscriptions": ["T", "U"], "connections": [{"clientId": c, "strategy": "MACHINE_ROOM"} for c in "ab"]}
+    clients = [{"clientId": c, "strategy": "MACHINE_ROOM"} for c in "ab"]
+    room: dict = {"subscriptions": ["T", "U"], "connections": clients}
     if idcs is not None:
         room["consumeridcs"] = idcs
     return {

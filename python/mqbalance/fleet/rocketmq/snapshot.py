@@ -21,6 +21,8 @@ connections as ``mqadmin consumerConnection`` shows them)::
           "subscriptions": ["TopicOrders"],
           "strategy": "AVG",                            # the group's default; a name or
                                                         # {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}
+          "consumeridcs": ["hz"],                       # optional: the rooms of its MACHINE_ROOM clients
+                                                        # that lack them (a live snapshot never has them)
           "connections": [
             {"clientId": "10.0.0.7@4711#1718000000001", "clientAddr": "10.0.0.7:53122",
              "language": "JAVA", "version": 453, "strategy": "AVG_BY_CIRCLE"}   # per-client override
