@@ -16,11 +16,14 @@ from hypothesis import strategies as st
 
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.allocation.registry import REGISTRY, StrategyName, Use, names_for
+from mqbalance.cli import main
 from mqbalance.fleet import (
+    FINDING_KINDS,
     HAZARD_GROUPS,
     FindingKind,
     SnapshotError,
     assign_snapshot,
+    assignment_table,
     audit_snapshot,
     example_fleet,
     example_pair,
@@ -299,8 +302,6 @@ def test_engine_blocks_are_bounded_and_facts_concatenate_to_the_whole_audit():
 
 
 def test_cli_assign_prints_fleet_totals_and_the_worst_pairs_first(capsys):
-    from mqbalance.cli import main
-
     assert main(["assign", "--top", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("fleet: ") and "unowned 11" in lines[1] and "consumed twice 11" in lines[1]
@@ -756,3 +757,107 @@ def test_one_pass_churn_is_the_full_comparison_on_random_fleets(seed: int) -> No
     per_pair, _, _ = facts_mod.split_facts(facts)
     got = {(g, t): m for g, t, m in zip(*(per_pair.column(k).to_pylist() for k in ("group", "topic", "moved"))) if m}
     assert got == expected
+
+
+def _rooms_fleet(idcs: list[str] | None = None) -> dict:
+    """Two machine rooms' brokers; a MACHINE_ROOM group whose rooms the snapshot lacks (as a live
+    snapshot does: running info names the strategy, not its consumeridcs) beside two groups with a
+    duplicated id and an idle process, which the audit must still find."""
+    route = [
+        {"brokerName": "hz@b1", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6},
+        {"brokerName": "sh@b2", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6},
+    ]
+    clients = [{"clientId": c, "strategy": "MACHINE_ROOM"} for c in "ab"]
+    room: dict = {"subscriptions": ["T", "U"], "connections": clients}
+    if idcs is not None:
+        room["consumeridcs"] = idcs
+    return {
+        "topics": {"T": {"queueDatas": route}, "U": {"queueDatas": route[:1]}},
+        "groups": {
+            "room": room,
+            "dup": {"subscriptions": ["T"], "connections": [{"clientId": "x"}, {"clientId": "x"}]},
+            "idle": {"subscriptions": ["U"], "connections": [{"clientId": c} for c in "pqrstu"]},
+        },
+    }
+
+
+def test_a_group_whose_strategy_settings_are_unknown_gets_a_finding_and_the_rest_is_audited():
+    snap = snapshot_from_dict(_rooms_fleet(), "live")
+    result = audit_snapshot(snap)
+    mine = [f for f in result.findings if f.group == "room"]
+    assert [(f.kind, f.topic, f.count) for f in mine] == [(FindingKind.SETTINGS_UNKNOWN, None, 12)]  # 8 of T + 4 of U
+    assert mine[0].detail.startswith("strategy settings unknown: MACHINE_ROOM's consumer idcs are not in the snapshot")
+    assert "12 queues of 2 topics not computed" in mine[0].detail and '"consumeridcs"' in mine[0].detail
+    assert not FindingKind.SETTINGS_UNKNOWN.urgent
+    # no row: neither unowned nor double-owned, not idle; not in the assignment either
+    assert not [r for r in result.rows if r.group == "room"]
+    assert not [r for r in assign_snapshot(snap).to_pylist() if r["group"] == "room"]
+    t = result.totals
+    assert (t.settings_unknown_groups, t.not_computed_queues, t.queues_assigned) == (1, 12, 8 + 4)
+    assert (t.unowned_queues, t.idle_processes, t.processes) == (4, 2, 10)  # the duplicate's slot; "idle"'s 2
+    # every other group is audited exactly as without the room group
+    without = _rooms_fleet()
+    del without["groups"]["room"]
+    alone = audit_snapshot(snapshot_from_dict(without, "live"))
+    assert [f for f in result.findings if f.group != "room"] == alone.findings
+    assert result.rows == alone.rows
+    assert t.to_dict() | {"groups": 2, "processes": 8, "settings_unknown_groups": 0, "not_computed_queues": 0} == (
+        alone.totals.to_dict()
+    )
+
+
+def test_settings_unknown_in_the_assignment_table_the_reports_and_fail_on(tmp_path, capsys):
+    snap = snapshot_from_dict(_rooms_fleet(), "live")
+    result = audit_snapshot(snap)
+    table = assignment_table(snap, result)
+    assert table.summary.endswith("; not computed (strategy settings unknown) 12 queues in 1 groups")
+    lines = {(x.group, x.topic): x.text for x in table.shown()}
+    assert lines["room", "T"].split()[2:4] == ["8", "2"]
+    assert lines["room", "T"].endswith("not computed: strategy settings unknown (MACHINE_ROOM's consumer idcs)")
+    assert "missing route" not in lines["room", "U"]
+    paths = write_outputs(result, tmp_path, source="live")
+    findings = json.loads(paths["findings_json"].read_text())
+    assert findings["totals"]["not_computed_queues"] == 12 and findings["totals"]["settings_unknown_groups"] == 1
+    assert [f["group"] for f in findings["findings"] if f["kind"] == "settings-unknown"] == ["room"]
+    assert "settings-unknown" in paths["report_md"].read_text()
+    # the CLI's table says so too
+    path = tmp_path / "live.json"
+    path.write_text(json.dumps(_rooms_fleet()))
+    assert main(["assign", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "not computed (strategy settings unknown) 12 queues in 1 groups" in out
+    assert "settings-unknown" in FINDING_KINDS
+
+
+def test_consumer_idcs_given_in_the_json_group_entry_compute_the_group_exactly():
+    snap = snapshot_from_dict(_rooms_fleet(["hz"]), "edited")
+    result = audit_snapshot(snap)
+    assert result.count(FindingKind.SETTINGS_UNKNOWN) == 0 and result.totals.not_computed_queues == 0
+    got = consumers_by_queue(assign_snapshot(snap))
+    s = strategy("MACHINE_ROOM", consumer_idcs=["hz"])
+    ids = sort_client_ids(["a", "b"])
+    for topic in ("T", "U"):
+        qs = sort_queues(_queues(snap, topic))
+        want = {(q.broker_name, q.queue_id): [c for c in ids if q in s.allocate("room", c, qs, ids)] for q in qs}
+        assert {(b, q): v for (g, t, b, q), v in got.items() if (g, t) == ("room", topic)} == want
+    # the sh room's queues are nobody's, as Java's clients in room hz leave them
+    assert [(f.topic, f.count) for f in result.findings if f.group == "room"] == [("T", 4)]
+    # a connection's own idcs win; other strategies are left alone
+    data = _rooms_fleet(["hz"])
+    data["groups"]["room"]["connections"][1]["strategy"] = {"name": "MACHINE_ROOM", "consumeridcs": ["sh"]}
+    data["groups"]["dup"]["consumeridcs"] = ["hz"]
+    specs = {c.client_id: c.strategy for c in snapshot_from_dict(data).consumer_groups()["room"].connections}
+    assert (specs["a"].consumer_idcs, specs["b"].consumer_idcs) == (("hz",), ("sh",))
+    assert snapshot_from_dict(data).consumer_groups()["dup"].strategies[0].name is StrategyName.AVG
+
+
+@pytest.mark.parametrize(
+    "idcs,message",
+    [
+        ("hz", r"groups\['room'\].consumeridcs: expected list, got 'hz'"),
+        (["hz", 3], r"groups\['room'\].consumeridcs\[1\]: expected a machine room name \(str\), got 3"),
+    ],
+)
+def test_bad_group_consumer_idcs_name_the_field(idcs, message):
+    with pytest.raises(SnapshotError, match=message):
+        snapshot_from_dict(_rooms_fleet(idcs), "f.json")

@@ -18,6 +18,7 @@ in one format.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import sys
 import threading
@@ -32,7 +33,6 @@ import mqbalance
 from java_harness import java_command
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
-from mqbalance.exceptions import ConsumerIdcsNotSetError
 from mqbalance.fleet.findings import FindingKind
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.audit import audit_snapshot
@@ -190,11 +190,15 @@ class Group:
             info = bc.consumer_running_info(self.name, member.client_id)
         return {f"{b}/{t}/{q}" for t, b, q in running_info_queues(info) if t == self.topic}
 
-    def snapshot(self, tmp: Path) -> Any:
-        """``mqbalance snapshot --namesrv`` of the cluster, loaded."""
+    def snapshot_file(self, tmp: Path) -> Path:
+        """``mqbalance snapshot --namesrv`` of the cluster, written."""
         out = tmp / f"snapshot-{time.monotonic_ns()}.json"
         assert main(["snapshot", "--namesrv", self.cluster.namesrv_addr, "-o", str(out), "--quiet"]) == 0
-        return load_snapshot(out)
+        return out
+
+    def snapshot(self, tmp: Path) -> Any:
+        """``mqbalance snapshot --namesrv`` of the cluster, loaded."""
+        return load_snapshot(self.snapshot_file(tmp))
 
     def owners(self, snap: Any) -> dict[str, set[str]]:
         """What the snapshot's assignment gives each consumer of this group and topic."""
@@ -230,7 +234,8 @@ class Group:
     def check_views(self, tmp: Path) -> None:
         """Each Java client's own view equals what the snapshot computes for it; every live
         member's records agree."""
-        snap = self.snapshot(tmp)
+        written = self.snapshot_file(tmp)
+        snap = load_snapshot(written)
         group = snap.consumer_groups()[self.name]
         ids = sort_client_ids(group.client_ids)
         assert ids == self.broker_ids()
@@ -238,10 +243,28 @@ class Group:
         assert set(reported.values()) == {self.strategy}, reported  # each client reported its strategy (307)
         if self.strategy == "MACHINE_ROOM":
             # ConsumerRunningInfo names the strategy's class, not its consumeridcs: a live snapshot
-            # does not know the rooms, and assigning it fails as Java would without them
-            with pytest.raises(ConsumerIdcsNotSetError):
-                assign_snapshot(snap)
-            owners = {c: q for c, q in self.expected(ids).items() if q}  # the rooms the test gave
+            # does not know the rooms. The group is not computed (a finding of its own, its queues
+            # neither unowned nor double-owned) and the rest of the fleet is audited as before.
+            assert not [r for r in assign_snapshot(snap).to_pylist() if r["group"] == self.name]
+            result = audit_snapshot(snap)
+            routes = snap.readable_routes()
+            subscribed = [t for g, t in snap.subscription_pairs() if g == self.name]
+            queues = sum(n for t in subscribed for _, n in routes.get(t, []))  # its topic's and its retry topic's
+            assert self.topic in subscribed and queues >= len(self.queues), (subscribed, routes)
+            mine = [f for f in result.findings if f.group == self.name]
+            assert [(f.kind, f.count) for f in mine] == [(FindingKind.SETTINGS_UNKNOWN, queues)], mine
+            assert "MACHINE_ROOM's consumer idcs" in mine[0].detail
+            assert not [r for r in result.rows if r.group == self.name]
+            assert result.totals.not_computed_queues == queues
+            assert result.totals.settings_unknown_groups == 1
+            # the rooms given as the group's "consumeridcs" in the snapshot file: computed exactly
+            data = json.loads(written.read_text())
+            data["groups"][self.name]["consumeridcs"] = IDCS.split(",")
+            written.write_text(json.dumps(data))
+            snap = load_snapshot(written)
+            assert audit_snapshot(snap).totals.not_computed_queues == 0
+            owners = self.owners(snap)
+            assert owners == {c: q for c, q in self.expected(ids).items() if q}  # the rooms the test gave
         else:
             owners = self.owners(snap)
         for m in self.live():

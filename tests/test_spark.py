@@ -18,7 +18,7 @@ from mqbalance.fleet import (
 )
 from mqbalance.fleet.rocketmq.spark import assign_fleet, audit
 from mqbalance.fleet.spark import local_session, stop_session
-from test_fleet import STRATEGIES, consumers_by_queue
+from test_fleet import STRATEGIES, _rooms_fleet, consumers_by_queue
 
 pytestmark = pytest.mark.spark
 
@@ -101,6 +101,16 @@ def test_one_pass_audit_equals_the_in_process_audit(spark):
         result = audit_fleet(spark, snap, partitions=partitions, what_if="AVG,CONSISTENT_HASH_BOUNDED,STICKY")
         assert result.findings == local.findings and result.rows == local.rows and result.totals == local.totals
         assert result.what_if == local.what_if  # computed in the executors, in the same pass
+
+
+def test_a_group_with_unknown_strategy_settings_is_not_computed_on_spark_either(spark):
+    from mqbalance.fleet.rocketmq.spark import audit_fleet
+
+    snap = snapshot_from_dict(_rooms_fleet(), "live")
+    local = audit_snapshot(snap)
+    assert local.count(FindingKind.SETTINGS_UNKNOWN) == 1
+    result = audit_fleet(spark, snap, partitions=2)
+    assert result.findings == local.findings and result.rows == local.rows and result.totals == local.totals
 
 
 def test_the_audit_writes_the_assignment_rows_from_its_tasks(spark, tmp_path):

@@ -217,6 +217,21 @@ class StrategySpec:
             return f"{NEARBY_PREFIX}{self.inner.display_name}"
         return self.name.value
 
+    @property
+    def unknown_settings(self) -> str | None:
+        """What this spec lacks for a fleet audit to compute it, or ``None`` when it lacks nothing:
+        ``MACHINE_ROOM`` without ``consumer_idcs`` (which a Java client's running info does not
+        report, so a live snapshot never has them; an empty list is a setting).
+
+        >>> StrategySpec.parse("MACHINE_ROOM").unknown_settings
+        "MACHINE_ROOM's consumer idcs"
+        >>> StrategySpec.parse({"name": "MACHINE_ROOM", "consumeridcs": []}).unknown_settings is None
+        True
+        """
+        if self.name is StrategyName.MACHINE_ROOM and self.consumer_idcs is None:
+            return "MACHINE_ROOM's consumer idcs"
+        return None
+
     def build(self) -> AllocateStrategy:
         """The strategy object (one per distinct spec, shared: strategies are immutable); a Kafka
         assignor has none (:class:`~mqbalance.exceptions.UnsupportedStrategyError`)."""

@@ -67,6 +67,9 @@ class FindingKind(enum.StrEnum):
     LAG = "lag"
     #: groups read in the middle of a rebalance: their assignment is not final (Kafka fleets)
     REBALANCING = "rebalancing"
+    #: groups whose strategy needs settings the snapshot does not have (MACHINE_ROOM's consumer
+    #: idcs, which a client's running info does not report): their queues are not computed
+    SETTINGS_UNKNOWN = "settings-unknown"
 
     @property
     def meaning(self) -> str:
@@ -89,6 +92,7 @@ _MEANINGS = {
     FindingKind.CHURN: "queues that changed consumers since the previous snapshot",
     FindingKind.LAG: "messages between the committed offsets and the log end",
     FindingKind.REBALANCING: "groups read in the middle of a rebalance",
+    FindingKind.SETTINGS_UNKNOWN: "groups whose strategy settings the snapshot lacks (queues not computed)",
 }
 FINDING_KINDS = tuple(k.value for k in FindingKind)
 
@@ -280,6 +284,9 @@ class Totals:
     groups_without_member_metadata: int | None = None
     #: units that changed consumers (when a previous snapshot was compared)
     churned_queues: int | None = None
+    #: groups whose strategy settings the snapshot lacks, and their queues, not computed (RocketMQ)
+    settings_unknown_groups: int | None = None
+    not_computed_queues: int | None = None
 
     def to_dict(self) -> dict[str, int]:
         """The counted totals by name, in the report's order."""

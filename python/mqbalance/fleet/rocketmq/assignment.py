@@ -21,7 +21,11 @@ The steps:
    snapshot's assignment of the same pair, computed in the same batch (no join across the fleet).
 
 The output of 3 is one row per (queue, consuming process) — ``group, topic, broker_name,
-queue_id, consumer`` — and a queue nobody consumes has one row with a null consumer.
+queue_id, consumer`` — and a queue nobody consumes has one row with a null consumer. A group whose
+strategy the snapshot lacks settings for (:attr:`ConsumerGroup.unknown_settings
+<mqbalance.fleet.rocketmq.snapshot.ConsumerGroup.unknown_settings>`, e.g. MACHINE_ROOM without its
+consumer idcs, which a live snapshot never has) is not computed: its queues have no row, and the
+audit reports the group (:mod:`mqbalance.fleet.rocketmq.audit`) while every other group is assigned.
 :func:`snapshot_facts` runs them all in-process and hands back the :class:`AuditFacts` that
 :func:`mqbalance.fleet.rocketmq.audit.summarise` reads; :func:`fact_blocks` is the same per Spark task.
 
@@ -155,6 +159,9 @@ def assign_batch_rows(
     batched_bounds, batched_strategies, batched_ids = [0], [], []
     for p, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
         group = groups.get(pair_groups[p])
+        if group is not None and group.unknown_settings:
+            owned_mask[a:b] = True  # not computed: no row at all (its queues are neither owned nor unowned)
+            continue
         if _batchable(group):
             assert group is not None
             batched.append(np.arange(a, b))

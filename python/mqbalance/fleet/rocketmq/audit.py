@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import SnapshotError
@@ -42,6 +43,7 @@ from mqbalance.fleet.findings import (
     strategy_mismatch,
     totals,
 )
+from mqbalance.fleet.rocketmq.assignment import pair_queue_counts
 from mqbalance.fleet.rocketmq.facts import snapshot_facts
 from mqbalance.fleet.rocketmq.schemas import GROUP_BUSY_SCHEMA, LOAD_SCHEMA, PAIR_FACT_SCHEMA
 from mqbalance.fleet.rocketmq.snapshot import ConsumerGroup, MessageModel, Snapshot
@@ -134,6 +136,9 @@ def summarise(
     for g, t in sorted(snapshot.subscription_pairs()):
         if t not in readable:
             findings.append(missing_route(g, t, WORDS))
+    not_computed = _not_computed(snapshot, groups)
+    for g, (queues, topics) in sorted(not_computed.items()):
+        findings.append(settings_unknown(g, groups[g], queues, topics))
     columns = ("group", "topic", "queues", "unowned", "double_owned", "processes", "idle", "load_total")
     for g, t, queues, unowned, double_owned, processes, idle, load_total, low, high in zip(
         *(pairs.column(c).to_pylist() for c in (*columns, "min_load", "max_load"))
@@ -171,9 +176,11 @@ def summarise(
         findings,
         groups=len(groups),
         consumers=sum(len(v.connections) for v in groups.values()),
-        idle_consumers=_idle_anywhere(_arrow(busy, GROUP_BUSY_SCHEMA), groups),
+        idle_consumers=_idle_anywhere(_arrow(busy, GROUP_BUSY_SCHEMA), groups, set(not_computed)),
         churn=churn is not None,
         duplicated_client_ids=sum(1 for f in findings if f.kind is FindingKind.DUPLICATE_CLIENT_ID),
+        settings_unknown_groups=len(not_computed),
+        not_computed_queues=sum(queues for queues, _ in not_computed.values()),
     )
     now_max = {(r.group, r.topic): (r.consumers, r.max_load) for r in rows}
     switched = [
@@ -213,15 +220,61 @@ def _fair_shares(
     return share, weight.astype(np.int64)
 
 
-def _idle_anywhere(busy: pa.Table, groups: Mapping[str, ConsumerGroup]) -> int:
+def _idle_anywhere(busy: pa.Table, groups: Mapping[str, ConsumerGroup], not_computed: set[str]) -> int:
     """Processes of clustering groups that consume nothing of any topic (``busy``: per group, its
-    processes consuming something, :func:`mqbalance.fleet.rocketmq.facts.busy_processes`)."""
+    processes consuming something, :func:`mqbalance.fleet.rocketmq.facts.busy_processes`); the
+    groups ``not_computed`` are not counted (nobody knows what their processes consume)."""
     working = dict(zip(busy.column("group").to_pylist(), busy.column("processes").to_pylist()))
     return sum(
         len(group.connections) - working.get(g, 0)
         for g, group in groups.items()
-        if group.message_model is MessageModel.CLUSTERING
+        if group.message_model is MessageModel.CLUSTERING and g not in not_computed
     )
+
+
+def _not_computed_pairs(snapshot: Snapshot, groups: Mapping[str, ConsumerGroup]) -> dict[tuple[str, str], int]:
+    """Per (group, topic) of the groups the snapshot lacks strategy settings for
+    (:attr:`ConsumerGroup.unknown_settings <mqbalance.fleet.rocketmq.snapshot.ConsumerGroup.unknown_settings>`)
+    with a readable queue: its readable queues, none of them computed."""
+    names = [g for g, group in groups.items() if group.unknown_settings]
+    if not names:
+        return {}
+    pairs = snapshot.pair_table()
+    pairs = pairs.filter(pc.is_in(pairs.column("group"), pa.array(names, pa.string())))
+    keys = zip(pairs.column("group").to_pylist(), pairs.column("topic").to_pylist())
+    return {k: n for k, n in zip(keys, pair_queue_counts(pairs).tolist()) if n > 0}
+
+
+def _not_computed(snapshot: Snapshot, groups: Mapping[str, ConsumerGroup]) -> dict[str, tuple[int, int]]:
+    """Per group the snapshot lacks strategy settings for: its readable queues and the subscribed
+    topics that have some (:func:`_not_computed_pairs`)."""
+    queues: Counter[str] = Counter()
+    topics: Counter[str] = Counter()
+    for (g, _), n in _not_computed_pairs(snapshot, groups).items():
+        queues[g] += n
+        topics[g] += 1
+    return {g: (queues[g], topics[g]) for g, group in groups.items() if group.unknown_settings}
+
+
+def settings_unknown(group: str, found: ConsumerGroup, queues: int, topics: int) -> Finding:
+    """The finding of a group whose strategy the snapshot lacks settings for: ``queues`` (of
+    ``topics`` subscribed topics) are not computed, so neither counted unowned nor double-owned.
+
+    >>> from mqbalance.allocation.registry import StrategySpec
+    >>> from mqbalance.fleet.rocketmq.snapshot import Connection
+    >>> g = ConsumerGroup.of("g", MessageModel.CLUSTERING, (Connection("c", StrategySpec.parse("MACHINE_ROOM")),))
+    >>> print(settings_unknown("g", g, 8, 1).detail)  # doctest: +NORMALIZE_WHITESPACE
+    strategy settings unknown: MACHINE_ROOM's consumer idcs are not in the snapshot (a client's running
+    info does not report them); 8 queues of 1 topic not computed; give them as the group's
+    "consumeridcs" in a JSON snapshot to compute it
+    """
+    what = " and ".join(found.unknown_settings)
+    detail = (
+        f"strategy settings unknown: {what} are not in the snapshot (a client's running info does not report them); "
+        f"{queues:,} queues of {topics:,} topic{'s' if topics != 1 else ''} not computed; "
+        'give them as the group\'s "consumeridcs" in a JSON snapshot to compute it'
+    )
+    return Finding(FindingKind.SETTINGS_UNKNOWN, group, None, queues, detail)
 
 
 def describe(snapshot: Snapshot) -> str:
@@ -234,12 +287,18 @@ def assignment_table(snapshot: Snapshot, result: AuditResult) -> AssignmentTable
     processes, min/max queues per process, unowned and twice-consumed queues, and notes."""
     rows = {(r.group, r.topic): r for r in result.rows}
     groups = snapshot.consumer_groups()
+    not_computed = _not_computed_pairs(snapshot, groups)
     lines = []
     for g, t in snapshot.subscription_pairs():
         group = groups.get(g)
         procs = len(group.connections) if group else 0
         row = rows.get((g, t))
         if row is None:
+            if (g, t) in not_computed and group is not None:
+                note = f"not computed: strategy settings unknown ({' and '.join(group.unknown_settings)})"
+                text = f"{g:<20} {t:<22} {not_computed[g, t]:>6} {procs:>5} {'':>4} {'':>4} {'':>7} {'':>7}  {note}"
+                lines.append(PairLine(g, t, 0, 0, 0, text))
+                continue
             note = "no readable queue (missing route)"
             text = f"{g:<20} {t:<22} {0:>6} {procs:>5} {'':>4} {'':>4} {'':>7} {'':>7}  {note}"
             lines.append(PairLine(g, t, 0, 0, 1, text))
@@ -267,5 +326,10 @@ def assignment_table(snapshot: Snapshot, result: AuditResult) -> AssignmentTable
         f"{totals.double_owned_queues:,}, idle processes {totals.idle_processes:,}, duplicated ids "
         f"{totals.duplicated_client_ids or 0:,}, missing routes {totals.missing_routes:,}"
     )
+    if totals.settings_unknown_groups:
+        summary += (
+            f"; not computed (strategy settings unknown) {totals.not_computed_queues or 0:,} queues in "
+            f"{totals.settings_unknown_groups:,} groups"
+        )
     columns = f"{'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7} {'twice':>7}"
     return AssignmentTable(summary, f"{'group':<20} {'topic':<22} {columns}  notes", lines)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance._validate import JAVA_INT_MAX, JAVA_INT_MIN
-from mqbalance.allocation.registry import StrategySpec, Use
+from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
 from mqbalance.exceptions import MQBalanceError, SnapshotError
 from mqbalance.fleet.rocketmq.checks import (
     COLUMN_PROBLEMS,
@@ -61,7 +61,7 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         pc.greater(queue_data.column("read_queue_nums"), 0),
     )
     check_queue_budget(source, pc.sum(pc.if_else(readable, queue_data.column("read_queue_nums"), 0)).as_py() or 0)
-    groups = get_field(data, "groups", dict, source)
+    groups = with_group_settings(get_field(data, "groups", dict, source), source)
     fast = columnar_groups(groups)
     if fast is None:
         cn, sb, specs = _group_rows(groups, source)
@@ -81,6 +81,51 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         table_of("offsets", of),
         table_of("errors", er),
     )
+
+
+def with_group_settings(groups: dict[Any, Any], source: str) -> dict[Any, Any]:
+    """``groups`` with each group entry's ``"consumeridcs"`` (a list of machine rooms) filled into
+    the MACHINE_ROOM strategies of its clients that lack them (the group default and per-connection
+    ones; a live snapshot never has them: a client's running info does not report them), so the
+    group is computed exactly; an entry without the field is kept as is.
+
+    >>> g = {"subscriptions": ["T"], "connections": [{"clientId": "c", "strategy": "MACHINE_ROOM"}],
+    ...      "consumeridcs": ["hz"]}
+    >>> with_group_settings({"g": g}, "s")["g"]["connections"]
+    [{'clientId': 'c', 'strategy': {'name': 'MACHINE_ROOM', 'consumeridcs': ['hz']}}]
+    """
+    if not any(type(g) is dict and g.get("consumeridcs") is not None for g in groups.values()):
+        return groups
+    out = dict(groups)
+    for name, g in groups.items():
+        if type(g) is not dict or g.get("consumeridcs") is None:
+            continue
+        where = f"{source}: groups[{name!r}].consumeridcs"
+        idcs = get_field(g, "consumeridcs", list, where.removesuffix(".consumeridcs"))
+        for k, room in enumerate(idcs):
+            if not isinstance(room, str):
+                raise field_error(f"{where}[{k}]", f"expected a machine room name (str), got {room!r}", room)
+            utf8_text(room, f"{where}[{k}]")
+
+        def fill(config: Any, idcs: list[str] = idcs) -> Any:
+            try:
+                spec = StrategySpec.parse(config)
+            except MQBalanceError:
+                return config  # the entry-by-entry check names it
+            if spec.name is not StrategyName.MACHINE_ROOM or spec.consumer_idcs is not None:
+                return config
+            return {**spec.to_config(), "consumeridcs": idcs}
+
+        entry = {k: v for k, v in g.items() if k != "consumeridcs"}
+        if "strategy" in g:
+            entry["strategy"] = fill(g["strategy"])
+        conns = g.get("connections")
+        if type(conns) is list:
+            entry["connections"] = [
+                {**c, "strategy": fill(c["strategy"])} if type(c) is dict and "strategy" in c else c for c in conns
+            ]
+        out[name] = entry
+    return out
 
 
 def _has_broker_datas(topics: dict[Any, Any]) -> bool:

@@ -21,6 +21,8 @@ connections as ``mqadmin consumerConnection`` shows them)::
           "subscriptions": ["TopicOrders"],
           "strategy": "AVG",                            # the group's default; a name or
                                                         # {"name": "CONSISTENT_HASH", "virtualNodeCnt": 10}
+          "consumeridcs": ["hz"],                       # optional: the rooms of its MACHINE_ROOM clients
+                                                        # that lack them (a live snapshot never has them)
           "connections": [
             {"clientId": "10.0.0.7@4711#1718000000001", "clientAddr": "10.0.0.7:53122",
              "language": "JAVA", "version": 453, "strategy": "AVG_BY_CIRCLE"}   # per-client override
@@ -185,6 +187,15 @@ class ConsumerGroup:
     strategies: list[StrategySpec] = field(default_factory=list, compare=False)
     #: connections per id
     id_counts: dict[str, int] = field(default_factory=dict, compare=False)
+
+    @property
+    def unknown_settings(self) -> list[str]:
+        """What the snapshot lacks to compute this group's assignment, one entry per strategy of its
+        clients that lacks settings (:attr:`StrategySpec.unknown_settings`); ``[]`` when it is
+        computable. A broadcasting group consumes every queue whatever its strategy."""
+        if self.message_model is MessageModel.BROADCASTING:
+            return []
+        return [text for spec in self.strategies if (text := spec.unknown_settings) is not None]
 
     @classmethod
     def from_columns(
