@@ -28,6 +28,8 @@ from types import TracebackType
 
 import pytest
 
+import server_process
+
 VERSION = "0.6.0"
 HOME = Path(os.environ.get("MQBALANCE_TANSU_HOME") or Path.home() / ".cache" / "mqbalance" / f"tansu-{VERSION}")
 BIN = HOME / "bin" / "tansu"
@@ -88,8 +90,15 @@ class TansuBroker:
         env = {**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")}
         with open(self.dir / "out.log", "ab") as out:
             self.proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.dir, env=env
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.dir,
+                env=env,
+                start_new_session=True,  # a Ctrl-C in the terminal is the test run's, not the server's
             )
+        server_process.track("tansu", self.proc)
         deadline = time.monotonic() + self.start_timeout
         while not _serves(self.port):
             if self.proc.poll() is not None:
@@ -110,6 +119,8 @@ class TansuBroker:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
+        if proc is not None:
+            server_process.untrack(proc)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> TansuBroker:

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+import server_process
 from mqbalance.exceptions import BrokerResponseError, RemotingError
 from mqbalance.remoting import BrokerClient, NameServer, ResponseCode
 
@@ -83,8 +84,15 @@ class ServerProcess:
         with open(self.dir / "out.log", "ab") as out:
             argv = ["ip", "netns", "exec", self.netns, *self.cmd] if self.netns else self.cmd  # execs: same pid
             self.proc = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.dir, env=env
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.dir,
+                env=env,
+                start_new_session=True,  # a Ctrl-C in the terminal is the test run's, not the server's
             )
+        server_process.track(self.name, self.proc)
 
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -98,14 +106,16 @@ class ServerProcess:
     def stop(self, *, kill: bool = False) -> None:
         """SIGTERM (``kill=True``: SIGKILL) and wait for the PID to exit."""
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
-        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+        server_process.untrack(proc)
 
 
 class Broker(ServerProcess):

@@ -34,7 +34,8 @@ from pathlib import Path
 
 PID_DIR = Path(tempfile.gettempdir()) / "mqbalance-test-servers"
 
-_running: set[ServerProcess] = set()
+#: the processes this run started and has not stopped yet, by pid
+_tracked: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def _start_time(pid: int) -> str | None:
@@ -67,7 +68,6 @@ class ServerProcess:
         #: answers requests, and only stderr goes to the log
         self.pipes = pipes
         self.proc: subprocess.Popen[bytes] | None = None
-        self._pid_file: Path | None = None
 
     @property
     def pid(self) -> int:
@@ -86,12 +86,7 @@ class ServerProcess:
                 cwd=self.cwd,
                 start_new_session=True,  # its own process group: stop() reaches whatever it forks
             )
-        PID_DIR.mkdir(parents=True, exist_ok=True)
-        self._pid_file = PID_DIR / f"{self.proc.pid}.pid"
-        self._pid_file.write_text(
-            f"{os.getpid()} {_start_time(os.getpid())} {_start_time(self.proc.pid)} {self.name}\n"
-        )
-        _running.add(self)
+        track(self.name, self.proc)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -110,9 +105,7 @@ class ServerProcess:
                 self.proc.wait(timeout=timeout)
         # what the server forked may outlive it in the group
         _signal_group(self.proc.pid, signal.SIGKILL)
-        _running.discard(self)
-        if self._pid_file is not None:
-            self._pid_file.unlink(missing_ok=True)
+        untrack(self.proc)
         return self.proc.returncode
 
     def log_tail(self, lines: int = 40) -> str:
@@ -125,9 +118,31 @@ class ServerProcess:
         return f"ServerProcess({self.name!r}, pid={self.proc.pid if self.proc else None})"
 
 
+def track(name: str, proc: subprocess.Popen[bytes]) -> None:
+    """Leave a pid file for ``proc`` (a server this run started; best in a process group of its
+    own, ``start_new_session=True``) so that :func:`sweep` stops it if the run dies, and stop it at
+    this interpreter's exit if nobody did. :meth:`ServerProcess.start` calls it; fixtures that
+    start servers themselves call it too, and :func:`untrack` once they stopped them."""
+    PID_DIR.mkdir(parents=True, exist_ok=True)
+    (PID_DIR / f"{proc.pid}.pid").write_text(
+        f"{os.getpid()} {_start_time(os.getpid())} {_start_time(proc.pid)} {name}\n"
+    )
+    _tracked[proc.pid] = proc
+
+
+def untrack(proc: subprocess.Popen[bytes]) -> None:
+    """``proc`` was stopped: forget it."""
+    _tracked.pop(proc.pid, None)
+    (PID_DIR / f"{proc.pid}.pid").unlink(missing_ok=True)
+
+
 def _signal_group(pid: int, sig: signal.Signals) -> None:
+    """``sig`` to the process group ``pid`` leads, or to ``pid`` alone when it leads none."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
 
 
 def sweep() -> list[str]:
@@ -151,8 +166,12 @@ def sweep() -> list[str]:
 
 @atexit.register
 def _stop_all() -> None:
-    for server in list(_running):
-        server.stop(timeout=5.0, kill=True)
+    for proc in list(_tracked.values()):
+        if proc.poll() is None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5.0)
+        untrack(proc)
 
 
 def wait_for(condition_name: str, check: object, *, timeout: float, server: ServerProcess | None = None) -> None:
