@@ -412,9 +412,9 @@ def _server_exact(case: dict[str, Any]) -> None:
             server_assign(case["assignor"], case["members"], case["topics"], kafka_version=ORACLE_KAFKA)
         assert info.value.java_message == case["error"]  # type: ignore[attr-defined]
         return
-    assert server_assign(case["assignor"], case["members"], case["topics"], kafka_version=ORACLE_KAFKA) == case[
-        "expected"
-    ]
+    assert (
+        server_assign(case["assignor"], case["members"], case["topics"], kafka_version=ORACLE_KAFKA) == case["expected"]
+    )
 
 
 def test_the_oracle_runs_the_release_compared_with(oracle_kafka: JavaOracle) -> None:
