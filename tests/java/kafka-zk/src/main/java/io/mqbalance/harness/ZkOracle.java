@@ -1,17 +1,15 @@
 package io.mqbalance.harness;
 
+import static io.mqbalance.harness.JsonLines.JSON;
+import static io.mqbalance.harness.JsonLines.NODES;
+import static io.mqbalance.harness.JsonLines.field;
+import static io.mqbalance.harness.JsonLines.text;
+
+import io.mqbalance.harness.JsonLines.BadRequest;
+
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
 import java.io.File;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.PrintStream;
-import java.io.Writer;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -44,14 +42,6 @@ import org.apache.zookeeper.server.ZooKeeperServer;
  * harness cannot read gets {@code {"id", "badRequest": why}}; the process serves until stdin closes.
  */
 public final class ZkOracle {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
-
-    static final class BadRequest extends RuntimeException {
-        BadRequest(String why) {
-            super(why);
-        }
-    }
 
     private final ZkUtils zk;
 
@@ -60,7 +50,6 @@ public final class ZkOracle {
     }
 
     public static void main(String[] args) throws Exception {
-        PrintStream replies = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
         System.setOut(System.err);
         System.setProperty("zookeeper.forceSync", "no"); // a scratch server: no fsync per write
         File data = Files.createTempDirectory("mqbalance-zk-oracle").toFile();
@@ -71,21 +60,8 @@ public final class ZkOracle {
         factory.startup(server);
         ZkUtils zk = ZkUtils.apply("127.0.0.1:" + factory.getLocalPort(), 30000, 30000, false);
         ZkOracle oracle = new ZkOracle(zk);
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Writer out = new OutputStreamWriter(replies, StandardCharsets.UTF_8);
         try {
-            String line;
-            while ((line = in.readLine()) != null) {
-                if (line.isBlank()) {
-                    continue;
-                }
-                out.write(JSON.writeValueAsString(oracle.answer(line)));
-                out.write('\n');
-                if (!in.ready()) {
-                    out.flush();
-                }
-            }
-            out.flush();
+            JsonLines.serve(oracle::handle);
         } finally {
             zk.close();
             factory.shutdown();
@@ -103,59 +79,16 @@ public final class ZkOracle {
         f.delete();
     }
 
-    ObjectNode answer(String line) {
-        JsonNode req;
-        try {
-            req = JSON.readTree(line);
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            return bad(null, "malformed JSON line: " + e.getOriginalMessage());
+    void handle(String op, JsonNode req, ObjectNode reply) {
+        if (op.equals("version")) {
+            reply.put("version", kafka.common.Config.class.getPackage().getImplementationVersion() == null
+                    ? org.apache.kafka.common.utils.AppInfoParser.getVersion()
+                    : kafka.common.Config.class.getPackage().getImplementationVersion());
+        } else if (op.equals("zk_assign")) {
+            assign(req, reply);
+        } else {
+            throw new BadRequest("unknown op '" + op + "' (zk_assign, version)");
         }
-        if (req == null || !req.isObject()) {
-            return bad(null, "a request must be a JSON object");
-        }
-        JsonNode id = req.get("id");
-        ObjectNode reply = NODES.objectNode();
-        reply.set("id", id);
-        try {
-            String op = text(req, "op");
-            if (op.equals("version")) {
-                reply.put("version", kafka.common.Config.class.getPackage().getImplementationVersion() == null
-                        ? org.apache.kafka.common.utils.AppInfoParser.getVersion()
-                        : kafka.common.Config.class.getPackage().getImplementationVersion());
-            } else if (op.equals("zk_assign")) {
-                assign(req, reply);
-            } else {
-                throw new BadRequest("unknown op '" + op + "' (zk_assign, version)");
-            }
-            return reply;
-        } catch (BadRequest e) {
-            return bad(id, e.getMessage());
-        } catch (RuntimeException e) {
-            return bad(id, "harness failure: " + e);
-        }
-    }
-
-    private static ObjectNode bad(JsonNode id, String why) {
-        ObjectNode reply = NODES.objectNode();
-        reply.set("id", id);
-        reply.put("badRequest", why);
-        return reply;
-    }
-
-    private static JsonNode field(JsonNode obj, String name) {
-        JsonNode v = obj.get(name);
-        if (v == null) {
-            throw new BadRequest("missing field '" + name + "'");
-        }
-        return v;
-    }
-
-    private static String text(JsonNode obj, String name) {
-        JsonNode v = field(obj, name);
-        if (!v.isTextual()) {
-            throw new BadRequest("field '" + name + "' must be a string");
-        }
-        return v.asText();
     }
 
     private static JsonNode counts(JsonNode obj, String name) {

@@ -1,17 +1,15 @@
 package io.mqbalance.harness;
 
+import static io.mqbalance.harness.JsonLines.JSON;
+import static io.mqbalance.harness.JsonLines.NODES;
+import static io.mqbalance.harness.JsonLines.field;
+import static io.mqbalance.harness.JsonLines.text;
+
+import io.mqbalance.harness.JsonLines.BadRequest;
+
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.PrintStream;
-import java.io.Writer;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -69,50 +67,9 @@ import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignment
  * "members":[{"member_id":"a","topics":["t"]}]}} → {@code {"id":1,"expected":{"a":{"t":[0,1,2]}}}}.
  */
 public final class KafkaOracle {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
-
-    /** A request the harness cannot run, with the reason. */
-    static final class BadRequest extends RuntimeException {
-        BadRequest(String why) {
-            super(why);
-        }
-    }
 
     public static void main(String[] args) throws Exception {
-        PrintStream replies = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
-        System.setOut(System.err); // whatever a library prints must not reach the replies
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Writer out = new OutputStreamWriter(replies, StandardCharsets.UTF_8);
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) {
-                continue;
-            }
-            out.write(JSON.writeValueAsString(answer(line)));
-            out.write('\n');
-            if (!in.ready()) {
-                out.flush();
-            }
-        }
-        out.flush();
-    }
-
-    static ObjectNode answer(String line) {
-        JsonNode req;
-        try {
-            req = JSON.readTree(line);
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            return bad(null, "malformed JSON line: " + e.getOriginalMessage());
-        }
-        if (req == null || !req.isObject()) {
-            return bad(null, "a request must be a JSON object");
-        }
-        JsonNode id = req.get("id");
-        ObjectNode reply = NODES.objectNode();
-        reply.set("id", id);
-        try {
-            String op = text(req, "op");
+        JsonLines.serve((op, req, reply) -> {
             switch (op) {
                 case "assign":
                     clientAssign(req, reply);
@@ -126,35 +83,7 @@ public final class KafkaOracle {
                 default:
                     throw new BadRequest("unknown op '" + op + "' (assign, server_assign, version)");
             }
-            return reply;
-        } catch (BadRequest e) {
-            return bad(id, e.getMessage());
-        } catch (RuntimeException e) {
-            return bad(id, "harness failure: " + e);
-        }
-    }
-
-    private static ObjectNode bad(JsonNode id, String why) {
-        ObjectNode reply = NODES.objectNode();
-        reply.set("id", id);
-        reply.put("badRequest", why);
-        return reply;
-    }
-
-    private static JsonNode field(JsonNode obj, String name) {
-        JsonNode v = obj.get(name);
-        if (v == null) {
-            throw new BadRequest("missing field '" + name + "'");
-        }
-        return v;
-    }
-
-    private static String text(JsonNode obj, String name) {
-        JsonNode v = field(obj, name);
-        if (!v.isTextual()) {
-            throw new BadRequest("field '" + name + "' must be a string");
-        }
-        return v.asText();
+        });
     }
 
     private static String optionalText(JsonNode obj, String name) {

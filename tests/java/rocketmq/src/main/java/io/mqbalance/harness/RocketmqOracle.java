@@ -1,17 +1,15 @@
 package io.mqbalance.harness;
 
+import static io.mqbalance.harness.JsonLines.JSON;
+import static io.mqbalance.harness.JsonLines.NODES;
+import static io.mqbalance.harness.JsonLines.field;
+import static io.mqbalance.harness.JsonLines.text;
+
+import io.mqbalance.harness.JsonLines.BadRequest;
+
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
-import java.io.InputStreamReader;
-import java.io.OutputStreamWriter;
-import java.io.PrintStream;
-import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -45,15 +43,6 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * {@code {"id":1,"mqsSorted":[],"cidsSorted":["a","b"]}}.
  */
 public final class RocketmqOracle {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
-
-    /** A request the harness cannot run, with the reason. */
-    static final class BadRequest extends RuntimeException {
-        BadRequest(String why) {
-            super(why);
-        }
-    }
 
     /** Our machine-room definition (tests/vectors/rocketmq/README.md): the text before the first '@'. */
     static final class PrefixResolver implements AllocateMachineRoomNearby.MachineRoomResolver {
@@ -74,39 +63,7 @@ public final class RocketmqOracle {
     }
 
     public static void main(String[] args) throws Exception {
-        PrintStream replies = new PrintStream(new FileOutputStream(FileDescriptor.out), false, "UTF-8");
-        System.setOut(System.err); // whatever a library prints must not reach the replies
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Writer out = new OutputStreamWriter(replies, StandardCharsets.UTF_8);
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) {
-                continue;
-            }
-            out.write(JSON.writeValueAsString(answer(line)));
-            out.write('\n');
-            if (!in.ready()) {
-                out.flush(); // flush when the batch sent so far is answered
-            }
-        }
-        out.flush();
-    }
-
-    static ObjectNode answer(String line) {
-        JsonNode req;
-        try {
-            req = JSON.readTree(line);
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            return bad(null, "malformed JSON line: " + e.getOriginalMessage());
-        }
-        if (req == null || !req.isObject()) {
-            return bad(null, "a request must be a JSON object");
-        }
-        JsonNode id = req.get("id");
-        try {
-            String op = text(req, "op");
-            ObjectNode reply = NODES.objectNode();
-            reply.set("id", id);
+        JsonLines.serve((op, req, reply) -> {
             switch (op) {
                 case "allocate":
                     allocate(req, reply);
@@ -121,35 +78,7 @@ public final class RocketmqOracle {
                 default:
                     throw new BadRequest("unknown op '" + op + "' (allocate, sort, version)");
             }
-            return reply;
-        } catch (BadRequest e) {
-            return bad(id, e.getMessage());
-        } catch (RuntimeException e) {
-            return bad(id, "harness failure: " + e);
-        }
-    }
-
-    private static ObjectNode bad(JsonNode id, String why) {
-        ObjectNode reply = NODES.objectNode();
-        reply.set("id", id);
-        reply.put("badRequest", why);
-        return reply;
-    }
-
-    private static JsonNode field(JsonNode obj, String name) {
-        JsonNode v = obj.get(name);
-        if (v == null) {
-            throw new BadRequest("missing field '" + name + "'");
-        }
-        return v;
-    }
-
-    private static String text(JsonNode obj, String name) {
-        JsonNode v = field(obj, name);
-        if (!v.isTextual()) {
-            throw new BadRequest("field '" + name + "' must be a string");
-        }
-        return v.asText();
+        });
     }
 
     private static String nullableText(JsonNode v, String what) {
