@@ -141,7 +141,10 @@ class KafkaJavaBroker:
 
     def _java(self, main_class: str, heap_mb: int) -> list[str]:
         return java_command(
-            "kafka", main_class, heap_mb=heap_mb, properties={"log4j2.configurationFile": str(self.dir / "log4j2.properties")}
+            "kafka",
+            main_class,
+            heap_mb=heap_mb,
+            properties={"log4j2.configurationFile": str(self.dir / "log4j2.properties")},
         )
 
     def start(self) -> KafkaJavaBroker:
@@ -164,7 +167,12 @@ class KafkaJavaBroker:
             "kafka broker", [*self._java("kafka.Kafka", BROKER_HEAP_MB), str(config)], log=self.dir / "out.log"
         )
         self.server.start()
-        wait_for(f"Kafka to serve on {self.bootstrap}", lambda: _serves(self.port), timeout=self.start_timeout, server=self.server)
+        wait_for(
+            f"Kafka to serve on {self.bootstrap}",
+            lambda: _serves(self.port),
+            timeout=self.start_timeout,
+            server=self.server,
+        )
         wait_for("Kafka's admin API to answer", self._admin_answers, timeout=self.start_timeout, server=self.server)
         self.timings["start_s"] = time.monotonic() - t1
         return self
@@ -191,7 +199,11 @@ class KafkaJavaBroker:
         from kafka.admin import NewTopic
 
         self.admin().create_topics([NewTopic(name, partitions, 1)])
-        wait_for(f"topic {name} to have {partitions} partitions with leaders", lambda: self._ready(name, partitions), timeout=30)
+        wait_for(
+            f"topic {name} to have {partitions} partitions with leaders",
+            lambda: self._ready(name, partitions),
+            timeout=30,
+        )
 
     def add_partitions(self, name: str, total: int) -> None:
         """Raise a topic's partition count to ``total`` (CreatePartitions)."""
@@ -234,8 +246,10 @@ def kafka_java(request: pytest.FixtureRequest) -> Iterator[KafkaJavaBroker]:
     failed = request.session.testsfailed
     broker = KafkaJavaBroker()
     with broker:
-        print(f"\nApache Kafka {VERSION}: storage formatted in {broker.timings['format_s']:.1f} s, "
-              f"serving in {broker.timings['start_s']:.1f} s")
+        print(
+            f"\nApache Kafka {VERSION}: storage formatted in {broker.timings['format_s']:.1f} s, "
+            f"serving in {broker.timings['start_s']:.1f} s"
+        )
         yield broker
         if request.session.testsfailed > failed:
             print(f"\nApache Kafka's log (kept in {broker.log}):\n{broker.log_tail()}")
@@ -304,7 +318,9 @@ class MixedKafkaGroup(KafkaGroup):
             argv += ["--instance-id", instance_id]
         server = ServerProcess(f"java member {name}", argv, log=self.dir / f"{name}.log")
         server.start()
-        member = JavaMember(name, server, records, "java" if protocol == "classic" else "java-consumer-protocol", assignor)
+        member = JavaMember(
+            name, server, records, "java" if protocol == "classic" else "java-consumer-protocol", assignor
+        )
         self.members[name] = member  # type: ignore[assignment]
         return member
 

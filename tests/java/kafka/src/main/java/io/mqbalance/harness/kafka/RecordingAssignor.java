@@ -92,7 +92,7 @@ public final class RecordingAssignor implements ConsumerPartitionAssignor {
 
     @Override
     public GroupAssignment assign(Cluster metadata, GroupSubscription groupSubscription) {
-        GroupAssignment out = delegate.assign(metadata, groupSubscription);
+        // Read the subscriptions first: the delegate consumes their userData buffers.
         ObjectNode lead = records.record("L");
         ObjectNode counts = lead.putObject("counts");
         TreeSet<String> topics = new TreeSet<>();
@@ -115,6 +115,7 @@ public final class RecordingAssignor implements ConsumerPartitionAssignor {
             }
             m.put("ogen", s.generationId().orElse(-1));
         });
+        GroupAssignment out = delegate.assign(metadata, groupSubscription);
         ObjectNode sent = lead.putObject("out");
         out.groupAssignment().forEach((memberId, a) -> keys(sent.putArray(memberId), a.partitions()));
         // The generation is known once this member's own assignment arrives (onAssignment).
