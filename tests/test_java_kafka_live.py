@@ -108,8 +108,9 @@ def check_every_generation(name: str, recs: Mapping[str, list[dict[str, Any]]]) 
     * range and roundrobin: exactly our ``assign`` (both are Java-exact);
     * sticky and cooperative-sticky: ours leading, exactly our ``assign`` (our drop-in read the Java
       members' claims as Java does); Java leading, Kafka's invariants (``check_assignment``: valid,
-      complete or cooperative-safe, balanced, and every retainable partition retained when the
-      subscriptions are identical), and how often it is also exactly ours is counted (our sticky
+      complete and balanced, or for cooperative-sticky safe, and for sticky every retainable
+      partition retained when the subscriptions are identical), and how often it is also exactly
+      ours is counted (our sticky
       promises Kafka's invariants with its own tie-breaks, not Java's choice among valid answers).
 
     Every member's assignment is what its leader sent it in that generation. Returns counts: who
@@ -137,7 +138,8 @@ def check_every_generation(name: str, recs: Mapping[str, list[dict[str, Any]]]) 
             else:
                 given = {mid: [_tp(q) for q in qs] for mid, qs in lead["out"].items()}
                 report = check_assignment(lead["counts"], subs, given, cooperative=name == "cooperative-sticky")
-                assert report.ok, f"{where}: {report}"
+                # cooperative round 1 leaves the partitions that move unassigned: valid and safe, not balanced
+                assert not report.problems and (report.balanced or name == "cooperative-sticky"), f"{where}: {report}"
                 if report.max_retainable is not None and name == "sticky":
                     assert report.retained == report.max_retainable, f"{where}: {report}"
                 if lead["out"] == computed:
