@@ -97,7 +97,8 @@ def random_cluster_id() -> str:
 
 class KafkaJavaBroker:
     """``with KafkaJavaBroker() as b: b.bootstrap`` — one KRaft broker+controller on
-    ``127.0.0.1:<free port>``; ``b.timings`` holds the seconds the storage format and the start took."""
+    ``127.0.0.1:<free port>``; ``b.timings`` holds the seconds the storage format, the start (until an
+    admin request is answered) and the group coordinator's readiness took."""
 
     def __init__(self, *, start_timeout: float = 120.0) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="mqbalance-kafka-java-"))
@@ -175,6 +176,10 @@ class KafkaJavaBroker:
         )
         wait_for("Kafka's admin API to answer", self._admin_answers, timeout=self.start_timeout, server=self.server)
         self.timings["start_s"] = time.monotonic() - t1
+        # the group coordinator needs __consumer_offsets, created on the first group request
+        t2 = time.monotonic()
+        wait_for("Kafka's group coordinator", self._coordinator_answers, timeout=self.start_timeout, server=self.server)
+        self.timings["coordinator_s"] = time.monotonic() - t2
         return self
 
     def _admin_answers(self) -> bool:
@@ -188,6 +193,15 @@ class KafkaJavaBroker:
         except KafkaError:
             return False
         return bool(brokers) and not brokers[0].get("is_fenced")
+
+    def _coordinator_answers(self) -> bool:
+        from kafka.errors import KafkaError
+
+        try:
+            self._admin.list_group_offsets({"mqbalance-readiness": None})
+        except KafkaError:
+            return False
+        return True
 
     def admin(self) -> Any:
         """The fixture's kafka-python ``KafkaAdminClient`` (shared; closed with the broker)."""
@@ -248,7 +262,7 @@ def kafka_java(request: pytest.FixtureRequest) -> Iterator[KafkaJavaBroker]:
     with broker:
         print(
             f"\nApache Kafka {VERSION}: storage formatted in {broker.timings['format_s']:.1f} s, "
-            f"serving in {broker.timings['start_s']:.1f} s"
+            f"serving in {broker.timings['start_s']:.1f} s, group coordinator in {broker.timings['coordinator_s']:.1f} s"
         )
         yield broker
         if request.session.testsfailed > failed:
@@ -304,9 +318,12 @@ class MixedKafkaGroup(KafkaGroup):
         *,
         protocol: str = "classic",
         instance_id: str | None = None,
+        metadata_max_age_ms: int = 2_000,
     ) -> JavaMember:
         """A Java member: ``protocol="classic"`` with client ``assignor`` (range, roundrobin, sticky,
-        cooperative-sticky) or ``protocol="consumer"`` with the broker's ``assignor`` (uniform, range)."""
+        cooperative-sticky, or ``everyone``: deliberately wrong, every partition to every member) or
+        ``protocol="consumer"`` with the broker's ``assignor`` (uniform, range). A long
+        ``metadata_max_age_ms`` keeps it from seeing new partitions for that long."""
         records = self.dir / f"{name}.jsonl"
         s, h, p = self.timeouts
         argv = [*java_command("kafka", "io.mqbalance.harness.kafka.KafkaMember", heap_mb=CLIENT_HEAP_MB)]
@@ -314,6 +331,7 @@ class MixedKafkaGroup(KafkaGroup):
         argv += [a for t in topics for a in ("--topic", t)] + ["--protocol", protocol, "--record", str(records)]
         argv += ["--assignor" if protocol == "classic" else "--remote-assignor", assignor]
         argv += ["--session-timeout-ms", str(s), "--heartbeat-interval-ms", str(h), "--max-poll-interval-ms", str(p)]
+        argv += ["--metadata-max-age-ms", str(metadata_max_age_ms)]
         if instance_id is not None:
             argv += ["--instance-id", instance_id]
         server = ServerProcess(f"java member {name}", argv, log=self.dir / f"{name}.log")

@@ -31,13 +31,17 @@ import java.util.concurrent.CountDownLatch;
  *
  * <pre>
  * KafkaMember --bootstrap 127.0.0.1:9092 --group g --client-id j1 --topic t [--topic u]
- *             [--protocol classic --assignor range|roundrobin|sticky|cooperative-sticky]
+ *             [--protocol classic --assignor range|roundrobin|sticky|cooperative-sticky|everyone]
  *             [--protocol consumer --remote-assignor uniform|range]
  *             [--instance-id ID] --record FILE
  *             [--session-timeout-ms N --heartbeat-interval-ms N --max-poll-interval-ms N]
+ *             [--metadata-max-age-ms N]
  * </pre>
  *
- * Records: {@code start}, {@code g} (classic: each generation completed, from the assignor; consumer
+ * {@code everyone} is {@link EveryoneAssignor}, deliberately wrong (for the audit's tests). A long
+ * {@code --metadata-max-age-ms} keeps the member from seeing new partitions for that long.
+ *
+ * <p>Records: {@code start}, {@code g} (classic: each generation completed, from the assignor; consumer
  * protocol: each assignment change, {@code gen} the member epoch), {@code L} (classic leader),
  * {@code a}/{@code r}/{@code lost}, {@code p} processed, {@code c} committed, {@code err},
  * {@code leave}, {@code stop}.
@@ -65,7 +69,7 @@ public final class KafkaMember {
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, one("max-poll-interval-ms", "10000"));
-        p.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, "2000");
+        p.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, one("metadata-max-age-ms", "2000"));
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         if (args.containsKey("instance-id")) {

@@ -34,7 +34,8 @@ public final class RecordingAssignor implements ConsumerPartitionAssignor {
         "range", RangeAssignor::new,
         "roundrobin", RoundRobinAssignor::new,
         "sticky", StickyAssignor::new,
-        "cooperative-sticky", CooperativeStickyAssignor::new);
+        "cooperative-sticky", CooperativeStickyAssignor::new,
+        "everyone", EveryoneAssignor::new);
 
     private static ConsumerPartitionAssignor nextDelegate;
     private static RecordFile nextRecords;
