@@ -21,6 +21,7 @@ says which inputs cannot be read from the broker and how they are pinned.
 from __future__ import annotations
 
 import itertools
+import signal
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -36,13 +37,17 @@ from test_kafka_live import Producer, drain_and_check, records_of, wait_settled
 
 pytestmark = pytest.mark.java
 
-LEADER_METADATA = """Seen on Apache Kafka 4.4.0 with kafka-python 3.0.12: a kafka-python leader that subscribes
-to fewer topics than another member assigns first without the metadata of the other's topic (its
-count reads 0), fetches it, rejoins and computes the next assignment, then stops: no SyncGroup
-result, no heartbeats, no further records, until the broker evicts it at the session timeout. So
-every kafka-python member that may lead here subscribes to every topic of the group; Java members
-(which handle that rejoin) and the last of ours, which joins under a leader that has the metadata,
-subscribe to one."""
+KAFKA_PYTHON_REJOIN_STALL = """Seen on Apache Kafka 4.4.0 with kafka-python 3.0.12 (not on Tansu, which does not
+rebalance on these rejoins): a kafka-python member that rejoins a group because a topic entered its
+view — its own subscription changed, or as leader it fetched the metadata of a topic only another
+member subscribes to — receives its JoinGroup and SyncGroup answers (its debug log shows both) but
+never completes the join: no assignment callback, no heartbeats, until the broker evicts it at the
+session timeout and the group goes on without it. Fetching the topic's metadata before
+resubscribing does not avoid it. So in the mixed groups below every kafka-python member that may
+lead subscribes to every topic of the group (Java members handle that rejoin; the last of ours
+joins under a leader that has the metadata), and the range/roundrobin test of
+``test_kafka_live.py``, whose member changes its subscription, runs on Tansu only.
+``test_kafka_python_member_changing_its_subscription_stalls`` fails once kafka-python is fixed."""
 
 COORDINATOR_INPUTS = """What the group coordinator feeds its assignor (Kafka 4.4's TargetAssignmentBuilder),
 and where the test takes each from:
@@ -194,7 +199,7 @@ def test_java_and_our_consumers_share_a_classic_group(name: str, kafka_java: Kaf
                 assert owned == {n: {_key(tp.topic, tp.partition) for tp in ours[mids[n]]} for n in owned}
             return owned
 
-        # A kafka-python leader must subscribe to every topic of the group (see LEADER_METADATA), so
+        # A kafka-python leader must subscribe to every topic of the group (KAFKA_PYTHON_REJOIN_STALL), so
         # only Java's j2 and our p3 subscribe to t alone.
         join("j1", [t, u])
         settle()
@@ -356,3 +361,31 @@ def test_consumer_protocol_target_assignment_is_server_assign(
             assert m.stop() == 0
     MEASURED[f"consumer-{remote}"] = {"events": events}
     print(f"\nconsumer protocol, {remote}: {events}")
+
+
+def test_kafka_python_member_changing_its_subscription_stalls(kafka_java: KafkaJavaBroker, tmp_path: Path) -> None:
+    """KAFKA_PYTHON_REJOIN_STALL: our member p2 adds a topic to its subscription (SIGUSR1); the
+    broker rebalances, p2 never completes a generation again, and the group goes on without it."""
+    t, u = "stall-t", "stall-u"
+    kafka_java.create_topic(t, 4)
+    kafka_java.create_topic(u, 2)
+    with MixedKafkaGroup(kafka_java, "stall", tmp_path) as group:
+        group.start("p1", [t, u], "range")
+        wait_settled(group, {t: 4, u: 2}, {"p1": [t, u]}, hold=0.2)
+        group.start("p2", [t], "range", extra_topics=(u,))
+        wait_settled(group, {t: 4, u: 2}, {"p1": [t, u], "p2": [t]})
+        changed = time.monotonic()
+        group.members["p2"].proc.send_signal(signal.SIGUSR1)
+        # the broker evicts p2 after its session timeout (4 s): p1 then holds everything
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while time.monotonic() < deadline:
+            recs = records_of(group)
+            p1 = [r for r in recs["p1"] if r["e"] == "g" and r["t"] > changed]
+            if p1 and len(p1[-1]["q"]) == 6:
+                break
+            time.sleep(0.5)
+        recs = records_of(group)
+        after = [r for r in recs["p2"] if r["e"] == "g" and r["t"] > changed]
+        assert p1 and len(p1[-1]["q"]) == 6, "p1 never took over p2's partitions"
+        assert after == [], f"p2 completed a generation after changing its subscription: {after} (fixed?)"
+        assert group.members["p2"].alive()  # still running, just out of the group

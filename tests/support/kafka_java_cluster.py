@@ -260,9 +260,10 @@ def kafka_java(request: pytest.FixtureRequest) -> Iterator[KafkaJavaBroker]:
     failed = request.session.testsfailed
     broker = KafkaJavaBroker()
     with broker:
+        t = broker.timings
         print(
-            f"\nApache Kafka {VERSION}: storage formatted in {broker.timings['format_s']:.1f} s, "
-            f"serving in {broker.timings['start_s']:.1f} s, group coordinator in {broker.timings['coordinator_s']:.1f} s"
+            f"\nApache Kafka {VERSION}: storage formatted in {t['format_s']:.1f} s, serving in "
+            f"{t['start_s']:.1f} s, group coordinator in {t['coordinator_s']:.1f} s"
         )
         yield broker
         if request.session.testsfailed > failed:
