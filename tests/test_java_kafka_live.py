@@ -40,12 +40,13 @@ pytestmark = pytest.mark.java
 KAFKA_PYTHON_REJOIN_STALL = """Seen on Apache Kafka 4.4.0 with kafka-python 3.0.12 (not on Tansu, which does not
 rebalance on these rejoins): a kafka-python member that rejoins a group because a topic entered its
 view — its own subscription changed, or as leader it fetched the metadata of a topic only another
-member subscribes to — receives its JoinGroup and SyncGroup answers (its debug log shows both) but
-never completes the join: no assignment callback, no heartbeats, until the broker evicts it at the
-session timeout and the group goes on without it. Fetching the topic's metadata before
-resubscribing does not avoid it. So in the mixed groups below every kafka-python member that may
-lead subscribes to every topic of the group (Java members handle that rejoin; the last of ours
-joins under a leader that has the metadata), and the range/roundrobin test of
+member subscribes to, on its first generation too — receives its JoinGroup and SyncGroup answers
+(its debug log shows both) but never completes the join: no assignment callback, no heartbeats,
+until the broker evicts it at the session timeout and the group goes on without it. Fetching the topic's metadata before
+resubscribing does not avoid it. So in the mixed groups below a Java member leads first, every
+kafka-python member that may lead later subscribes to every topic of the group (Java members handle
+that rejoin; the last of ours joins under a leader that has the metadata), and the range/roundrobin
+test of
 ``test_kafka_live.py``, whose member changes its subscription, runs on Tansu only.
 ``test_kafka_python_member_changing_its_subscription_stalls`` fails once kafka-python is fixed."""
 
@@ -65,6 +66,16 @@ and where the test takes each from:
 * topic ids and partition counts: from the broker (DescribeTopics);
 * racks: none (no ``client.rack``; neither assignor reads racks in 4.4);
 * instance ids: none (dynamic members)."""
+
+UNIFORM_EXTRA = """Found live, then read in Kafka 4.4.0's bytecode: when the partitions do not divide evenly,
+4.4's UniformHomogeneousAssignmentBuilder gives the extra partitions (``total % members``) to the
+members, in member order, that already hold more than the minimum quota from their current
+assignment, taking it from a member with fewer only when as many members remain as extra
+partitions; ``server_assign("uniform")`` gives them to the first members in order, whatever they
+hold. Seen: 9 partitions, a new member first in order and three members holding 3 each: the broker
+let the second member keep its 3, ours gave the new member 3. Until the core follows 4.4, the live
+test keeps every count divisible by the member count (6 over 1, 2 and 3 members; 12 over 3 and
+4), where both agree."""
 
 SETTLE_TIMEOUT = 90.0
 
@@ -293,7 +304,8 @@ def test_consumer_protocol_target_assignment_is_server_assign(
 ) -> None:
     """Java consumers (``group.protocol=consumer``, ``group.remote.assignor``) join one by one, a
     topic gains partitions, one leaves: after each event the broker's target assignment is
-    ``server_assign(remote, ...)`` of the members, subscriptions and topic ids (COORDINATOR_INPUTS)."""
+    ``server_assign(remote, ...)`` of the members, subscriptions and topic ids (COORDINATOR_INPUTS).
+    The partition counts divide evenly among the members at every step (UNIFORM_EXTRA)."""
     t = f"k-{remote}"
     kafka_java.create_topic(t, 6)
     group_id = f"kip848-{remote}"
@@ -354,7 +366,7 @@ def test_consumer_protocol_target_assignment_is_server_assign(
 
         for n in ("c1", "c2", "c3"):
             check(f"join {n}", lambda n=n: group.start_java(n, [t], remote, protocol="consumer"))
-        check("partitions 6 -> 9", lambda: kafka_java.add_partitions(t, 9))
+        check("partitions 6 -> 12", lambda: kafka_java.add_partitions(t, 12))
         check("join c4", lambda: group.start_java("c4", [t], remote, protocol="consumer"))
         check("leave c2", lambda: group.members["c2"].stop())
         for m in group.live():
@@ -365,27 +377,27 @@ def test_consumer_protocol_target_assignment_is_server_assign(
 
 def test_kafka_python_member_changing_its_subscription_stalls(kafka_java: KafkaJavaBroker, tmp_path: Path) -> None:
     """KAFKA_PYTHON_REJOIN_STALL: our member p2 adds a topic to its subscription (SIGUSR1); the
-    broker rebalances, p2 never completes a generation again, and the group goes on without it."""
+    broker rebalances, p2 never completes a generation again, and the group (led by Java's j1,
+    which subscribes to both topics) goes on without it."""
     t, u = "stall-t", "stall-u"
     kafka_java.create_topic(t, 4)
     kafka_java.create_topic(u, 2)
+    counts = {t: 4, u: 2}
     with MixedKafkaGroup(kafka_java, "stall", tmp_path) as group:
-        group.start("p1", [t, u], "range")
-        wait_settled(group, {t: 4, u: 2}, {"p1": [t, u]}, hold=0.2)
+        group.start_java("j1", [t, u], "range")
+        wait_settled(group, counts, {"j1": [t, u]}, hold=0.2)
         group.start("p2", [t], "range", extra_topics=(u,))
-        wait_settled(group, {t: 4, u: 2}, {"p1": [t, u], "p2": [t]})
+        wait_settled(group, counts, {"j1": [t, u], "p2": [t]})
         changed = time.monotonic()
         group.members["p2"].proc.send_signal(signal.SIGUSR1)
-        # the broker evicts p2 after its session timeout (4 s): p1 then holds everything
+        # the broker evicts p2 after its session timeout (4 s): j1 then holds everything
         deadline = time.monotonic() + SETTLE_TIMEOUT
         while time.monotonic() < deadline:
-            recs = records_of(group)
-            p1 = [r for r in recs["p1"] if r["e"] == "g" and r["t"] > changed]
-            if p1 and len(p1[-1]["q"]) == 6:
+            j1 = [r for r in records_of(group)["j1"] if r["e"] == "g" and r["t"] > changed]
+            if j1 and len(j1[-1]["q"]) == 6:
                 break
             time.sleep(0.5)
-        recs = records_of(group)
-        after = [r for r in recs["p2"] if r["e"] == "g" and r["t"] > changed]
-        assert p1 and len(p1[-1]["q"]) == 6, "p1 never took over p2's partitions"
+        after = [r for r in records_of(group)["p2"] if r["e"] == "g" and r["t"] > changed]
+        assert j1 and len(j1[-1]["q"]) == 6, "j1 never took over p2's partitions"
         assert after == [], f"p2 completed a generation after changing its subscription: {after} (fixed?)"
         assert group.members["p2"].alive()  # still running, just out of the group
