@@ -102,7 +102,9 @@ def test_full_members_then_idle_and_lag_found_live(kafka_java: KafkaJavaBroker, 
             read = snap.groups.get("fleet-idle")
             gens = latest_generations(group)
             recorded = {g["mid"]: g for g in gens.values()}
-            if read is None or read.state != "Stable" or {m.member_id for m in read.members} != set(recorded):
+            if read is None or read.state != "Stable" or len(gens) != 3:
+                return None
+            if {m.member_id for m in read.members} != set(recorded):
                 return None
             return snap if len({g["gen"] for g in gens.values()}) == 1 else None
 
@@ -117,7 +119,8 @@ def test_full_members_then_idle_and_lag_found_live(kafka_java: KafkaJavaBroker, 
         assert (m.client_id, m.host, m.subscription) == (name, "/127.0.0.1", ("f-idle",))
         assert sorted(f"{t}/{p}" for t, p in m.assignment or ()) == g["q"]
     assert not [e for e in snap.errors if e.get("group") == "fleet-idle"], snap.error_lines()
-    assert audit(tmp_path / "live.json", "fleet-idle") == [("idle-consumer", "f-idle", 1)]
+    found = audit(tmp_path / "live.json", "fleet-idle")
+    assert found == [("idle-consumer", "f-idle", 1)], (found, read)
 
     produce(kafka_java, "f-idle", {0: 3})  # the group has left: exactly this is its lag
     snapshot(kafka_java, tmp_path / "after.json")
@@ -158,7 +161,10 @@ def test_unassigned_partitions_found_live(kafka_java: KafkaJavaBroker, tmp_path:
             group.start_java(n, ["f-grow"], "range", metadata_max_age_ms=600_000)
         wait_until(
             "both members assigned",
-            lambda: sorted(q for g in latest_generations(group).values() for q in g["q"]) == ["f-grow/0", "f-grow/1"],
+            lambda: (
+                (gens := latest_generations(group)).keys() == {"j1", "j2"}
+                and sorted(q for g in gens.values() for q in g["q"]) == ["f-grow/0", "f-grow/1"]
+            ),
         )
         kafka_java.add_partitions("f-grow", 4)
         snap = snapshot(kafka_java, tmp_path / "live.json")
