@@ -22,6 +22,7 @@ import base64
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 import uuid
@@ -107,6 +108,8 @@ class KafkaJavaBroker:
         self.cluster_id = random_cluster_id()
         self.server: ServerProcess | None = None
         self.timings: dict[str, float] = {}
+        self.keep_logs = False
+        """Keep the log (and this directory, without the data) when closed: set when a test failed."""
         self._admin: Any = None
 
     @property
@@ -250,7 +253,7 @@ class KafkaJavaBroker:
             raise
 
     def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
-        self.close(keep_logs=t is not None)
+        self.close(keep_logs=self.keep_logs or t is not None)
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +271,7 @@ def kafka_java(request: pytest.FixtureRequest) -> Iterator[KafkaJavaBroker]:
         yield broker
         if request.session.testsfailed > failed:
             print(f"\nApache Kafka's log (kept in {broker.log}):\n{broker.log_tail()}")
-            broker.close(keep_logs=True)
+            broker.keep_logs = True
 
 
 class JavaMember:
@@ -291,7 +294,7 @@ class JavaMember:
             os.kill(self.server.pid, signal.SIGTERM)
             try:
                 self.server.proc.wait(timeout)  # type: ignore[union-attr]
-            except Exception:
+            except subprocess.TimeoutExpired:
                 self.server.stop(kill=True)
                 raise RuntimeError(f"Java member {self.name} did not leave within {timeout:g} s") from None
         status = self.server.stop()
