@@ -1,5 +1,6 @@
-"""Our assignors inside real kafka-python consumer groups on a real Kafka-protocol broker (Tansu,
-``kafka_cluster.py``): every member is a separate ``mqbalance kafka-consume`` process; what each
+"""Our assignors inside real kafka-python consumer groups on real Kafka-protocol brokers (Tansu,
+``kafka_cluster.py``, and Apache Kafka 4.4.0, ``kafka_java_cluster.py``: the ``broker`` fixture runs
+the sticky-family test on both): every member is a separate ``mqbalance kafka-consume`` process; what each
 member was given, what the leader computed from which subscriptions, and what each processed are
 read back from their record files (``mqbalance.kafka.member``).
 
@@ -99,16 +100,24 @@ class Producer:
 
 
 @pytest.fixture(autouse=True)
-def _stop_producers(tansu: TansuBroker) -> Iterator[None]:
-    """A test that failed half-way leaves its producer running: stop it while the broker runs."""
+def _stop_producers() -> Iterator[None]:
+    """A test that failed half-way leaves its producer running: stop it while the broker runs (a
+    module's broker outlives its tests' teardown)."""
     yield
     while Producer.started:
         Producer.started.pop().stop()
 
 
+@pytest.fixture(scope="module", params=["tansu", pytest.param("kafka_java", marks=pytest.mark.java)])
+def broker(request: pytest.FixtureRequest) -> TansuBroker:
+    """Tansu, or Apache Kafka 4.4.0 (``kafka_java_cluster``)."""
+    found: TansuBroker = request.getfixturevalue(request.param)
+    return found
+
+
 @pytest.fixture(scope="module")
-def admin(tansu: TansuBroker) -> Iterator[KafkaAdminClient]:
-    a = KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=20_000)
+def admin(broker: TansuBroker) -> Iterator[KafkaAdminClient]:
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=20_000)
     yield a
     a.close()
 
@@ -326,17 +335,21 @@ def expected(
     return {n: {_key(tp.topic, tp.partition) for tp in ours[mids[n]]} for n in settled}
 
 
+# Tansu only: on Apache Kafka the subscription change below stalls the kafka-python member
+# (KAFKA_PYTHON_REJOIN_STALL in test_java_kafka_live.py); Java and our members share range and
+# roundrobin groups on Apache Kafka in test_java_kafka_live.py.
+@pytest.mark.parametrize("broker", ["tansu"], indirect=True)
 @pytest.mark.parametrize("name", ["range", "roundrobin"])
 def test_group_of_separate_processes_gets_our_assignment_every_generation(
-    name: str, tansu: TansuBroker, admin: KafkaAdminClient, tmp_path: Path
+    name: str, broker: TansuBroker, admin: KafkaAdminClient, tmp_path: Path
 ) -> None:
     t, u = f"t-{name}", f"u-{name}"
     counts = {t: 6, u: 3}
     admin.create_topics([NewTopic(t, 6, 1), NewTopic(u, 3, 1)])
-    producer = Producer(tansu, counts)
+    producer = Producer(broker, counts)
     subscribed = {"m1": [t, u], "m2": [t], "m3": [t], "m4": [t]}  # m5 joins after the kill
     pauses: dict[str, list[float]] = {}
-    with KafkaGroup(tansu, f"g-{name}", tmp_path) as group:
+    with KafkaGroup(broker, f"g-{name}", tmp_path) as group:
         # m1 joins first and so leads throughout (Tansu keeps the first joiner as leader until it
         # goes), and it subscribes to u from the start: see LEADER_REJOIN below for why.
         group.start("m1", [t, u], name)
@@ -393,7 +406,7 @@ def check_below_committed(recs: Mapping[str, list[dict[str, Any]]], committed: M
 
 
 @pytest.mark.parametrize("kind", ["sticky", "cooperative-sticky", "mixed-sticky"])
-def test_sticky_family_in_real_groups(kind: str, tansu: TansuBroker, admin: KafkaAdminClient, tmp_path: Path) -> None:
+def test_sticky_family_in_real_groups(kind: str, broker: TansuBroker, admin: KafkaAdminClient, tmp_path: Path) -> None:
     """Sticky groups on Tansu keep rebalancing rather than settle (GENERATIONS: each rejoin
     carries new userData or owned partitions, which bumps the generation, and with no join barrier
     the others rejoin in turn), so these run for a while through a join, leaves (the leader's among
@@ -406,11 +419,11 @@ def test_sticky_family_in_real_groups(kind: str, tansu: TansuBroker, admin: Kafk
     ours, each kind leading in turn."""
     t = f"t-{kind}"
     admin.create_topics([NewTopic(t, 8, 1)])
-    producer = Producer(tansu, {t: 8})
+    producer = Producer(broker, {t: 8})
     name = "sticky" if kind == "mixed-sticky" else kind
     impls = {"a1": "kafka-python", "b1": "mqbalance", "a2": "kafka-python"} if kind == "mixed-sticky" else {}
     impls = impls or {"a1": "mqbalance", "b1": "mqbalance", "a2": "mqbalance"}
-    with KafkaGroup(tansu, f"g-{kind}", tmp_path) as group:
+    with KafkaGroup(broker, f"g-{kind}", tmp_path) as group:
         for n, impl in impls.items():  # a1 first: it leads until it leaves
             group.start(n, [t], name, impl=impl)
             if n == "a1":
@@ -473,10 +486,14 @@ def test_kafka_python_sticky_user_data_is_not_javas_layout() -> None:
         StickyAssignorUserData.decode(ours)
 
 
-def test_topic_gaining_partitions_is_refused_by_tansu(admin: KafkaAdminClient) -> None:
+def test_topic_gaining_partitions_is_refused_by_tansu(tansu: TansuBroker) -> None:
     """Tansu 0.6.0 has no CreatePartitions: this fails once it answers, and the group test should
     then add partitions to a live topic (Apache Kafka's leader sees the new count in metadata and
     rebalances)."""
-    admin.create_topics([NewTopic("grow", 2, 1)])
-    with pytest.raises(IncompatibleBrokerVersion, match="CreatePartitions"):
-        admin.create_partitions({"grow": NewPartitions(4)})
+    admin = KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=20_000)
+    try:
+        admin.create_topics([NewTopic("grow", 2, 1)])
+        with pytest.raises(IncompatibleBrokerVersion, match="CreatePartitions"):
+            admin.create_partitions({"grow": NewPartitions(4)})
+    finally:
+        admin.close()

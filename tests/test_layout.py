@@ -291,7 +291,14 @@ FLEET_ROCKETMQ = {
     "rocketmq.audit": 5,
     "rocketmq.spark": 6,
 }
-FLEET_KAFKA = {"kafka": 0, "kafka.snapshot": 1, "kafka.live": 2, "kafka.audit": 2, "kafka.spark": 3}
+FLEET_KAFKA = {
+    "kafka": 0,
+    "kafka.messages": 0,
+    "kafka.snapshot": 1,
+    "kafka.live": 2,
+    "kafka.audit": 2,
+    "kafka.spark": 3,
+}
 FLEET_LAYERS = {**FLEET_SHARED, **FLEET_ROCKETMQ, **FLEET_KAFKA, "__init__": 7}
 FLEET_LAZY_IMPORTS = {"pyspark", "matplotlib"}
 

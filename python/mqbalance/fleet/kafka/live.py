@@ -6,7 +6,12 @@ What is read, and with which request:
 * topics and partition counts (and topic ids) — Metadata;
 * consumer groups — ListGroups, then DescribeGroups: state, protocol type, the assignor the group
   runs, and per member its ids, host, subscription, userData and current assignment, decoded from
-  the member's metadata and assignment bytes (the consumer protocol's layouts);
+  the member's metadata and assignment bytes (the consumer protocol's layouts). A group of the
+  consumer protocol (KIP-848, ``group.protocol=consumer``) is not a classic group: Apache Kafka
+  answers DescribeGroups for it with ``GROUP_ID_NOT_FOUND``, so such a group is described with
+  ConsumerGroupDescribe (:mod:`.messages`): its state (``Assigning`` and ``Reconciling`` are its
+  rebalancing states), the broker's assignor, and per member the subscribed topic names and the
+  current assignment (no userData: that protocol has none);
 * committed offsets — OffsetFetch per group; log-end offsets — ListOffsets (latest).
 
 A group read while it rebalances keeps its state (``PreparingRebalance``, ``CompletingRebalance``)
@@ -41,6 +46,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from kafka.structs import TopicPartition
 
 from mqbalance.exceptions import RemotingConnectError
+from mqbalance.fleet.kafka.messages import ConsumerGroupDescribeRequest
 from mqbalance.fleet.kafka.snapshot import KAFKA_KIND
 from mqbalance.kafka.member import check_bootstrap
 
@@ -85,6 +91,48 @@ def _decode_member(member: Any) -> dict[str, Any]:
     elif metadata and out["subscription"] is not None:
         out["assignment"] = {}  # an empty assignment: a member with nothing
     return out
+
+
+#: DescribeGroups' answer for a group that is not a classic group (a consumer-protocol group).
+GROUP_ID_NOT_FOUND = 69
+
+
+def _describe_consumer_groups(admin: Any, group_ids: list[str]) -> dict[str, Any]:
+    """ConsumerGroupDescribe of ``group_ids``, sent to each group's coordinator: group id -> the
+    response's described group."""
+
+    async def describe() -> dict[str, Any]:
+        coordinators = await admin._find_coordinator_ids(group_ids)
+        by_node: dict[int, list[str]] = {}
+        for g, node in coordinators.items():
+            by_node.setdefault(node, []).append(g)
+        out: dict[str, Any] = {}
+        for node, ids in by_node.items():
+            request = ConsumerGroupDescribeRequest(group_ids=ids, include_authorized_operations=False)
+            response = await admin._manager.send(request, node_id=node)
+            out.update({group.group_id: group for group in response.groups})
+        return out
+
+    found: dict[str, Any] = admin._manager.run(describe)
+    return found
+
+
+def _consumer_group(d: Any) -> dict[str, Any]:
+    """One ConsumerGroupDescribe group as the snapshot's group object."""
+    members = []
+    for m in d.members:
+        members.append(
+            {
+                "memberId": m.member_id,
+                "clientId": m.client_id or "",
+                "host": m.client_host or "",
+                "groupInstanceId": m.instance_id,
+                "subscription": sorted(m.subscribed_topic_names or ()),
+                "assignment": {tp.topic_name: sorted(tp.partitions) for tp in m.assignment.topic_partitions},
+                "userData": None,
+            }
+        )
+    return {"state": d.group_state, "protocolType": "consumer", "protocol": d.assignor_name or "", "members": members}
 
 
 def _assigned(assignment: Any) -> list[tuple[str, list[int]]]:
@@ -168,9 +216,20 @@ def _read(admin: Any, say: Callable[[str], None], errors: list[dict[str, str]], 
         except KafkaError as e:
             errors.append({"request": "DescribeGroups", "error": f"{type(e).__name__}: {e}"})
             described = {}
+        not_classic = [g for g in group_ids if g in described and described[g].error_code == GROUP_ID_NOT_FOUND]
+        modern: dict[str, Any] = {}
+        if not_classic:
+            try:
+                modern = _describe_consumer_groups(admin, not_classic)
+            except KafkaError as e:
+                errors.append({"request": "ConsumerGroupDescribe", "error": f"{type(e).__name__}: {e}"})
         for g in group_ids:
             d = described.get(g)
             if d is None:
+                continue
+            m = modern.get(g)
+            if m is not None and not m.error_code:
+                groups[g] = _consumer_group(m)
                 continue
             if d.error_code:
                 errors.append(
