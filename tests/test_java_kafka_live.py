@@ -67,15 +67,8 @@ and where the test takes each from:
 * racks: none (no ``client.rack``; neither assignor reads racks in 4.4);
 * instance ids: none (dynamic members)."""
 
-UNIFORM_EXTRA = """Found live, then read in Kafka 4.4.0's bytecode: when the partitions do not divide evenly,
-4.4's UniformHomogeneousAssignmentBuilder gives the extra partitions (``total % members``) to the
-members, in member order, that already hold more than the minimum quota from their current
-assignment, taking it from a member with fewer only when as many members remain as extra
-partitions; ``server_assign("uniform")`` gives them to the first members in order, whatever they
-hold. Seen: 9 partitions, a new member first in order and three members holding 3 each: the broker
-let the second member keep its 3, ours gave the new member 3. Until the core follows 4.4, the live
-test keeps every count divisible by the member count (6 over 1, 2 and 3 members; 12 over 3 and
-4), where both agree."""
+#: the broker's release, as ``server_assign`` takes it (tests/java/pom.xml pins the jars)
+BROKER_RELEASE = "4.4"
 
 SETTLE_TIMEOUT = 90.0
 
@@ -304,10 +297,11 @@ def test_consumer_protocol_target_assignment_is_server_assign(
 ) -> None:
     """Java consumers (``group.protocol=consumer``, ``group.remote.assignor``) join one by one, a
     topic gains partitions, one leaves: after each event the broker's target assignment is
-    ``server_assign(remote, ...)`` of the members, subscriptions and topic ids (COORDINATOR_INPUTS).
-    The partition counts divide evenly among the members at every step (UNIFORM_EXTRA)."""
+    ``server_assign(remote, ..., kafka_version=BROKER_RELEASE)`` of the members, subscriptions and
+    topic ids (COORDINATOR_INPUTS). The partition counts never divide evenly among the members, so
+    who gets the extra partitions (which Kafka 4.1 changed) is checked at every step."""
     t = f"k-{remote}"
-    kafka_java.create_topic(t, 6)
+    kafka_java.create_topic(t, 7)
     group_id = f"kip848-{remote}"
     events: list[dict[str, Any]] = []
     with (
@@ -341,7 +335,7 @@ def test_consumer_protocol_target_assignment_is_server_assign(
                 ]
                 return {
                     mid: {tid: ps for tid, ps in a.items() if ps}
-                    for mid, a in server_assign(remote, members, counts).items()
+                    for mid, a in server_assign(remote, members, counts, kafka_version=BROKER_RELEASE).items()
                 }
 
             orders = hash_map_orders(list(by_id))
@@ -366,7 +360,7 @@ def test_consumer_protocol_target_assignment_is_server_assign(
 
         for n in ("c1", "c2", "c3"):
             check(f"join {n}", lambda n=n: group.start_java(n, [t], remote, protocol="consumer"))
-        check("partitions 6 -> 12", lambda: kafka_java.add_partitions(t, 12))
+        check("partitions 7 -> 13", lambda: kafka_java.add_partitions(t, 13))
         check("join c4", lambda: group.start_java("c4", [t], remote, protocol="consumer"))
         check("leave c2", lambda: group.members["c2"].stop())
         for m in group.live():
