@@ -25,7 +25,9 @@ connections as ``mqadmin consumerConnection`` shows them)::
                                                         # that lack them (a live snapshot never has them)
           "connections": [
             {"clientId": "10.0.0.7@4711#1718000000001", "clientAddr": "10.0.0.7:53122",
-             "language": "JAVA", "version": 453, "strategy": "AVG_BY_CIRCLE"}   # per-client override
+             "language": "JAVA", "version": 453, "strategy": "AVG_BY_CIRCLE"},  # per-client override
+            {"clientId": "10.0.0.8@4712#1718000000002", "strategy": {"reported": "RoomAllocator"}}
+                                                        # kept as the client reported it, not computed
           ]
         }
       }
@@ -38,8 +40,9 @@ e.g. a broker that did not answer). Files without them read as before.
 
 Parquet layout (a directory): ``queue_data.parquet`` (topic, broker_name, read_queue_nums,
 write_queue_nums, perm), ``connections.parquet`` (group, client_id, client_addr, language, version,
-message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon), ``subscriptions.parquet``
-(group, topic); optional ``brokers.parquet`` (topic, cluster, broker_name, broker_id, address),
+message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon,
+strategy_reported: bool, optional), ``subscriptions.parquet`` (group, topic); optional
+``brokers.parquet`` (topic, cluster, broker_name, broker_id, address),
 ``offsets.parquet`` (group, topic, broker_name, queue_id, offset) and ``errors.parquet`` (broker_name,
 address, request, error).
 
@@ -47,7 +50,9 @@ Strategies are read by the registry, :meth:`mqbalance.allocation.registry.Strate
 ``use=Use.FLEET_AUDIT``: a name of :func:`~mqbalance.allocation.registry.names_for` ``(Use.FLEET_AUDIT)``,
 alone or in an object with the parameters its :data:`~mqbalance.allocation.registry.REGISTRY` entry
 takes; any other is refused with the registry's reason (a snapshot does not carry a client's
-configured queue list, nor a group's previous assignment).
+configured queue list, nor a group's previous assignment). A strategy a client reported that a fleet
+audit cannot compute is written ``{"reported": name}`` (:class:`ReportedStrategy`): its group is not
+computed.
 
 >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
