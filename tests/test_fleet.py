@@ -851,6 +851,143 @@ def test_consumer_idcs_given_in_the_json_group_entry_compute_the_group_exactly()
     assert snapshot_from_dict(data).consumer_groups()["dup"].strategies[0].name is StrategyName.AVG
 
 
+#: What a live snapshot keeps as the client reported it (:func:`mqbalance.fleet.rocketmq.live.as_reported`):
+#: a custom strategy class (Java's running info gives the class; we keep its simple name), CONFIG
+#: (its queue list is not in the running info) and MACHINE_ROOM_NEARBY (nor its inner strategy and resolver).
+REPORTED = {
+    "RoomAllocator": "not a strategy mqbalance knows",
+    "CONFIG": "CONFIG's queue list is not in a client's running info",
+    "MACHINE_ROOM_NEARBY": "names neither MACHINE_ROOM_NEARBY's inner strategy nor its machine room resolver",
+}
+
+
+def _reported_fleet(name: str | None) -> dict:
+    """:func:`_rooms_fleet` with the room group given its idcs, plus a group whose two clients report
+    ``name`` (kept as reported) beside one on AVG; ``None``: without that group."""
+    fleet = _rooms_fleet(["hz"])
+    if name is not None:
+        clients = [{"clientId": c, "strategy": {"reported": name}} for c in "mn"]
+        fleet["groups"]["custom"] = {"subscriptions": ["T", "U"], "connections": [*clients, {"clientId": "o"}]}
+    return fleet
+
+
+@pytest.mark.parametrize("name", REPORTED)
+def test_a_strategy_kept_as_reported_is_not_computed_never_audited_as_avg(name):
+    snap = snapshot_from_dict(_reported_fleet(name), "live")
+    group = snap.consumer_groups()["custom"]
+    assert [c.strategy.display_name for c in group.connections] == [name, name, "AVG"]
+    result = audit_snapshot(snap)
+    mine = [f for f in result.findings if f.group == "custom"]
+    assert [(f.kind, f.count) for f in mine] == [(FindingKind.STRATEGY_MISMATCH, 2), (FindingKind.STRATEGY_UNKNOWN, 12)]
+    detail = mine[1].detail
+    assert detail.startswith(f"strategy unknown: clients run {name} (2 clients), as reported: ")
+    assert REPORTED[name] in detail and detail.endswith("12 queues of 2 topics not computed")
+    assert not FindingKind.STRATEGY_UNKNOWN.urgent
+    # not computed: no row, no assignment, not idle (AVG over three clients of 8 queues would have none idle,
+    # and with 4 queues of U one idle: neither is claimed)
+    assert not [r for r in result.rows if r.group == "custom"]
+    assert not [r for r in assign_snapshot(snap).to_pylist() if r["group"] == "custom"]
+    t = result.totals
+    assert (t.strategy_unknown_groups, t.settings_unknown_groups, t.not_computed_queues) == (1, 0, 12)
+    # every other group is audited exactly as without it
+    alone = audit_snapshot(snapshot_from_dict(_reported_fleet(None), "live"))
+    assert [f for f in result.findings if f.group != "custom"] == alone.findings
+    assert result.rows == alone.rows
+    assert t.to_dict() | {"groups": 3, "processes": 10, "strategy_mismatched_groups": 0} == alone.totals.to_dict() | {
+        "strategy_unknown_groups": 1,
+        "not_computed_queues": 12,
+    }
+    table = assignment_table(snap, result)
+    assert table.summary.endswith("; not computed (strategy unknown) 12 queues in 1 groups")
+    line = {(x.group, x.topic): x.text for x in table.shown()}["custom", "T"]
+    assert line.endswith(f"not computed: strategy unknown ({name}, as reported)")
+
+
+def test_a_group_default_kept_as_reported_and_a_broadcasting_group():
+    fleet = _reported_fleet(None)
+    fleet["groups"]["cfg"] = {
+        "subscriptions": ["T"],
+        "strategy": {"reported": "CONFIG"},
+        "connections": [{"clientId": "k"}],
+    }
+    fleet["groups"]["all"] = {
+        "subscriptions": ["T"],
+        "messageModel": "BROADCASTING",
+        "connections": [{"clientId": "b", "strategy": {"reported": "RoomAllocator"}}],
+    }
+    result = audit_snapshot(snapshot_from_dict(fleet, "live"))
+    assert [(f.kind, f.count) for f in result.findings if f.group == "cfg"] == [(FindingKind.STRATEGY_UNKNOWN, 8)]
+    # a broadcasting client consumes every queue whatever its strategy: computed
+    assert not [f for f in result.findings if f.group == "all"]
+    assert [(r.group, r.units) for r in result.rows if r.group == "all"] == [("all", 8)]
+
+
+def test_a_reported_strategy_survives_json_and_parquet_round_trips(tmp_path, monkeypatch):
+    path = tmp_path / "live.json"
+    path.write_text(json.dumps(_reported_fleet("RoomAllocator")))
+    snap = load_snapshot(path)
+    before = audit_snapshot(snap)
+    write_parquet(snap, tmp_path / "pq")
+    again = load_snapshot(tmp_path / "pq")
+    strategies = [c.strategy for c in again.consumer_groups()["custom"].connections]
+    assert strategies == [snapshot_model.ReportedStrategy("RoomAllocator")] * 2 + [
+        snapshot_model.StrategySpec.parse("AVG")
+    ]
+    assert again.connections.column("strategy_reported").to_pylist() == [
+        True if s == "RoomAllocator" else None for s in again.connections.column("strategy").to_pylist()
+    ]
+    after = audit_snapshot(again)
+    assert (after.findings, after.rows, after.totals) == (before.findings, before.rows, before.totals)
+    # the row-by-row path (taken when a row is bad or unusual) reads it the same
+    monkeypatch.setattr("mqbalance.fleet.rocketmq.files.columnar_tables", lambda *args: None)
+    slow = load_snapshot(tmp_path / "pq")
+    assert [c.strategy for c in slow.consumer_groups()["custom"].connections] == strategies
+    assert slow.connections.equals(again.connections)
+
+
+def test_parquet_files_without_the_reported_column_read_as_before(tmp_path):
+    import pyarrow.parquet as pq
+
+    snap = snapshot_from_dict(_reported_fleet(None), "old")
+    write_parquet(snap, tmp_path)
+    table = pq.read_table(tmp_path / "connections.parquet").drop_columns(["strategy_reported"])
+    pq.write_table(table, tmp_path / "connections.parquet")
+    old = load_snapshot(tmp_path)
+    assert old.connections.column("strategy_reported").null_count == old.connections.num_rows
+    assert audit_snapshot(old).findings == audit_snapshot(snap).findings
+
+
+@pytest.mark.parametrize(
+    "config,message",
+    [
+        ({"reported": ""}, r"strategy\.reported: expected the reported strategy name"),
+        ({"reported": 7}, r"strategy\.reported: expected the reported strategy name"),
+        ({"reported": "avg_by_circle"}, "is a strategy a fleet audit computes"),
+        ({"reported": "X", "name": "AVG"}, "a reported strategy takes no other field, got 'name'"),
+    ],
+)
+def test_bad_reported_strategies_name_the_field(config, message):
+    fleet = {
+        "topics": {},
+        "groups": {"g": {"subscriptions": [], "connections": [{"clientId": "c", "strategy": config}]}},
+    }
+    with pytest.raises(SnapshotError, match=message) as info:
+        snapshot_from_dict(fleet, "snap.json")
+    assert "groups['g'].connections[0].strategy" in str(info.value)
+
+
+def test_a_reported_flag_of_another_type_in_parquet_is_named(tmp_path):
+    import pyarrow.parquet as pq
+
+    write_parquet(snapshot_from_dict(_reported_fleet("CONFIG"), "x"), tmp_path)
+    table = pq.read_table(tmp_path / "connections.parquet")
+    at = table.schema.get_field_index("strategy_reported")
+    table = table.set_column(at, "strategy_reported", table.column(at).cast(pa.string()))
+    pq.write_table(table, tmp_path / "connections.parquet")
+    with pytest.raises(SnapshotError, match=r"strategy_reported: expected a bool or null, got 'true'"):
+        load_snapshot(tmp_path)
+
+
 @pytest.mark.parametrize(
     "idcs,message",
     [

@@ -18,7 +18,7 @@ from mqbalance.fleet import (
 )
 from mqbalance.fleet.rocketmq.spark import assign_fleet, audit
 from mqbalance.fleet.spark import local_session, stop_session
-from test_fleet import STRATEGIES, _rooms_fleet, consumers_by_queue
+from test_fleet import STRATEGIES, _reported_fleet, _rooms_fleet, consumers_by_queue
 
 pytestmark = pytest.mark.spark
 
@@ -111,6 +111,19 @@ def test_a_group_with_unknown_strategy_settings_is_not_computed_on_spark_either(
     assert local.count(FindingKind.SETTINGS_UNKNOWN) == 1
     result = audit_fleet(spark, snap, partitions=2)
     assert result.findings == local.findings and result.rows == local.rows and result.totals == local.totals
+
+
+@pytest.mark.parametrize("name", ["RoomAllocator", "CONFIG", "MACHINE_ROOM_NEARBY"])
+def test_a_strategy_kept_as_reported_is_unknown_on_spark_too_never_avg(spark, name):
+    """The executors go through ``assign_batch_rows`` too: the group has no row there either."""
+    from mqbalance.fleet.rocketmq.spark import audit_fleet
+
+    snap = snapshot_from_dict(_reported_fleet(name), "live")
+    local = audit_snapshot(snap)
+    assert local.count(FindingKind.STRATEGY_UNKNOWN) == 1
+    result = audit_fleet(spark, snap, partitions=2)
+    assert result.findings == local.findings and result.rows == local.rows and result.totals == local.totals
+    assert not [r for r in assign_fleet(spark, snap).collect() if r["group"] == "custom"]
 
 
 def test_the_audit_writes_the_assignment_rows_from_its_tasks(spark, tmp_path):

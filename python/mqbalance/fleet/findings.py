@@ -70,6 +70,9 @@ class FindingKind(enum.StrEnum):
     #: groups whose strategy needs settings the snapshot does not have (MACHINE_ROOM's consumer
     #: idcs, which a client's running info does not report): their queues are not computed
     SETTINGS_UNKNOWN = "settings-unknown"
+    #: groups with a client whose strategy the snapshot can only name as the client reported it (a
+    #: custom strategy class, CONFIG, MACHINE_ROOM_NEARBY): their queues are not computed
+    STRATEGY_UNKNOWN = "strategy-unknown"
 
     @property
     def meaning(self) -> str:
@@ -93,6 +96,7 @@ _MEANINGS = {
     FindingKind.LAG: "messages between the committed offsets and the log end",
     FindingKind.REBALANCING: "groups read in the middle of a rebalance",
     FindingKind.SETTINGS_UNKNOWN: "groups whose strategy settings the snapshot lacks (queues not computed)",
+    FindingKind.STRATEGY_UNKNOWN: "groups with clients on a strategy the snapshot cannot run (queues not computed)",
 }
 FINDING_KINDS = tuple(k.value for k in FindingKind)
 
@@ -284,9 +288,11 @@ class Totals:
     groups_without_member_metadata: int | None = None
     #: units that changed consumers (when a previous snapshot was compared)
     churned_queues: int | None = None
-    #: groups whose strategy settings the snapshot lacks, and their queues, not computed (RocketMQ)
+    #: groups whose strategy settings the snapshot lacks, groups with a client on a strategy it
+    #: cannot compute (kept as reported), and their queues, not computed (RocketMQ)
     settings_unknown_groups: int | None = None
     not_computed_queues: int | None = None
+    strategy_unknown_groups: int | None = None
 
     def to_dict(self) -> dict[str, int]:
         """The counted totals by name, in the report's order."""

@@ -50,7 +50,14 @@ from mqbalance.allocation import bulk
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import SnapshotError
 from mqbalance.fleet.rocketmq.schemas import ASSIGNMENT_SCHEMA
-from mqbalance.fleet.rocketmq.snapshot import ConsumerGroup, MessageModel, Snapshot, check_queue_budget
+from mqbalance.fleet.rocketmq.snapshot import (
+    ConsumerGroup,
+    MessageModel,
+    Snapshot,
+    SnapshotStrategy,
+    check_queue_budget,
+    computable,
+)
 
 __all__ = [
     "ASSIGNMENT_QUEUE_BYTES",
@@ -107,12 +114,12 @@ def assign_pair(
     first: dict[str, int] = {}
     for j, cid in enumerate(ids):
         first.setdefault(cid, j)
-    by_strategy: dict[StrategySpec, list[int]] = defaultdict(list)
+    by_strategy: dict[SnapshotStrategy, list[int]] = defaultdict(list)
     for j, conn in enumerate(group.connections):
         by_strategy[conn.strategy].append(j)
     row_parts, who = [], []
     for spec, members in by_strategy.items():
-        owners = bulk.owners(spec.build(), topics, brokers, queue_ids, ids)
+        owners = bulk.owners(computable(spec).build(), topics, brokers, queue_ids, ids)
         for j in members:
             rows = np.flatnonzero(owners == first[ids[j]])
             row_parts.append(rows)
@@ -125,7 +132,7 @@ def _batchable(group: ConsumerGroup | None) -> bool:
     if group is None or group.message_model is not MessageModel.CLUSTERING:
         return False
     strategies = group.strategies
-    return len(strategies) == 1 and strategies[0].info.batchable
+    return len(strategies) == 1 and isinstance(strategies[0], StrategySpec) and strategies[0].info.batchable
 
 
 def assign_batch(table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: np.ndarray) -> pa.Table:
@@ -166,7 +173,7 @@ def assign_batch_rows(
             assert group is not None
             batched.append(np.arange(a, b))
             batched_bounds.append(batched_bounds[-1] + (b - a))
-            batched_strategies.append(group.strategies[0].build())
+            batched_strategies.append(computable(group.strategies[0]).build())
             batched_ids.append(group.client_ids)
             continue
         rows, who = assign_pair(group, topics.slice(a, b - a), brokers.slice(a, b - a), qids[a:b])

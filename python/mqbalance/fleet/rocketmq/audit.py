@@ -46,7 +46,7 @@ from mqbalance.fleet.findings import (
 from mqbalance.fleet.rocketmq.assignment import pair_queue_counts
 from mqbalance.fleet.rocketmq.facts import snapshot_facts
 from mqbalance.fleet.rocketmq.schemas import GROUP_BUSY_SCHEMA, LOAD_SCHEMA, PAIR_FACT_SCHEMA
-from mqbalance.fleet.rocketmq.snapshot import ConsumerGroup, MessageModel, Snapshot
+from mqbalance.fleet.rocketmq.snapshot import ConsumerGroup, MessageModel, ReportedStrategy, Snapshot
 from mqbalance.fleet.rocketmq.what_if import what_if_candidates
 
 __all__ = ["WORDS", "assignment_table", "audit_snapshot", "describe", "summarise"]
@@ -138,7 +138,8 @@ def summarise(
             findings.append(missing_route(g, t, WORDS))
     not_computed = _not_computed(snapshot, groups)
     for g, (queues, topics) in sorted(not_computed.items()):
-        findings.append(settings_unknown(g, groups[g], queues, topics))
+        made = strategy_unknown if reported_strategies(groups[g]) else settings_unknown
+        findings.append(made(g, groups[g], queues, topics))
     columns = ("group", "topic", "queues", "unowned", "double_owned", "processes", "idle", "load_total")
     for g, t, queues, unowned, double_owned, processes, idle, load_total, low, high in zip(
         *(pairs.column(c).to_pylist() for c in (*columns, "min_load", "max_load"))
@@ -179,8 +180,9 @@ def summarise(
         idle_consumers=_idle_anywhere(_arrow(busy, GROUP_BUSY_SCHEMA), groups, set(not_computed)),
         churn=churn is not None,
         duplicated_client_ids=sum(1 for f in findings if f.kind is FindingKind.DUPLICATE_CLIENT_ID),
-        settings_unknown_groups=len(not_computed),
+        settings_unknown_groups=sum(1 for f in findings if f.kind is FindingKind.SETTINGS_UNKNOWN),
         not_computed_queues=sum(queues for queues, _ in not_computed.values()),
+        strategy_unknown_groups=sum(1 for f in findings if f.kind is FindingKind.STRATEGY_UNKNOWN),
     )
     now_max = {(r.group, r.topic): (r.consumers, r.max_load) for r in rows}
     switched = [
@@ -277,6 +279,40 @@ def settings_unknown(group: str, found: ConsumerGroup, queues: int, topics: int)
     return Finding(FindingKind.SETTINGS_UNKNOWN, group, None, queues, detail)
 
 
+def reported_strategies(group: ConsumerGroup) -> list[ReportedStrategy]:
+    """The strategies of ``group``'s clients that the snapshot keeps only as reported (none in a
+    broadcasting group, which consumes every queue whatever its strategy)."""
+    if group.message_model is MessageModel.BROADCASTING:
+        return []
+    return [spec for spec in group.strategies if isinstance(spec, ReportedStrategy)]
+
+
+def strategy_unknown(group: str, found: ConsumerGroup, queues: int, topics: int) -> Finding:
+    """The finding of a group with a client on a strategy the snapshot cannot compute (kept as the
+    client reported it, :class:`~mqbalance.fleet.rocketmq.snapshot.ReportedStrategy`): ``queues``
+    (of ``topics`` subscribed topics) are not computed, so neither counted unowned nor double-owned.
+
+    >>> from mqbalance.fleet.rocketmq.snapshot import Connection
+    >>> g = ConsumerGroup.of("g", MessageModel.CLUSTERING, (Connection("c", ReportedStrategy("RoomAllocator")),))
+    >>> print(strategy_unknown("g", g, 8, 1).detail)  # doctest: +NORMALIZE_WHITESPACE
+    strategy unknown: clients run RoomAllocator (1 client), as reported: not a strategy mqbalance knows (a
+    custom AllocateMessageQueueStrategy?); 8 queues of 1 topic not computed
+    """
+    counts = Counter(c.strategy for c in found.connections)
+    named = "; ".join(
+        f"{spec.reported} ({counts[spec]:,} client{'s' if counts[spec] != 1 else ''}), as reported: {spec.why}"
+        for spec in reported_strategies(found)
+    )
+    also = [
+        text for spec in found.strategies if not isinstance(spec, ReportedStrategy) and (text := spec.unknown_settings)
+    ]
+    detail = f"strategy unknown: clients run {named}"
+    if also:
+        detail += f"; strategy settings unknown: {' and '.join(also)}"
+    detail += f"; {queues:,} queues of {topics:,} topic{'s' if topics != 1 else ''} not computed"
+    return Finding(FindingKind.STRATEGY_UNKNOWN, group, None, queues, detail)
+
+
 def describe(snapshot: Snapshot) -> str:
     """The snapshot's size, for people."""
     return f"{len(snapshot.groups):,} groups, {snapshot.readable_queue_count():,} readable queues"
@@ -295,7 +331,11 @@ def assignment_table(snapshot: Snapshot, result: AuditResult) -> AssignmentTable
         row = rows.get((g, t))
         if row is None:
             if (g, t) in not_computed and group is not None:
-                note = f"not computed: strategy settings unknown ({' and '.join(group.unknown_settings)})"
+                reported = reported_strategies(group)
+                if reported:
+                    note = f"not computed: strategy unknown ({', '.join(s.reported for s in reported)}, as reported)"
+                else:
+                    note = f"not computed: strategy settings unknown ({' and '.join(group.unknown_settings)})"
                 text = f"{g:<20} {t:<22} {not_computed[g, t]:>6} {procs:>5} {'':>4} {'':>4} {'':>7} {'':>7}  {note}"
                 lines.append(PairLine(g, t, 0, 0, 0, text))
                 continue
@@ -326,10 +366,19 @@ def assignment_table(snapshot: Snapshot, result: AuditResult) -> AssignmentTable
         f"{totals.double_owned_queues:,}, idle processes {totals.idle_processes:,}, duplicated ids "
         f"{totals.duplicated_client_ids or 0:,}, missing routes {totals.missing_routes:,}"
     )
-    if totals.settings_unknown_groups:
+    if totals.settings_unknown_groups or totals.strategy_unknown_groups:
+        why = [
+            text
+            for text, n in (
+                ("strategy settings unknown", totals.settings_unknown_groups),
+                ("strategy unknown", totals.strategy_unknown_groups),
+            )
+            if n
+        ]
+        groups_not_computed = (totals.settings_unknown_groups or 0) + (totals.strategy_unknown_groups or 0)
         summary += (
-            f"; not computed (strategy settings unknown) {totals.not_computed_queues or 0:,} queues in "
-            f"{totals.settings_unknown_groups:,} groups"
+            f"; not computed ({', '.join(why)}) {totals.not_computed_queues or 0:,} queues in "
+            f"{groups_not_computed:,} groups"
         )
     columns = f"{'queues':>6} {'procs':>5} {'min':>4} {'max':>4} {'unowned':>7} {'twice':>7}"
     return AssignmentTable(summary, f"{'group':<20} {'topic':<22} {columns}  notes", lines)

@@ -12,12 +12,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance._validate import JAVA_INT_MAX, JAVA_INT_MIN
-from mqbalance.allocation.registry import StrategySpec
 from mqbalance.fleet.rocketmq.checks import check_types, distinct_rows, field_error, java_int, key_column
 from mqbalance.fleet.rocketmq.snapshot import (
     PERM_READ,
     SCHEMAS,
+    STRATEGY_COLUMNS,
     MessageModel,
+    SnapshotStrategy,
     check_queue_budget,
     check_read_queue_budget,
     spec_from_columns,
@@ -36,7 +37,7 @@ _NULL_KEY = "\x00null\x00"
 
 def columnar_tables(
     source: str, raw: dict[str, pa.Table]
-) -> tuple[pa.Table, pa.Table, pa.Table, np.ndarray, tuple[StrategySpec, ...]] | None:
+) -> tuple[pa.Table, pa.Table, pa.Table, np.ndarray, tuple[SnapshotStrategy, ...]] | None:
     """The three tables validated and normalised with Arrow kernels, no Python object per row:
     ``(queue_data, connections, subscriptions, strategy codes, specs)``; ``None`` when a row is bad
     or a column has a type this path does not read (the row-by-row path then raises or reads it)."""
@@ -90,27 +91,25 @@ def columnar_tables(
     if not pc.all(pc.is_in(model, pa.array(list(MessageModel.__members__)))).as_py():
         return None
     columns["message_model"] = model
-    keys = [key_column(columns[c]) for c in ("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon")]
+    keys = [key_column(columns[c]) for c in STRATEGY_COLUMNS]
     if any(k is None for k in keys):
         return None
     joined = pc.binary_join_element_wise(*keys, "\x1e", null_handling="replace", null_replacement=_NULL_KEY)
     encoded = pc.dictionary_encode(joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined)
     row_key = encoded.indices.to_numpy()
     _, first = np.unique(row_key, return_index=True)
-    code_of_spec: dict[StrategySpec, int] = {}
+    code_of_spec: dict[SnapshotStrategy, int] = {}
     canonical = np.empty(len(encoded.dictionary), dtype=np.int32)
     for row in sorted(first.tolist()):
-        values = [
-            columns[c][row].as_py() for c in ("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon")
-        ]
+        values = [columns[c][row].as_py() for c in STRATEGY_COLUMNS]
         where = f"{source}/connections.parquet row {row}.strategy"
-        spec = spec_from_columns(values[0], values[1], values[2], values[3], where, values[4])
+        spec = spec_from_columns(values[0], values[1], values[2], values[3], where, values[4], values[5])
         canonical[row_key[row]] = code_of_spec.setdefault(spec, len(code_of_spec))
     specs = tuple(code_of_spec)
     codes = canonical[row_key]
     per_spec = list(zip(*(strategy_columns(spec) for spec in specs)))
     at = pa.array(codes)
-    for c, canonical_values in zip(("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon"), per_spec):
+    for c, canonical_values in zip(STRATEGY_COLUMNS, per_spec):
         columns[c] = pa.array(list(canonical_values), SCHEMAS["connections"].field(c).type).take(at)
     try:
         connections = pa.table({c: columns[c] for c in SCHEMAS["connections"].names}).cast(SCHEMAS["connections"])
@@ -125,7 +124,7 @@ def columnar_tables(
 
 def validate_tables(
     source: str, qd: dict[str, list[Any]], cn: dict[str, list[Any]], sb: dict[str, list[Any]]
-) -> list[StrategySpec]:
+) -> list[SnapshotStrategy]:
     seen = set()
     for i, (topic, broker, r, w, p) in enumerate(zip(*qd.values())):
         where = f"{source}/queue_data.parquet row {i}"
@@ -151,7 +150,7 @@ def validate_tables(
     for i, (group, topic) in enumerate(zip(sb["group"], sb["topic"])):
         check_types(f"{source}/subscriptions.parquet row {i}", (("group", group, str), ("topic", topic, str)))
     specs = []
-    known: dict[tuple[Any, ...], tuple[StrategySpec, tuple[Any, ...]]] = {}
+    known: dict[tuple[Any, ...], tuple[SnapshotStrategy, tuple[Any, ...]]] = {}
     for i in range(len(cn["group"])):
         for name in ("group", "client_id"):
             if not isinstance(cn[name][i], str) or not cn[name][i]:
@@ -169,10 +168,11 @@ def validate_tables(
             tuple(idcs) if isinstance(idcs, list) else idcs,
             cn["charset"][i],
             cn["epsilon"][i],
+            cn["strategy_reported"][i],
         )
         if key not in known:  # one parse per distinct configuration
             where = f"{source}/connections.parquet row {i}"
-            spec = spec_from_columns(cn["strategy"][i], key[1], idcs, key[3], f"{where}.strategy", key[4])
+            spec = spec_from_columns(cn["strategy"][i], key[1], idcs, key[3], f"{where}.strategy", key[4], key[5])
             known[key] = (spec, strategy_columns(spec))
         spec, columns = known[key]
         (
@@ -181,6 +181,7 @@ def validate_tables(
             cn["consumer_idcs"][i],
             cn["charset"][i],
             cn["epsilon"][i],
+            cn["strategy_reported"][i],
         ) = columns
         specs.append(spec)
     pairs = list(zip(sb["group"], sb["topic"]))

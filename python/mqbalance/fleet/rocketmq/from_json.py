@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance._validate import JAVA_INT_MAX, JAVA_INT_MIN
-from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
+from mqbalance.allocation.registry import StrategyName, StrategySpec
 from mqbalance.exceptions import MQBalanceError, SnapshotError
 from mqbalance.fleet.rocketmq.checks import (
     COLUMN_PROBLEMS,
@@ -27,11 +27,13 @@ from mqbalance.fleet.rocketmq.checks import (
 from mqbalance.fleet.rocketmq.snapshot import (
     PERM_READ,
     SCHEMAS,
+    STRATEGY_COLUMNS,
     MessageModel,
     Snapshot,
-    auditable_strategy,
+    SnapshotStrategy,
     check_queue_budget,
     check_read_queue_budget,
+    snapshot_strategy,
     strategy_codes,
     strategy_columns,
     table_of,
@@ -171,12 +173,12 @@ def _queue_rows(topics: dict[Any, Any], source: str) -> tuple[dict[str, list[Any
 
 def _group_rows(
     groups: dict[Any, Any], source: str
-) -> tuple[dict[str, list[Any]], dict[str, list[Any]], list[StrategySpec]]:
+) -> tuple[dict[str, list[Any]], dict[str, list[Any]], list[SnapshotStrategy]]:
     """The connection and subscription rows of ``groups`` and each connection's strategy, checked
     entry by entry (the first bad value raises)."""
     cn: dict[str, list[Any]] = {c: [] for c in SCHEMAS["connections"].names}
     sb: dict[str, list[Any]] = {c: [] for c in SCHEMAS["subscriptions"].names}
-    specs: list[StrategySpec] = []
+    specs: list[SnapshotStrategy] = []
     for group, g in groups.items():
         where = f"{source}: groups[{group!r}]"
         utf8_text(group, where)
@@ -193,13 +195,13 @@ def _group_rows(
             sb["group"].append(group)
             sb["topic"].append(t)
         default = g.get("strategy", "AVG")
-        group_spec: StrategySpec | None = None
+        group_spec: SnapshotStrategy | None = None
         for k, conn in enumerate(get_field(g, "connections", list, where)):
             w = f"{where}.connections[{k}]"
             if isinstance(conn, dict) and "strategy" in conn:
-                spec = auditable_strategy(conn["strategy"], f"{w}.strategy")
+                spec = snapshot_strategy(conn["strategy"], f"{w}.strategy")
             else:
-                group_spec = group_spec or auditable_strategy(default, f"{w}.strategy")
+                group_spec = group_spec or snapshot_strategy(default, f"{w}.strategy")
                 spec = group_spec
             client_id = get_field(conn, "clientId", str, w)
             if client_id == "":
@@ -274,7 +276,7 @@ def columnar_queue_data(topics: dict[Any, Any]) -> pa.Table | None:
 
 def columnar_groups(
     groups: dict[Any, Any],
-) -> tuple[pa.Table, pa.Table, np.ndarray, tuple[StrategySpec, ...]] | None:
+) -> tuple[pa.Table, pa.Table, np.ndarray, tuple[SnapshotStrategy, ...]] | None:
     """``(connections, subscriptions, strategy codes, specs)`` of ``groups`` checked by columns,
     each distinct strategy configuration parsed once; ``None`` when any entry is wrong or unusual
     (:func:`_group_rows` then names it)."""
@@ -319,13 +321,12 @@ def columnar_groups(
         check_java_ints(version, JAVA_INT_MIN, JAVA_INT_MAX)
         # Strategies: the group's default for connections without their own, one parse per distinct config.
         parsed: dict[str, int] = {}
-        specs: list[StrategySpec] = []
+        specs: list[SnapshotStrategy] = []
 
         def code(config: Any) -> int:
             key = json.dumps(config, sort_keys=True)
             if key not in parsed:
-                spec = StrategySpec.parse(config, use=Use.FLEET_AUDIT)
-                spec.build()
+                spec = snapshot_strategy(config, "strategy")
                 if spec not in specs:
                     specs.append(spec)
                 parsed[key] = specs.index(spec)
@@ -342,7 +343,9 @@ def columnar_groups(
     except (MQBalanceError, *COLUMN_PROBLEMS):
         return None
     distinct = tuple(specs)
-    per_spec: list[tuple[Any, ...]] = list(zip(*(strategy_columns(spec) for spec in distinct))) or [()] * 5
+    per_spec: list[tuple[Any, ...]] = list(zip(*(strategy_columns(spec) for spec in distinct))) or [()] * len(
+        STRATEGY_COLUMNS
+    )
     at = pa.array(codes)
     at_group = pa.array(of_row)
     columns: dict[str, Any] = {
@@ -353,7 +356,7 @@ def columnar_groups(
         "version": version,
         "message_model": pa.array(models, pa.string()).take(at_group),
     }
-    for c, canonical in zip(("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon"), per_spec):
+    for c, canonical in zip(STRATEGY_COLUMNS, per_spec):
         columns[c] = pa.array(list(canonical), SCHEMAS["connections"].field(c).type).take(at)
     connections = pa.Table.from_arrays(
         [columns[c] for c in SCHEMAS["connections"].names], schema=SCHEMAS["connections"]

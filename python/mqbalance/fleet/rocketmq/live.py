@@ -10,8 +10,10 @@ What is read, and from where:
   (by name) that has the group online, as ``mqadmin consumerConnection`` does; **every**
   connection the broker lists is kept, so an id a Java broker lists twice stays visible to the audit;
 * the strategy each client reports, where it does — ``GET_CONSUMER_RUNNING_INFO`` (307), which the
-  broker forwards to the client (Java clients report ``allocateMessageQueueStrategy``); a client
-  that reports none runs the group default, ``AVG`` (Java's default);
+  broker forwards to the client (Java clients report ``allocateMessageQueueStrategy``, the
+  strategy object's class); a client that reports none runs the group default, ``AVG`` (Java's
+  default); one the audit cannot compute (a custom class, ``CONFIG``, ``MACHINE_ROOM_NEARBY``) is
+  kept as reported (:func:`as_reported`) and its group is not computed;
 * committed offsets — every master broker's offset table (43).
 
 Every request has a timeout. A broker that does not answer is recorded in the snapshot's
@@ -37,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from mqbalance import _validate
+from mqbalance.allocation.registry import StrategyName
 from mqbalance.exceptions import (
     BrokerResponseError,
     InvalidInputError,
@@ -282,11 +285,7 @@ class _Reader:
                     row["version"] = c.version
                 name = reported.get((group, c.client_id))
                 if name is not None:
-                    try:
-                        auditable_strategy(name, f"{group}/{c.client_id}")
-                        row["strategy"] = name
-                    except MQBalanceError as e:
-                        self.error(None, f"GET_CONSUMER_RUNNING_INFO {group} {c.client_id}", e)
+                    row["strategy"] = as_reported(name, f"{group}/{c.client_id}")
                 rows.append(row)
             model = conn_info.message_model if conn_info.message_model in ("CLUSTERING", "BROADCASTING") else None
             out_groups[group] = {
@@ -313,6 +312,28 @@ class _Reader:
                 "groupsOffline": len(groups) - len(out_groups),
             },
         }
+
+
+def as_reported(name: str, where: str) -> str | dict[str, str]:
+    """A strategy a client reported, for the JSON snapshot: the name when a fleet audit computes it
+    as it stands, else ``{"reported": name}`` (:class:`~mqbalance.fleet.rocketmq.snapshot.ReportedStrategy`:
+    the group is not computed, never audited as another strategy). ``MACHINE_ROOM_NEARBY`` is
+    always kept as reported: Java's running info names neither its inner strategy nor the client's
+    machine room resolver (the audit's ``ROOM@NAME`` prefix rule is an assumption a snapshot's author
+    may write, not something a client reports).
+
+    >>> as_reported("AVG_BY_CIRCLE", "g/c"), as_reported("CONFIG", "g/c"), as_reported("MyAllocator", "g/c")
+    ('AVG_BY_CIRCLE', {'reported': 'CONFIG'}, {'reported': 'MyAllocator'})
+    >>> as_reported("MACHINE_ROOM_NEARBY-AVG", "g/c")
+    {'reported': 'MACHINE_ROOM_NEARBY-AVG'}
+    """
+    if name.upper().startswith(StrategyName.MACHINE_ROOM_NEARBY.value):
+        return {"reported": name}
+    try:
+        auditable_strategy(name, where)
+    except MQBalanceError:
+        return {"reported": name}
+    return name
 
 
 def read_cluster(

@@ -25,7 +25,9 @@ connections as ``mqadmin consumerConnection`` shows them)::
                                                         # that lack them (a live snapshot never has them)
           "connections": [
             {"clientId": "10.0.0.7@4711#1718000000001", "clientAddr": "10.0.0.7:53122",
-             "language": "JAVA", "version": 453, "strategy": "AVG_BY_CIRCLE"}   # per-client override
+             "language": "JAVA", "version": 453, "strategy": "AVG_BY_CIRCLE"},  # per-client override
+            {"clientId": "10.0.0.8@4712#1718000000002", "strategy": {"reported": "RoomAllocator"}}
+                                                        # kept as the client reported it, not computed
           ]
         }
       }
@@ -38,8 +40,9 @@ e.g. a broker that did not answer). Files without them read as before.
 
 Parquet layout (a directory): ``queue_data.parquet`` (topic, broker_name, read_queue_nums,
 write_queue_nums, perm), ``connections.parquet`` (group, client_id, client_addr, language, version,
-message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon), ``subscriptions.parquet``
-(group, topic); optional ``brokers.parquet`` (topic, cluster, broker_name, broker_id, address),
+message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon,
+strategy_reported: bool, optional), ``subscriptions.parquet`` (group, topic); optional
+``brokers.parquet`` (topic, cluster, broker_name, broker_id, address),
 ``offsets.parquet`` (group, topic, broker_name, queue_id, offset) and ``errors.parquet`` (broker_name,
 address, request, error).
 
@@ -47,7 +50,9 @@ Strategies are read by the registry, :meth:`mqbalance.allocation.registry.Strate
 ``use=Use.FLEET_AUDIT``: a name of :func:`~mqbalance.allocation.registry.names_for` ``(Use.FLEET_AUDIT)``,
 alone or in an object with the parameters its :data:`~mqbalance.allocation.registry.REGISTRY` entry
 takes; any other is refused with the registry's reason (a snapshot does not carry a client's
-configured queue list, nor a group's previous assignment).
+configured queue list, nor a group's previous assignment). A strategy a client reported that a fleet
+audit cannot compute is written ``{"reported": name}`` (:class:`ReportedStrategy`): its group is not
+computed.
 
 >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
@@ -71,11 +76,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance._validate import check_memory
-from mqbalance.allocation.registry import REGISTRY, StrategySpec, Use
-from mqbalance.exceptions import MQBalanceError, SnapshotError
+from mqbalance.allocation.registry import REGISTRY, StrategyName, StrategySpec, Use
+from mqbalance.exceptions import MQBalanceError, SnapshotError, UnsupportedStrategyError
 from mqbalance.fleet.rocketmq.checks import field_error
 
-__all__ = ["Connection", "ConsumerGroup", "MessageModel", "PAIR_SCHEMA", "PERM_READ", "ROUTE_TYPE", "Snapshot"]
+__all__ = [
+    "Connection",
+    "ConsumerGroup",
+    "MessageModel",
+    "PAIR_SCHEMA",
+    "PERM_READ",
+    "ROUTE_TYPE",
+    "ReportedStrategy",
+    "Snapshot",
+    "SnapshotStrategy",
+]
 
 
 PERM_READ = 4  # PermName.PERM_READ
@@ -119,6 +134,7 @@ SCHEMAS = {
             ("consumer_idcs", pa.list_(pa.string())),
             ("charset", pa.string()),
             ("epsilon", pa.float64()),
+            ("strategy_reported", pa.bool_()),
         ]
     ),
     "subscriptions": pa.schema([("group", pa.string()), ("topic", pa.string())]),
@@ -161,11 +177,67 @@ REQUIRED = {
 
 
 @dataclass(frozen=True, slots=True)
+class ReportedStrategy:
+    """A strategy a client reported that a fleet audit cannot compute, kept as reported: a custom
+    ``AllocateMessageQueueStrategy`` class (its simple name), ``CONFIG`` (its queue list is not in the
+    running info), ``MACHINE_ROOM_NEARBY`` (the running info names neither its inner strategy nor its
+    machine room resolver), or one that needs what a snapshot lacks (``STICKY``). A group with such a
+    client is not computed (:attr:`ConsumerGroup.unknown_settings`): never audited as another strategy.
+    A JSON snapshot writes it ``{"reported": "<name>"}``; the Parquet layout, the name in ``strategy``
+    with ``strategy_reported`` true.
+
+    >>> ReportedStrategy("CONFIG").why  # doctest: +NORMALIZE_WHITESPACE
+    "CONFIG's queue list is not in a client's running info (and CONFIG gives every consumer the same fixed list)"
+    >>> ReportedStrategy("RoomAwareAllocator").display_name
+    'RoomAwareAllocator'
+    """
+
+    reported: str
+
+    @property
+    def display_name(self) -> str:
+        return self.reported
+
+    @property
+    def why(self) -> str:
+        """Why the snapshot cannot compute it, for people."""
+        name = self.reported
+        if name.upper().startswith(StrategyName.MACHINE_ROOM_NEARBY.value):
+            return (
+                "a client's running info names neither MACHINE_ROOM_NEARBY's inner strategy nor its machine room "
+                "resolver (the client's own code)"
+            )
+        if name.upper() == StrategyName.CONFIG.value:
+            return (
+                "CONFIG's queue list is not in a client's running info (and CONFIG gives every consumer the "
+                "same fixed list)"
+            )
+        try:
+            spec = StrategySpec.parse(name)
+        except MQBalanceError:
+            return "not a strategy mqbalance knows (a custom AllocateMessageQueueStrategy?)"
+        return spec.info.refusal(Use.FLEET_AUDIT) or "a fleet audit cannot compute it"
+
+    @property
+    def unknown_settings(self) -> str:
+        """What the snapshot lacks to compute it (:attr:`StrategySpec.unknown_settings`): all of it."""
+        return f"strategy {self.reported} as reported: {self.why}"
+
+    def to_config(self) -> dict[str, Any]:
+        """The JSON snapshot's spelling."""
+        return {"reported": self.reported}
+
+
+#: a connection's strategy in a snapshot: one to compute, or one kept as a client reported it
+SnapshotStrategy = StrategySpec | ReportedStrategy
+
+
+@dataclass(frozen=True, slots=True)
 class Connection:
     """One consumer process's connection: its client id and the strategy it runs."""
 
     client_id: str
-    strategy: StrategySpec
+    strategy: SnapshotStrategy
     client_addr: str | None = None
     language: str | None = None
     version: int | None = None
@@ -184,7 +256,7 @@ class ConsumerGroup:
     #: ids used by more than one connection, sorted
     duplicated_ids: list[str] = field(default_factory=list, compare=False)
     #: the distinct strategies of the group's clients, in first-seen order
-    strategies: list[StrategySpec] = field(default_factory=list, compare=False)
+    strategies: list[SnapshotStrategy] = field(default_factory=list, compare=False)
     #: connections per id
     id_counts: dict[str, int] = field(default_factory=dict, compare=False)
 
@@ -204,7 +276,7 @@ class ConsumerGroup:
         message_model: MessageModel,
         client_ids: list[str],
         spec_codes: np.ndarray,
-        specs: Sequence[StrategySpec],
+        specs: Sequence[SnapshotStrategy],
         details: pa.Table | None = None,
     ) -> ConsumerGroup:
         """The same group from columns (ids, a code into ``specs`` per connection, optionally
@@ -221,7 +293,7 @@ class ConsumerGroup:
         ids = [c.client_id for c in connections]
         counts = dict(Counter(ids))
         duplicated = sorted(cid for cid, n in counts.items() if n > 1)
-        strategies: dict[int, StrategySpec] = {}
+        strategies: dict[int, SnapshotStrategy] = {}
         for c in connections:  # specs are shared objects: compare identities first
             strategies.setdefault(id(c.strategy), c.strategy)
         distinct = list(dict.fromkeys(strategies.values()))
@@ -235,7 +307,7 @@ class ConnectionColumns(Sequence[Connection]):
     __slots__ = ("_details", "_ids", "_codes", "_specs")
 
     def __init__(
-        self, ids: list[str], codes: np.ndarray, specs: Sequence[StrategySpec], details: pa.Table | None = None
+        self, ids: list[str], codes: np.ndarray, specs: Sequence[SnapshotStrategy], details: pa.Table | None = None
     ) -> None:
         self._ids, self._codes, self._specs, self._details = ids, codes, specs, details
 
@@ -285,7 +357,7 @@ class Snapshot:
     brokers: pa.Table
     #: per connection row: its strategy, as a code into ``_specs``
     _spec_codes: np.ndarray = field(repr=False, compare=False, default_factory=lambda: np.zeros(0, np.int32))
-    _specs: tuple[StrategySpec, ...] = field(repr=False, compare=False, default=())
+    _specs: tuple[SnapshotStrategy, ...] = field(repr=False, compare=False, default=())
     #: committed offsets (live snapshots): group, topic, broker_name, queue_id, offset
     offsets: pa.Table = field(default_factory=lambda: SCHEMAS["offsets"].empty_table())
     #: what a live snapshot could not read (a broker that did not answer ...): broker_name, address, request, error
@@ -413,7 +485,7 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
         bounds: dict[str, tuple[int, int, str]],
         client_ids: pa.Array,
         spec_codes: np.ndarray,
-        specs: list[StrategySpec],
+        specs: list[SnapshotStrategy],
         details: pa.Table | None = None,
     ) -> None:
         self._bounds, self._ids, self._codes, self._specs = bounds, client_ids, spec_codes, specs
@@ -484,10 +556,10 @@ def value_changes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return out
 
 
-def strategy_codes(specs: Sequence[StrategySpec]) -> tuple[np.ndarray, tuple[StrategySpec, ...]]:
+def strategy_codes(specs: Sequence[SnapshotStrategy]) -> tuple[np.ndarray, tuple[SnapshotStrategy, ...]]:
     """One code per row into the distinct specs (shared objects: identities compared first)."""
     code_of: dict[int, int] = {}
-    distinct: list[StrategySpec] = []
+    distinct: list[SnapshotStrategy] = []
     codes = np.empty(len(specs), dtype=np.int32)
     for i, spec in enumerate(specs):
         code = code_of.get(id(spec))
@@ -520,6 +592,47 @@ def check_queue_budget(source: str, total: int, per_queue: int = QUEUE_BYTES) ->
         raise SnapshotError(str(e), total) from None
 
 
+def computable(spec: SnapshotStrategy) -> StrategySpec:
+    """``spec`` to compute, or :class:`~mqbalance.exceptions.UnsupportedStrategyError` for a
+    :class:`ReportedStrategy` (the assignment engine skips the groups that have one)."""
+    if isinstance(spec, ReportedStrategy):
+        raise UnsupportedStrategyError(f"{spec.unknown_settings}: not computed", spec.reported)
+    return spec
+
+
+def reported_strategy(name: Any, where: str) -> ReportedStrategy:
+    """``name`` as a :class:`ReportedStrategy`, checked: a non-empty str that a fleet audit cannot
+    compute as it stands (a computable name is written as the strategy itself)."""
+    if not isinstance(name, str) or not name:
+        raise field_error(
+            f"{where}.reported", f"expected the reported strategy name (a non-empty str), got {name!r}", name
+        )
+    try:
+        auditable_strategy(name, where)
+    except SnapshotError:
+        return ReportedStrategy(name)
+    raise field_error(
+        f"{where}.reported",
+        f"{name!r} is a strategy a fleet audit computes: give it as the strategy, not as reported",
+        name,
+    )
+
+
+def snapshot_strategy(config: Any, where: str) -> SnapshotStrategy:
+    """A connection's strategy as a snapshot gives it: ``{"reported": name}`` (:func:`reported_strategy`)
+    or a strategy to compute (:func:`auditable_strategy`)."""
+    if isinstance(config, ReportedStrategy):
+        return config
+    if isinstance(config, Mapping) and "reported" in config:
+        extra = sorted(set(config) - {"reported"})
+        if extra:
+            raise field_error(
+                where, f"a reported strategy takes no other field, got {', '.join(map(repr, extra))}", extra
+            )
+        return reported_strategy(config["reported"], where)
+    return auditable_strategy(config, where)
+
+
 def auditable_strategy(config: Any, where: str) -> StrategySpec:
     """The strategy a snapshot names, checked: it exists, its parameters build, it has owners."""
     try:
@@ -531,16 +644,32 @@ def auditable_strategy(config: Any, where: str) -> StrategySpec:
     return spec
 
 
-def strategy_columns(spec: StrategySpec) -> tuple[str, int | None, list[str] | None, str | None, float | None]:
-    """``(strategy, virtual_node_cnt, consumer_idcs, charset, epsilon)`` of the Parquet layout."""
+#: the strategy columns of the Parquet layout's connections table (:func:`strategy_columns`)
+STRATEGY_COLUMNS = ("strategy", "virtual_node_cnt", "consumer_idcs", "charset", "epsilon", "strategy_reported")
+
+
+def strategy_columns(
+    spec: SnapshotStrategy,
+) -> tuple[str, int | None, list[str] | None, str | None, float | None, bool | None]:
+    """``(strategy, virtual_node_cnt, consumer_idcs, charset, epsilon, strategy_reported)`` of the
+    Parquet layout (:data:`STRATEGY_COLUMNS`); ``strategy_reported`` is true for a
+    :class:`ReportedStrategy`, null otherwise (files written before the column read as null)."""
+    if isinstance(spec, ReportedStrategy):
+        return spec.reported, None, None, None, None, True
     params = spec.inner or spec
     idcs = None if params.consumer_idcs is None else list(params.consumer_idcs)
-    return spec.display_name, params.virtual_node_cnt, idcs, params.charset, params.epsilon
+    return spec.display_name, params.virtual_node_cnt, idcs, params.charset, params.epsilon, None
 
 
-def spec_from_columns(name: Any, vnodes: Any, idcs: Any, charset: Any, where: str, epsilon: Any = None) -> StrategySpec:
+def spec_from_columns(
+    name: Any, vnodes: Any, idcs: Any, charset: Any, where: str, epsilon: Any = None, reported: Any = None
+) -> SnapshotStrategy:
     if not isinstance(name, str) or not name:
         raise field_error(where, f"expected a non-empty str, got {name!r}", name)
+    if reported is not None and not isinstance(reported, bool):
+        raise field_error(f"{where}_reported", f"expected a bool or null, got {reported!r}", reported)
+    if reported:
+        return reported_strategy(name, where)
     if isinstance(idcs, str):  # files written before the list column: comma-joined
         idcs = [s for s in idcs.split(",") if s]
     config: dict[str, Any] = {"name": name}
