@@ -7,6 +7,7 @@ cost on disk, a restart that continues the same dataset, and the watcher's own `
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import signal
 import subprocess
@@ -22,7 +23,8 @@ import pytest
 from kafka_cluster import MQBALANCE
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.exceptions import HistoryError
-from mqbalance.history.collector import Collector, FleetState, diff, load_state
+from mqbalance.history.analysis import episodes
+from mqbalance.history.collector import Collector, FleetState, _apply, checkpoint, diff, load_state
 from mqbalance.history.schema import MARKER_FILE, SCHEMA_VERSION, TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
 from mqbalance.remoting import BrokerClient, ConsumerData
@@ -248,6 +250,29 @@ def test_diff_of_a_group_that_disappears_and_comes_back() -> None:
     assert [e["event"] for e in diff(seen, gone, offsets=False)["groups"]] == ["disappear"]
     assert [e["event"] for e in diff(gone, seen, offsets=False)["groups"]] == ["appear"]
     assert pa.table({"x": [1]}).num_rows == 1
+
+
+def test_a_queue_no_longer_the_groups_is_removed_not_owned_by_nobody() -> None:
+    """Found on the Java broker (``test_java_history_live.py``): a group whose members subscribe
+    differently (Java push consumers also to ``%RETRY%group``) has its subscriptions replaced by each
+    member's heartbeat, so the retry topic's queue comes and goes tick after tick. A queue that left
+    the group was recorded as "owned by nobody" and counted in its episodes' unowned queue-seconds."""
+    retry, topic = ("g", "%RETRY%g", "broker-a", 0), ("g", "T", "broker-a", 0)
+    both = FleetState(ownership={retry: ("c1", 1), topic: ("c1", 1)})
+    one = FleetState(ownership={topic: ("c1", 1)})
+    events = diff(both, one, offsets=False)["ownership"]
+    assert [(e["event"], e["topic"]) for e in events] == [("remove", "%RETRY%g")]
+    t0 = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
+    rows = [{"ts": t0, **e} for e in checkpoint(both)["ownership"]]
+    rows += [{"ts": t0 + dt.timedelta(seconds=10), **e} for e in events]
+    members = [{"ts": t0 + dt.timedelta(seconds=5), "event": "join", "client_id": "c2", "client_addr": "a"}]
+    [episode] = episodes(members, rows, end=t0 + dt.timedelta(seconds=60))
+    assert (episode["unowned_queue_s"], episode["owned_again_s"]) == (0, 0)
+    # and a restart reads it back as gone
+    state = FleetState(ownership=dict(both.ownership))
+    for e in events:
+        _apply(state, "ownership", e)
+    assert state.ownership == one.ownership
 
 
 def scrape(port: int) -> dict[str, float]:

@@ -77,8 +77,16 @@ def ms(ts: Any) -> int:
 
 
 def owner_timeline(ownership: Iterable[Mapping[str, Any]]) -> list[tuple[int, tuple[str, str, int], int]]:
-    """``(ms, queue, processes)`` in time order."""
-    out = [(ms(r["ts"]), (r["topic"], r["broker_name"], int(r["queue_id"])), int(r["processes"])) for r in ownership]
+    """``(ms, queue, processes)`` in time order; ``processes`` is -1 from a ``remove`` on (the queue
+    no longer the group's: counted neither as owned by nobody nor as owned twice)."""
+    out = [
+        (
+            ms(r["ts"]),
+            (r["topic"], r["broker_name"], int(r["queue_id"])),
+            -1 if r.get("event") == "remove" else int(r["processes"]),
+        )
+        for r in ownership
+    ]
     return sorted(out, key=lambda x: x[0])
 
 

@@ -100,7 +100,10 @@ def diff(old: FleetState, new: FleetState, *, offsets: bool) -> dict[str, list[d
     for key in sorted(old.members.keys() - new.members.keys()):
         out["members"].append({"event": "leave", "group": key[0], "client_id": key[1], "client_addr": key[2]})
     for q in sorted(new.ownership.keys() | old.ownership.keys()):
-        now = new.ownership.get(q, (None, 0))
+        if q not in new.ownership:  # no longer the group's queue: not "owned by nobody"
+            out["ownership"].append({"event": "remove", **_queue_row(q), "owner": None, "processes": 0})
+            continue
+        now = new.ownership[q]
         if old.ownership.get(q, (None, 0)) != now:
             out["ownership"].append({"event": "change", **_queue_row(q), "owner": now[0], "processes": now[1]})
     if offsets:
@@ -180,7 +183,7 @@ def _apply(state: FleetState, name: str, r: Mapping[str, Any]) -> None:
     else:
         q = (r["group"], r["topic"], r["broker_name"], r["queue_id"])
         if name == "ownership":
-            if r["owner"] is None and r["processes"] == 0 and r["event"] == "change":
+            if r["event"] == "remove" or (r["owner"] is None and r["processes"] == 0 and r["event"] == "change"):
                 state.ownership.pop(q, None)
             else:
                 state.ownership[q] = (r["owner"], r["processes"])

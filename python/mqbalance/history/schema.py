@@ -37,7 +37,9 @@ The tables (``TABLES``):
   rows) ``join`` s or ``leave`` s a group, with the language, version and strategy it reports.
 * ``ownership`` — a queue's owner changes, as our exact allocation computes it from the members
   and routes at that tick: ``owner`` is the client id (null: owned by nobody) and ``processes``
-  how many connected processes run that id (0: nobody, 2 or more: owned twice).
+  how many connected processes run that id (0: nobody, 2 or more: owned twice); ``remove`` when
+  the queue is no longer the group's (its topic dropped from the group's subscriptions, the topic
+  or the group gone): owned neither by nobody nor twice.
 * ``offsets`` — at the offsets interval, per queue whose committed offset or broker max offset
   changed: both values (null where the broker did not say).
 * ``gaps`` — what could not be read at a tick: the broker, its address, the request and the error.
@@ -160,6 +162,6 @@ TABLES: dict[str, pa.Schema] = {
 EVENTS: dict[str, frozenset[str]] = {
     "groups": frozenset({"appear", "disappear", "subscription", "checkpoint"}),
     "members": frozenset({"join", "leave", "checkpoint"}),
-    "ownership": frozenset({"change", "checkpoint"}),
+    "ownership": frozenset({"change", "remove", "checkpoint"}),
     "offsets": frozenset({"change", "checkpoint"}),
 }
