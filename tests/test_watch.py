@@ -179,6 +179,19 @@ def test_the_watcher_survives_its_own_kill_9(cluster: RocketMQCluster, tmp_path:
 # --- bad input -------------------------------------------------------------------------------
 
 
+def test_a_writer_marks_an_older_history_with_its_version(tmp_path: Path) -> None:
+    """A version-1 history stays readable; a writer appending to it marks it with the current
+    version, since what it writes (``remove`` ownership events) a version-1 reader would misread."""
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / MARKER_FILE).write_text(json.dumps({"format": "mqbalance-history", "schema_version": 1}))
+    open_history(old, create=False)
+    assert json.loads((old / MARKER_FILE).read_text())["schema_version"] == 1
+    open_history(old, create=True)
+    assert json.loads((old / MARKER_FILE).read_text()) == {"format": "mqbalance-history", "schema_version": 2}
+    assert SCHEMA_VERSION == 2
+
+
 def test_a_directory_that_is_not_a_history_is_refused_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "data.csv").write_text("x\n")

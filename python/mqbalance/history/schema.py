@@ -68,8 +68,10 @@ __all__ = [
 FORMAT = "mqbalance-history"
 #: the marker file at the root of every history directory
 MARKER_FILE = "_mqbalance_history.json"
-#: bumped on any change a reader of an older version would misread; a reader refuses a newer one
-SCHEMA_VERSION = 1
+#: bumped on any change a reader of an older version would misread; a reader refuses a newer one.
+#: 2: ownership events may be ``remove`` (a queue no longer the group's), which version 1 readers
+#: would count as owned by nobody. A writer appending to a version-1 history marks it 2.
+SCHEMA_VERSION = 2
 #: the Hive partition columns of every table (directories ``date=YYYY-MM-DD/hour=HH``, UTC)
 PARTITION_COLUMNS = ("date", "hour")
 

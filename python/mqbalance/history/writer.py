@@ -82,6 +82,9 @@ def open_history(root: str | Path, *, create: bool) -> Path:
             "upgrade mqbalance",
             version,
         )
+    if create and version < SCHEMA_VERSION:
+        # what this writer adds may use the newer events: an older reader must refuse the directory
+        _atomic_text(marker, json.dumps({**meta, "schema_version": SCHEMA_VERSION}) + "\n")
     return path
 
 
