@@ -246,8 +246,11 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
             while len(ns.topic_route(TOPIC).queues) < 2:
                 time.sleep(0.2)
         members = Members(broker, cluster.namesrv_addr, rec_dir)
-        producer, lister = Producer(cluster), Lister(cluster.brokers[0].addr)
-        lister.start()
+        producer = Producer(cluster)
+        listers = [Lister(b.addr) for b in cluster.brokers]
+        lister = listers[0]
+        for one in listers:
+            one.start()
         time.sleep(0.2)
         t_start = time.monotonic()
         producer.start()
@@ -274,7 +277,8 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
             time.sleep(3)  # let the survivors drain
         finally:
             producer.stop.set()
-            lister.stop.set()
+            for one in listers:
+                one.stop.set()
             members.stop_all()
         ends = {}
         for b in cluster.brokers:
@@ -286,15 +290,24 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
     intervals = ownership_intervals(records, end=end, died=died)
     queues = sorted(ends)
     startup: dict[str, float] = {}
-    if broker == "java":  # a join happens when the JVM has started and registered, not at its launch
+    if broker == "java":
+        # a join happens when the JVM has started and registered (a broker lists it, or a member's
+        # ownership changes: the notification may beat the next sample), not at its launch
+        changes = sorted(r["t"] for rs in records.values() for r in rs if r.get("e") in ("a", "r"))
+
+        def registered(cid: str, after: float) -> float | None:
+            seen = [t for one in listers if (t := one.registered(cid, after)) is not None]
+            return min(seen, default=None)
+
         for k, (_, what, name) in enumerate(timeline(scale)):
             if what == "join":
-                registered = lister.registered(IDS["m1" if name == "m5" else name], events[k][0])
-                registered = registered or members.started_at(name)
-                if registered is not None:
-                    startup[name] = round(registered - events[k][0], 2)
-                    events[k] = (registered, events[k][1])
-        first = [lister.registered(IDS[n], t_start) or members.started_at(n) for n in ("m1", "m2", "m3")]
+                launched = events[k][0]
+                moments = [t for t in (registered(IDS["m1" if name == "m5" else name], launched),) if t is not None]
+                moments += [t for t in changes if t > launched][:1]
+                if moments:
+                    startup[name] = round(min(moments) - launched, 2)
+                    events[k] = (min(moments), events[k][1])
+        first = [registered(IDS[n], t_start) or members.started_at(n) for n in ("m1", "m2", "m3")]
         starts = [round((t if t is not None else t_start) - t_start, 3) for t in first]
     else:
         starts = [0.0, 1.0 * scale, 2.0 * scale]
