@@ -82,7 +82,9 @@ def simulated(
     starts = moments["starts"] if moments else [0.0, 1.0 * scale, 2.0 * scale]
     plan = timeline(scale)
     if moments:
-        plan = [(at, kind, m) for at, (_, kind, m) in zip(moments["events"], plan)]
+        # whole milliseconds: the simulator's clock (a window bound between an event's ms and the
+        # measured moment would put the event's own effect in the window before it)
+        plan = [(int(at * 1000) / 1000, kind, m) for at, (_, kind, m) in zip(moments["events"], plan)]
     events: list[dict[str, Any]] = []
     for at, kind, m in plan:
         if kind == "join":
@@ -397,10 +399,15 @@ def main() -> int:
         default="java",
         help="java: Apache RocketMQ's servers, Java consumers (make java); rust: the Rust port, mqbalance members",
     )
+    ap.add_argument("--resim", metavar="FIDELITY_JSON", help="reuse the real run of a saved fidelity.json")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    real_run = real(args.scale, out, args.broker)
+    if args.resim:  # the real run of a saved fidelity.json, the simulated side computed again
+        saved = json.loads(Path(args.resim).read_text(encoding="utf-8"))
+        args.broker, args.scale, real_run = saved["broker"], saved["scale"], saved["real"]
+    else:
+        real_run = real(args.scale, out, args.broker)
     close = real_run["killed_unlisted_after_s"] is not None and real_run["killed_unlisted_after_s"] < 5
     moments = real_run["moments"] if args.broker == "java" else None
     sim = simulated(args.scale, close_on_kill=close, broker=args.broker, moments=moments)
