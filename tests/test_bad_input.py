@@ -1181,6 +1181,8 @@ EXEMPT: dict[str, str] = {
     "mqbalance.fleet.shipping.*": "packs the Python environment for Spark executors; no user values",
     "mqbalance.fleet.rocketmq.assignment.*": "executors' side of assign_snapshot (walked), fed validated snapshots",
     "mqbalance.fleet.rocketmq.churn.*": "the engine's churn, fed the engine's own assignment tables",
+    "mqbalance.fleet.kafka.messages.*": "Kafka protocol message classes (kafka-python's ApiMessage) the live snapshot "
+    "sends and decodes; the broker's replies, not user values (snapshot --bootstrap: CLI walker)",
     "mqbalance.fleet.rocketmq.facts.*": "the engine's facts, fed validated snapshots and the engine's own tables",
     "mqbalance.fleet.rocketmq.what_if.what_if": "the engine's what-if, fed the engine's own tables; its candidates: "
     "what_if_candidates (walked)",
