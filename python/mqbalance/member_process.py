@@ -11,7 +11,8 @@ Each product says how its member connects, starts, works and leaves (a :class:`M
 3. ``connect()``: the cluster answers. When it raises, the member is closed and the record file
    removed if this run created it — nothing was recorded;
 4. SIGTERM and SIGINT (and the member's own :meth:`MemberProcess.signals`) are handled: a stop
-   request ends the loop below gracefully;
+   request ends the loop below gracefully; SIGQUIT prints every thread's stack to stderr and the
+   member goes on (as a JVM does);
 5. the ``start`` record (``m`` client id, ``pid``, the member's :meth:`~MemberProcess.start_fields`),
    then ``start()`` (join the group);
 6. ``step(stop)`` until a stop request, ``duration`` seconds, or the member ends itself;
@@ -39,6 +40,7 @@ Each product says how its member connects, starts, works and leaves (a :class:`M
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import signal
 import threading
@@ -136,6 +138,9 @@ def run_member_process(
         actions: dict[int, Callable[[], None]] = {signal.SIGTERM: stop.set, signal.SIGINT: stop.set}
         for signum, act in {**actions, **member.signals()}.items():
             signal.signal(signum, _handler(act))
+        # SIGQUIT prints every thread's stack to stderr and goes on, as a JVM does: a member that
+        # does not stop can be asked where it is
+        faulthandler.register(signal.SIGQUIT, all_threads=True)
     rec.write(e="start", m=member.client_id, pid=os.getpid(), **member.start_fields())
     code = 0
     try:

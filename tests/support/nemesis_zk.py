@@ -182,17 +182,23 @@ class ZkGroup:
             time.sleep(0.05)
         return None
 
-    def stop_all(self) -> None:
+    def stop_all(self, timeout: float = 60.0) -> None:
+        """SIGTERM to every member, then wait up to ``timeout`` s in all; a member still running
+        is asked for its threads' stacks (SIGQUIT, into its log), killed, and named with its log."""
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
         for cid, p in self.procs.items():
             try:
-                p.wait(30)
+                p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGQUIT)
+                time.sleep(1.0)
                 p.kill()
                 p.wait(10)
-                raise AssertionError(f"{cid} did not stop within 30 s of SIGTERM") from None
+                tail = (self.out / f"{cid}.log").read_text(errors="replace")[-6000:]
+                raise AssertionError(f"{cid} did not stop within {timeout:g} s of SIGTERM; its log:\n{tail}") from None
 
     def check(self) -> tuple[RecordCheck, dict[str, list[dict[str, Any]]]]:
         """The record check against the offsets committed in ZooKeeper (after :meth:`stop_all`)."""

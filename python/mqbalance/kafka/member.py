@@ -270,6 +270,13 @@ class _KafkaConsumerMember(MemberProcess):
             self.write(e="sub", topics=topics)
             consumer.subscribe(topics, listener=self.listener)
         try:
+            coordinator = consumer._coordinator
+            if coordinator.need_rejoin():
+                # kafka-python 3.0.12 drops a join that completed after a poll stopped waiting for it
+                # and sends a new JoinGroup (whose answer it drops the same way under a short poll):
+                # the member then never completes a generation. So a rejoin is awaited whole, up to
+                # the rebalance timeout the broker allows, before polling for records.
+                coordinator.ensure_active_group(timeout_ms=cfg.max_poll_interval_ms + 5_000)
             batches = consumer.poll(timeout_ms=100, max_records=100)
         except KafkaError as e:
             self.write(e="err", w="poll", msg=str(e)[:300])
