@@ -119,7 +119,7 @@ chromium:
 	         "or set MQBALANCE_CHROMIUM to a Chromium binary" >&2; exit 1; \
 	  fi; }
 
-test-python: setup zookeeper rocketmq chromium tansu iproute2 java
+test-python: setup zookeeper rocketmq chromium iproute2 java
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
 
 test: lint docs test-rust test-python

@@ -1,17 +1,14 @@
-"""The Kafka fleet snapshot and audit: ``mqbalance snapshot --bootstrap`` against a real
-Kafka-protocol broker (Tansu, ``kafka_cluster.py``) with a real kafka-python group, and ``mqbalance
-audit`` / ``assign`` over Kafka snapshots.
+"""The Kafka fleet snapshot and audit: ``mqbalance snapshot --bootstrap`` against Apache Kafka
+4.4.0 (``kafka_java_cluster.py``) with a real kafka-python group, and ``mqbalance audit`` /
+``assign`` over Kafka snapshots.
 
-What the snapshot reads is checked against what the members themselves recorded (their member ids
-and commits) and what the test produced (partition counts, log-end offsets). Tansu 0.6.0 answers
-DescribeGroups with members stripped of their client id, host, metadata and assignment (read in
-its ``tansu-storage`` source: every ``DescribedGroupMember`` is built with empty fields), lists a
-group only once it holds committed offsets, and answers ListOffsets "latest" with the last batch's
-base offset + 1 (so a batch of several records counts as one: the test produces one record per
-batch). Against it the snapshot records members without metadata and says so in its errors; the
+What the snapshot reads is checked against what the members themselves recorded (their member ids,
+subscriptions and commits) and what the test produced (partition counts, log-end offsets); the
 decoding of members' metadata and assignment bytes is checked on bytes kafka-python's own
 consumer-protocol encoder writes, and the audit's partition findings on snapshots in Apache Kafka's
-layout, with expected values built by hand or computed directly with our assignors.
+layout, with expected values built by hand or computed directly with our assignors. A broker that
+describes members without their metadata (Tansu 0.6.0 did) is covered by a stripped member's
+decoding and planted snapshots.
 """
 
 from __future__ import annotations
@@ -30,7 +27,8 @@ from kafka.admin import NewTopic
 from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from kafka_cluster import MQBALANCE, KafkaGroup, TansuBroker, free_port
+from kafka_cluster import MQBALANCE, KafkaGroup, free_port
+from kafka_java_cluster import KafkaJavaBroker
 from mqbalance.exceptions import SnapshotError
 from mqbalance.fleet.kafka.audit import audit_kafka
 from mqbalance.fleet.kafka.live import _decode_member
@@ -46,7 +44,7 @@ def run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(MQBALANCE), *args], capture_output=True, text=True, timeout=timeout)
 
 
-def produce_one_per_batch(broker: TansuBroker, topic: str, per_partition: dict[int, int]) -> None:
+def produce_one_per_batch(broker: KafkaJavaBroker, topic: str, per_partition: dict[int, int]) -> None:
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
     for p, n in per_partition.items():
         for i in range(n):
@@ -66,13 +64,14 @@ def last_commits(records: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, in
     return out
 
 
-def test_snapshot_of_a_live_group_then_the_audit_finds_its_lag(tansu: TansuBroker, tmp_path: Path) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=20_000)
+@pytest.mark.java
+def test_snapshot_of_a_live_group_then_the_audit_finds_its_lag(kafka_java: KafkaJavaBroker, tmp_path: Path) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=kafka_java.bootstrap, request_timeout_ms=20_000)
     admin.create_topics([NewTopic("fleet-a", 4, 1), NewTopic("fleet-b", 3, 1)])
     admin.close()
     produced = {0: 3, 1: 2, 2: 4, 3: 1}
-    produce_one_per_batch(tansu, "fleet-a", produced)
-    with KafkaGroup(tansu, "fleet-g", tmp_path) as group:
+    produce_one_per_batch(kafka_java, "fleet-a", produced)
+    with KafkaGroup(kafka_java, "fleet-g", tmp_path) as group:
         group.start("m1", ["fleet-a", "fleet-b"], "range")
         group.start("m2", ["fleet-a"], "range")
         deadline = time.monotonic() + 60
@@ -87,7 +86,7 @@ def test_snapshot_of_a_live_group_then_the_audit_finds_its_lag(tansu: TansuBroke
         # machine a member may be rejoining at the first read: then read again)
         deadline = time.monotonic() + 30
         while True:
-            live = run("snapshot", "--bootstrap", tansu.bootstrap, "-o", str(tmp_path / "live.json"), "--quiet")
+            live = run("snapshot", "--bootstrap", kafka_java.bootstrap, "-o", str(tmp_path / "live.json"), "--quiet")
             assert live.returncode == 0, live.stderr
             records = load_records([m.records for m in group.members.values()])
             member_ids = {r["mid"] for rows in records.values() for r in rows if r["e"] == "g"}
@@ -110,13 +109,15 @@ def test_snapshot_of_a_live_group_then_the_audit_finds_its_lag(tansu: TansuBroke
     assert {tp: o for tp, o in snap.end_offsets.items() if tp[0] == "fleet-a"} == {
         ("fleet-a", p): n for p, n in produced.items()
     }
-    # Tansu strips the members' metadata: recorded as unknown, and said in the errors.
-    assert all(m.subscription is None and m.assignment is None for m in group_read.members)
-    assert any("without their metadata" in line for line in snap.error_lines())
+    subscribed = {"m1": ("fleet-a", "fleet-b"), "m2": ("fleet-a",)}
+    assert sorted((m.client_id, m.subscription) for m in group_read.members) == sorted(subscribed.items())
+    held = sorted(tp for m in group_read.members for tp in m.assignment or ())
+    assert held == [("fleet-a", p) for p in range(4)] + [("fleet-b", p) for p in range(3)]
+    assert not [e for e in snap.errors if e.get("group") == "fleet-g"], snap.error_lines()
 
     # The group has left; two more records land on fleet-a/1: the audit finds exactly that lag.
-    produce_one_per_batch(tansu, "fleet-a", {1: 2})
-    out = run("snapshot", "--bootstrap", tansu.bootstrap, "-o", str(tmp_path / "after.json"), "--quiet")
+    produce_one_per_batch(kafka_java, "fleet-a", {1: 2})
+    out = run("snapshot", "--bootstrap", kafka_java.bootstrap, "-o", str(tmp_path / "after.json"), "--quiet")
     assert out.returncode == 0, out.stderr
     after = load_kafka_snapshot(tmp_path / "after.json")
     assert after.groups["fleet-g"].state == "Empty" and after.groups["fleet-g"].members == ()

@@ -1,21 +1,21 @@
-"""Our assignors inside real kafka-python consumer groups on real Kafka-protocol brokers (Tansu,
-``kafka_cluster.py``, and Apache Kafka 4.4.0, ``kafka_java_cluster.py``: the ``broker`` fixture runs
-the sticky-family test on both): every member is a separate ``mqbalance kafka-consume`` process; what each
-member was given, what the leader computed from which subscriptions, and what each processed are
-read back from their record files (``mqbalance.kafka.member``).
+"""Our assignors inside real kafka-python consumer groups on Apache Kafka 4.4.0
+(``kafka_java_cluster.py``): every member is a separate ``mqbalance kafka-consume`` process; what
+each member was given, what the leader computed from which subscriptions, and what each processed
+are read back from their record files (``mqbalance.kafka.member``). Java's consumers join these
+groups in ``test_java_kafka_live.py``.
 
-Checked every generation: each member's assignment is one the leader sent it in that generation
-(Tansu may reuse a generation number, GENERATIONS), and when our assignor leads, the leader's
-output is what our ``assignor(name).assign`` computes for the subscriptions it received (sticky
-userData decoded in Java's layout, cooperative owned partitions and generation). Range and
-roundrobin groups also settle after each change on exactly our ``assign`` of the live members and
-the subscriptions the test gave them. Checked over the run: no partition processed by two members
-at overlapping times, nothing lost below the committed offsets (for range and roundrobin, after
-draining, below the log end).
+Checked every generation: each member's assignment is the one the leader sent it in that
+generation, and when our assignor leads, the leader's output is what our ``assignor(name).assign``
+computes for the subscriptions it received (sticky userData decoded in Java's layout, cooperative
+owned partitions and generation). Range and roundrobin groups also settle after each change on
+exactly our ``assign`` of the live members and the subscriptions the test gave them. Checked over
+the run: no partition processed by two members at overlapping times, nothing lost below the
+committed offsets (for range and roundrobin, after draining, below the log end).
 
-Where Tansu 0.6.0 differs from Apache Kafka it is stated where met: it has no CreatePartitions, so
-"a topic gaining partitions" is a test that the broker refuses it (it will fail, telling us to test
-the real thing, once Tansu answers). And LEADER_REJOIN:
+These tests ran on Tansu 0.6.0 (a Kafka-protocol broker in Rust) too until Apache Kafka's own broker
+came into the tests; every difference they found was Tansu's (no join barrier, a generation number
+reused for two assignments, no CreatePartitions, members described without their metadata), none
+was ours, so Tansu left the test suite (``make bench-kafka-rebalance`` still measures on it).
 """
 
 from __future__ import annotations
@@ -29,23 +29,16 @@ from typing import Any
 
 import pytest
 from kafka import KafkaProducer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic, OffsetSpec
+from kafka.admin import KafkaAdminClient, NewTopic, OffsetSpec
 from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
-from kafka.errors import IncompatibleBrokerVersion
 
-from kafka_cluster import KafkaGroup, TansuBroker
+from kafka_cluster import KafkaGroup
+from kafka_java_cluster import KafkaJavaBroker
 from mqbalance.kafka import user_data
 from mqbalance.kafka.assignors import Subscription, assignor
 from mqbalance.kafka.assignors import TopicPartition as TP
 from mqbalance.record_files import gaps, load_records, union_ranges
 from mqbalance.rocketmq.records import check_records
-
-LEADER_REJOIN = """Tansu 0.6.0 answers a JoinGroup from a known member whose metadata did not change with
-the current generation and no rebalance, even from the leader; Apache Kafka starts a rebalance when
-the leader rejoins. A kafka-python (or Java) leader that assigned before it had the metadata of a
-topic only another member subscribes to rejoins once the metadata arrives, to assign that topic's
-partitions: on Tansu the others never hear of it and the topic stays unconsumed. So in these tests
-the leader (the first member, kept throughout) subscribes to every topic of the group."""
 
 KAFKA_PYTHON_USER_DATA = """kafka-python 3.0.12's StickyPartitionAssignor writes its userData with a 2-byte
 version (0x0001) before Java's fields (previous assignment, generation), and reads only that form:
@@ -53,13 +46,7 @@ Java's StickyAssignor (and ours) cannot read its claims, and it cannot read thei
 not parse member data" and ignores the claim). A mixed group still converges, each leader ignoring
 the other kind's claims, as Java's assignor does with userData it cannot parse."""
 
-GENERATIONS = """Tansu 0.6.0's group coordinator has no join barrier: a JoinGroup is answered at once
-with the members known so far, and a member rejoining with unchanged metadata (after a session
-expiry removed another, or when a leader rejoins) keeps the generation number, so one generation
-number can carry two assignments and survivors can be served their old one. After a ``kill -9``
-the dead member's partitions can stay unassigned until the next membership change (Apache Kafka
-rebalances at the session timeout). The tests check what holds on both brokers and, for the kill,
-that the group settles with nothing lost once another member joins."""
+pytestmark = pytest.mark.java
 
 SETTLE_TIMEOUT = 60.0
 SESSION_TIMEOUT_S = 4.0
@@ -74,7 +61,7 @@ class Producer:
 
     started: list[Producer] = []
 
-    def __init__(self, broker: TansuBroker, counts: Mapping[str, int], interval: float = 0.1) -> None:
+    def __init__(self, broker: KafkaJavaBroker, counts: Mapping[str, int], interval: float = 0.1) -> None:
         self.producer = KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=5)
         Producer.started.append(self)
         self.counts, self.interval = dict(counts), interval
@@ -108,15 +95,14 @@ def _stop_producers() -> Iterator[None]:
         Producer.started.pop().stop()
 
 
-@pytest.fixture(scope="module", params=["tansu", pytest.param("kafka_java", marks=pytest.mark.java)])
-def broker(request: pytest.FixtureRequest) -> TansuBroker:
-    """Tansu, or Apache Kafka 4.4.0 (``kafka_java_cluster``)."""
-    found: TansuBroker = request.getfixturevalue(request.param)
-    return found
+@pytest.fixture(scope="module")
+def broker(kafka_java: KafkaJavaBroker) -> KafkaJavaBroker:
+    """Apache Kafka 4.4.0 (``kafka_java_cluster``), one per module."""
+    return kafka_java
 
 
 @pytest.fixture(scope="module")
-def admin(broker: TansuBroker) -> Iterator[KafkaAdminClient]:
+def admin(broker: KafkaJavaBroker) -> Iterator[KafkaAdminClient]:
     a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=20_000)
     yield a
     a.close()
@@ -184,8 +170,8 @@ def subscriptions_of(leader_record: Mapping[str, Any]) -> dict[str, Subscription
 def check_generations(recs: Mapping[str, list[dict[str, Any]]]) -> dict[str, int]:
     """Every assignment a leader computed: when our assignor led, it is our ``assign`` of the
     subscriptions the leader received; no partition is sent to two members. Every assignment a
-    member completed a generation with is what a leader computed for it in that generation (Tansu
-    0.6.0 may reuse a generation number for a second assignment: see GENERATIONS). Returns counts."""
+    member completed a generation with is what a leader computed for it in that generation. Returns
+    counts."""
     impl = {n: next(r for r in rows if r["e"] == "start")["impl"] for n, rows in recs.items()}
     name_of = {n: next(r for r in rows if r["e"] == "start")["assignor"] for n, rows in recs.items()}
     leads = sorted(
@@ -335,13 +321,9 @@ def expected(
     return {n: {_key(tp.topic, tp.partition) for tp in ours[mids[n]]} for n in settled}
 
 
-# Tansu only: on Apache Kafka the subscription change below stalls the kafka-python member
-# (KAFKA_PYTHON_REJOIN_STALL in test_java_kafka_live.py); Java and our members share range and
-# roundrobin groups on Apache Kafka in test_java_kafka_live.py.
-@pytest.mark.parametrize("broker", ["tansu"], indirect=True)
 @pytest.mark.parametrize("name", ["range", "roundrobin"])
 def test_group_of_separate_processes_gets_our_assignment_every_generation(
-    name: str, broker: TansuBroker, admin: KafkaAdminClient, tmp_path: Path
+    name: str, broker: KafkaJavaBroker, admin: KafkaAdminClient, tmp_path: Path
 ) -> None:
     t, u = f"t-{name}", f"u-{name}"
     counts = {t: 6, u: 3}
@@ -350,8 +332,8 @@ def test_group_of_separate_processes_gets_our_assignment_every_generation(
     subscribed = {"m1": [t, u], "m2": [t], "m3": [t], "m4": [t]}  # m5 joins after the kill
     pauses: dict[str, list[float]] = {}
     with KafkaGroup(broker, f"g-{name}", tmp_path) as group:
-        # m1 joins first and so leads throughout (Tansu keeps the first joiner as leader until it
-        # goes), and it subscribes to u from the start: see LEADER_REJOIN below for why.
+        # m1 joins first and so leads throughout (the coordinator keeps a leader while it is a
+        # member), and it subscribes to u from the start: m2 adds u to its subscription later.
         group.start("m1", [t, u], name)
         wait_settled(group, counts, subscribed, hold=0.2)
         for n in ("m2", "m3"):
@@ -376,7 +358,7 @@ def test_group_of_separate_processes_gets_our_assignment_every_generation(
         event("subscribe", lambda: group.members["m2"].proc.send_signal(signal.SIGUSR1))
         event("leave", lambda: group.members["m3"].stop())
         killed = group.members["m4"].kill()
-        time.sleep(SESSION_TIMEOUT_S + 1)  # expired; on Tansu the partitions may stay unassigned (GENERATIONS)
+        time.sleep(SESSION_TIMEOUT_S + 1)  # its session expires: the broker rebalances without it
         subscribed["m5"] = [t]
         event("kill, then a join", lambda: group.start("m5", [t], name))
         assert killed
@@ -406,11 +388,11 @@ def check_below_committed(recs: Mapping[str, list[dict[str, Any]]], committed: M
 
 
 @pytest.mark.parametrize("kind", ["sticky", "cooperative-sticky", "mixed-sticky"])
-def test_sticky_family_in_real_groups(kind: str, broker: TansuBroker, admin: KafkaAdminClient, tmp_path: Path) -> None:
-    """Sticky groups on Tansu keep rebalancing rather than settle (GENERATIONS: each rejoin
-    carries new userData or owned partitions, which bumps the generation, and with no join barrier
-    the others rejoin in turn), so these run for a while through a join, leaves (the leader's among
-    them) and a ``kill -9``, and check what every rebalance must keep: each assignment our assignor
+def test_sticky_family_in_real_groups(
+    kind: str, broker: KafkaJavaBroker, admin: KafkaAdminClient, tmp_path: Path
+) -> None:
+    """Sticky groups through a join, leaves (the leader's among them) and a ``kill -9``, checking
+    what every rebalance must keep: each assignment our assignor
     computed as leader is our ``assign`` of what it received; each member's assignment is one a
     leader sent it; our userData decodes in Java's layout to what its member held, kafka-python's
     does not (KAFKA_PYTHON_USER_DATA); a cooperative member never revokes a partition it keeps; no
@@ -440,7 +422,7 @@ def test_sticky_family_in_real_groups(kind: str, broker: TansuBroker, admin: Kaf
         for n in ("c1", "c2"):
             group.start(n, [t], name, impl=first)
         time.sleep(5)
-        group.members["b2"].kill()  # kill -9, then (GENERATIONS) a join
+        group.members["b2"].kill()  # kill -9, then a join
         time.sleep(SESSION_TIMEOUT_S + 1)
         group.start("d1", [t], name)
         time.sleep(5)
@@ -484,16 +466,3 @@ def test_kafka_python_sticky_user_data_is_not_javas_layout() -> None:
     assert user_data.decode(theirs) is None
     with pytest.raises(ValueError):
         StickyAssignorUserData.decode(ours)
-
-
-def test_topic_gaining_partitions_is_refused_by_tansu(tansu: TansuBroker) -> None:
-    """Tansu 0.6.0 has no CreatePartitions: this fails once it answers, and the group test should
-    then add partitions to a live topic (Apache Kafka's leader sees the new count in metadata and
-    rebalances)."""
-    admin = KafkaAdminClient(bootstrap_servers=tansu.bootstrap, request_timeout_ms=20_000)
-    try:
-        admin.create_topics([NewTopic("grow", 2, 1)])
-        with pytest.raises(IncompatibleBrokerVersion, match="CreatePartitions"):
-            admin.create_partitions({"grow": NewPartitions(4)})
-    finally:
-        admin.close()

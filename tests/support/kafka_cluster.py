@@ -1,15 +1,12 @@
-"""A real Kafka-protocol broker for the Kafka group tests: Tansu (Apache Kafka-compatible, in Rust;
-``make tansu`` builds it into ``~/.cache/mqbalance/tansu-<version>``, ``MQBALANCE_TANSU_HOME``
-overrides the place), started per test module on a free loopback port with the in-memory storage
-engine, stopped by PID. A broker that is missing or does not serve fails the test — it never skips.
+"""Kafka consumer groups of ``mqbalance kafka-consume`` processes (:class:`KafkaGroup`, :class:`Member`)
+on any Kafka broker, and Tansu (a Kafka-protocol broker in Rust; ``make tansu`` builds it into
+``~/.cache/mqbalance/tansu-<version>``, ``MQBALANCE_TANSU_HOME`` overrides the place), which only the
+benchmarks ``benches/kafka_rebalance.py`` and ``benches/kafka_snapshot_scale.py`` use now: the tests
+run on Apache Kafka itself (``kafka_java_cluster.py``).
 
-Where Tansu 0.6.0 differs from Apache Kafka (measured; the tests that meet it say so):
-
-* no ``CreatePartitions``: a topic cannot gain partitions (kafka-python raises
-  ``IncompatibleBrokerVersion``);
-* DescribeGroups answers with an authorized-operations value kafka-python cannot decode.
-
-Fixture: ``tansu`` (one broker per test module), registered in ``conftest.py``.
+Where Tansu 0.6.0 differs from Apache Kafka (measured): no join barrier (a JoinGroup is answered at
+once with the members known so far; a generation number can carry two assignments); no
+``CreatePartitions``; DescribeGroups answers members without their metadata or assignment.
 """
 
 from __future__ import annotations
@@ -22,11 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-
-import pytest
 
 import server_process
 
@@ -132,13 +126,6 @@ class TansuBroker:
 
     def __exit__(self, t: type[BaseException] | None, v: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
-
-
-@pytest.fixture(scope="module")
-def tansu() -> Iterator[TansuBroker]:
-    """One Tansu broker (in-memory storage) per test module."""
-    with TansuBroker() as broker:
-        yield broker
 
 
 MQBALANCE = Path(sys.executable).parent / "mqbalance"
