@@ -72,6 +72,17 @@ def longest_tick_gap(history: Path) -> dt.timedelta:
     return max((b - a for a, b in zip(ts, ts[1:])), default=dt.timedelta(seconds=INTERVAL))
 
 
+def run_history(history: Path, out: Path) -> None:
+    """``mqbalance history HISTORY --out OUT --window 2s``; fails the test with its stderr."""
+    got = subprocess.run(
+        [str(MQBALANCE), "history", str(history), "--out", str(out), "--window", "2s", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert got.returncode == 0, got.stderr
+
+
 def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
     broker = rocketmq.brokers[0]
     rocketmq.create_topic(TOPIC, {"broker-a": 2})
@@ -151,13 +162,7 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
         producer.join(10)
         log.close()
     out = tmp_path / "report"
-    got = subprocess.run(
-        [str(MQBALANCE), "history", str(history), "--out", str(out), "--window", "2s", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert got.returncode == 0, got.stderr
+    run_history(history, out)
     late = longest_tick_gap(history) + dt.timedelta(seconds=2)  # + the broker's delay in dropping a connection
     flapping = pacsv.read_csv(out / "flapping_clients.csv").to_pylist()
     assert [(f["group"], f["client_id"]) for f in flapping] == [("cg-live", "flap-f")] and flapping[0]["cycles"] >= 3

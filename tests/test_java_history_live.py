@@ -26,7 +26,7 @@ from kafka_cluster import MQBALANCE
 from mqbalance.history.writer import read_ticks
 from rocketmq_java_cluster import RocketMQJavaCluster, module_cluster
 from server_process import wait_for
-from test_history_live import longest_tick_gap, wait_ticks
+from test_history_live import longest_tick_gap, run_history, wait_ticks
 from test_java_rocketmq_live import Group
 
 pytestmark = pytest.mark.java
@@ -133,13 +133,7 @@ def test_history_reports_join_leave_kill_and_a_duplicated_id_on_the_java_broker(
     watched_s = (now() - started).total_seconds()
     out = tmp_path / "report"
     t = now()
-    got = subprocess.run(
-        [str(MQBALANCE), "history", str(history), "--out", str(out), "--window", "2s", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert got.returncode == 0, got.stderr
+    run_history(history, out)
     history_s = (now() - t).total_seconds()
     early, late = longest_tick(history), longest_tick_gap(history)
     print(f"\nwatched {watched_s:.0f} s, history {history_s:.0f} s; longest tick {early}, longest gap {late}")

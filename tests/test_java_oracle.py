@@ -68,6 +68,12 @@ def _ask(oracle: JavaOracle, requests: list[dict[str, Any]]) -> list[dict[str, A
     return replies
 
 
+def _compare(oracle: JavaOracle, cases: list[dict[str, Any]], check: Callable[[dict[str, Any]], None]) -> None:
+    """Ask ``oracle`` every case, then ``check`` each case merged with Java's reply (its ``id`` kept)."""
+    replies = _ask(oracle, cases)
+    _disagreements([{**c, **r, "id": c.get("id", r.get("id"))} for c, r in zip(cases, replies)], check)
+
+
 # --- RocketMQ ---
 
 ROOMS = ["hz", "sh", "bj", ""]
@@ -137,8 +143,7 @@ def rocketmq_case(seed: int) -> dict[str, Any]:
 
 def _allocate_against(oracle: JavaOracle, batch_seeds: list[int]) -> None:
     cases = [rocketmq_case(s) for s in batch_seeds]
-    replies = _ask(oracle, cases)
-    _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], check_allocate_case)
+    _compare(oracle, cases, check_allocate_case)
 
 
 # 25 examples x 200 cases, per RocketMQ generation
@@ -183,8 +188,7 @@ def _sorted_like_java(case: dict[str, Any]) -> None:
 @given(st.lists(seeds, min_size=200, max_size=200))
 def test_java_ordering_of_queues_and_ids(oracle_rocketmq5: JavaOracle, batch: list[int]) -> None:
     cases = [sort_case(s) for s in batch]
-    replies = _ask(oracle_rocketmq5, cases)
-    _disagreements([{**c, **r} for c, r in zip(cases, replies)], _sorted_like_java)
+    _compare(oracle_rocketmq5, cases, _sorted_like_java)
 
 
 # --- Kafka, client side ---
@@ -238,8 +242,7 @@ def _exact_client(case: dict[str, Any]) -> None:
 @given(batch=st.lists(seeds, min_size=200, max_size=200))
 def test_kafka_range_and_roundrobin_equal_java(oracle_kafka: JavaOracle, batch: list[int], name: str) -> None:
     cases = [kafka_client_case(s, name) for s in batch]
-    replies = _ask(oracle_kafka, cases)
-    _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], _exact_client)
+    _compare(oracle_kafka, cases, _exact_client)
 
 
 def _sticky_properties(case: dict[str, Any]) -> None:
@@ -275,8 +278,7 @@ def _sticky_properties(case: dict[str, Any]) -> None:
 @given(batch=st.lists(seeds, min_size=150, max_size=150))
 def test_kafka_sticky_pair_matches_java_properties(oracle_kafka: JavaOracle, batch: list[int], name: str) -> None:
     cases = [kafka_client_case(s, name) for s in batch]
-    replies = _ask(oracle_kafka, cases)
-    _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], _sticky_properties)
+    _compare(oracle_kafka, cases, _sticky_properties)
 
 
 # --- Kafka, the ZooKeeper-era consumer (0.10.2.2) ---
@@ -339,8 +341,7 @@ def _portable(case: dict[str, Any]) -> bool:
 @given(batch=st.lists(seeds, min_size=60, max_size=60))
 def test_zookeeper_era_assignors_equal_java(oracle_kafka_zk: JavaOracle, batch: list[int], name: str) -> None:
     cases = [c for c in (zk_case(s, name) for s in batch) if _portable(c)]
-    replies = _ask(oracle_kafka_zk, cases)
-    _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], _zk_exact)
+    _compare(oracle_kafka_zk, cases, _zk_exact)
 
 
 def test_zookeeper_refuses_ids_that_make_utf16_order_matter(oracle_kafka_zk: JavaOracle) -> None:
@@ -427,8 +428,7 @@ def test_the_oracle_runs_the_release_compared_with(oracle_kafka: JavaOracle) -> 
 @given(batch=st.lists(seeds, min_size=200, max_size=200))
 def test_kafka_server_assignors_equal_java(oracle_kafka: JavaOracle, batch: list[int], name: str) -> None:
     cases = [kafka_server_case(s, name) for s in batch]
-    replies = _ask(oracle_kafka, cases)
-    _disagreements([{**c, **r, "id": c["id"]} for c, r in zip(cases, replies)], _server_exact)
+    _compare(oracle_kafka, cases, _server_exact)
 
 
 def test_uniform_since_kafka_4_1_moves_the_extra_partitions(oracle_kafka: JavaOracle) -> None:

@@ -9,22 +9,8 @@ imported on its own: it needs kafka-python) and Java's sticky userData layout (:
 """
 
 from mqbalance.kafka.assignors import *  # noqa: F403 - the public names, listed in assignors.__all__
-from mqbalance.kafka.assignors import __all__ as __all__
-from mqbalance.kafka.server import (
-    KAFKA_NEWEST_RELEASE,
-    SERVER_ASSIGNORS,
-    ServerMember,
-    server_assign,
-    server_assign_columns,
-    what_if_names,
-)
+from mqbalance.kafka.assignors import __all__ as _assignor_names
+from mqbalance.kafka.server import *  # noqa: F403 - the broker-side assignors, listed in server.__all__
+from mqbalance.kafka.server import __all__ as _server_names
 
-__all__ = [
-    *__all__,
-    "KAFKA_NEWEST_RELEASE",
-    "SERVER_ASSIGNORS",
-    "ServerMember",
-    "server_assign",
-    "server_assign_columns",
-    "what_if_names",
-]
+__all__ = [*_assignor_names, *_server_names]
