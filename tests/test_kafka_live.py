@@ -406,26 +406,35 @@ def test_sticky_family_in_real_groups(
     impls = {"a1": "kafka-python", "b1": "mqbalance", "a2": "kafka-python"} if kind == "mixed-sticky" else {}
     impls = impls or {"a1": "mqbalance", "b1": "mqbalance", "a2": "mqbalance"}
     with KafkaGroup(broker, f"g-{kind}", tmp_path) as group:
+        everyone = {n: [t] for n in ("a1", "b1", "a2", "b2", "c1", "c2", "d1")}
+
+        def settle(since: float) -> None:
+            wait_settled(group, {t: 8}, everyone, hold=0.5, since=since)
+
         for n, impl in impls.items():  # a1 first: it leads until it leaves
             group.start(n, [t], name, impl=impl)
             if n == "a1":
                 wait_settled(group, {t: 8}, {"a1": [t]}, hold=0.2)
-        time.sleep(5)
+        settle(0.0)
+        t0 = time.monotonic()
         group.start("b2", [t], name)  # a join
-        time.sleep(5)
+        settle(t0)
         # the first member (kafka-python's in the mixed group) led; now every member of its kind
         # leaves, so one of the other kind leads, and two of the first kind join under it
         first = group.members["a1"].impl
+        t0 = time.monotonic()
         for m in [m for m in group.live() if m.impl == first][:2]:
             assert m.stop() == 0
-        time.sleep(3)
+        settle(t0)
+        t0 = time.monotonic()
         for n in ("c1", "c2"):
             group.start(n, [t], name, impl=first)
-        time.sleep(5)
-        group.members["b2"].kill()  # kill -9, then a join
-        time.sleep(SESSION_TIMEOUT_S + 1)
+        settle(t0)
+        t0 = group.members["b2"].kill()  # kill -9: the broker rebalances at its session timeout
+        settle(t0)
+        t0 = time.monotonic()
         group.start("d1", [t], name)
-        time.sleep(5)
+        settle(t0)
         producer.stop()
         for m in group.live():
             assert m.stop() == 0

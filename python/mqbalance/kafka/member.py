@@ -271,11 +271,15 @@ class _KafkaConsumerMember(MemberProcess):
             consumer.subscribe(topics, listener=self.listener)
         try:
             coordinator = consumer._coordinator
+            if coordinator._join_task is not None:
+                # kafka-python 3.0.12: a poll whose wait for a join timed out leaves the join to the
+                # next call, but a leader's rejoin stops asking for itself once it has computed the
+                # assignment: nothing reads the SyncGroup answer, heartbeats stay off and the member
+                # never completes its generation. Ask again: a join under way is then awaited, a
+                # finished one repeated.
+                coordinator.request_rejoin()
             if coordinator.need_rejoin():
-                # kafka-python 3.0.12 drops a join that completed after a poll stopped waiting for it
-                # and sends a new JoinGroup (whose answer it drops the same way under a short poll):
-                # the member then never completes a generation. So a rejoin is awaited whole, up to
-                # the rebalance timeout the broker allows, before polling for records.
+                # awaited whole (up to the rebalance timeout the broker allows), not in 100 ms slices
                 coordinator.ensure_active_group(timeout_ms=cfg.max_poll_interval_ms + 5_000)
             batches = consumer.poll(timeout_ms=100, max_records=100)
         except KafkaError as e:
