@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
-import math
-import re
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -74,6 +74,37 @@ def timeline(scale: float) -> list[tuple[float, str, str]]:
     ]
 
 
+class _Asking(Simulation):
+    """The simulation, noting each member-list query answered by a broker that had not yet heard
+    what the first broker of the route had (``stale``: (ms, member name))."""
+
+    def __init__(self, scenario: Any) -> None:
+        super().__init__(scenario)
+        self.stale: list[tuple[int, str]] = []
+        self._current: Any = None
+
+    def _tick(self, c: Any, version: int) -> None:
+        self._current = c
+        super()._tick(c, version)
+
+    def pick_broker(self) -> Any:
+        chosen = super().pick_broker()
+        first = self.brokers[0]
+        if chosen is not first and chosen.find_consumer_id_list("", self.scenario.group) != first.find_consumer_id_list(
+            "", self.scenario.group
+        ):
+            self.stale.append((self.now, self.member_name(self._current)))
+        return chosen
+
+    def member_name(self, c: Any) -> str:
+        """m1..m5 by start order (m5: the second consumer with m1's id)."""
+        i = self.consumers.index(c)
+        same = [k for k, o in enumerate(self.consumers) if o.pc.client_id == c.pc.client_id]
+        if c.pc.client_id == IDS["m1"] and same.index(i) > 0:
+            return "m5"
+        return next(n for n, cid in IDS.items() if cid == c.pc.client_id)
+
+
 def simulated(
     scale: float,
     *,
@@ -103,15 +134,19 @@ def simulated(
     for i, t in enumerate(starts):
         one = detail.get("starts", [None] * 3)[i]
         if one:  # created at start(), registered after its start-up
-            consumers.append({"id": IDS[f"m{i + 1}"], "start": f"{one['at_ms']}ms", "startup": f"{one['startup_ms']}ms"})
+            at, up = f"{one['at_ms']}ms", f"{one['startup_ms']}ms"
+            consumers.append({"id": IDS[f"m{i + 1}"], "start": at, "startup": up})
         else:
             consumers.append({"id": IDS[f"m{i + 1}"], "start": ms(t)})
     events: list[dict[str, Any]] = []
     for k, (at, kind, m) in enumerate(plan):
         one = detail.get("events", [None] * len(plan))[k]
         at_ms = one["at_ms"] if one else int(at * 1000)
-        if one and one.get("round_trip_ms") is not None:  # this event's requests to broker-a, then broker-b
-            events.append({"at": f"{at_ms}ms", "network": {"round_trip": f"{one['round_trip_ms']}ms"}})
+        if one and one.get("round_trip_ms") is not None:
+            # this event's measured round trip between broker-a and broker-b hearing it, and the others'
+            # delay from a notification to their member-list query (the notification's delivery)
+            net = {"round_trip": f"{one['round_trip_ms']}ms", "delay": f"{one.get('answer_ms', 0)}ms"}
+            events.append({"at": f"{at_ms}ms", "network": net})
         if kind == "join":
             join: dict[str, Any] = {"id": ids[m]}
             if one and one.get("startup_ms") is not None:
@@ -140,10 +175,11 @@ def simulated(
                 if broker == "rust"
                 else {"client_ids": "per-connection", "notify_on_leave": True}  # Java's broker
             ),
+            "client": {"commit_on_pull": True},  # Java: every pull carries the consumed offset
             "events": events,
         }
     )
-    sim = Simulation(scenario)
+    sim = _Asking(scenario)
     sim.run_until(scenario.duration_ms)
     series = sim.metrics.result(scenario, sim.end_state(), 0.0).series
     dt = scenario.sample_interval_ms / 1000
@@ -160,6 +196,8 @@ def simulated(
                 "owned_twice_queue_s": round(sum(series["owned_twice"][i] for i in idx) * dt, 1),
                 "first_change_s": round((min(changes) - t0) if changes else 0.0, 2),
                 "last_change_s": round((max(changes) - t0) if changes else 0.0, 2),
+                # who asked a broker not yet told in the event's first 0.9 s (moved 1 s late)
+                "late": sorted({n for t, n in sim.stale if t0 * 1000 <= t < t0 * 1000 + 900}) if k else [],
             }
         )
     return {"windows": rows, "seed": seed}
@@ -279,8 +317,9 @@ _LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) .*? - (.*)$")
 
 def client_log(home: Path, wall_offset: float) -> dict[str, Any]:
     """A Java member's ``rocketmq_client.log`` as monotonic moments: ``created`` (its
-    ``MQClientInstance``), ``notified`` [(t, broker address)] and ``unregistered`` [(t, broker name)]."""
-    out: dict[str, Any] = {"created": None, "notified": [], "unregistered": []}
+    ``MQClientInstance``), ``notified`` [(t, broker address)], ``unregistered`` [(t, broker name)]
+    and ``changed`` [t] (a rebalance that changed its share of the topic)."""
+    out: dict[str, Any] = {"created": None, "notified": [], "unregistered": [], "changed": []}
     for f in sorted(home.glob("logs/rocketmqlogs/rocketmq_client*.log")):
         for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
             m = _LOG_LINE.match(line)
@@ -292,8 +331,10 @@ def client_log(home: Path, wall_offset: float) -> dict[str, Any]:
                 out["created"] = t
             elif (n := re.match(r"receive broker's notification\[([^\]]+)\]", msg)) is not None:
                 out["notified"].append((t, n[1]))
-            elif (u := re.match(rf"unregister client\[Producer: \S+ Consumer: {GROUP}\] from broker\[(\S+)", msg)):
+            elif u := re.match(rf"unregister client\[Producer: \S+ Consumer: {GROUP}\] from broker\[(\S+)", msg):
                 out["unregistered"].append((t, u[1]))
+            elif msg.startswith("client rebalanced result changed.") and f"topic={TOPIC}," in msg:
+                out["changed"].append(t)
     return out
 
 
@@ -328,6 +369,34 @@ def sim_moments(logs: dict[str, dict[str, Any]], t_start: float, events: list[tu
             one["round_trip_ms"] = round((regs[1] - regs[0]) * 1000)
         return one
 
+    def answer_ms(after: float, mover: str) -> int | None:
+        """How long the others took from the first broker's notification (its earliest receipt) to
+        the rebalance that changed their share (the median over those that moved at once): the
+        notification's delivery plus the wake-up and the member-list query, as one delay."""
+        first = min((t for log in logs.values() for t, _ in log["notified"] if t >= after), default=None)
+        if first is None:
+            return None
+        took = sorted(
+            t - first
+            for name, log in logs.items()
+            if name != mover
+            for t in log["changed"][:]
+            if first <= t < first + 0.9
+        )
+        return round(took[len(took) // 2] * 1000) if took else None
+
+    def late(after: float, running: list[str]) -> list[str]:
+        """The members that moved only ~1 s after the first broker's notification (they had asked
+        the broker not yet told: the minimum interval held the second notification back)."""
+        first = min((t for log in logs.values() for t, _ in log["notified"] if t >= after), default=None)
+        out = []
+        for name in running:
+            moved = [t - first for t in logs.get(name, {}).get("changed", []) if first is not None and first <= t]
+            if moved and 0.9 <= moved[0] < 3.0:
+                out.append(name)
+        return out
+
+    running = ["m1", "m2", "m3"]
     out: dict[str, Any] = {"starts": [joined(n, t_start - 1) for n in ("m1", "m2", "m3")], "events": []}
     for (t, what), (_, _, name) in zip(events, timeline(1.0)):
         one: dict[str, int] | None = None
@@ -339,7 +408,16 @@ def sim_moments(logs: dict[str, dict[str, Any]], t_start: float, events: list[tu
                 one = {"at_ms": ms(unregs[0])}
                 if len(unregs) > 1:
                     one["round_trip_ms"] = round((unregs[1] - unregs[0]) * 1000)
+        if one is not None and what.split()[0] in ("join", "leave"):
+            after = (t_start + (one["at_ms"] + one.get("startup_ms", 0)) / 1000) - 0.05
+            if (answer := answer_ms(after, name)) is not None:
+                one["answer_ms"] = answer
+            one["late"] = late(after, [n for n in running if n != name])  # type: ignore[assignment]
         out["events"].append(one)
+        if what.startswith("join"):
+            running.append(name)
+        elif name in running:
+            running.remove(name)
     return out
 
 
@@ -422,7 +500,7 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
                 launched = events[k][0]
                 moments = [t for t in (registered(IDS["m1" if name == "m5" else name], launched),) if t is not None]
                 moments += [t for t in changes if t > launched][:1]
-                if (one := detail["events"][k]) is not None and "startup_ms" in one:  # its first registration, from its log
+                if (one := detail["events"][k]) is not None and "startup_ms" in one:  # registered, from its log
                     moments.append(t_start + (one["at_ms"] + one["startup_ms"]) / 1000)
                 if moments:
                     startup[name] = round(min(moments) - launched, 2)
@@ -467,6 +545,7 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
         "listed_m1_times": max((ids.count(IDS["m1"]) for _, ids in listed), default=0),
         "produced": producer.sent,
         "moments": {"starts": starts, "events": [round(t - t_start, 3) for t, _ in events], "sim": detail},
+        "wall_start": t_start + wall_offset,  # the run's start on the wall clock (the client logs')
         "join_startup_s": startup,
     }
 
@@ -488,13 +567,23 @@ def compare(real_value: float, sim_value: float) -> str:
 FIGURES = ("duplicates", "pause_queue_s", "last_change_s", "owned_twice_queue_s")
 
 
-def over_seeds(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per window and figure: the mean over the seeds (``windows``) and the range (``ranges``)."""
-    windows, ranges = [], []
-    for rows in zip(*(r["windows"] for r in runs)):
-        windows.append({f: round(sum(r[f] for r in rows) / len(rows), 2) for f in FIGURES})
+def over_seeds(runs: list[dict[str, Any]], real_run: dict[str, Any]) -> dict[str, Any]:
+    """Per window and figure: the mean (``windows``) over the seeds whose race went as the real
+    one did (the same members asked the broker not yet told, ``late``, as the client logs show;
+    every seed when the logs do not say), their count (``matched``) and the range over every seed
+    (``ranges``)."""
+    detail = (real_run.get("moments") or {}).get("sim") or {}
+    lates = [None] + [(one or {}).get("late") for one in detail.get("events", [None] * 4)]
+    windows, ranges, matched = [], [], []
+    for k, rows in enumerate(zip(*(r["windows"] for r in runs))):
+        want = lates[k] if k < len(lates) else None
+        same = [r for r in rows if want is None or sorted(r["late"]) == sorted(want)]
+        matched.append(len(same) if want is not None else None)  # None: not conditioned
+        same = same or list(rows)  # no seed went as the real run did: every seed (the table says 0)
+        windows.append({f: round(sum(r[f] for r in same) / len(same), 2) for f in FIGURES})
+        windows[-1]["late"] = want
         ranges.append({f: [min(r[f] for r in rows), max(r[f] for r in rows)] for f in FIGURES})
-    return {"windows": windows, "ranges": ranges, "seeds": [r["seed"] for r in runs], "runs": runs}
+    return {"windows": windows, "ranges": ranges, "matched": matched, "seeds": [r["seed"] for r in runs], "runs": runs}
 
 
 def table(real_run: dict[str, Any], sim: dict[str, Any], scale: float) -> str:
@@ -511,6 +600,11 @@ def table(real_run: dict[str, Any], sim: dict[str, Any], scale: float) -> str:
         "|---|---|---|---|---|",
     ]
     ranges = sim.get("ranges") or [{} for _ in sim["windows"]]
+    seeds = len(sim.get("seeds") or [1])
+    for k, (n, w, m) in enumerate(zip(list(names), sim["windows"], sim.get("matched") or [None] * len(names))):
+        if m is not None:  # conditioned on the real race: who asked the broker not yet told
+            late = ", ".join(w["late"]) or "none"
+            names[k] = f"{n} (late: {late}; {m}/{seeds} seeds)"
 
     def cell(r: dict[str, Any], s: dict[str, Any], span: dict[str, Any], f: str) -> str:
         lo, hi = span.get(f, (s[f], s[f]))
@@ -544,7 +638,7 @@ def main() -> int:
     ap.add_argument(
         "--seeds",
         type=int,
-        default=20,
+        default=64,
         help="simulate with seeds 1..N (which broker each member asks for the list is random, as in Java)",
     )
     args = ap.parse_args()
@@ -553,6 +647,16 @@ def main() -> int:
     if args.resim:  # the real run of a saved fidelity.json, the simulated side computed again
         saved = json.loads(Path(args.resim).read_text(encoding="utf-8"))
         args.broker, args.scale, real_run = saved["broker"], saved["scale"], saved["real"]
+        rec_dir = Path(args.resim).parent / "records"
+        if args.broker == "java" and real_run.get("wall_start") is not None:  # the client logs read again
+            names = ("m1", "m2", "m3", "m4", "m5")
+            logs = {n: client_log(rec_dir / f"home-{n}", real_run["wall_start"]) for n in names}
+            # launch moments: a joiner launched before it registered (its start-up is under 3 s here)
+            launched = [
+                (at - (3.0 * args.scale if kind == "join" else 0.0), f"{kind} {m}")
+                for at, (_, kind, m) in zip(real_run["moments"]["events"], timeline(args.scale))
+            ]
+            real_run["moments"]["sim"] = sim_moments(logs, 0.0, launched)
     else:
         real_run = real(args.scale, out, args.broker)
     close = real_run["killed_unlisted_after_s"] is not None and real_run["killed_unlisted_after_s"] < 5
@@ -561,7 +665,8 @@ def main() -> int:
         [
             simulated(args.scale, close_on_kill=close, broker=args.broker, moments=moments, seed=seed)
             for seed in range(1, args.seeds + 1)
-        ]
+        ],
+        real_run,
     )
     data = {
         "broker": args.broker,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from mqbalance.sim import Simulation, scenario_from_dict
+from mqbalance.sim import ScenarioError, Simulation, scenario_from_dict
 
 A, B, C, J = "10.0.0.1@1", "10.0.0.2@2", "10.0.0.3@3", "10.0.0.9@9"
 JOIN_MS = 30_000
@@ -120,14 +120,51 @@ def test_start_up_and_round_trip_are_read_from_the_scenario():
     s = scenario_from_dict(
         {
             "topics": {"T": {"queues_per_broker": 1}},
-            "client": {"startup": "250ms"},
+            "client": {"startup": "250ms", "commit_on_pull": True},
             "network": {"round_trip": "2ms"},
             "group": {"consumers": [{"id": A, "startup": "1s"}, B]},
             "events": [{"at": "1m", "join": {"id": J, "startup": "300ms"}}],
         }
     )
-    assert (s.client.startup_ms, s.network.round_trip_ms) == (250, 2)
+    assert (s.client.startup_ms, s.client.commit_on_pull, s.network.round_trip_ms) == (250, True, 2)
     assert [c.startup_ms for c in s.consumers] == [1_000, None]
     assert s.events[0].startup_ms == 300
     defaults = scenario_from_dict({"topics": {"T": {"queues_per_broker": 1}}, "group": {"consumers": 1}})
-    assert (defaults.client.startup_ms, defaults.network.round_trip_ms) == (0, 0)
+    assert (defaults.client.startup_ms, defaults.client.commit_on_pull, defaults.network.round_trip_ms) == (0, False, 0)
+
+
+@pytest.mark.parametrize("commit_on_pull", [False, True])
+def test_with_commits_on_pull_a_killed_members_queues_resume_where_it_stopped(commit_on_pull):
+    """Java's pulls carry the consumed offset (``commitOffsetEnable``); without them the new owner
+    resumes at the last 5 s persistence and consumes again what the dead one had consumed since."""
+    s = scenario_from_dict(
+        {
+            "duration": "90s",
+            "topics": {"T": {"queues_per_broker": 4, "rate": 40}},
+            "client": {"commit_on_pull": commit_on_pull},
+            "group": {"consumers": [{"id": A, "start": 0}, {"id": B, "start": 0}]},
+            "events": [{"at": "62s", "crash": B, "close_connection": True}],
+        }
+    )
+    r = Simulation(s).run()
+    duplicates = r.events[1]["duplicates"]
+    assert r.summary["lost"] == 0
+    if commit_on_pull:
+        assert duplicates == 0
+    else:  # the 2 s since the persistence at 60 s, on B's 4 queues at 5 msg/s each
+        assert duplicates == 40
+
+
+@pytest.mark.parametrize(
+    ("over", "path"),
+    [
+        ({"network": {"round_trip": "soon"}}, "network.round_trip"),
+        ({"client": {"startup": -1}}, "client.startup"),
+        ({"client": {"commit_on_pull": "yes"}}, "client.commit_on_pull"),
+        ({"events": [{"at": "1s", "join": {"id": J, "startup": "x"}}]}, "events[0].join.startup"),
+    ],
+)
+def test_bad_start_up_round_trip_and_commit_settings_are_refused_naming_the_field(over, path):
+    d = {"topics": {"T": {"queues_per_broker": 1}}, "group": {"consumers": 1}, **over}
+    with pytest.raises(ScenarioError, match=path.replace("[", r"\[").replace("]", r"\]")):
+        scenario_from_dict(d)

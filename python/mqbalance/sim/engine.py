@@ -417,7 +417,18 @@ class Simulation:
                 c.credit -= capacity  # unused capacity is not banked
                 if capacity > 0:
                     self._consume(c, capacity)
+        if self.scenario.client.commit_on_pull:
+            self._commit_on_pull()
         self.now = until
+
+    def _commit_on_pull(self) -> None:
+        """The next pull of every queue being pulled carries its consumed offset, which the broker
+        stores (``ClientSettings.commit_on_pull``; a consumer cut off from the broker sends none)."""
+        commit, group = self.offsets.commit, self.scenario.group
+        for c in self.consumers:
+            for pq, q in c.pulling:
+                if pq.consumed_offset > 0:  # commitOffsetEnable: only a positive offset
+                    commit(group, self.queues[q], pq.consumed_offset)
 
     def _produce(self, p: _Producer, n: int) -> None:
         """``n`` messages round-robin over the producer's write queues, continuing its counter."""

@@ -65,6 +65,12 @@ class ClientSettings:
     # come first). A joiner's first rebalance waits out the 1 s minimum from the creation, not from
     # its registration. 0: registered at once.
     startup_ms: int = 0
+    # Every pull carries the queue's consumed offset and the broker stores it
+    # (``DefaultMQPushConsumerImpl.pullMessage``: ``commitOffsetEnable`` with the in-memory offset;
+    # ``PullMessageProcessor``: ``storeOffsetEnable`` → ``commitOffset``), so a queue's new owner
+    # starts about where the old one is rather than at its last 5 s persistence. Off by default:
+    # the simulator's duplicate figures stay the upper bound they were (offsets by persistence only).
+    commit_on_pull: bool = False
 
 
 @dataclass(frozen=True, slots=True)

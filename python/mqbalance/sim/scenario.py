@@ -20,7 +20,8 @@ Durations are seconds (a number) or strings with a unit: ``"500ms"``, ``"20s"``,
       start_spread: 10s             # each starts at a seeded moment in [0, spread] unless given a start
     client: {rebalance_interval: 20s, min_interval: 1s, heartbeat_interval: 30s,
              persist_interval: 5s, poll_name_server_interval: 30s, pull_delay: 500ms,
-             startup: 0s}           # start() to the first heartbeat (a consumer or join may say its own)
+             startup: 0s,           # start() to the first heartbeat (a consumer or join may say its own)
+             commit_on_pull: false} # true: each pull carries the consumed offset to the broker (Java)
     broker: {notify: true, channel_expired_timeout: 120s, scan_interval: 10s,
              client_ids: per-connection,    # Java; per-client-id: the Rust port's one connection per id
              notify_on_leave: true}         # Java; the Rust port drops a leaver silently
@@ -167,6 +168,7 @@ _CLIENT = Schema(
         "poll_name_server_interval": Key("poll_name_server_interval_ms", duration(positive=True)),
         "pull_delay": Key("pull_delay_ms", duration()),
         "startup": Key("startup_ms", duration()),
+        "commit_on_pull": Key("commit_on_pull", flag),
     },
 )
 _BROKER = Schema(
