@@ -115,7 +115,7 @@ def simulated(
 ) -> dict[str, Any]:
     """The scenario in the simulator; ``moments``: the measured ``starts`` (m1..m3) and ``events``
     (seconds from the run's start: the window bounds) to use instead of the nominal timeline, and,
-    when the client logs gave them (:func:`client_moments`), ``sim`` — per start and event when
+    when the client logs gave them (:func:`sim_moments`), ``sim`` — per start and event when
     the simulated one acts (a joiner's ``start()``, a leaver's first unregistration), its start-up
     (``start()`` to its first heartbeat) and the round trip between its requests to broker-a and
     broker-b. ``seed``: the one random choice of the model, which broker a client asks for the
@@ -318,8 +318,9 @@ _LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) .*? - (.*)$")
 def client_log(home: Path, wall_offset: float) -> dict[str, Any]:
     """A Java member's ``rocketmq_client.log`` as monotonic moments: ``created`` (its
     ``MQClientInstance``), ``notified`` [(t, broker address)], ``unregistered`` [(t, broker name)]
-    and ``changed`` [t] (a rebalance that changed its share of the topic)."""
-    out: dict[str, Any] = {"created": None, "notified": [], "unregistered": [], "changed": []}
+    ``changed`` [t] (a rebalance that changed its share of the topic) and ``pull_stopped`` (its
+    ``PullMessageService`` shut down: it pulls nothing more)."""
+    out: dict[str, Any] = {"created": None, "notified": [], "unregistered": [], "changed": [], "pull_stopped": None}
     for f in sorted(home.glob("logs/rocketmqlogs/rocketmq_client*.log")):
         for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
             m = _LOG_LINE.match(line)
@@ -335,6 +336,8 @@ def client_log(home: Path, wall_offset: float) -> dict[str, Any]:
                 out["unregistered"].append((t, u[1]))
             elif msg.startswith("client rebalanced result changed.") and f"topic={TOPIC}," in msg:
                 out["changed"].append(t)
+            elif msg.startswith("shutdown thread[PullMessageService]") and out["pull_stopped"] is None:
+                out["pull_stopped"] = t
     return out
 
 
@@ -480,7 +483,16 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
                     ends[f"{b.broker_name}/{TOPIC}/{q}"] = bc.max_offset(TOPIC, q)
     records = load_records(sorted(rec_dir.glob("*.jsonl")))
     check = check_records(records, ends)
-    intervals = ownership_intervals(records, end=end, died=died)
+    held_until = dict(died)
+    if broker == "java":
+        # a leaver holds its queues until its PullMessageService stops (its client log), not until
+        # the harness's ``stop`` record: consumer.shutdown() may wait seconds more on its consume pool
+        # after it unregistered and stopped pulling
+        logs = {n: client_log(rec_dir / f"home-{n}", wall_offset) for n in ("m1", "m2", "m3", "m4", "m5")}
+        for n, log in logs.items():
+            if log["pull_stopped"] is not None and log["pull_stopped"] < end and n not in died:
+                held_until[n] = log["pull_stopped"]
+    intervals = ownership_intervals(records, end=end, died=held_until)
     queues = sorted(ends)
     startup: dict[str, float] = {}
     detail: dict[str, Any] | None = None
@@ -488,7 +500,6 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
         # a join happens when the JVM has started and registered (a broker lists it, or a member's
         # ownership changes: the notification may beat the next sample), not at its launch
         changes = sorted(r["t"] for rs in records.values() for r in rs if r.get("e") in ("a", "r"))
-        logs = {n: client_log(rec_dir / f"home-{n}", wall_offset) for n in ("m1", "m2", "m3", "m4", "m5")}
         detail = sim_moments(logs, t_start, events)  # events: the launch moments still
 
         def registered(cid: str, after: float) -> float | None:
@@ -546,6 +557,7 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
         "produced": producer.sent,
         "moments": {"starts": starts, "events": [round(t - t_start, 3) for t, _ in events], "sim": detail},
         "wall_start": t_start + wall_offset,  # the run's start on the wall clock (the client logs')
+        "pull_stopped_s": {n: round(t - t_start, 3) for n, t in held_until.items() if n not in died},
         "join_startup_s": startup,
     }
 
