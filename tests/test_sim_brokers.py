@@ -168,3 +168,20 @@ def test_bad_start_up_round_trip_and_commit_settings_are_refused_naming_the_fiel
     d = {"topics": {"T": {"queues_per_broker": 1}}, "group": {"consumers": 1}, **over}
     with pytest.raises(ScenarioError, match=path.replace("[", r"\[").replace("]", r"\]")):
         scenario_from_dict(d)
+
+
+def test_a_killed_members_closed_connection_is_seen_broker_after_broker():
+    s = scenario_from_dict(
+        {
+            "duration": "90s",
+            "topics": {"T": {"queues_per_broker": 4, "rate": 40}},
+            "network": {"round_trip": "4ms"},
+            "group": {"consumers": [{"id": A, "start": 0}, {"id": B, "start": 0}]},
+            "events": [{"at": "62s", "crash": B, "close_connection": True}],
+        }
+    )
+    sim = Simulation(s)
+    sim.run_until(62_000)
+    assert listed(sim) == [[A], sorted([A, B])]
+    sim.run_until(62_004)
+    assert listed(sim) == [[A], [A]]

@@ -195,7 +195,7 @@ class Simulation:
 
     def in_turn(self, action: Callable[[InMemoryBroker], None]) -> None:
         """``action`` on every broker in route order, each ``network.round_trip_ms`` after the
-        previous one (a client's synchronous request loop)."""
+        previous one (a client's synchronous request loop; the brokers noticing a closed connection)."""
         rt = self.network.round_trip_ms
         for k, broker in enumerate(self.brokers):
             if k == 0 or rt == 0:
@@ -343,9 +343,11 @@ class Simulation:
                 c = self._find(client_id, event)
                 c.pc.crash()
                 self._reschedule(c)
-                if close_connection:  # the process's sockets close together: every broker sees it
-                    for manager in self.managers:
-                        manager.do_channel_close_event(c.pc.impl.channel or "")
+                if close_connection:
+                    # its sockets close together; each broker's ``ClientHousekeepingService`` sees its
+                    # own close (``doChannelCloseEvent``), ``network.round_trip`` apart here
+                    channel = c.pc.impl.channel or ""
+                    self.in_turn(lambda broker: broker.manager.do_channel_close_event(channel))
             case QueueCountChange(topic=topic, queues_per_broker=queues_per_broker):
                 self._set_route(topic, queues_per_broker)
             case NetworkChange(network=network):

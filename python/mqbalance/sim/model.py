@@ -96,7 +96,8 @@ class NetworkSettings:
     ``round_trip_ms``: a synchronous request's round trip — a client's per-broker loops
     (``MQClientInstance.sendHeartbeatToAllBroker``, ``unregisterClient``) send to the next broker
     once the previous one answered, so the k-th broker of the route hears it k round trips after
-    the first; 0: every broker at once (their consumer lists never differ)."""
+    the first (and the k-th notices a crashed client's closed connection as much later); 0: every
+    broker at once (their consumer lists never differ)."""
 
     delay_ms: int = 0
     loss: float = 0.0
