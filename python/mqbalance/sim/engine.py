@@ -193,7 +193,7 @@ class Simulation:
         else:
             deliver()
 
-    def in_turn(self, action: Callable[[InMemoryBroker], None]) -> None:
+    def in_turn(self, action: Callable[[InMemoryBroker], object]) -> None:
         """``action`` on every broker in route order, each ``network.round_trip_ms`` after the
         previous one (a client's synchronous request loop; the brokers noticing a closed connection)."""
         rt = self.network.round_trip_ms
