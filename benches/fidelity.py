@@ -192,7 +192,8 @@ def simulated(
     for k in range(len(bounds) - 1):
         t0, t1 = bounds[k], bounds[k + 1]
         idx = [i for i, t in enumerate(series["t_s"]) if t0 < t <= t1]
-        changes = [t / 1000 for t, _ in sim.metrics.changes if t0 * 1000 <= t < t1 * 1000]
+        lo, hi = round(t0 * 1000), round(t1 * 1000)  # whole ms, as the simulator's clock
+        changes = [t / 1000 for t, _ in sim.metrics.changes if lo <= t < hi]
         rows.append(
             {
                 "duplicates": window_duplicates(series, t0, t1),
@@ -201,7 +202,7 @@ def simulated(
                 "first_change_s": round((min(changes) - t0) if changes else 0.0, 2),
                 "last_change_s": round((max(changes) - t0) if changes else 0.0, 2),
                 # who asked a broker not yet told in the event's first 0.9 s (moved 1 s late)
-                "late": sorted({n for t, n in sim.stale if t0 * 1000 - 50 <= t < t0 * 1000 + 900}) if k else [],
+                "late": sorted({n for t, n in sim.stale if lo - 50 <= t < lo + 900}) if k else [],
             }
         )
     return {"windows": rows, "seed": seed}

@@ -425,7 +425,9 @@ class Simulation:
 
     def _commit_on_pull(self) -> None:
         """The next pull of every queue being pulled carries its consumed offset, which the broker
-        stores (``ClientSettings.commit_on_pull``; a consumer cut off from the broker sends none)."""
+        stores (``ClientSettings.commit_on_pull``; a consumer cut off from the broker sends none).
+        The offset as of now: Java's lags by the batch in flight (a message or so at these rates),
+        not modelled — lagging by the simulator's step would tie it to the sample interval."""
         commit, group = self.offsets.commit, self.scenario.group
         for c in self.consumers:
             for pq, q in c.pulling:
