@@ -193,7 +193,7 @@ class Simulation:
         else:
             deliver()
 
-    def in_turn(self, action: Callable[[InMemoryBroker], object]) -> None:
+    def in_turn(self, action: Callable[[InMemoryBroker], None]) -> None:
         """``action`` on every broker in route order, each ``network.round_trip_ms`` after the
         previous one (a client's synchronous request loop; the brokers noticing a closed connection)."""
         rt = self.network.round_trip_ms
@@ -347,7 +347,11 @@ class Simulation:
                     # its sockets close together; each broker's ``ClientHousekeepingService`` sees its
                     # own close (``doChannelCloseEvent``), ``network.round_trip`` apart here
                     channel = c.pc.impl.channel or ""
-                    self.in_turn(lambda broker: broker.manager.do_channel_close_event(channel))
+
+                    def close(broker: InMemoryBroker) -> None:
+                        broker.manager.do_channel_close_event(channel)
+
+                    self.in_turn(close)
             case QueueCountChange(topic=topic, queues_per_broker=queues_per_broker):
                 self._set_route(topic, queues_per_broker)
             case NetworkChange(network=network):
