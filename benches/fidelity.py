@@ -179,7 +179,8 @@ def simulated(
                 if broker == "rust"
                 else {"client_ids": "per-connection", "notify_on_leave": True}  # Java's broker
             ),
-            "client": {"commit_on_pull": True},  # Java: every pull carries the consumed offset
+            # a Java pull carries the consumed offset; ``mqbalance rocketmq-consume``'s pulls do not
+            "client": {"commit_on_pull": broker == "java"},
             "events": events,
         }
     )
