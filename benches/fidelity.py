@@ -19,9 +19,15 @@ Per event window (from the event to the next): messages consumed again (duplicat
 held by nobody (pause) and by two members (owned twice), and the time from the event to the last
 ownership change in the window (time to stable). Writes ``<out>/fidelity.json`` and ``<out>/table.md``.
 
-A Java member is a JVM that takes seconds to start: in the Java mode a join's moment is the one its
-process reports ``start`` (the client registered with the brokers), and the simulator is given the
-measured moments of every start, join, leave and kill (the same windows on both sides).
+A Java member is a JVM that takes seconds to start: in the Java mode a join's moment is when a broker
+first lists it (registered), and the simulator is given the measured moments of every start, join,
+leave and kill (the same windows on both sides). The members' ``rocketmq_client.log`` (milliseconds)
+gives per member and event what the simulator models: when ``start()`` created the client instance
+(its start-up), the gap between broker-a and broker-b hearing a heartbeat, an unregistration or a
+closed connection (``network.round_trip``), and the race's outcome — which members moved only ~1 s
+late (they asked the broker not yet told). The simulated side runs with seeds 1..``--seeds`` (the
+broker a member asks is random, as in Java) and each window's figures are the mean over the seeds
+whose late members are the real run's, with the range over every seed.
 """
 
 from __future__ import annotations
