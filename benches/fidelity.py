@@ -19,21 +19,30 @@ Per event window (from the event to the next): messages consumed again (duplicat
 held by nobody (pause) and by two members (owned twice), and the time from the event to the last
 ownership change in the window (time to stable). Writes ``<out>/fidelity.json`` and ``<out>/table.md``.
 
-A Java member is a JVM that takes seconds to start: in the Java mode a join's moment is the one its
-process reports ``start`` (the client registered with the brokers), and the simulator is given the
-measured moments of every start, join, leave and kill (the same windows on both sides).
+A Java member is a JVM that takes seconds to start: in the Java mode a join's moment is when a broker
+first lists it (registered), and the simulator is given the measured moments of every start, join,
+leave and kill (the same windows on both sides). The members' ``rocketmq_client.log`` (milliseconds)
+gives per member and event what the simulator models: when ``start()`` created the client instance
+(its start-up), the gap between broker-a and broker-b hearing a heartbeat, an unregistration or a
+closed connection (``network.round_trip``), and the race's outcome — which members moved only ~1 s
+late (they asked the broker not yet told). The simulated side runs with seeds 1..``--seeds`` (the
+broker a member asks is random, as in Java) and each window's figures are the mean over the seeds
+whose late members are the real run's, with the range over every seed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -71,11 +80,52 @@ def timeline(scale: float) -> list[tuple[float, str, str]]:
     ]
 
 
+class _Asking(Simulation):
+    """The simulation, noting each member-list query answered by a broker that had not yet heard
+    what the first broker of the route had (``stale``: (ms, member name))."""
+
+    def __init__(self, scenario: Any) -> None:
+        super().__init__(scenario)
+        self.stale: list[tuple[int, str]] = []
+        self._current: Any = None
+
+    def _tick(self, c: Any, version: int) -> None:
+        self._current = c
+        super()._tick(c, version)
+
+    def pick_broker(self) -> Any:
+        chosen = super().pick_broker()
+        first = self.brokers[0]
+        if chosen is not first and chosen.find_consumer_id_list("", self.scenario.group) != first.find_consumer_id_list(
+            "", self.scenario.group
+        ):
+            self.stale.append((self.now, self.member_name(self._current)))
+        return chosen
+
+    def member_name(self, c: Any) -> str:
+        """m1..m5 by start order (m5: the second consumer with m1's id)."""
+        i = self.consumers.index(c)
+        same = [k for k, o in enumerate(self.consumers) if o.pc.client_id == c.pc.client_id]
+        if c.pc.client_id == IDS["m1"] and same.index(i) > 0:
+            return "m5"
+        return next(n for n, cid in IDS.items() if cid == c.pc.client_id)
+
+
 def simulated(
-    scale: float, *, close_on_kill: bool, broker: str = "rust", moments: dict[str, Any] | None = None
+    scale: float,
+    *,
+    close_on_kill: bool,
+    broker: str = "rust",
+    moments: dict[str, Any] | None = None,
+    seed: int = 1,
 ) -> dict[str, Any]:
     """The scenario in the simulator; ``moments``: the measured ``starts`` (m1..m3) and ``events``
-    (seconds from the run's start) to use instead of the nominal timeline."""
+    (seconds from the run's start: the window bounds) to use instead of the nominal timeline, and,
+    when the client logs gave them (:func:`sim_moments`), ``sim`` — per start and event when
+    the simulated one acts (a joiner's ``start()``, a leaver's first unregistration), its start-up
+    (``start()`` to its first heartbeat) and the round trip between its requests to broker-a and
+    broker-b. ``seed``: the one random choice of the model, which broker a client asks for the
+    member list (``findBrokerAddrByTopic``)."""
     s = lambda x: f"{int(x * scale * 1000)}ms"  # noqa: E731
     ms = lambda x: f"{int(x * 1000)}ms"  # noqa: E731
     ids = {**IDS, "m5": IDS["m1"]}
@@ -85,24 +135,48 @@ def simulated(
         # whole milliseconds: the simulator's clock (a window bound between an event's ms and the
         # measured moment would put the event's own effect in the window before it)
         plan = [(int(at * 1000) / 1000, kind, m) for at, (_, kind, m) in zip(moments["events"], plan)]
-    events: list[dict[str, Any]] = []
-    for at, kind, m in plan:
-        if kind == "join":
-            events.append({"at": f"{int(at * 1000)}ms", "join": ids[m]})
-        elif kind == "leave":
-            events.append({"at": f"{int(at * 1000)}ms", "leave": ids[m]})
+    detail = (moments or {}).get("sim") or {}
+    for k, one in enumerate(detail.get("events", [])):
+        if one and "startup_ms" in one:  # a join's window opens by its simulated registration at the latest
+            plan[k] = (min(plan[k][0], (one["at_ms"] + one["startup_ms"]) / 1000), *plan[k][1:])
+    consumers = []
+    for i, t in enumerate(starts):
+        one = detail.get("starts", [None] * 3)[i]
+        if one:  # created at start(), registered after its start-up
+            at, up = f"{one['at_ms']}ms", f"{one['startup_ms']}ms"
+            consumers.append({"id": IDS[f"m{i + 1}"], "start": at, "startup": up})
         else:
-            events.append({"at": f"{int(at * 1000)}ms", "crash": ids[m], "close_connection": close_on_kill})
+            consumers.append({"id": IDS[f"m{i + 1}"], "start": ms(t)})
+    events: list[dict[str, Any]] = []
+    for k, (at, kind, m) in enumerate(plan):
+        one = detail.get("events", [None] * len(plan))[k]
+        at_ms = one["at_ms"] if one else int(at * 1000)
+        if one and one.get("round_trip_ms") is not None:
+            # this event's measured round trip between broker-a and broker-b hearing it; notifications
+            # and member-list queries stay instantaneous: a member notified by the first broker that
+            # asks the second gets the old list (whether a real one's query beat the second broker is
+            # part of the race the table conditions on, see over_seeds)
+            events.append({"at": f"{at_ms}ms", "network": {"round_trip": f"{one['round_trip_ms']}ms"}})
+        if kind == "join":
+            join: dict[str, Any] = {"id": ids[m]}
+            if one and one.get("startup_ms") is not None:
+                join["startup"] = f"{one['startup_ms']}ms"
+            events.append({"at": f"{at_ms}ms", "join": join})
+        elif kind == "leave":
+            events.append({"at": f"{at_ms}ms", "leave": ids[m]})
+        else:
+            events.append({"at": f"{at_ms}ms", "crash": ids[m], "close_connection": close_on_kill})
     scenario = scenario_from_dict(
         {
             "name": "fidelity",
+            "seed": seed,
             "duration": s(300),
             "sample_interval": "100ms",
             "brokers": ["broker-a", "broker-b"],
             "topics": {TOPIC: {"queues_per_broker": PER_BROKER, "rate": RATE}},
             "group": {
                 "name": GROUP,
-                "consumers": [{"id": IDS[f"m{i + 1}"], "start": ms(t)} for i, t in enumerate(starts)],
+                "consumers": consumers,
                 "throughput": 1000,
                 "consume_from_where": "FIRST_OFFSET",
             },
@@ -111,29 +185,40 @@ def simulated(
                 if broker == "rust"
                 else {"client_ids": "per-connection", "notify_on_leave": True}  # Java's broker
             ),
+            # a Java pull carries the consumed offset; ``mqbalance rocketmq-consume``'s pulls do not
+            "client": {"commit_on_pull": broker == "java"},
             "events": events,
         }
     )
-    sim = Simulation(scenario)
-    result = sim.run()
-    series = result.series
+    sim = _Asking(scenario)
+    sim.run_until(scenario.duration_ms)
+    series = sim.metrics.result(scenario, sim.end_state(), 0.0).series
     dt = scenario.sample_interval_ms / 1000
     bounds = [0.0] + [at for at, _, _ in plan] + [300 * scale]
     rows = []
     for k in range(len(bounds) - 1):
         t0, t1 = bounds[k], bounds[k + 1]
         idx = [i for i, t in enumerate(series["t_s"]) if t0 < t <= t1]
-        changes = [t / 1000 for t, _ in sim.metrics.changes if t0 * 1000 <= t < t1 * 1000]
+        lo, hi = round(t0 * 1000), round(t1 * 1000)  # whole ms, as the simulator's clock
+        changes = [t / 1000 for t, _ in sim.metrics.changes if lo <= t < hi]
         rows.append(
             {
-                "duplicates": result.events[k]["duplicates"],
+                "duplicates": window_duplicates(series, t0, t1),
                 "pause_queue_s": round(sum(series["owned_nobody"][i] for i in idx) * dt, 1),
                 "owned_twice_queue_s": round(sum(series["owned_twice"][i] for i in idx) * dt, 1),
                 "first_change_s": round((min(changes) - t0) if changes else 0.0, 2),
                 "last_change_s": round((max(changes) - t0) if changes else 0.0, 2),
+                # who asked a broker not yet told in the event's first 0.9 s (moved 1 s late)
+                "late": sorted({n for t, n in sim.stale if lo - 50 <= t < lo + 900}) if k else [],
             }
         )
-    return {"windows": rows, "summary": result.summary}
+    return {"windows": rows, "seed": seed}
+
+
+def window_duplicates(series: dict[str, list[Any]], t0: float, t1: float) -> int:
+    """Duplicates counted from ``t0`` to ``t1`` (the cumulative count at the samples)."""
+    at = lambda t: next((d for ts, d in zip(reversed(series["t_s"]), reversed(series["duplicates"])) if ts <= t), 0)  # noqa: E731
+    return int(at(t1) - at(t0))
 
 
 class Producer(threading.Thread):
@@ -184,7 +269,13 @@ class Members:
                 self.procs[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
             return
         home = self.dir / f"home-{name}"  # Java's defaults: heartbeat 30 s, persist 5 s, rebalance 20 s
-        props = {"user.home": str(home), "rocketmq.client.logRoot": str(home / "logs")}
+        # the client's own logback configuration: rocketmq_client.log with milliseconds (the moments of
+        # its instance's creation, its heartbeats, unregistrations and the notifications it received)
+        props = {
+            "user.home": str(home),
+            "rocketmq.client.logRoot": str(home / "logs"),
+            "rmq.logback.configurationFile": "rmq.client.logback.xml",
+        }
         argv = [*java_command("rocketmq5", "io.mqbalance.harness.RocketMQConsumer", heap_mb=128, properties=props)]
         server = ServerProcess(f"java consumer {name}", [*argv, *args], log=self.dir / f"{name}.err")
         server.start()
@@ -232,6 +323,124 @@ class Lister(threading.Thread):
         return next((t for t, ids in self.samples if t > after and ids.count(client_id) > before), None)
 
 
+_LOG_TZ = timezone(timedelta(hours=8))  # rmq.client.logback.xml writes GMT+8
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) .*? - (.*)$")
+
+
+def client_log(home: Path, wall_offset: float) -> dict[str, Any]:
+    """A Java member's ``rocketmq_client.log`` as monotonic moments: ``created`` (its
+    ``MQClientInstance``), ``notified`` [(t, broker address)], ``unregistered`` [(t, broker name)]
+    ``changed`` [t] (a rebalance that changed its share of the topic) and ``pull_stopped`` (its
+    ``PullMessageService`` shut down: it pulls nothing more)."""
+    out: dict[str, Any] = {"created": None, "notified": [], "unregistered": [], "changed": [], "pull_stopped": None}
+    for f in sorted(home.glob("logs/rocketmqlogs/rocketmq_client*.log")):
+        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+            m = _LOG_LINE.match(line)
+            if not m:
+                continue
+            t = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=_LOG_TZ).timestamp() - wall_offset
+            msg = m[2]
+            if msg.startswith("Created new MQClientInstance") and out["created"] is None:
+                out["created"] = t
+            elif (n := re.match(r"receive broker's notification\[([^\]]+)\]", msg)) is not None:
+                out["notified"].append((t, n[1]))
+            elif u := re.match(rf"unregister client\[Producer: \S+ Consumer: {GROUP}\] from broker\[(\S+)", msg):
+                out["unregistered"].append((t, u[1]))
+            elif msg.startswith("client rebalanced result changed.") and f"topic={TOPIC}," in msg:
+                out["changed"].append(t)
+            elif msg.startswith("shutdown thread[PullMessageService]") and out["pull_stopped"] is None:
+                out["pull_stopped"] = t
+    return out
+
+
+def per_broker(moments: list[tuple[float, str]], after: float) -> list[float]:
+    """The first moment after ``after`` for each broker, in order."""
+    first: dict[str, float] = {}
+    for t, b in sorted(moments):
+        if t >= after:
+            first.setdefault(b, t)
+    return sorted(first.values())
+
+
+def sim_moments(logs: dict[str, dict[str, Any]], t_start: float, events: list[tuple[float, str]]) -> dict[str, Any]:
+    """From the client logs, what the simulator needs per start and event (ms from the run's start;
+    ``events``: when each was launched):
+    ``at_ms`` when it acts (a member's ``start()`` creating its client instance; a leaver's first
+    unregistration), ``startup_ms`` (to its registration with the first broker: the first
+    notification it received, the broker notifying every channel of the group, its own included)
+    and ``round_trip_ms`` (between the first and the second broker hearing it)."""
+    ms = lambda t: int((t - t_start) * 1000)  # noqa: E731
+
+    def joined(name: str, after: float) -> dict[str, int] | None:
+        log = logs.get(name)
+        if not log or log["created"] is None or log["created"] < after:
+            return None
+        regs = per_broker(log["notified"], log["created"])
+        if not regs:
+            return None
+        at = ms(log["created"])
+        one = {"at_ms": at, "startup_ms": max(0, math.ceil((regs[0] - t_start) * 1000) - at)}
+        if len(regs) > 1:
+            one["round_trip_ms"] = round((regs[1] - regs[0]) * 1000)
+        return one
+
+    def answer_ms(after: float, mover: str) -> int | None:
+        """How long the others took from the first broker's notification (its earliest receipt) to
+        the rebalance that changed their share (the median over those that moved at once): the
+        notification's delivery plus the wake-up and the member-list query, as one delay."""
+        first = min((t for log in logs.values() for t, _ in log["notified"] if t >= after), default=None)
+        if first is None:
+            return None
+        took = sorted(
+            t - first
+            for name, log in logs.items()
+            if name != mover
+            for t in log["changed"][:]
+            if first <= t < first + 0.9
+        )
+        return round(took[len(took) // 2] * 1000) if took else None
+
+    def late(after: float, running: list[str]) -> list[str]:
+        """The members that moved only ~1 s after the first broker's notification (they had asked
+        the broker not yet told: the minimum interval held the second notification back)."""
+        first = min((t for log in logs.values() for t, _ in log["notified"] if t >= after), default=None)
+        out = []
+        for name in running:
+            moved = [t - first for t in logs.get(name, {}).get("changed", []) if first is not None and first <= t]
+            if moved and 0.9 <= moved[0] < 3.0:
+                out.append(name)
+        return out
+
+    running = ["m1", "m2", "m3"]
+    out: dict[str, Any] = {"starts": [joined(n, t_start - 1) for n in ("m1", "m2", "m3")], "events": []}
+    for (t, what), (_, _, name) in zip(events, timeline(1.0)):
+        one: dict[str, int] | None = None
+        if what.startswith("join"):
+            one = joined(name, t)
+        elif what.startswith("leave"):
+            unregs = per_broker(logs.get(name, {}).get("unregistered", []), t)
+            if unregs:
+                one = {"at_ms": ms(unregs[0])}
+                if len(unregs) > 1:
+                    one["round_trip_ms"] = round((unregs[1] - unregs[0]) * 1000)
+        elif what.startswith("kill"):  # each broker notifies the others when it sees the socket close
+            closed = per_broker([n for log in logs.values() for n in log["notified"]], t)
+            one = {"at_ms": ms(t)}
+            if len(closed) > 1:
+                one["round_trip_ms"] = round((closed[1] - closed[0]) * 1000)
+        if one is not None:
+            after = (t_start + (one["at_ms"] + one.get("startup_ms", 0)) / 1000) - 0.05
+            if (answer := answer_ms(after, name)) is not None:
+                one["answer_ms"] = answer
+            one["late"] = late(after, [n for n in running if n != name])  # type: ignore[assignment]
+        out["events"].append(one)
+        if what.startswith("join"):
+            running.append(name)
+        elif name in running:
+            running.remove(name)
+    return out
+
+
 def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
     rec_dir = out / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
@@ -256,6 +465,7 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
             one.start()
         time.sleep(0.2)
         t_start = time.monotonic()
+        wall_offset = time.time() - time.monotonic()
         producer.start()
         try:
             for i, name in enumerate(("m1", "m2", "m3")):
@@ -290,13 +500,24 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
                     ends[f"{b.broker_name}/{TOPIC}/{q}"] = bc.max_offset(TOPIC, q)
     records = load_records(sorted(rec_dir.glob("*.jsonl")))
     check = check_records(records, ends)
-    intervals = ownership_intervals(records, end=end, died=died)
+    held_until = dict(died)
+    if broker == "java":
+        # a leaver holds its queues until its PullMessageService stops (its client log), not until
+        # the harness's ``stop`` record: consumer.shutdown() may wait seconds more on its consume pool
+        # after it unregistered and stopped pulling
+        logs = {n: client_log(rec_dir / f"home-{n}", wall_offset) for n in ("m1", "m2", "m3", "m4", "m5")}
+        for n, log in logs.items():
+            if log["pull_stopped"] is not None and log["pull_stopped"] < end and n not in died:
+                held_until[n] = log["pull_stopped"]
+    intervals = ownership_intervals(records, end=end, died=held_until)
     queues = sorted(ends)
     startup: dict[str, float] = {}
+    detail: dict[str, Any] | None = None
     if broker == "java":
         # a join happens when the JVM has started and registered (a broker lists it, or a member's
         # ownership changes: the notification may beat the next sample), not at its launch
         changes = sorted(r["t"] for rs in records.values() for r in rs if r.get("e") in ("a", "r"))
+        detail = sim_moments(logs, t_start, events)  # events: the launch moments still
 
         def registered(cid: str, after: float) -> float | None:
             seen = [t for one in listers if (t := one.registered(cid, after)) is not None]
@@ -307,6 +528,8 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
                 launched = events[k][0]
                 moments = [t for t in (registered(IDS["m1" if name == "m5" else name], launched),) if t is not None]
                 moments += [t for t in changes if t > launched][:1]
+                if (one := detail["events"][k]) is not None and "startup_ms" in one:  # registered, from its log
+                    moments.append(t_start + (one["at_ms"] + one["startup_ms"]) / 1000)
                 if moments:
                     startup[name] = round(min(moments) - launched, 2)
                     events[k] = (min(moments), events[k][1])
@@ -349,7 +572,9 @@ def real(scale: float, out: Path, broker: str = "rust") -> dict[str, Any]:
         "killed_unlisted_after_s": gone,
         "listed_m1_times": max((ids.count(IDS["m1"]) for _, ids in listed), default=0),
         "produced": producer.sent,
-        "moments": {"starts": starts, "events": [round(t - t_start, 3) for t, _ in events]},
+        "moments": {"starts": starts, "events": [round(t - t_start, 3) for t, _ in events], "sim": detail},
+        "wall_start": t_start + wall_offset,  # the run's start on the wall clock (the client logs')
+        "pull_stopped_s": {n: round(t - t_start, 3) for n, t in held_until.items() if n not in died},
         "join_startup_s": startup,
     }
 
@@ -368,9 +593,32 @@ def compare(real_value: float, sim_value: float) -> str:
     return f"{real_value} / {sim_value} ({'n/a' if rel is None else f'{rel:.0%}'} {mark})"
 
 
+FIGURES = ("duplicates", "pause_queue_s", "last_change_s", "owned_twice_queue_s")
+
+
+def over_seeds(runs: list[dict[str, Any]], real_run: dict[str, Any]) -> dict[str, Any]:
+    """Per window and figure: the mean (``windows``) over the seeds whose race went as the real
+    one did (the same members asked the broker not yet told, ``late``, as the client logs show;
+    every seed when the logs do not say), their count (``matched``) and the range over every seed
+    (``ranges``)."""
+    detail = (real_run.get("moments") or {}).get("sim") or {}
+    lates = [None] + [(one or {}).get("late") for one in detail.get("events", [None] * 4)]
+    windows, ranges, matched = [], [], []
+    for k, rows in enumerate(zip(*(r["windows"] for r in runs))):
+        want = lates[k] if k < len(lates) else None
+        same = [r for r in rows if want is None or sorted(r["late"]) == sorted(want)]
+        matched.append(len(same) if want is not None else None)  # None: not conditioned
+        same = same or list(rows)  # no seed went as the real run did: every seed (the table says 0)
+        windows.append({f: round(sum(r[f] for r in same) / len(same), 2) for f in FIGURES})
+        windows[-1]["late"] = want
+        ranges.append({f: [min(r[f] for r in rows), max(r[f] for r in rows)] for f in FIGURES})
+    return {"windows": windows, "ranges": ranges, "matched": matched, "seeds": [r["seed"] for r in runs], "runs": runs}
+
+
 def table(real_run: dict[str, Any], sim: dict[str, Any], scale: float) -> str:
     """Per window: duplicates, pause and time to stable as real / sim (relative difference, within
-    10 % or not), then the owned-twice queue-seconds."""
+    10 % or not; the simulated figure is the mean over the seeds, their range in brackets when it
+    is not one value), then the owned-twice queue-seconds."""
     names = ["start (m1..m3)"] + [f"{kind} {name}" for _, kind, name in timeline(scale)]
     names = [n.replace("join m5", "join m5 (m1's id)").replace("kill m3", "kill -9 m3") for n in names]
     lines = [
@@ -380,13 +628,29 @@ def table(real_run: dict[str, Any], sim: dict[str, Any], scale: float) -> str:
         ),
         "|---|---|---|---|---|",
     ]
-    for n, r, s in zip(names, real_run["windows"], sim["windows"]):
+    ranges = sim.get("ranges") or [{} for _ in sim["windows"]]
+    seeds = len(sim.get("seeds") or [1])
+    for k, (n, w, m) in enumerate(zip(list(names), sim["windows"], sim.get("matched") or [None] * len(names))):
+        if m is not None:  # conditioned on the real race: who asked the broker not yet told
+            late = ", ".join(w["late"]) or "none"
+            names[k] = f"{n} (late: {late}; {m}/{seeds} seeds)"
+
+    def cell(r: dict[str, Any], s: dict[str, Any], span: dict[str, Any], f: str) -> str:
+        lo, hi = span.get(f, (s[f], s[f]))
+        text = compare(r[f], _num(s[f]))
+        return text if lo == hi else f"{text} [{_num(lo)}–{_num(hi)}]"
+
+    for n, r, s, span in zip(names, real_run["windows"], sim["windows"], ranges):
         lines.append(
-            f"| {n} | {compare(r['duplicates'], s['duplicates'])} | {compare(r['pause_queue_s'], s['pause_queue_s'])} "
-            f"| {compare(r['last_change_s'], s['last_change_s'])} "
-            f"| {r['owned_twice_queue_s']} / {s['owned_twice_queue_s']} |"
+            f"| {n} | {cell(r, s, span, 'duplicates')} | {cell(r, s, span, 'pause_queue_s')} "
+            f"| {cell(r, s, span, 'last_change_s')} | {r['owned_twice_queue_s']} / {_num(s['owned_twice_queue_s'])} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _num(x: float) -> float | int:
+    """2.0 → 2, 2.25 → 2.25 (a table's figure)."""
+    return int(x) if float(x).is_integer() else x
 
 
 def main() -> int:
@@ -400,17 +664,39 @@ def main() -> int:
         help="java: Apache RocketMQ's servers, Java consumers (make java); rust: the Rust port, mqbalance members",
     )
     ap.add_argument("--resim", metavar="FIDELITY_JSON", help="reuse the real run of a saved fidelity.json")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        default=64,
+        help="simulate with seeds 1..N (which broker each member asks for the list is random, as in Java)",
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.resim:  # the real run of a saved fidelity.json, the simulated side computed again
         saved = json.loads(Path(args.resim).read_text(encoding="utf-8"))
         args.broker, args.scale, real_run = saved["broker"], saved["scale"], saved["real"]
+        rec_dir = Path(args.resim).parent / "records"
+        if args.broker == "java" and real_run.get("wall_start") is not None:  # the client logs read again
+            names = ("m1", "m2", "m3", "m4", "m5")
+            logs = {n: client_log(rec_dir / f"home-{n}", real_run["wall_start"]) for n in names}
+            # launch moments: a joiner launched before it registered (its start-up is under 3 s here)
+            launched = [
+                (at - (3.0 * args.scale if kind == "join" else 0.0), f"{kind} {m}")
+                for at, (_, kind, m) in zip(real_run["moments"]["events"], timeline(args.scale))
+            ]
+            real_run["moments"]["sim"] = sim_moments(logs, 0.0, launched)
     else:
         real_run = real(args.scale, out, args.broker)
     close = real_run["killed_unlisted_after_s"] is not None and real_run["killed_unlisted_after_s"] < 5
     moments = real_run["moments"] if args.broker == "java" else None
-    sim = simulated(args.scale, close_on_kill=close, broker=args.broker, moments=moments)
+    sim = over_seeds(
+        [
+            simulated(args.scale, close_on_kill=close, broker=args.broker, moments=moments, seed=seed)
+            for seed in range(1, args.seeds + 1)
+        ],
+        real_run,
+    )
     data = {
         "broker": args.broker,
         "scale": args.scale,

@@ -42,7 +42,7 @@ from mqbalance.allocation.models import MessageQueue
 from mqbalance.allocation.strategies import AllocateStrategy
 from mqbalance.exceptions import InvalidInputError, ScenarioError
 from mqbalance.rebalance.broker import ConsumerManager
-from mqbalance.rebalance.client import ConsumeFromWhere, RebalanceImpl
+from mqbalance.rebalance.client import ConsumeFromWhere, OffsetStore, RebalanceImpl
 from mqbalance.rebalance.consumer import PushConsumer
 from mqbalance.rebalance.memory import InMemoryBroker
 from mqbalance.sim.coordinator import GroupCoordinator
@@ -63,7 +63,7 @@ __all__ = ["Simulation"]
 
 
 class _Link:
-    """One consumer's connection to the broker: delay and loss from the simulation's network;
+    """One consumer's connections to the brokers: delay and loss from the simulation's network;
     ``cut`` while a :class:`~mqbalance.sim.model.Partition` holds (nothing gets through)."""
 
     def __init__(self, sim: Simulation) -> None:
@@ -71,26 +71,38 @@ class _Link:
         self.cut = False
 
     def send_heartbeat(self, client: RebalanceImpl) -> None:
-        if not self.cut:
-            self.sim.send(lambda: self.sim.broker.send_heartbeat(client))
+        """``MQClientInstance.sendHeartbeatToAllBroker``: to every broker in turn."""
+
+        def deliver(broker: InMemoryBroker) -> None:
+            if not self.cut:
+                self.sim.send(lambda: broker.send_heartbeat(client))
+
+        self.sim.in_turn(deliver)
 
     def find_consumer_id_list(self, topic: str, group: str) -> list[str] | None:
-        return None if self.cut or self.sim.lose() else self.sim.broker.find_consumer_id_list(topic, group)
+        """``MQClientInstance.findConsumerIdList``: asks ONE broker of the topic's route, picked by
+        ``findBrokerAddrByTopic`` at random (``random.nextInt``, 4.9 and 5.3 alike) — a broker that
+        has not yet heard a heartbeat or an unregistration answers the old list."""
+        if self.cut or self.sim.lose():
+            return None
+        return self.sim.pick_broker().find_consumer_id_list(topic, group)
 
     def query_offset(self, group: str, mq: MessageQueue) -> int:
         if self.cut or self.sim.lose():
             return -2  # the request failed
-        return self.sim.broker.query_offset(group, mq)
+        return self.sim.brokers[0].query_offset(group, mq)  # one offset store: a queue's broker keeps its own
 
     def max_offset(self, mq: MessageQueue) -> int:
         return self.sim.max_offset[self.sim.index[mq]]
 
     def commit_offset(self, group: str, mq: MessageQueue, offset: int) -> None:
         if not self.cut:
-            self.sim.send(lambda: self.sim.broker.commit_offset(group, mq, offset))
+            self.sim.send(lambda: self.sim.offsets.commit(group, mq, offset))
 
     def unregister(self, client: RebalanceImpl) -> None:
-        self.sim.broker.unregister(client)  # followed by the channel closing: reliable
+        """``MQClientInstance.unregisterClient``: from every broker in turn (reliable: followed by
+        the channel closing)."""
+        self.sim.in_turn(lambda broker: broker.unregister(client))
 
 
 class _Producer:
@@ -125,15 +137,23 @@ class Simulation:
         self.now = 0
         self._heap: list[tuple[int, int, Callable[[], None]]] = []
         self._seq = count()
-        self.manager = ConsumerManager(
-            notify=self._notify,
-            semantics=s.semantics,
-            notify_consumer_ids_changed_enable=s.broker.notify,
-            channel_expired_timeout_ms=s.broker.channel_expired_timeout_ms,
-            client_ids=s.broker.client_ids,
-            notify_on_leave=s.broker.notify_on_leave,
-        )
-        self.broker = InMemoryBroker(self.manager)
+        # one consumer list per broker (each broker's ``ConsumerManager`` hears the heartbeats sent
+        # to it and notifies its own channels), one offset store (a queue's offset lives on its broker)
+        self.offsets = OffsetStore()
+        self.managers = [
+            ConsumerManager(
+                notify=self._notify,
+                semantics=s.semantics,
+                notify_consumer_ids_changed_enable=s.broker.notify,
+                channel_expired_timeout_ms=s.broker.channel_expired_timeout_ms,
+                client_ids=s.broker.client_ids,
+                notify_on_leave=s.broker.notify_on_leave,
+            )
+            for _ in s.brokers
+        ]
+        self.brokers = [InMemoryBroker(m, self.offsets) for m in self.managers]
+        # which broker a client asks for the member list: its own stream, so loss draws stay as they were
+        self._pick = random.Random(f"findBrokerAddrByTopic/{s.seed}")
         self.strategy: AllocateStrategy = s.strategy.build()
         if s.strategy.info.needs_previous:
             self.strategy = GroupCoordinator(self.strategy)  # STICKY: one party computes the group
@@ -172,6 +192,21 @@ class Simulation:
             self.at(self.now + self.network.delay_ms, deliver)
         else:
             deliver()
+
+    def in_turn(self, action: Callable[[InMemoryBroker], None]) -> None:
+        """``action`` on every broker in route order, each ``network.round_trip_ms`` after the
+        previous one (a client's synchronous request loop; the brokers noticing a closed connection)."""
+        rt = self.network.round_trip_ms
+        for k, broker in enumerate(self.brokers):
+            if k == 0 or rt == 0:
+                action(broker)
+            else:
+                self.at(self.now + k * rt, partial(action, broker))
+
+    def pick_broker(self) -> InMemoryBroker:
+        """A broker of the route at random (every topic has queues on every broker)."""
+        brokers = self.brokers
+        return brokers[self._pick.randrange(len(brokers))] if len(brokers) > 1 else brokers[0]
 
     def _notify(self, channel: str, group: str) -> None:
         consumer = self.by_channel.get(channel)
@@ -235,10 +270,20 @@ class Simulation:
         self.at(self.now + self.scenario.client.poll_name_server_interval_ms, partial(self._poll_producer, topic))
 
     def _scan(self) -> None:
-        self.manager.scan_not_active_channel(now_ms=self.now)
+        for manager in self.managers:
+            manager.scan_not_active_channel(now_ms=self.now)
         self.at(self.now + self.scenario.broker.scan_interval_ms, self._scan)
 
-    def _start_consumer(self, client_id: str, throughput: float) -> None:
+    def _create_consumer(self, client_id: str, throughput: float, startup_ms: int | None) -> None:
+        """``start()`` is called now: the client instance exists from now, it registers after its
+        start-up (``ClientSettings.startup_ms``)."""
+        startup = self.scenario.client.startup_ms if startup_ms is None else startup_ms
+        if startup > 0:
+            self.at(self.now + startup, partial(self._start_consumer, client_id, throughput, self.now))
+        else:
+            self._start_consumer(client_id, throughput, self.now)
+
+    def _start_consumer(self, client_id: str, throughput: float, created_ms: int) -> None:
         s = self.scenario
         channel = f"ch-{len(self.consumers) + 1}"
         link = _Link(self)
@@ -263,6 +308,15 @@ class Simulation:
         self.consumers.append(c)
         self.by_channel[channel] = c
         pc.start(now_ms=self.now)
+        if created_ms < self.now:
+            # the instance was created at start(): RebalanceService's lastRebalanceTimestamp (its
+            # constructor) and startScheduledTask's first heartbeat / persistence / route poll count
+            # from then, not from the registration
+            shift = self.now - created_ms
+            pc.service.last_rebalance_ms = created_ms
+            pc.next_heartbeat_ms = max(self.now, pc.next_heartbeat_ms - shift)
+            pc.next_persist_ms = max(self.now, pc.next_persist_ms - shift)
+            pc.next_poll_ms = max(self.now, pc.next_poll_ms - shift)
         self._dirty = True
         self._reschedule(c)
 
@@ -279,8 +333,8 @@ class Simulation:
     def _apply(self, event: ScenarioEvent) -> None:
         """The one place where events act on the cluster (exhaustive over :data:`ScenarioEvent`)."""
         match event:
-            case Join(client_id=client_id, throughput=throughput):
-                self._start_consumer(client_id, throughput)
+            case Join(client_id=client_id, throughput=throughput, startup_ms=startup_ms):
+                self._create_consumer(client_id, throughput, startup_ms)
             case Leave(client_id=client_id):
                 c = self._find(client_id, event)
                 c.pc.shutdown()
@@ -290,13 +344,21 @@ class Simulation:
                 c.pc.crash()
                 self._reschedule(c)
                 if close_connection:
-                    self.manager.do_channel_close_event(c.pc.impl.channel or "")
+                    # its sockets close together; each broker's ``ClientHousekeepingService`` sees its
+                    # own close (``doChannelCloseEvent``), ``network.round_trip`` apart here
+                    channel = c.pc.impl.channel or ""
+
+                    def close(broker: InMemoryBroker) -> None:
+                        broker.manager.do_channel_close_event(channel)
+
+                    self.in_turn(close)
             case QueueCountChange(topic=topic, queues_per_broker=queues_per_broker):
                 self._set_route(topic, queues_per_broker)
             case NetworkChange(network=network):
                 self.network = network
             case NotificationSwitch(enabled=enabled):
-                self.manager.notify_consumer_ids_changed_enable = enabled
+                for manager in self.managers:
+                    manager.notify_consumer_ids_changed_enable = enabled
             case Partition(client_id=client_id, duration_ms=duration_ms):
                 c = self._find(client_id, event)
                 c.link.cut = True
@@ -312,8 +374,8 @@ class Simulation:
         c.link.cut = False
         self._dirty = True
         channel = c.pc.impl.channel or ""
-        group = self.manager.groups.get(self.scenario.group)
-        if c.pc.running and (group is None or channel not in group.channels):
+        groups = [m.groups.get(self.scenario.group) for m in self.managers]
+        if c.pc.running and any(g is None or channel not in g.channels for g in groups):
             c.link.send_heartbeat(c.pc.impl)
             c.pc.on_notify(now_ms=self.now)
             self._reschedule(c)
@@ -361,7 +423,20 @@ class Simulation:
                 c.credit -= capacity  # unused capacity is not banked
                 if capacity > 0:
                     self._consume(c, capacity)
+        if self.scenario.client.commit_on_pull:
+            self._commit_on_pull()
         self.now = until
+
+    def _commit_on_pull(self) -> None:
+        """The next pull of every queue being pulled carries its consumed offset, which the broker
+        stores (``ClientSettings.commit_on_pull``; a consumer cut off from the broker sends none).
+        The offset as of now: Java's lags by the batch in flight (a message or so at these rates),
+        not modelled — lagging by the simulator's step would tie it to the sample interval."""
+        commit, group = self.offsets.commit, self.scenario.group
+        for c in self.consumers:
+            for pq, q in c.pulling:
+                if pq.consumed_offset > 0:  # commitOffsetEnable: only a positive offset
+                    commit(group, self.queues[q], pq.consumed_offset)
 
     def _produce(self, p: _Producer, n: int) -> None:
         """``n`` messages round-robin over the producer's write queues, continuing its counter."""
@@ -410,7 +485,7 @@ class Simulation:
     def _schedule(self) -> None:
         s = self.scenario
         for spec in s.consumers:
-            self.at(spec.start_ms, partial(self._start_consumer, spec.client_id, spec.throughput))
+            self.at(spec.start_ms, partial(self._create_consumer, spec.client_id, spec.throughput, spec.startup_ms))
         for e in s.events:
             self.at(e.at_ms, partial(self._apply, e))
         for topic in self.producers:
@@ -428,7 +503,8 @@ class Simulation:
             t, _, action = heapq.heappop(heap)
             if t > self.now:
                 self._advance(t)
-            self.broker.now_ms = self.now
+            for broker in self.brokers:
+                broker.now_ms = self.now
             action()
         self._advance(until_ms)
         if self._dirty:
@@ -436,7 +512,8 @@ class Simulation:
 
     def apply(self, event: ScenarioEvent) -> None:
         """Apply an event now (the stateful tests' way in; scenario events are scheduled by ``run``)."""
-        self.broker.now_ms = self.now
+        for broker in self.brokers:
+            broker.now_ms = self.now
         self._apply(event)
 
     def ownership(self) -> dict[MessageQueue, list[str]]:
@@ -459,7 +536,7 @@ class Simulation:
                 for mq, pq in c.pc.impl.process_queues.items():
                     q = self.index[mq]
                     live[q] = max(live.get(q, 0), pq.consumed_offset)
-        committed, group = self.broker.offsets, self.scenario.group
+        committed, group = self.offsets, self.scenario.group
         resume = [max(committed.query(group, mq), live.get(q, 0), 0) for q, mq in enumerate(self.queues)]
         return EndState(
             messages=tuple(self.max_offset),

@@ -45,6 +45,7 @@ class ConsumerSpec:
     client_id: str
     throughput: float  # messages per second it can consume
     start_ms: int = 0
+    startup_ms: int | None = None  # from start() to its first heartbeat; None: ``client.startup_ms``
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,19 @@ class ClientSettings:
     persist_interval_ms: int = 5_000
     poll_name_server_interval_ms: int = 30_000
     pull_delay_ms: int | None = None  # None: 500 ms under 5.x, 0 under 4.x
+    # From start() creating the client instance (``MQClientInstance``'s constructor builds its
+    # ``RebalanceService``, whose ``lastRebalanceTimestamp`` starts then, and ``startScheduledTask``
+    # times the heartbeat and offset persistence from then) to its first heartbeat at the end of
+    # ``DefaultMQPushConsumerImpl.start()`` (the name-server route fetch and the broker connections
+    # come first). A joiner's first rebalance waits out the 1 s minimum from the creation, not from
+    # its registration. 0: registered at once.
+    startup_ms: int = 0
+    # Every pull carries the queue's consumed offset and the broker stores it
+    # (``DefaultMQPushConsumerImpl.pullMessage``: ``commitOffsetEnable`` with the in-memory offset;
+    # ``PullMessageProcessor``: ``storeOffsetEnable`` → ``commitOffset``), so a queue's new owner
+    # starts about where the old one is rather than at its last 5 s persistence. Off by default:
+    # the simulator's duplicate figures stay the upper bound they were (offsets by persistence only).
+    commit_on_pull: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,10 +92,16 @@ class BrokerSettings:
 
 @dataclass(frozen=True, slots=True)
 class NetworkSettings:
-    """Delay and loss of oneway messages: notifications, heartbeats, offset commits, member queries."""
+    """Delay and loss of oneway messages: notifications, heartbeats, offset commits, member queries.
+    ``round_trip_ms``: a synchronous request's round trip — a client's per-broker loops
+    (``MQClientInstance.sendHeartbeatToAllBroker``, ``unregisterClient``) send to the next broker
+    once the previous one answered, so the k-th broker of the route hears it k round trips after
+    the first (and the k-th notices a crashed client's closed connection as much later); 0: every
+    broker at once (their consumer lists never differ)."""
 
     delay_ms: int = 0
     loss: float = 0.0
+    round_trip_ms: int = 0
 
 
 # ---- the timeline ---------------------------------------------------------------------------------
@@ -99,10 +119,12 @@ class _Event:
 
 @dataclass(frozen=True, slots=True)
 class Join(_Event):
-    """A consumer starts with ``client_id`` (which may duplicate a running one's)."""
+    """A consumer starts with ``client_id`` (which may duplicate a running one's); ``startup_ms``:
+    from its start to its first heartbeat (None: ``client.startup_ms``)."""
 
     client_id: str
     throughput: float  # messages per second it can consume
+    startup_ms: int | None = None
 
     def describe(self) -> str:
         return f"join {self.client_id}"

@@ -19,11 +19,14 @@ Durations are seconds (a number) or strings with a unit: ``"500ms"``, ``"20s"``,
       throughput: 200               # msg/s per consumer
       start_spread: 10s             # each starts at a seeded moment in [0, spread] unless given a start
     client: {rebalance_interval: 20s, min_interval: 1s, heartbeat_interval: 30s,
-             persist_interval: 5s, poll_name_server_interval: 30s, pull_delay: 500ms}
+             persist_interval: 5s, poll_name_server_interval: 30s, pull_delay: 500ms,
+             startup: 0s,           # start() to the first heartbeat (a consumer or join may say its own)
+             commit_on_pull: false} # true: each pull carries the consumed offset to the broker (Java)
     broker: {notify: true, channel_expired_timeout: 120s, scan_interval: 10s,
              client_ids: per-connection,    # Java; per-client-id: the Rust port's one connection per id
              notify_on_leave: true}         # Java; the Rust port drops a leaver silently
-    network: {delay: 0s, loss: 0.0} # on notifications, heartbeats, offset commits, member queries
+    network: {delay: 0s, loss: 0.0, # on notifications, heartbeats, offset commits, member queries
+              round_trip: 0s}       # between a client's requests to one broker and the next
     compare: [AVG, AVG_BY_CIRCLE]   # optional: run once per strategy
     events:
       - {at: 10m, join: {id: 10.0.0.11@1011, throughput: 200}}  # join: <id> works too
@@ -147,7 +150,14 @@ def _section(schema: Schema[Any]) -> Callable[[Any, str], Any]:
     return lambda value, where: schema.read(value or {}, where)
 
 
-_NETWORK = Schema(NetworkSettings, {"delay": Key("delay_ms", duration()), "loss": Key("loss", number(maximum=1.0))})
+_NETWORK = Schema(
+    NetworkSettings,
+    {
+        "delay": Key("delay_ms", duration()),
+        "loss": Key("loss", number(maximum=1.0)),
+        "round_trip": Key("round_trip_ms", duration()),
+    },
+)
 _CLIENT = Schema(
     ClientSettings,
     {
@@ -157,6 +167,8 @@ _CLIENT = Schema(
         "persist_interval": Key("persist_interval_ms", duration(positive=True)),
         "poll_name_server_interval": Key("poll_name_server_interval_ms", duration(positive=True)),
         "pull_delay": Key("pull_delay_ms", duration()),
+        "startup": Key("startup_ms", duration()),
+        "commit_on_pull": Key("commit_on_pull", flag),
     },
 )
 _BROKER = Schema(
@@ -182,6 +194,7 @@ _CONSUMER = Schema(
         "id": Key("client_id", text(), required=True),
         "throughput": Key("throughput", number()),
         "start": Key("start_ms", duration()),
+        "startup": Key("startup_ms", duration()),
     },
     shorthand="id",
 )
@@ -317,7 +330,13 @@ class _EventContext:
 
 
 _JOIN = Schema(
-    Join, {"id": Key("client_id", text(), required=True), "throughput": Key("throughput", number())}, shorthand="id"
+    Join,
+    {
+        "id": Key("client_id", text(), required=True),
+        "throughput": Key("throughput", number()),
+        "startup": Key("startup_ms", duration()),
+    },
+    shorthand="id",
 )
 _QUEUES = Schema(
     QueueCountChange,
