@@ -10,17 +10,24 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
+import server_process
 from mqbalance.coordination import ZooKeeperServer
 
 
 @pytest.fixture(scope="session")
 def zk_server() -> Iterator[ZooKeeperServer]:
     server = ZooKeeperServer(tick_ms=500)
+    proc = None
     try:
         server.start()
+        proc = server.proc
+        if proc is not None:  # a run killed mid-way leaves it to the next run's sweep
+            server_process.track("zookeeper (session)", proc)
         yield server
     finally:
         server.close()
+        if proc is not None:
+            server_process.untrack(proc)
 
 
 @pytest.fixture
