@@ -374,8 +374,8 @@ class Snapshot:
     @property
     def groups(self) -> list[str]:
         """Every group name (with connections or subscriptions), sorted."""
-        names = set(self.connections.column("group").to_pylist()) | set(self.subscriptions.column("group").to_pylist())
-        return sorted(names)
+        distinct = (pc.unique(t.column("group")).to_pylist() for t in (self.connections, self.subscriptions))
+        return sorted(set().union(*distinct))
 
     @cached_property
     def _index(self) -> GroupIndex:
