@@ -229,7 +229,10 @@ mod tests {
             scan_keys(br#"{"a": "x\"y", "ab": 1, "a ": 2}"#),
             KeyScan::Distinct
         );
-        assert_eq!(scan_keys("{\"é\": 1, \"e\": 2}".as_bytes()), KeyScan::Distinct);
+        assert_eq!(
+            scan_keys("{\"é\": 1, \"e\": 2}".as_bytes()),
+            KeyScan::Distinct
+        );
     }
 
     #[test]

@@ -366,18 +366,33 @@ mod tests {
             .unwrap();
         for ids in [
             vec![format!("c{a}"), format!("c{b}")],
-            vec![format!("c{b}"), "x".into(), format!("c{a}"), format!("c{b}")],
+            vec![
+                format!("c{b}"),
+                "x".into(),
+                format!("c{a}"),
+                format!("c{b}"),
+            ],
         ] {
             let g = ConsumerList::new(ids);
             for v in [1u32, 3] {
                 let ring = ConsistentHashRing::build(&g, v, Charset::Utf8).unwrap();
-                let got: Vec<(u32, u32)> = ring.keys.iter().copied().zip(ring.owners.iter().copied()).collect();
+                let got: Vec<(u32, u32)> = ring
+                    .keys
+                    .iter()
+                    .copied()
+                    .zip(ring.owners.iter().copied())
+                    .collect();
                 assert_eq!(got, naive(&g, u64::from(v)));
             }
         }
         let g = ConsumerList::new((0..50).map(|i| format!("id{}", i % 37)).collect());
         let ring = ConsistentHashRing::build(&g, 10, Charset::Utf8).unwrap();
-        let got: Vec<(u32, u32)> = ring.keys.iter().copied().zip(ring.owners.iter().copied()).collect();
+        let got: Vec<(u32, u32)> = ring
+            .keys
+            .iter()
+            .copied()
+            .zip(ring.owners.iter().copied())
+            .collect();
         assert_eq!(got, naive(&g, 10));
     }
 
