@@ -189,7 +189,7 @@ pub fn consumer_items<'py>(ids: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, P
     Ok(as_list(ids, "consumers", client_err)?.iter().collect())
 }
 
-/// The client ids as `&str` read in place (CPython keeps an ASCII string's UTF-8 form in the
+/// The client ids as `&str` read in place (the interpreter keeps an ASCII string's UTF-8 form in the
 /// object): the same per-item errors as [`consumer_list`], no string copied.
 pub fn borrowed_ids<'a>(items: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<&'a str>> {
     items

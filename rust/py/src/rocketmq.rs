@@ -362,8 +362,7 @@ pub fn owners<'py>(
 
 /// `AVG` / `AVG_BY_CIRCLE` over presorted queues: only their number matters, and of the ids only
 /// which slots repeat an earlier one, so the ids are read in place (no copy) and each owner is
-/// written once into the array handed over to numpy, while a second core range-checks the queue
-/// ids (reading them costs as much as writing the owners). Same errors, in the same order, as the
+/// written once into the array handed over to numpy. Same errors, in the same order, as the
 /// general path: queue ids, then client ids, then the core's list checks.
 fn owners_of_count_written<'py>(
     py: Python<'py>,
@@ -371,31 +370,13 @@ fn owners_of_count_written<'py>(
     queue_ids: &PyReadonlyArray1<'py, i64>,
     consumers: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let qids = queue_ids.as_slice()?;
-    let items = columns::consumer_items(consumers);
-    let ids = match items {
-        Ok(ref items) => columns::borrowed_ids(items),
-        Err(e) => Err(e),
-    };
-    let ids = match ids {
-        Ok(ids) => ids,
-        Err(e) => {
-            columns::check_java_ints(qids)?; // a bad queue id is named first
-            return Err(e);
-        }
-    };
+    let n = columns::queue_count(queue_ids)?;
+    let items = columns::consumer_items(consumers)?;
+    let ids = columns::borrowed_ids(&items)?;
     let first = mqbalance_core::queues::first_slots(&ids);
     let empty = ids.iter().position(|id| id.is_empty());
-    let (in_range, out) = py.detach(|| {
-        rayon::join(
-            || columns::all_java_ints(qids),
-            || allocate::owners_of_first_slots(s, qids.len(), &first, empty),
-        )
-    });
-    if !in_range {
-        columns::check_java_ints(qids)?;
-    }
-    Ok(run(py, || out)?.into_pyarray(py))
+    let out = run(py, || allocate::owners_of_first_slots(s, n, &first, empty))?;
+    Ok(out.into_pyarray(py))
 }
 
 /// Whether any object of a JSON text repeats a key: `"distinct"`, `"duplicate"` or `"unsure"`
