@@ -27,6 +27,10 @@ use crate::queues::{ConsumerList, QueueView};
 /// Java would need gigabytes for rings past this size; we refuse with [`AllocateError::RingTooLarge`].
 pub const MAX_RING_ENTRIES: usize = 1 << 24;
 
+/// Rings of at most this many virtual nodes are built by sorting when no two hashes collide
+/// (expected collisions at this size: n²/2³³ ≈ 0.12).
+const SORTED_RING_MAX: usize = 1 << 15;
+
 /// How strings become bytes before hashing. RocketMQ 5.x always uses UTF-8; 4.x used the JVM's
 /// default charset, where characters the charset cannot map become `?` (one per code point).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -180,18 +184,20 @@ impl ConsistentHashRing {
 
         // Without a hash collision every slot's replicas start where speculated and no node
         // replaces another: the ring is the speculative nodes, sorted. A collision (two equal
-        // hashes side by side once sorted) takes the sequential insertion below instead.
-        let mut entries: Vec<(u32, u32)> = hashes
-            .par_iter()
-            .enumerate()
-            .map(|(k, &h)| (h, group.first_of(k / v.max(1)) as u32))
-            .collect();
-        entries.par_sort_unstable();
-        if entries.windows(2).all(|w| w[0].0 != w[1].0) {
-            let (keys, owners) = entries.into_iter().unzip();
-            return Ok(ConsistentHashRing { keys, owners });
+        // hashes side by side once sorted) takes the sequential insertion below instead. Rings
+        // large enough that a 32-bit collision is likely (from ~65k nodes on) go there directly.
+        if hashes.len() <= SORTED_RING_MAX {
+            let mut entries: Vec<(u32, u32)> = hashes
+                .iter()
+                .enumerate()
+                .map(|(k, &h)| (h, group.first_of(k / v.max(1)) as u32))
+                .collect();
+            entries.sort_unstable();
+            if entries.windows(2).all(|w| w[0].0 != w[1].0) {
+                let (keys, owners) = entries.into_iter().unzip();
+                return Ok(ConsistentHashRing { keys, owners });
+            }
         }
-        drop(entries);
 
         let mut ring: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(c * v, FxBuildHasher);
         let mut count = vec![0u64; c];
