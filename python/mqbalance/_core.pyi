@@ -1,7 +1,7 @@
 """Private Rust extension. Use the ``mqbalance`` facade instead."""
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, ClassVar, SupportsIndex, final, overload
+from typing import Any, ClassVar, Literal, SupportsIndex, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -212,6 +212,7 @@ def owners_by_pair(
     seg_strategy: npt.NDArray[np.uint32],
     consumers: list[list[str]],
 ) -> npt.NDArray[np.int64]: ...
+def json_keys(text: str) -> Literal["distinct", "duplicate", "unsure"]: ...
 def server_assign(
     name: str, members: Any, topics: dict[str, int], kafka_version: str
 ) -> dict[str, dict[str, list[int]]]: ...

@@ -258,30 +258,39 @@ pub struct ConsumerList {
     first: Vec<u32>,
 }
 
+/// For every slot of `ids`, the first slot holding the same id (what [`ConsumerList`] keeps);
+/// the ids may be borrowed (`&str`), so a caller that only needs the slots copies no string.
+///
+/// ```
+/// use mqbalance_core::queues::first_slots;
+/// assert_eq!(first_slots(&["a", "b", "a"]), vec![0, 1, 0]);
+/// ```
+pub fn first_slots<S: AsRef<str>>(ids: &[S]) -> Vec<u32> {
+    // A sorted list (what every rebalance passes) keeps equal ids adjacent: one comparison
+    // per id finds the first slots, no hashing.
+    if ids.windows(2).all(|w| w[0].as_ref() <= w[1].as_ref()) {
+        let mut first = Vec::with_capacity(ids.len());
+        for j in 0..ids.len() {
+            let f = if j > 0 && ids[j].as_ref() == ids[j - 1].as_ref() {
+                first[j - 1]
+            } else {
+                j as u32
+            };
+            first.push(f);
+        }
+        return first;
+    }
+    let mut seen: HashMap<&str, u32> = HashMap::with_capacity_and_hasher(ids.len(), FxBuildHasher);
+    ids.iter()
+        .enumerate()
+        .map(|(j, id)| *seen.entry(id.as_ref()).or_insert(j as u32))
+        .collect()
+}
+
 impl ConsumerList {
     /// Wrap a list of client ids.
     pub fn new(ids: Vec<String>) -> Self {
-        // A sorted list (what every rebalance passes) keeps equal ids adjacent: one comparison
-        // per id finds the first slots, no hashing.
-        if ids.windows(2).all(|w| w[0] <= w[1]) {
-            let mut first = Vec::with_capacity(ids.len());
-            for j in 0..ids.len() {
-                let f = if j > 0 && ids[j] == ids[j - 1] {
-                    first[j - 1]
-                } else {
-                    j as u32
-                };
-                first.push(f);
-            }
-            return ConsumerList { ids, first };
-        }
-        let mut seen: HashMap<&str, u32> =
-            HashMap::with_capacity_and_hasher(ids.len(), FxBuildHasher);
-        let first = ids
-            .iter()
-            .enumerate()
-            .map(|(j, id)| *seen.entry(id.as_str()).or_insert(j as u32))
-            .collect();
+        let first = first_slots(&ids);
         ConsumerList { ids, first }
     }
 
@@ -304,6 +313,11 @@ impl ConsumerList {
     #[inline]
     pub fn first_of(&self, j: usize) -> usize {
         self.first[j] as usize
+    }
+
+    /// The first slot of every slot ([`first_slots`]).
+    pub fn first_slots(&self) -> &[u32] {
+        &self.first
     }
 
     /// True when slot `j` is the first occurrence of its id.

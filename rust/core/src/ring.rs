@@ -27,6 +27,10 @@ use crate::queues::{ConsumerList, QueueView};
 /// Java would need gigabytes for rings past this size; we refuse with [`AllocateError::RingTooLarge`].
 pub const MAX_RING_ENTRIES: usize = 1 << 24;
 
+/// Rings of at most this many virtual nodes are built by sorting when no two hashes collide
+/// (expected collisions at this size: n²/2³³ ≈ 0.12).
+const SORTED_RING_MAX: usize = 1 << 15;
+
 /// How strings become bytes before hashing. RocketMQ 5.x always uses UTF-8; 4.x used the JVM's
 /// default charset, where characters the charset cannot map become `?` (one per code point).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -178,6 +182,23 @@ impl ConsistentHashRing {
             })
             .collect();
 
+        // Without a hash collision every slot's replicas start where speculated and no node
+        // replaces another: the ring is the speculative nodes, sorted. A collision (two equal
+        // hashes side by side once sorted) takes the sequential insertion below instead. Rings
+        // large enough that a 32-bit collision is likely (from ~65k nodes on) go there directly.
+        if hashes.len() <= SORTED_RING_MAX {
+            let mut entries: Vec<(u32, u32)> = hashes
+                .iter()
+                .enumerate()
+                .map(|(k, &h)| (h, group.first_of(k / v.max(1)) as u32))
+                .collect();
+            entries.sort_unstable();
+            if entries.windows(2).all(|w| w[0].0 != w[1].0) {
+                let (keys, owners) = entries.into_iter().unzip();
+                return Ok(ConsistentHashRing { keys, owners });
+            }
+        }
+
         let mut ring: HashMap<u32, u32> = HashMap::with_capacity_and_hasher(c * v, FxBuildHasher);
         let mut count = vec![0u64; c];
         let mut buf = Vec::new();
@@ -322,6 +343,63 @@ mod tests {
         let a = ring.owners.iter().filter(|&&o| o == 0).count();
         assert_eq!((a, ring.len()), (10, 15));
         assert!(ring.owners.iter().all(|&o| o != 2));
+    }
+
+    /// `ConsistentHashRouter.addNode` literally: each slot's replicas start at the ring entries its
+    /// id already owns, a later equal hash replaces the earlier node.
+    fn naive(group: &ConsumerList, v: u64) -> Vec<(u32, u32)> {
+        let mut ring = std::collections::BTreeMap::new();
+        for j in 0..group.len() {
+            let owner = group.first_of(j) as u32;
+            let r = ring.values().filter(|&&o| o == owner).count() as u64;
+            for t in 0..v {
+                let key = virtual_node_key(&group.ids()[j], r + t);
+                ring.insert(md5_hash(key.as_bytes()), owner);
+            }
+        }
+        ring.into_iter().collect()
+    }
+
+    #[test]
+    fn colliding_virtual_nodes_are_inserted_in_order() {
+        // Two ids whose replica-0 keys share a ring hash (a birthday search over "c<i>-0").
+        let mut seen = HashMap::default();
+        let (a, b) = (0u32..)
+            .find_map(|i| {
+                let h = md5_hash(format!("c{i}-0").as_bytes());
+                seen.insert(h, i).map(|j| (j, i))
+            })
+            .unwrap();
+        for ids in [
+            vec![format!("c{a}"), format!("c{b}")],
+            vec![
+                format!("c{b}"),
+                "x".into(),
+                format!("c{a}"),
+                format!("c{b}"),
+            ],
+        ] {
+            let g = ConsumerList::new(ids);
+            for v in [1u32, 3] {
+                let ring = ConsistentHashRing::build(&g, v, Charset::Utf8).unwrap();
+                let got: Vec<(u32, u32)> = ring
+                    .keys
+                    .iter()
+                    .copied()
+                    .zip(ring.owners.iter().copied())
+                    .collect();
+                assert_eq!(got, naive(&g, u64::from(v)));
+            }
+        }
+        let g = ConsumerList::new((0..50).map(|i| format!("id{}", i % 37)).collect());
+        let ring = ConsistentHashRing::build(&g, 10, Charset::Utf8).unwrap();
+        let got: Vec<(u32, u32)> = ring
+            .keys
+            .iter()
+            .copied()
+            .zip(ring.owners.iter().copied())
+            .collect();
+        assert_eq!(got, naive(&g, 10));
     }
 
     #[test]

@@ -302,3 +302,28 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The allocation-free writer (borrowed ids, caller's output) is `owners_of_count`, duplicated
+    /// and empty ids included.
+    #[test]
+    fn written_owners_are_owners_of_count(
+        n in 1..80usize,
+        ids in prop::collection::vec(prop::sample::select(vec!["", "a", "b", "c", "😀", "a@b"]), 1..12),
+        sorted in any::<bool>(),
+    ) {
+        let mut ids: Vec<&str> = ids;
+        if sorted {
+            ids.sort_unstable();
+        }
+        let group = ConsumerList::new(ids.iter().map(|s| (*s).to_string()).collect());
+        let first = mqbalance_core::queues::first_slots(&ids);
+        prop_assert_eq!(&first[..], group.first_slots());
+        let empty = ids.iter().position(|s| s.is_empty());
+        for strategy in [Strategy::Avg, Strategy::AvgByCircle] {
+            let want = allocate::owners_of_count(&strategy, n, &group, None).unwrap();
+            let out = allocate::owners_of_first_slots(&strategy, n, &first, empty).unwrap();
+            prop_assert_eq!(out, want);
+        }
+    }
+}

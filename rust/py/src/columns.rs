@@ -131,10 +131,18 @@ pub fn queue_count(arr: &PyReadonlyArray1<'_, i64>) -> PyResult<usize> {
     Ok(slice.len())
 }
 
-fn check_java_ints(slice: &[i64]) -> PyResult<()> {
+/// True when every value is a Java `int`: one branch-free pass in 64-bit adds, shifts and ors that
+/// vectorise on any x86-64 (a value is a Java int when `v + 2^31` fits in 32 bits).
+pub fn all_java_ints(slice: &[i64]) -> bool {
+    slice.iter().fold(0u64, |acc, &v| {
+        acc | ((v as u64).wrapping_add(1 << 31) >> 32)
+    }) == 0
+}
+
+/// [`all_java_ints`], and the first value out of range as the error when not.
+pub fn check_java_ints(slice: &[i64]) -> PyResult<()> {
     let in_range = |v: &i64| i32::try_from(*v).is_ok();
-    // One branch-free pass (vectorised) in the common case; the position only when it fails.
-    if slice.iter().fold(true, |ok, v| ok & in_range(v)) {
+    if all_java_ints(slice) {
         return Ok(());
     }
     let (i, &v) = slice
@@ -174,6 +182,21 @@ pub fn queue_table(
     let (tdict, tcodes) = str_column(topics, "topics", queue_err)?;
     let (bdict, bcodes) = str_column(brokers, "brokers", queue_err)?;
     QueueTable::from_columns(tdict, tcodes, bdict, bcodes, qids).py_err()
+}
+
+/// The items of a client-id list, kept alive for [`borrowed_ids`].
+pub fn consumer_items<'py>(ids: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    Ok(as_list(ids, "consumers", client_err)?.iter().collect())
+}
+
+/// The client ids as `&str` read in place (the interpreter keeps an ASCII string's UTF-8 form in the
+/// object): the same per-item errors as [`consumer_list`], no string copied.
+pub fn borrowed_ids<'a>(items: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<&'a str>> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| one_str(item, "consumers", i, client_err))
+        .collect()
 }
 
 /// Client ids (a list of str), as passed.

@@ -27,6 +27,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rocketmq::assign_prepared, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::owners, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::owners_by_pair, m)?)?;
+    m.add_function(wrap_pyfunction!(rocketmq::json_keys, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::ring_hash, m)?)?;

@@ -325,6 +325,13 @@ pub fn owners<'py>(
     previous: Option<PyReadonlyArray1<'py, i64>>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let s = &strategy.inner;
+    if presorted
+        && rooms.is_none()
+        && previous.is_none()
+        && matches!(s, Strategy::Avg | Strategy::AvgByCircle)
+    {
+        return owners_of_count_written(py, s, &queue_ids, consumers);
+    }
     let previous: Option<Vec<i64>> = previous.map(|p| p.as_array().to_vec());
     let prev = previous.as_deref();
     if presorted && !s.reads_queue_names() && rooms.is_none() {
@@ -351,6 +358,41 @@ pub fn owners<'py>(
         }
     })?;
     Ok(out.into_pyarray(py))
+}
+
+/// `AVG` / `AVG_BY_CIRCLE` over presorted queues: only their number matters, and of the ids only
+/// which slots repeat an earlier one, so the ids are read in place (no copy) and each owner is
+/// written once into the array handed over to numpy. Same errors, in the same order, as the
+/// general path: queue ids, then client ids, then the core's list checks.
+fn owners_of_count_written<'py>(
+    py: Python<'py>,
+    s: &Strategy,
+    queue_ids: &PyReadonlyArray1<'py, i64>,
+    consumers: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let n = columns::queue_count(queue_ids)?;
+    let items = columns::consumer_items(consumers)?;
+    let ids = columns::borrowed_ids(&items)?;
+    let first = mqbalance_core::queues::first_slots(&ids);
+    let empty = ids.iter().position(|id| id.is_empty());
+    let out = run(py, || allocate::owners_of_first_slots(s, n, &first, empty))?;
+    Ok(out.into_pyarray(py))
+}
+
+/// Whether any object of a JSON text repeats a key: `"distinct"`, `"duplicate"` or `"unsure"`
+/// (an escaped key, malformed text: the caller's key-checking parser decides). Keys compared as
+/// written, without the GIL.
+#[pyfunction]
+pub fn json_keys(py: Python<'_>, text: &Bound<'_, pyo3::types::PyString>) -> &'static str {
+    use mqbalance_core::json_keys::{scan_keys, KeyScan};
+    let Ok(text) = text.to_str() else {
+        return "unsure"; // a lone surrogate: not UTF-8, the parser names it
+    };
+    match py.detach(|| scan_keys(text.as_bytes())) {
+        KeyScan::Distinct => "distinct",
+        KeyScan::Duplicate => "duplicate",
+        KeyScan::Unsure => "unsure",
+    }
 }
 
 /// Many (group, topic) segments in one call: rows `bounds[s]..bounds[s+1]` use

@@ -164,6 +164,7 @@ def assign_batch_rows(
 
     batched: list[np.ndarray] = []
     batched_bounds, batched_strategies, batched_ids = [0], [], []
+    batched_groups: list[ConsumerGroup] = []
     for p, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
         group = groups.get(pair_groups[p])
         if group is not None and group.unknown_settings:
@@ -175,6 +176,7 @@ def assign_batch_rows(
             batched_bounds.append(batched_bounds[-1] + (b - a))
             batched_strategies.append(computable(group.strategies[0]).build())
             batched_ids.append(group.client_ids)
+            batched_groups.append(group)
             continue
         rows, who = assign_pair(group, topics.slice(a, b - a), brokers.slice(a, b - a), qids[a:b])
         if len(rows):
@@ -200,7 +202,7 @@ def assign_batch_rows(
         owned_mask[sub] = True  # their unowned rows are already in, with a null consumer
         # A duplicated id: every further process with it consumes the same queues.
         for s, ids in enumerate(batched_ids):
-            if len(set(ids)) == len(ids):
+            if not batched_groups[s].duplicated_ids:  # known from the group: no hashing of its ids
                 continue
             first: dict[str, int] = {}
             lo, hi = batched_bounds[s], batched_bounds[s + 1]

@@ -281,12 +281,19 @@ class ConsumerGroup:
     ) -> ConsumerGroup:
         """The same group from columns (ids, a code into ``specs`` per connection, optionally
         ``client_addr, language, version``): no object per connection until one is asked for."""
-        counts = Counter(client_ids)
-        duplicated = sorted(cid for cid, n in counts.items() if n > 1)
-        _, first = np.unique(spec_codes, return_index=True)
-        distinct = [specs[int(spec_codes[i])] for i in sorted(first.tolist())]
+        # The common case in C-level passes: every id once, every connection on one strategy.
+        counts: dict[str, int] = dict.fromkeys(client_ids, 1)
+        duplicated: list[str] = []
+        if len(counts) != len(client_ids):
+            counts = dict(Counter(client_ids))
+            duplicated = sorted(cid for cid, n in counts.items() if n > 1)
+        if len(spec_codes) and not (spec_codes != spec_codes[0]).any():
+            distinct = [specs[int(spec_codes[0])]]
+        else:
+            _, first = np.unique(spec_codes, return_index=True)
+            distinct = [specs[int(spec_codes[i])] for i in sorted(first.tolist())]
         view = ConnectionColumns(client_ids, spec_codes, specs, details)
-        return cls(name, message_model, view, client_ids, duplicated, distinct, dict(counts))  # type: ignore[arg-type]
+        return cls(name, message_model, view, client_ids, duplicated, distinct, counts)  # type: ignore[arg-type]
 
     @classmethod
     def of(cls, name: str, message_model: MessageModel, connections: tuple[Connection, ...]) -> ConsumerGroup:
@@ -374,8 +381,8 @@ class Snapshot:
     @property
     def groups(self) -> list[str]:
         """Every group name (with connections or subscriptions), sorted."""
-        names = set(self.connections.column("group").to_pylist()) | set(self.subscriptions.column("group").to_pylist())
-        return sorted(names)
+        distinct = (pc.unique(t.column("group")).to_pylist() for t in (self.connections, self.subscriptions))
+        return sorted(set().union(*distinct))
 
     @cached_property
     def _index(self) -> GroupIndex:
@@ -497,20 +504,36 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
         """The snapshot's groups; ``details`` keeps each connection's address, language and version
         (what :meth:`Snapshot.consumer_groups` shows; executors do without)."""
         c = snapshot.connections
-        order = pc.sort_indices(c, sort_keys=[("group", "ascending")])  # stable
-        groups = c.column("group").take(order).combine_chunks()
-        models = c.column("message_model").take(order).combine_chunks()
+        groups = c.column("group").combine_chunks()
         n = len(groups)
         starts = np.flatnonzero(value_changes(groups)) if n else np.zeros(0, dtype=np.int64)
+        names = groups.take(pa.array(starts)).to_pylist()
+        if len(set(names)) == len(names):  # each group's rows already together (a JSON snapshot): no sort
+            order = None
+        else:
+            order = pc.sort_indices(c, sort_keys=[("group", "ascending")])  # stable
+            groups = groups.take(order)
+            starts = np.flatnonzero(value_changes(groups)) if n else np.zeros(0, dtype=np.int64)
+            names = groups.take(pa.array(starts)).to_pylist()
         stops = np.append(starts[1:], n)
-        at = pa.array(starts)
-        bounds = {
-            g: (int(a), int(b), m)
-            for g, a, b, m in zip(groups.take(at).to_pylist(), starts, stops, models.take(at).to_pylist())
-        }
-        codes = snapshot._spec_codes[order.to_numpy()] if n else np.zeros(0, dtype=np.int32)
-        kept = c.select(["client_addr", "language", "version"]).take(order).combine_chunks() if details else None
-        return cls(bounds, c.column("client_id").take(order).combine_chunks(), codes, list(snapshot._specs), kept)
+        models = (
+            c.column("message_model")
+            .combine_chunks()
+            .take(pa.array(starts if order is None else order.take(pa.array(starts))))
+        )
+        runs = sorted(zip(names, starts.tolist(), stops.tolist(), models.to_pylist()))
+        bounds = {g: (a, b, m) for g, a, b, m in runs}
+
+        def ordered(column: Any) -> Any:
+            return (column if order is None else column.take(order)).combine_chunks()
+
+        codes = (
+            (snapshot._spec_codes if order is None else snapshot._spec_codes[order.to_numpy()])
+            if n
+            else np.zeros(0, dtype=np.int32)
+        )
+        kept = ordered(c.select(["client_addr", "language", "version"])) if details else None
+        return cls(bounds, ordered(c.column("client_id")), codes, list(snapshot._specs), kept)
 
     def __getitem__(self, name: str) -> ConsumerGroup:
         group = self._built.get(name)

@@ -44,3 +44,17 @@ pub fn owners(n: usize, group: &ConsumerList) -> Vec<i64> {
     out.resize(n, -1);
     out
 }
+
+/// [`owners`] from each slot's owner (`slots[j]`: `j`, or `-1` for a slot that owns nothing, see
+/// [`super::slot_owners`]), appended to `out`: each row written once.
+pub fn push_owners(out: &mut Vec<i64>, n: usize, slots: &[i64]) {
+    let (base, c) = (out.len(), slots.len());
+    out.reserve(n);
+    for (j, &owner) in slots.iter().enumerate() {
+        let (start, take) = block(n, c, j);
+        if take > 0 {
+            out.resize(base + start + take, owner);
+        }
+    }
+    out.resize(base + n, -1);
+}

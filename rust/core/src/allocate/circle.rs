@@ -22,3 +22,18 @@ pub fn owners(n: usize, group: &ConsumerList) -> Vec<i64> {
         })
         .collect()
 }
+
+/// [`owners`] from each slot's owner (see [`super::slot_owners`]), appended to `out`: the slots'
+/// owners copied round after round.
+pub fn push_owners(out: &mut Vec<i64>, n: usize, slots: &[i64]) {
+    let base = out.len();
+    out.reserve(n);
+    if slots.is_empty() {
+        out.resize(base + n, -1);
+        return;
+    }
+    while out.len() - base < n {
+        let take = slots.len().min(n - (out.len() - base));
+        out.extend_from_slice(&slots[..take]);
+    }
+}

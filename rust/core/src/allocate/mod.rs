@@ -292,6 +292,58 @@ pub fn owners_of_count(
     Ok(out)
 }
 
+/// What each slot's queues get under `AVG` / `AVG_BY_CIRCLE`: `j` for the first slot of an id,
+/// `-1` for a later slot of a duplicated id and for the (first) slot of the empty id `""`
+/// (`empty_slot`), whose own call throws.
+///
+/// ```
+/// use mqbalance_core::allocate::slot_owners;
+/// assert_eq!(slot_owners(&[0, 1, 0, 3], Some(3)), vec![0, 1, -1, -1]);
+/// ```
+pub fn slot_owners(first: &[u32], empty_slot: Option<usize>) -> Vec<i64> {
+    first
+        .iter()
+        .enumerate()
+        .map(|(j, &f)| {
+            if f as usize == j && empty_slot != Some(j) {
+                j as i64
+            } else {
+                -1
+            }
+        })
+        .collect()
+}
+
+/// [`owners_of_count`] for `AVG` / `AVG_BY_CIRCLE` without a [`ConsumerList`]: only the ids'
+/// first slots ([`crate::queues::first_slots`], which read borrowed ids) and the first slot of an
+/// empty id matter. Each entry is written once (no zeroed buffer first). Same checks and errors as
+/// [`owners_of_count`].
+///
+/// ```
+/// use mqbalance_core::allocate::{owners_of_first_slots, Strategy};
+/// assert_eq!(owners_of_first_slots(&Strategy::Avg, 5, &[0, 1], None).unwrap(), vec![0, 0, 0, 1, 1]);
+/// ```
+pub fn owners_of_first_slots(
+    strategy: &Strategy,
+    n: usize,
+    first: &[u32],
+    empty_slot: Option<usize>,
+) -> Result<Vec<i64>, AllocateError> {
+    check::check_lists(n, first.len())?;
+    let mut out = Vec::with_capacity(n);
+    match strategy {
+        Strategy::Avg => avg::push_owners(&mut out, n, &slot_owners(first, empty_slot)),
+        Strategy::AvgByCircle => circle::push_owners(&mut out, n, &slot_owners(first, empty_slot)),
+        _ => {
+            return Err(AllocateError::UnsupportedStrategy {
+                name: strategy.name(),
+                reason: "only AVG and AVG_BY_CIRCLE are computed from the count alone".into(),
+            })
+        }
+    }
+    Ok(out)
+}
+
 /// Queues that would go to an empty id `""` become unowned (that client's own call throws).
 pub(crate) fn unown_empty_ids(owners: &mut [i64], group: &ConsumerList) {
     if group.ids().iter().any(String::is_empty) {

@@ -1,0 +1,67 @@
+"""``mqbalance assign`` with one process per queue against one process per 100 queues, same queues
+(issue 36: target ≤ 1.5×). Timing on (``make bench``): ``benches/assign_scale.py --connections``'s
+measurement at 10^6 queues, 3 alternating rounds. As a plain test, 2×10^4 queues: the fast JSON
+path (keys checked in Rust, no hook) gives the very snapshot the key-checking hook and the
+entry-by-entry checks give, and both fleets go through the command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from assign_scale import HEAVY, LIGHT_QUEUES_PER_PROCESS, connections, make_json_fleet  # noqa: E402
+from mqbalance import _core  # noqa: E402
+from mqbalance.exceptions import SnapshotError  # noqa: E402
+from mqbalance.fleet.rocketmq.checks import no_duplicate_keys  # noqa: E402
+from mqbalance.fleet.rocketmq.files import load_snapshot, parse_json  # noqa: E402
+from test_snapshot_columns import entry_by_entry  # noqa: E402  (tests/ is on the path: conftest)
+
+
+@pytest.mark.filterwarnings("ignore:Benchmark fixture was not used at all in this test")
+def test_assign_one_process_per_queue_against_one_per_100(benchmark, record, full_size, tmp_path):
+    if full_size:
+        row = connections(10**6, 3, tmp_path / "out")
+        record(
+            row["heavy_s"],
+            rounds=3,
+            label=f"same queues, 1 process per {LIGHT_QUEUES_PER_PROCESS} queues (ratio {row['ratio']}x)",
+            reference_s=row["light_s"],
+            target_s=1.5 * row["light_s"],
+        )
+        return
+    size = 20_000
+    for name, extra in (("heavy", {}), ("light", {"processes": size // LIGHT_QUEUES_PER_PROCESS})):
+        path = tmp_path / f"{name}.json"
+        _, _, processes = make_json_fleet(size, path, **HEAVY, **extra)  # type: ignore[arg-type]
+        text = path.read_text()
+        assert _core.json_keys(text) == "distinct"
+        slow = json.loads(text, object_pairs_hook=no_duplicate_keys)
+        assert parse_json(text) == slow
+        snap = load_snapshot(path)
+        assert snap == entry_by_entry(slow, str(path)) and snap.connections.num_rows == processes
+        done = subprocess.run(
+            [sys.executable, "-m", "mqbalance.cli", "assign", str(path), "--top", "3", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert f"{len(snap.groups)} groups" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"topics": {}, "groups": {"g": {"connections": [{"clientId": "a", "clientId": "b"}]}}}',
+        '{"a": 1, "\\u0061": 2}',  # the same key, one escaped: the Rust pass is unsure, the hook names it
+    ],
+)
+def test_a_repeated_key_is_named_whichever_path_sees_it(text):
+    with pytest.raises(SnapshotError, match="duplicate key"):
+        parse_json(text)
