@@ -7,12 +7,12 @@ built once, then ``assign`` is called ``--warmup`` times untimed and ``--rounds`
 likewise (inputs built outside the timed region) through the columnar entry point and through the
 dict API. The statistic is the median of the timed rounds.
 
-The Java side is a small harness around Kafka's assignor classes compiled unchanged; it is not in
-this repository (it is built from fetched Kafka sources). Point ``--java-classes`` at its class
-directory; the harness reads one group per line on stdin (see ``_tokens``) and, with
-``bench <warmup> <rounds>``, prints ``{"min_ns", "median_ns", "rounds"}`` per group.
+The Java side is ``io.mqbalance.harness.kafka.ServerAssignorBench`` of the Java harness's ``kafka``
+module (``make java``): Kafka 4.4.0's ``UniformAssignor`` / ``RangeAssignor`` from the
+kafka-group-coordinator jar, one JVM per point; it reads the group as one line on stdin (see
+``_tokens``) and prints ``{"min_ns", "median_ns", "rounds", "assigned"}``.
 
-    python benches/kafka_server_vs_java.py --java-classes /path/to/classes --out benches/kafka_server_results
+    python benches/kafka_server_vs_java.py --out benches/kafka_server_results
 """
 
 from __future__ import annotations
@@ -26,8 +26,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kafka_server_groups import Group, build
-from mqbalance.kafka import server_assign, server_assign_columns
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+
+from java_harness import java_command  # noqa: E402
+from kafka_server_groups import Group, build  # noqa: E402
+from mqbalance.kafka import server_assign, server_assign_columns  # noqa: E402
+
+BENCH_CLASS = "io.mqbalance.harness.kafka.ServerAssignorBench"
 
 POINTS = [
     (topics, heterogeneous, incremental)
@@ -72,7 +78,8 @@ def _median(f: Any, warmup: int, rounds: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--java-classes", required=True, help="class directory of the Java harness")
+    ap.add_argument("--heap-mb", type=int, default=2048, help="the Java side's heap")
+    ap.add_argument("--only", default="", help="run only points whose 'assignor/topics/het/inc' contains this")
     ap.add_argument("--out", default="benches/kafka_server_results")
     ap.add_argument("--members", type=int, default=10_000)
     ap.add_argument("--ratio", type=int, default=10)
@@ -82,16 +89,20 @@ def main() -> None:
     rows = []
     for name in ("uniform", "range"):
         for topics, het, inc in POINTS:
+            label = f"{name}/{topics}/{'het' if het else 'hom'}/{'inc' if inc else 'full'}"
+            if args.only not in label:
+                continue
             g = build(
                 members=args.members, ratio=args.ratio, topics=topics, heterogeneous=het, incremental=inc, name=name
             )
             cols = g.columns()
             java = subprocess.run(
-                ["java", "-Xmx6g", "-cp", args.java_classes, "harness.Harness", "bench"]
-                + [str(args.warmup), str(args.rounds)],
+                [*java_command("kafka", BENCH_CLASS, heap_mb=args.heap_mb), str(args.warmup), str(args.rounds)],
                 input=_tokens(g) + "\n", capture_output=True, text=True, check=True,
             )  # fmt: skip
-            java_s = json.loads(java.stdout.splitlines()[0])["median_ns"] / 1e9
+            answer = json.loads(java.stdout.splitlines()[0])
+            assert answer["assigned"] == int(g.counts.sum()), (label, answer["assigned"])
+            java_s = answer["median_ns"] / 1e9
             cols_s = _median(lambda: server_assign_columns(name, **cols), args.warmup, args.rounds)  # noqa: B023
             dict_s = _median(lambda: server_assign(name, g.dicts, g.topics), args.warmup, args.rounds)  # noqa: B023
             row = {
@@ -107,6 +118,8 @@ def main() -> None:
             }
             print(row, file=sys.stderr, flush=True)
             rows.append(row)
+    if args.only:
+        return  # a partial run leaves the results alone
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     keys = list(rows[0])
