@@ -11,8 +11,8 @@
 //! ```
 //! use mqbalance_core::assign::server::{assign, KafkaRelease, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid};
 //! let t = ServerTopic { id: Uuid { msb: 1, lsb: 2 }, partitions: Some(5) };
-//! let m = |id: &str| ServerMember { member_id: id.into(), instance_id: None, subscribed: vec![0].into(), current: vec![] };
-//! let group = ServerGroup { topics: vec![t], members: vec![m("b"), m("a")] };
+//! let m = |id: &str| ServerMember { member_id: id.into(), instance_id: None, subscribed: vec![0].into(), current: 0..0 };
+//! let group = ServerGroup { topics: vec![t], members: vec![m("b"), m("a")], current: Default::default() };
 //! // uniform fills members in the given order; the extra partition goes to the last member
 //! // (Kafka 4.1 on: b gets 2, a gets 3), to the first before 4.1 (b gets 3, a gets 2).
 //! let newest = KafkaRelease::NEWEST;
@@ -29,6 +29,7 @@ mod release;
 mod uniform;
 mod uuid;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -87,8 +88,9 @@ pub struct ServerMember {
     /// Subscribed topics (indices into [`ServerGroup::topics`]), in the order given; members
     /// with the same subscription may share one list (it is then checked and counted once).
     pub subscribed: Arc<[u32]>,
-    /// Current assignment: (topic index, partitions), topics and partitions in the order given.
-    pub current: Vec<(u32, Vec<u32>)>,
+    /// Current assignment: these entries of [`ServerGroup::current`], each (topic index,
+    /// partitions); topics and partitions in the order given.
+    pub current: Range<usize>,
 }
 
 /// The group as the assignor sees it.
@@ -98,6 +100,77 @@ pub struct ServerGroup {
     pub topics: Vec<ServerTopic>,
     /// Members in the coordinator's order.
     pub members: Vec<ServerMember>,
+    /// Every member's current assignment, in one table (see [`ServerMember::current`]).
+    pub current: CurrentTable,
+}
+
+/// The current assignments of a whole group in two flat vectors (no allocation per member):
+/// entry `k` is a topic and the partitions pushed after it.
+///
+/// ```
+/// use mqbalance_core::assign::server::CurrentTable;
+/// let mut c = CurrentTable::default();
+/// c.push_entry(3);
+/// c.push_partition(1);
+/// c.push_partition(0);
+/// c.push_entry(5);
+/// assert_eq!((c.len(), c.entry(0), c.entry(1)), (2, (3, &[1, 0][..]), (5, &[][..])));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CurrentTable {
+    /// (topic index, start of its partitions in `partitions`).
+    entries: Vec<(u32, usize)>,
+    partitions: Vec<u32>,
+}
+
+impl CurrentTable {
+    /// A table with room for `entries` entries and `partitions` partitions.
+    pub fn with_capacity(entries: usize, partitions: usize) -> Self {
+        CurrentTable {
+            entries: Vec::with_capacity(entries),
+            partitions: Vec::with_capacity(partitions),
+        }
+    }
+
+    /// Start a new entry for `topic`; the partitions pushed next are its.
+    pub fn push_entry(&mut self, topic: u32) {
+        self.entries.push((topic, self.partitions.len()));
+    }
+
+    /// Append a partition to the last entry.
+    pub fn push_partition(&mut self, partition: u32) {
+        self.partitions.push(partition);
+    }
+
+    /// Append partitions to the last entry.
+    pub fn extend_partitions(&mut self, partitions: &[u32]) {
+        self.partitions.extend_from_slice(partitions);
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the table has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entry `k`: (topic index, partitions).
+    pub fn entry(&self, k: usize) -> (u32, &[u32]) {
+        let (t, start) = self.entries[k];
+        let end = self
+            .entries
+            .get(k + 1)
+            .map_or(self.partitions.len(), |e| e.1);
+        (t, &self.partitions[start..end])
+    }
+
+    /// The entries of `range` (a member's [`ServerMember::current`]).
+    pub fn entries(&self, range: Range<usize>) -> impl Iterator<Item = (u32, &[u32])> + '_ {
+        range.map(|k| self.entry(k))
+    }
 }
 
 /// What the broker-side assignors refuse.
@@ -175,7 +248,8 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
         .iter()
         .map(|t| vec![-1; t.partitions.unwrap_or(0) as usize])
         .collect();
-    let mut ids: FxHashSet<&str> = FxHashSet::default();
+    let mut ids: FxHashSet<&str> =
+        FxHashSet::with_capacity_and_hasher(g.members.len(), rustc_hash::FxBuildHasher);
     let mut unknown: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut seen = vec![u32::MAX; nt];
     let mut seen_sub = vec![0u32; nt];
@@ -201,7 +275,8 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
             }
         }
         let stamp = mi as u32;
-        for (t, parts) in &m.current {
+        for (t, parts) in g.current.entries(m.current.clone()) {
+            let t = &t;
             let slot = seen
                 .get_mut(*t as usize)
                 .ok_or(ServerAssignError::TopicIndex(*t))?;
