@@ -16,11 +16,13 @@ Usage::
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from kafka.cluster import ClusterMetadata
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
@@ -28,6 +30,8 @@ from mqbalance.kafka import user_data
 from mqbalance.kafka.assignors import Assignor, Subscription, TopicPartition, assignor
 
 log = logging.getLogger("mqbalance.kafka")
+
+_KAFKA_PYTHON_PARTITIONS_FOR_TOPIC = ClusterMetadata.partitions_for_topic
 
 __all__ = ["RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"]
 
@@ -102,6 +106,30 @@ def _grouped(tps: Iterable[tuple[str, int]]) -> list[tuple[str, list[int]]]:
 _MAKERS: dict[int, _AssignmentMaker] = {}
 
 
+def _partition_counts(cluster: Any) -> Any:
+    """What to ask a topic's partitions of: ``cluster.partitions_for_topic``, or, for kafka-python's
+    own ``ClusterMetadata`` (its method not replaced), the ``{partition: metadata}`` dict that
+    method would copy into a new set for every topic (the same ``None`` for an unknown topic, the
+    same length otherwise; only the length is read).
+
+    >>> from kafka.cluster import ClusterMetadata
+    >>> c = ClusterMetadata()
+    >>> c._partitions = {"t": dict.fromkeys(range(3))}
+    >>> ask = _partition_counts(c)
+    >>> len(ask("t")), len(c.partitions_for_topic("t")), ask("u"), c.partitions_for_topic("u")
+    (3, 3, None, None)
+    """
+    own = getattr(cluster, "__dict__", {})
+    partitions = own.get("_partitions")
+    if (
+        getattr(type(cluster), "partitions_for_topic", None) is _KAFKA_PYTHON_PARTITIONS_FOR_TOPIC
+        and "partitions_for_topic" not in own
+        and type(partitions) is dict
+    ):
+        return partitions.get
+    return cluster.partitions_for_topic
+
+
 class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python is untyped
     name = ""
     version = 0
@@ -118,18 +146,30 @@ class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # ka
         """``{member_id: ConsumerProtocolAssignment}``, what kafka-python's ``ConsumerCoordinator``
         expects. The distinct topics, their partition counts (``cluster.partitions_for_topic``,
         once per topic), the sticky userData and the grouped ``(topic, (partition, ...))`` lists
-        are all handled in Rust; per member, Python reads its fields and makes its assignment."""
-        by_id = {m.member_id: m for m in members}  # one entry per member id, like a dict of subscriptions
-        owned = self._owned
-        rows = []
-        for mid, m in by_id.items():
-            names = m.metadata.topics
-            if type(names) is not list:
-                names = list(names)
-            rows.append((mid, getattr(m, "group_instance_id", None), names, *owned(m)))
-        make = _MAKERS.get(self.version) or _MAKERS.setdefault(self.version, _AssignmentMaker(self.version))
-        grouped = self._assignor._assign_grouped(cluster.partitions_for_topic, rows)
-        return {mid: make(g) for mid, g in zip(by_id, grouped)}
+        are all handled in Rust; per member, Python reads its fields and makes its assignment.
+
+        The cyclic garbage collector is paused for the call (and restored after), as in
+        :func:`~mqbalance.kafka.server_assign`: a large group's answer is ~100k fresh tuples,
+        which would otherwise set off collections over the caller's whole heap (the coordinator's
+        metadata included); nothing made here can form a cycle."""
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            by_id = {m.member_id: m for m in members}  # one entry per member id, like a dict of subscriptions
+            owned = self._owned
+            rows = []
+            for mid, m in by_id.items():
+                names = m.metadata.topics
+                if type(names) is not list:
+                    names = list(names)
+                rows.append((mid, getattr(m, "group_instance_id", None), names, *owned(m)))
+            make = _MAKERS.get(self.version) or _MAKERS.setdefault(self.version, _AssignmentMaker(self.version))
+            grouped = self._assignor._assign_grouped(_partition_counts(cluster), rows)
+            return {mid: make(g) for mid, g in zip(by_id, grouped)}
+        finally:
+            if paused:
+                gc.enable()
 
     def metadata(self, topics: Any) -> Any:
         return ConsumerProtocolSubscription(self.version, sorted(topics), b"")

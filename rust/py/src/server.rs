@@ -210,13 +210,8 @@ fn member(
         None
     };
     if let Some(cur) = cur {
-        let pairs: Vec<Bound<'_, PyAny>> = if let Ok(d) = cur.cast::<PyDict>() {
-            d.items().iter().collect()
-        } else {
-            cur.try_iter()?.collect::<PyResult<_>>()?
-        };
-        for pair in pairs {
-            let (t, parts) = current_entry(&pair)?;
+        let mut read = |pair: &Bound<'_, PyAny>| -> PyResult<()> {
+            let (t, parts) = current_entry(pair)?;
             table.push_entry(topics.intern(&t, None)?);
             if let Ok(l) = parts.cast::<PyList>() {
                 for p in l.iter() {
@@ -226,6 +221,21 @@ fn member(
                 for p in parts.try_iter()? {
                     table.push_partition(partition(&p?)?);
                 }
+            }
+            Ok(())
+        };
+        if let Ok(l) = cur.cast::<PyList>() {
+            for pair in l.iter() {
+                read(&pair)?;
+            }
+        } else {
+            let pairs: Vec<Bound<'_, PyAny>> = if let Ok(d) = cur.cast::<PyDict>() {
+                d.items().iter().collect()
+            } else {
+                cur.try_iter()?.collect::<PyResult<_>>()?
+            };
+            for pair in &pairs {
+                read(pair)?;
             }
         }
     }
@@ -294,18 +304,28 @@ pub fn server_assign<'py>(
     let mut keys = Vec::new();
     let mut current = CurrentTable::default();
     let mut previous = Previous::default();
-    for item in members.try_iter()? {
-        // `range` does not read the current assignment: it is neither extracted nor checked.
-        let with_current = a == ServerAssignor::Uniform;
+    // `range` does not read the current assignment: it is neither extracted nor checked.
+    let with_current = a == ServerAssignor::Uniform;
+    let mut read = |item: &Bound<'py, PyAny>| -> PyResult<()> {
         list.push(member(
             py,
-            &item?,
+            item,
             &mut table,
             &mut previous,
             with_current,
             &mut keys,
             &mut current,
         )?);
+        Ok(())
+    };
+    if let Ok(l) = members.cast::<PyList>() {
+        for item in l.iter() {
+            read(&item)?;
+        }
+    } else {
+        for item in members.try_iter()? {
+            read(&item?)?;
+        }
     }
     let group = ServerGroup {
         topics: table.table,
