@@ -16,7 +16,6 @@ Usage::
 
 from __future__ import annotations
 
-import gc
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
@@ -146,30 +145,18 @@ class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # ka
         """``{member_id: ConsumerProtocolAssignment}``, what kafka-python's ``ConsumerCoordinator``
         expects. The distinct topics, their partition counts (``cluster.partitions_for_topic``,
         once per topic), the sticky userData and the grouped ``(topic, (partition, ...))`` lists
-        are all handled in Rust; per member, Python reads its fields and makes its assignment.
-
-        The cyclic garbage collector is paused for the call (and restored after), as in
-        :func:`~mqbalance.kafka.server_assign`: a large group's answer is ~100k fresh tuples,
-        which would otherwise set off collections over the caller's whole heap (the coordinator's
-        metadata included); nothing made here can form a cycle."""
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            by_id = {m.member_id: m for m in members}  # one entry per member id, like a dict of subscriptions
-            owned = self._owned
-            rows = []
-            for mid, m in by_id.items():
-                names = m.metadata.topics
-                if type(names) is not list:
-                    names = list(names)
-                rows.append((mid, getattr(m, "group_instance_id", None), names, *owned(m)))
-            make = _MAKERS.get(self.version) or _MAKERS.setdefault(self.version, _AssignmentMaker(self.version))
-            grouped = self._assignor._assign_grouped(_partition_counts(cluster), rows)
-            return {mid: make(g) for mid, g in zip(by_id, grouped)}
-        finally:
-            if paused:
-                gc.enable()
+        are all handled in Rust; per member, Python reads its fields and makes its assignment."""
+        by_id = {m.member_id: m for m in members}  # one entry per member id, like a dict of subscriptions
+        owned = self._owned
+        rows = []
+        for mid, m in by_id.items():
+            names = m.metadata.topics
+            if type(names) is not list:
+                names = list(names)
+            rows.append((mid, getattr(m, "group_instance_id", None), names, *owned(m)))
+        make = _MAKERS.get(self.version) or _MAKERS.setdefault(self.version, _AssignmentMaker(self.version))
+        grouped = self._assignor._assign_grouped(_partition_counts(cluster), rows)
+        return {mid: make(g) for mid, g in zip(by_id, grouped)}
 
     def metadata(self, topics: Any) -> Any:
         return ConsumerProtocolSubscription(self.version, sorted(topics), b"")
