@@ -3,8 +3,8 @@
 //! extracted with the GIL held; the assignor runs with it released ([`run`]).
 
 use mqbalance_core::assign::server::{
-    self, CurrentTable, KafkaRelease, Owners, ServerAssignor, ServerGroup, ServerMember,
-    ServerTopic, Uuid,
+    self, CurrentTable, KafkaRelease, MemberIds, Owners, ServerAssignor, ServerGroup,
+    ServerMember, ServerTopic, Uuid,
 };
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::intern;
@@ -180,17 +180,22 @@ fn member(
     previous: &mut Previous,
     with_current: bool,
     keys: &mut Vec<Py<PyAny>>,
+    ids: &mut MemberIds,
     table: &mut CurrentTable,
 ) -> PyResult<ServerMember> {
     let id_object = field(item, intern!(py, "member_id"))?
         .ok_or_else(|| bad(format!("member {} has no member_id", repr(item)), item))?;
-    let member_id: String = id_object
-        .extract()
+    let id_str = id_object
+        .cast::<PyString>()
         .map_err(|_| bad("member_id must be str".into(), item))?;
+    let member_id = id_str
+        .to_str()
+        .map_err(|_| bad("member_id must be str".into(), item))?;
+    ids.push(member_id);
     keys.push(if id_object.is_exact_instance_of::<PyString>() {
-        id_object.unbind()
+        id_object.clone().unbind()
     } else {
-        PyString::new(py, &member_id).into_any().unbind()
+        PyString::new(py, member_id).into_any().unbind()
     });
     let instance_id: Option<String> = match field(item, intern!(py, "instance_id"))? {
         Some(v) => Some(
@@ -240,7 +245,6 @@ fn member(
         }
     }
     Ok(ServerMember {
-        member_id,
         instance_id,
         subscribed,
         current: first..table.len(),
@@ -303,6 +307,7 @@ pub fn server_assign<'py>(
     let mut list = Vec::new();
     let mut keys = Vec::new();
     let mut current = CurrentTable::default();
+    let mut ids = MemberIds::default();
     let mut previous = Previous::default();
     // `range` does not read the current assignment: it is neither extracted nor checked.
     let with_current = a == ServerAssignor::Uniform;
@@ -314,6 +319,7 @@ pub fn server_assign<'py>(
             &mut previous,
             with_current,
             &mut keys,
+            &mut ids,
             &mut current,
         )?);
         Ok(())
@@ -329,6 +335,7 @@ pub fn server_assign<'py>(
     }
     let group = ServerGroup {
         topics: table.table,
+        member_ids: ids,
         members: list,
         current,
     };
@@ -531,7 +538,7 @@ pub fn server_assign_columns<'py>(
     name: &str,
     topic_ids: &Bound<'py, PyAny>,
     partition_counts: PyReadonlyArray1<'py, i64>,
-    member_ids: Vec<String>,
+    member_ids: &Bound<'py, PyList>,
     instance_ids: Option<Vec<Option<String>>>,
     member_subscription: Option<PyReadonlyArray1<'py, i64>>,
     subscription_offsets: PyReadonlyArray1<'py, i64>,
@@ -546,6 +553,13 @@ pub fn server_assign_columns<'py>(
     let table = topic_table(topic_ids, partition_counts.as_slice()?)?;
     let n_topics = table.table.len();
     let n = member_ids.len();
+    let mut ids = MemberIds::with_capacity(n, 0);
+    for id in member_ids.iter() {
+        let id = id.cast::<PyString>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("member_ids must be a list of str")
+        })?;
+        ids.push(id.to_str()?);
+    }
     let instances = instance_ids.unwrap_or_else(|| vec![None; n]);
     if instances.len() != n {
         return Err(InvalidInputError::new_err((
@@ -584,20 +598,36 @@ pub fn server_assign_columns<'py>(
     let uniform = assignor == ServerAssignor::Uniform;
     // `range` does not read the current assignment: it is neither extracted nor checked.
     let rows = if uniform { cur_t.len() } else { 0 };
-    let mut parts: Vec<u32> = Vec::with_capacity(rows);
-    for row in 0..rows {
-        index("current topic", cur_t[row], n_topics)?;
-        parts.push(u32::try_from(cur_p[row]).map_err(|_| {
-            InvalidInputError::new_err((format!("negative partition {}", cur_p[row]), cur_p[row]))
-        })?);
+    // One branch-free pass checks every row; only a bad column is walked again, row by row, for
+    // the first bad value in row order.
+    let (t_ok, p_ok) = cur_t[..rows].iter().zip(&cur_p[..rows]).fold(
+        (true, true),
+        |(t_ok, p_ok), (&t, &p)| {
+            (
+                t_ok & (0 <= t) & (t < n_topics as i64),
+                p_ok & (0 <= p) & (p <= i64::from(u32::MAX)),
+            )
+        },
+    );
+    if !(t_ok && p_ok) {
+        for row in 0..rows {
+            index("current topic", cur_t[row], n_topics)?;
+            u32::try_from(cur_p[row]).map_err(|_| {
+                InvalidInputError::new_err((
+                    format!("negative partition {}", cur_p[row]),
+                    cur_p[row],
+                ))
+            })?;
+        }
     }
+    let parts: Vec<u32> = cur_p[..rows].iter().map(|&p| p as u32).collect();
     let mut current = CurrentTable::with_capacity(if uniform { n } else { 0 }, rows);
     let mut members = Vec::with_capacity(n);
     // The member that last listed each topic, and the order a member's topics first came in.
     let mut stamp = vec![usize::MAX; n_topics];
     let mut rank = vec![0u32; n_topics];
     let mut gather: Vec<(u32, usize)> = Vec::new();
-    for (m, (member_id, instance_id)) in member_ids.into_iter().zip(instances).enumerate() {
+    for (m, instance_id) in instances.into_iter().enumerate() {
         let subscribed = Arc::clone(&table_rows[which[m]]);
         let first = current.len();
         let (start, end) = if uniform { (co[m], co[m + 1]) } else { (0, 0) };
@@ -646,7 +676,6 @@ pub fn server_assign_columns<'py>(
             }
         }
         members.push(ServerMember {
-            member_id,
             instance_id,
             subscribed,
             current: first..current.len(),
@@ -654,6 +683,7 @@ pub fn server_assign_columns<'py>(
     }
     let group = ServerGroup {
         topics: table.table,
+        member_ids: ids,
         members,
         current,
     };

@@ -22,7 +22,7 @@ fn sorted_members(g: &ServerGroup) -> Vec<usize> {
             (Some(x), Some(y)) => java_cmp(x, y),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
-            (None, None) => java_cmp(&ma.member_id, &mb.member_id),
+            (None, None) => java_cmp(g.member_ids.get(a), g.member_ids.get(b)),
         }
     });
     order
