@@ -3,14 +3,15 @@
 //! extracted with the GIL held; the assignor runs with it released ([`run`]).
 
 use mqbalance_core::assign::server::{
-    self, CurrentTable, KafkaRelease, MemberIds, Owners, ServerAssignor, ServerGroup,
-    ServerMember, ServerTopic, Uuid,
+    self, CurrentTable, KafkaRelease, MemberIds, Owners, ServerAssignor, ServerGroup, ServerMember,
+    ServerTopic, Uuid,
 };
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::errors::{run, InvalidInputError, UnknownStrategyError};
@@ -143,7 +144,9 @@ fn partition(p: &Bound<'_, PyAny>) -> PyResult<u32> {
 
 /// A `[topic_id, [partition, ...]]` entry: lists and tuples read directly, anything else of
 /// length 2 through the sequence protocol.
-fn current_entry<'py>(pair: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+fn current_entry<'py>(
+    pair: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let entry = || {
         bad(
             "current_assignment entries must be [topic_id, [partition, ...]]".into(),
@@ -171,6 +174,15 @@ fn current_entry<'py>(pair: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, 
     ))
 }
 
+/// What [`member`] gathers for the whole group besides each member.
+#[derive(Default)]
+struct Read {
+    /// Each member's id as a Python key for the result.
+    keys: Vec<Py<PyAny>>,
+    ids: MemberIds,
+    current: CurrentTable,
+}
+
 /// A member's id as given, and as a Python key for the result: the caller's own `str` object
 /// when it is exactly a `str` (its hash is already computed), else a new one.
 fn member(
@@ -179,10 +191,13 @@ fn member(
     topics: &mut Topics,
     previous: &mut Previous,
     with_current: bool,
-    keys: &mut Vec<Py<PyAny>>,
-    ids: &mut MemberIds,
-    table: &mut CurrentTable,
+    out: &mut Read,
 ) -> PyResult<ServerMember> {
+    let Read {
+        keys,
+        ids,
+        current: table,
+    } = out;
     let id_object = field(item, intern!(py, "member_id"))?
         .ok_or_else(|| bad(format!("member {} has no member_id", repr(item)), item))?;
     let id_str = id_object
@@ -305,43 +320,39 @@ pub fn server_assign<'py>(
         table.intern(&k, Some(count))?;
     }
     let mut list = Vec::new();
-    let mut keys = Vec::new();
-    let mut current = CurrentTable::default();
-    let mut ids = MemberIds::default();
+    let mut read = Read::default();
     let mut previous = Previous::default();
     // `range` does not read the current assignment: it is neither extracted nor checked.
     let with_current = a == ServerAssignor::Uniform;
-    let mut read = |item: &Bound<'py, PyAny>| -> PyResult<()> {
+    let mut one = |item: &Bound<'py, PyAny>| -> PyResult<()> {
         list.push(member(
             py,
             item,
             &mut table,
             &mut previous,
             with_current,
-            &mut keys,
-            &mut ids,
-            &mut current,
+            &mut read,
         )?);
         Ok(())
     };
     if let Ok(l) = members.cast::<PyList>() {
         for item in l.iter() {
-            read(&item)?;
+            one(&item)?;
         }
     } else {
         for item in members.try_iter()? {
-            read(&item?)?;
+            one(&item?)?;
         }
     }
     let group = ServerGroup {
         topics: table.table,
-        member_ids: ids,
+        member_ids: read.ids,
         members: list,
-        current,
+        current: read.current,
     };
     let owners = run(py, || server::assign(a, &group, kafka))?;
     drop(group);
-    result(py, &owners, &table.names, &keys)
+    result(py, &owners, &table.names, &read.keys)
 }
 
 /// Partition numbers below this share one `int` object each in a dict result.
@@ -528,6 +539,88 @@ fn subscription_rows(
     Ok((rows, which))
 }
 
+/// Every row of the current-assignment columns checked (topic index, partition a Java int not
+/// negative), then each member's rows (`bounds`: its row range) as entries of one table: runs of
+/// rows with one topic, a topic whose rows are not contiguous merged into one entry (topics in
+/// order of first appearance, partitions in row order). Returns the table and each member's
+/// entries.
+fn current_table(
+    cur_t: &[i64],
+    cur_p: &[i64],
+    bounds: &[(usize, usize)],
+    n_topics: usize,
+) -> PyResult<(CurrentTable, Vec<Range<usize>>)> {
+    // One branch-free pass over both columns (their extremes); only a bad column is walked again,
+    // row by row, for the first bad value in row order.
+    let (lo_t, hi_t) = cur_t
+        .iter()
+        .fold((0i64, -1i64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let (lo_p, hi_p) = cur_p
+        .iter()
+        .fold((0i64, 0i64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    if lo_t < 0 || hi_t >= n_topics as i64 || lo_p < 0 || hi_p > i64::from(u32::MAX) {
+        for (&t, &p) in cur_t.iter().zip(cur_p) {
+            index("current topic", t, n_topics)?;
+            u32::try_from(p)
+                .map_err(|_| InvalidInputError::new_err((format!("negative partition {p}"), p)))?;
+        }
+    }
+    let parts: Vec<u32> = cur_p.iter().map(|&p| p as u32).collect();
+    let mut current = CurrentTable::with_capacity(bounds.len(), parts.len());
+    let mut ranges = Vec::with_capacity(bounds.len());
+    // The member that last listed each topic, and the order a member's topics first came in.
+    let mut stamp = vec![usize::MAX; n_topics];
+    let mut rank = vec![0u32; n_topics];
+    let mut gather: Vec<(u32, usize)> = Vec::new();
+    let run_end = |row: usize, end: usize| {
+        let mut run = row + 1;
+        while run < end && cur_t[run] == cur_t[row] {
+            run += 1;
+        }
+        run
+    };
+    for (m, &(start, end)) in bounds.iter().enumerate() {
+        let first = current.len();
+        let mut runs = 0u32;
+        let mut scattered = false;
+        let mut row = start;
+        while row < end {
+            let topic = cur_t[row] as usize;
+            if stamp[topic] == m {
+                scattered = true;
+            } else {
+                stamp[topic] = m;
+                rank[topic] = runs;
+                runs += 1;
+            }
+            row = run_end(row, end);
+        }
+        if scattered {
+            gather.clear();
+            gather.extend((start..end).map(|r| (rank[cur_t[r] as usize], r)));
+            gather.sort_by_key(|&(k, _)| k); // stable: rows keep their order within a topic
+            let mut last = u32::MAX;
+            for &(k, r) in &gather {
+                if k != last {
+                    current.push_entry(cur_t[r] as u32);
+                    last = k;
+                }
+                current.push_partition(parts[r]);
+            }
+        } else {
+            let mut row = start;
+            while row < end {
+                let run = run_end(row, end);
+                current.push_entry(cur_t[row] as u32);
+                current.extend_partitions(&parts[row..run]);
+                row = run;
+            }
+        }
+        ranges.push(first..current.len());
+    }
+    Ok((current, ranges))
+}
+
 /// The columnar entry point: owner (member position, -1 for none) of every partition, topics in
 /// the order given and partitions ascending (`partition_counts` long blocks).
 #[pyfunction]
@@ -598,89 +691,20 @@ pub fn server_assign_columns<'py>(
     let uniform = assignor == ServerAssignor::Uniform;
     // `range` does not read the current assignment: it is neither extracted nor checked.
     let rows = if uniform { cur_t.len() } else { 0 };
-    // One branch-free pass checks every row; only a bad column is walked again, row by row, for
-    // the first bad value in row order.
-    let (t_ok, p_ok) = cur_t[..rows].iter().zip(&cur_p[..rows]).fold(
-        (true, true),
-        |(t_ok, p_ok), (&t, &p)| {
-            (
-                t_ok & (0 <= t) & (t < n_topics as i64),
-                p_ok & (0 <= p) & (p <= i64::from(u32::MAX)),
-            )
-        },
-    );
-    if !(t_ok && p_ok) {
-        for row in 0..rows {
-            index("current topic", cur_t[row], n_topics)?;
-            u32::try_from(cur_p[row]).map_err(|_| {
-                InvalidInputError::new_err((
-                    format!("negative partition {}", cur_p[row]),
-                    cur_p[row],
-                ))
-            })?;
-        }
-    }
-    let parts: Vec<u32> = cur_p[..rows].iter().map(|&p| p as u32).collect();
-    let mut current = CurrentTable::with_capacity(if uniform { n } else { 0 }, rows);
-    let mut members = Vec::with_capacity(n);
-    // The member that last listed each topic, and the order a member's topics first came in.
-    let mut stamp = vec![usize::MAX; n_topics];
-    let mut rank = vec![0u32; n_topics];
-    let mut gather: Vec<(u32, usize)> = Vec::new();
-    for (m, instance_id) in instances.into_iter().enumerate() {
-        let subscribed = Arc::clone(&table_rows[which[m]]);
-        let first = current.len();
-        let (start, end) = if uniform { (co[m], co[m + 1]) } else { (0, 0) };
-        // Runs of rows with one topic; a topic whose rows are not contiguous is merged into one
-        // entry (topics in order of first appearance, partitions in row order).
-        let mut runs = 0u32;
-        let mut scattered = false;
-        let mut row = start;
-        while row < end {
-            let topic = cur_t[row] as usize;
-            let mut run = row + 1;
-            while run < end && cur_t[run] == cur_t[row] {
-                run += 1;
-            }
-            if stamp[topic] == m {
-                scattered = true;
-            } else {
-                stamp[topic] = m;
-                rank[topic] = runs;
-                runs += 1;
-            }
-            row = run;
-        }
-        if scattered {
-            gather.clear();
-            gather.extend((start..end).map(|r| (rank[cur_t[r] as usize], r)));
-            gather.sort_by_key(|&(k, _)| k); // stable: rows keep their order within a topic
-            let mut last = u32::MAX;
-            for &(k, r) in &gather {
-                if k != last {
-                    current.push_entry(cur_t[r] as u32);
-                    last = k;
-                }
-                current.push_partition(parts[r]);
-            }
-        } else {
-            let mut row = start;
-            while row < end {
-                let mut run = row + 1;
-                while run < end && cur_t[run] == cur_t[row] {
-                    run += 1;
-                }
-                current.push_entry(cur_t[row] as u32);
-                current.extend_partitions(&parts[row..run]);
-                row = run;
-            }
-        }
-        members.push(ServerMember {
+    let bounds: Vec<(usize, usize)> = (0..n)
+        .map(|m| if uniform { (co[m], co[m + 1]) } else { (0, 0) })
+        .collect();
+    let (current, ranges) = current_table(&cur_t[..rows], &cur_p[..rows], &bounds, n_topics)?;
+    let members: Vec<ServerMember> = instances
+        .into_iter()
+        .zip(ranges)
+        .enumerate()
+        .map(|(m, (instance_id, current))| ServerMember {
             instance_id,
-            subscribed,
-            current: first..current.len(),
-        });
-    }
+            subscribed: Arc::clone(&table_rows[which[m]]),
+            current,
+        })
+        .collect();
     let group = ServerGroup {
         topics: table.table,
         member_ids: ids,

@@ -24,19 +24,20 @@ import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
 
 /**
- * Times Kafka's broker-side assignors ({@code UniformAssignor}, {@code RangeAssignor}) on groups
- * read from stdin, for {@code benches/kafka_server_vs_java.py}: one warm JVM, the group spec built
- * once outside the timed region, then {@code assign} called {@code warmup} times untimed and
- * {@code rounds} times timed.
+ * Times Kafka's broker-side assignors ({@code UniformAssignor}, {@code RangeAssignor}) for
+ * {@code benches/kafka_server_vs_java.py}: one warm JVM, the group spec built once from stdin
+ * outside any timed region, then {@code assign} timed round by round on request, so that the
+ * caller can interleave Java's rounds with its own.
  *
- * <p>One group per line, space-separated tokens: {@code name ntopics (topicId count)* nmembers
- * (memberId instance rack nsubs topicId* ncur (topicId n partition*)*)*}; {@code ~} stands for
- * none (instance, rack) and {@code nsubs} {@code =} reuses the previous member's subscription (the
- * same {@code Set} object, as the coordinator shares one per distinct subscription). For each line
- * it prints {@code {"min_ns": .., "median_ns": .., "rounds": [..], "assigned": ..}} ({@code
- * assigned}: partitions in the result, a check that the work was done).
+ * <p>The first line is the group, space-separated tokens: {@code name ntopics (topicId count)*
+ * nmembers (memberId instance rack nsubs topicId* ncur (topicId n partition*)*)*}; {@code ~}
+ * stands for none (instance, rack) and {@code nsubs} {@code =} reuses the previous member's
+ * subscription (the same {@code Set} object, as the coordinator shares one per distinct
+ * subscription). It answers {@code {"ready": true}}. Each further line {@code k} runs {@code k}
+ * rounds and answers {@code {"ns": [..], "assigned": ..}} (each round's nanoseconds; {@code
+ * assigned}: partitions in the last result, a check that the work was done). End of input ends it.
  *
- * <p>Example: {@code java -cp ... io.mqbalance.harness.kafka.ServerAssignorBench 5 9 < groups.txt}.
+ * <p>Example: {@code printf '<group>\n5\n1\n' | java -cp ... io.mqbalance.harness.kafka.ServerAssignorBench}.
  */
 public final class ServerAssignorBench {
 
@@ -156,35 +157,29 @@ public final class ServerAssignorBench {
     }
 
     public static void main(String[] args) throws Exception {
-        int warmup = Integer.parseInt(args[0]);
-        int rounds = Integer.parseInt(args[1]);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        for (String line = in.readLine(); line != null; line = in.readLine()) {
-            if (line.isBlank()) {
+        String line = in.readLine();
+        if (line == null) {
+            return;
+        }
+        Case c = parse(line);
+        line = null;
+        System.out.println("{\"ready\": true}");
+        System.out.flush();
+        for (String request = in.readLine(); request != null; request = in.readLine()) {
+            if (request.isBlank()) {
                 continue;
             }
-            Case c = parse(line);
-            line = null;
-            GroupAssignment last = null;
-            for (int k = 0; k < warmup; k++) {
-                last = c.assignor.assign(c.spec, c.topics);
-            }
+            int rounds = Integer.parseInt(request.trim());
             long[] times = new long[rounds];
+            GroupAssignment last = null;
             for (int k = 0; k < rounds; k++) {
                 long t0 = System.nanoTime();
                 last = c.assignor.assign(c.spec, c.topics);
                 times[k] = System.nanoTime() - t0;
             }
-            long[] sorted = times.clone();
-            Arrays.sort(sorted);
-            long median = rounds % 2 == 1
-                    ? sorted[rounds / 2]
-                    : (sorted[rounds / 2 - 1] + sorted[rounds / 2]) / 2;
-            StringBuilder out = new StringBuilder();
-            out.append("{\"min_ns\": ").append(sorted[0]).append(", \"median_ns\": ").append(median)
-                    .append(", \"rounds\": ").append(Arrays.toString(times))
-                    .append(", \"assigned\": ").append(last == null ? -1 : assigned(last)).append('}');
-            System.out.println(out);
+            System.out.println("{\"ns\": " + Arrays.toString(times) + ", \"assigned\": "
+                    + (last == null ? -1 : assigned(last)) + "}");
             System.out.flush();
         }
     }
