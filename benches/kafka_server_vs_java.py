@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 from java_harness import java_command  # noqa: E402
-from server_process import ServerProcess  # noqa: E402
 from kafka_server_groups import Group, build  # noqa: E402
 from mqbalance import _core  # noqa: E402
 from mqbalance.kafka import server_assign, server_assign_columns  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
 
 BENCH_CLASS = "io.mqbalance.harness.kafka.ServerAssignorBench"
 
