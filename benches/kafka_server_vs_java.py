@@ -11,10 +11,11 @@ interquartile range of each side's rounds. A round times the call up to its retu
 both sides: Java's result is left to its collector, ours is freed after the clock stops.
 
 ``build_ms`` is what the dict API's result costs to build alone, in the same run: CPython copying
-the finished answer into new dicts and lists (``{m: {t: ps.copy()}}``), the objects any dict API
-must return. ``floor_ms`` is the columnar entry point's unavoidable work, timed in Rust
-(``mqbalance._core._bench``, the ``bench`` cargo feature): the member ids read from their list,
-every current-assignment row checked and narrowed, the owner array allocated and filled.
+the finished answer into new dicts and lists (``{m: {t: ps.copy()}}``, the collector paused as
+``server_assign`` pauses it), the objects any dict API must return. ``floor_ms`` is the columnar
+entry point's unavoidable work, timed in Rust (``mqbalance._core._bench``, the ``bench`` cargo
+feature): the member ids read from their list, every current-assignment row checked and
+narrowed, the owner array allocated and filled.
 
 The Java side is ``io.mqbalance.harness.kafka.ServerAssignorBench`` of the Java harness's ``kafka``
 module (``make java``): Kafka 4.4.0's ``UniformAssignor`` / ``RangeAssignor`` from the
@@ -27,6 +28,7 @@ the rounds it is asked for.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -135,7 +137,12 @@ def floor(cols: dict[str, Any]) -> float:
 
 
 def _copy(answer: dict[str, dict[str, list[int]]]) -> dict[str, dict[str, list[int]]]:
-    return {m: {t: ps.copy() for t, ps in d.items()} for m, d in answer.items()}
+    """The answer's objects made anew, the collector paused as ``server_assign`` pauses it."""
+    gc.disable()
+    try:
+        return {m: {t: ps.copy() for t, ps in d.items()} for m, d in answer.items()}
+    finally:
+        gc.enable()
 
 
 def main() -> None:
