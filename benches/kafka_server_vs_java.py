@@ -103,6 +103,10 @@ class JavaSide:
 
     def stop(self) -> None:
         self.server.stop(kill=True)
+        proc = self.server.proc
+        for pipe in (proc.stdin, proc.stdout) if proc is not None else ():
+            if pipe is not None:
+                pipe.close()
 
 
 def _timed(f: Any) -> float:
