@@ -84,7 +84,7 @@ pub(super) fn assign(
     }
     let mut lists_of_topic: Vec<Vec<usize>> = vec![Vec::new(); g.topics.len()];
     for (k, (topics, _)) in lists.iter().enumerate() {
-        for &t in topics.iter() {
+        for &t in *topics {
             g.topics[t as usize].partitions.ok_or_else(missing)?;
             lists_of_topic[t as usize].push(k);
         }
