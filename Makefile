@@ -159,11 +159,9 @@ clean:
 # directory of the Java harness around Kafka's assignor classes, built outside this repository)
 # the side-by-side timing against Java. Writes benches/kafka_server_results/.
 .PHONY: bench-kafka-server
-bench-kafka-server: setup
+bench-kafka-server: setup java
 	$(PY) benches/kafka_server_movement.py --out benches/kafka_server_results
-	@if [ -n "$(JAVA_CLASSES)" ]; then \
-	  $(PY) benches/kafka_server_vs_java.py --java-classes "$(JAVA_CLASSES)" --out benches/kafka_server_results; \
-	else echo "JAVA_CLASSES not set: skipped the timing against Kafka's Java classes"; fi
+	$(PY) benches/kafka_server_vs_java.py --out benches/kafka_server_results
 
 # The network-fault tests (`pytest -m nemesis`, part of `make test`) make network namespaces and veths
 # with iproute2's `ip` (as root): installed when absent.

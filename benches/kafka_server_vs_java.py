@@ -2,32 +2,51 @@
 
 Kafka's benchmark points (``ServerSideAssignorBenchmark``): 10,000 members x 10 partitions per
 member over 1,000 and 100 topics, homogeneous and heterogeneous (5 buckets), a full assignment and
-an incremental one (one member joins a settled group). Java runs in one warm JVM: the group is
-built once, then ``assign`` is called ``--warmup`` times untimed and ``--rounds`` times timed; ours
-likewise (inputs built outside the timed region) through the columnar entry point and through the
-dict API. The statistic is the median of the timed rounds.
+an incremental one (one member joins a settled group). Java runs in one warm JVM per point, its
+group spec built once; ours gets the same group through the columnar entry point and through the
+dict API, inputs built outside the timed region. Each side runs ``--warmup`` untimed rounds, then
+``--rounds`` timed rounds interleaved one by one (Java, columns, dict, Java, ...), so that a change
+of load on the shared machine falls on all three. The statistic is the median; the spread is the
+interquartile range of each side's rounds. A round times the call up to its returned result on
+both sides: Java's result is left to its collector, ours is freed after the clock stops.
 
-The Java side is a small harness around Kafka's assignor classes compiled unchanged; it is not in
-this repository (it is built from fetched Kafka sources). Point ``--java-classes`` at its class
-directory; the harness reads one group per line on stdin (see ``_tokens``) and, with
-``bench <warmup> <rounds>``, prints ``{"min_ns", "median_ns", "rounds"}`` per group.
+``build_ms`` is what the dict API's result costs to build alone, in the same run: CPython copying
+the finished answer into new dicts and lists (``{m: {t: ps.copy()}}``, the collector paused as
+``server_assign`` pauses it), the objects any dict API must return. ``floor_ms`` is the columnar
+entry point's unavoidable work, timed in Rust (``mqbalance._core._bench``, the ``bench`` cargo
+feature): the member ids read from their list, every current-assignment row checked and
+narrowed, the owner array allocated and filled.
 
-    python benches/kafka_server_vs_java.py --java-classes /path/to/classes --out benches/kafka_server_results
+The Java side is ``io.mqbalance.harness.kafka.ServerAssignorBench`` of the Java harness's ``kafka``
+module (``make java``): Kafka 4.4.0's ``UniformAssignor`` / ``RangeAssignor`` from the
+kafka-group-coordinator jar. It reads the group as one line on stdin (see ``_tokens``), then runs
+the rounds it is asked for.
+
+    python benches/kafka_server_vs_java.py --out benches/kafka_server_results
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from kafka_server_groups import Group, build
-from mqbalance.kafka import server_assign, server_assign_columns
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+
+from java_harness import java_command  # noqa: E402
+from kafka_server_groups import Group, build  # noqa: E402
+from mqbalance import _core  # noqa: E402
+from mqbalance.kafka import server_assign, server_assign_columns  # noqa: E402
+from server_process import ServerProcess  # noqa: E402
+
+BENCH_CLASS = "io.mqbalance.harness.kafka.ServerAssignorBench"
 
 POINTS = [
     (topics, heterogeneous, incremental)
@@ -59,54 +78,141 @@ def _tokens(g: Group) -> str:
     return " ".join(out)
 
 
-def _median(f: Any, warmup: int, rounds: int) -> float:
-    for _ in range(warmup):
-        f()
-    times = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+class JavaSide:
+    """One JVM holding one group, timing rounds on request."""
+
+    def __init__(self, g: Group, heap_mb: int, log: Path) -> None:
+        argv = java_command("kafka", BENCH_CLASS, heap_mb=heap_mb)
+        self.server = ServerProcess(f"kafka-assignor-bench-{g.name}", argv, log=log, pipes=True)
+        self.server.start()
+        self.ask(_tokens(g))
+
+    def ask(self, line: str) -> Any:
+        proc = self.server.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write((line + "\n").encode())
+        proc.stdin.flush()
+        answer = proc.stdout.readline()
+        if not answer:
+            raise RuntimeError(f"the Java bench stopped; its log:\n{self.server.log_tail()}")
+        return json.loads(answer)
+
+    def rounds(self, k: int) -> tuple[list[float], int]:
+        answer = self.ask(str(k))
+        return [ns / 1e9 for ns in answer["ns"]], answer["assigned"]
+
+    def stop(self) -> None:
+        self.server.stop(kill=True)
+        proc = self.server.proc
+        for pipe in (proc.stdin, proc.stdout) if proc is not None else ():
+            if pipe is not None:
+                pipe.close()
+
+
+def _timed(f: Any) -> float:
+    t0 = time.perf_counter()
+    result = f()
+    elapsed = time.perf_counter() - t0
+    del result  # freed after the clock stops, as Java leaves its result to the collector
+    return elapsed
+
+
+def _stats(times: list[float]) -> tuple[float, float]:
+    """Median and interquartile range."""
+    q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
+    return statistics.median(times), q[2] - q[0]
+
+
+def floor(cols: dict[str, Any]) -> float:
+    """One round of the columnar entry point's unavoidable work, timed in Rust (see the module
+    docstring)."""
+    bench = getattr(_core, "_bench", None)
+    if bench is None:
+        raise SystemExit("mqbalance._core was built without the `bench` cargo feature (make dev builds it)")
+    seconds: float = bench.time_server_columns_floor(
+        cols["member_ids"],
+        cols["current_topics"],
+        cols["current_partitions"],
+        len(cols["topic_ids"]),
+        int(cols["partition_counts"].sum()),
+        1,
+    )
+    return seconds
+
+
+def _copy(answer: dict[str, dict[str, list[int]]]) -> dict[str, dict[str, list[int]]]:
+    """The answer's objects made anew, the collector paused as ``server_assign`` pauses it."""
+    gc.disable()
+    try:
+        return {m: {t: ps.copy() for t, ps in d.items()} for m, d in answer.items()}
+    finally:
+        gc.enable()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--java-classes", required=True, help="class directory of the Java harness")
+    ap.add_argument("--heap-mb", type=int, default=2048, help="the Java side's heap")
+    ap.add_argument("--only", default="", help="run only points whose 'assignor/topics/het/inc' contains this")
     ap.add_argument("--out", default="benches/kafka_server_results")
     ap.add_argument("--members", type=int, default=10_000)
     ap.add_argument("--ratio", type=int, default=10)
-    ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=15)
     args = ap.parse_args()
     rows = []
+    log = Path(tempfile.mkdtemp(prefix="kafka-assignor-bench-")) / "java.log"
     for name in ("uniform", "range"):
         for topics, het, inc in POINTS:
+            label = f"{name}/{topics}/{'het' if het else 'hom'}/{'inc' if inc else 'full'}"
+            if args.only not in label:
+                continue
             g = build(
                 members=args.members, ratio=args.ratio, topics=topics, heterogeneous=het, incremental=inc, name=name
             )
             cols = g.columns()
-            java = subprocess.run(
-                ["java", "-Xmx6g", "-cp", args.java_classes, "harness.Harness", "bench"]
-                + [str(args.warmup), str(args.rounds)],
-                input=_tokens(g) + "\n", capture_output=True, text=True, check=True,
-            )  # fmt: skip
-            java_s = json.loads(java.stdout.splitlines()[0])["median_ns"] / 1e9
-            cols_s = _median(lambda: server_assign_columns(name, **cols), args.warmup, args.rounds)  # noqa: B023
-            dict_s = _median(lambda: server_assign(name, g.dicts, g.topics), args.warmup, args.rounds)  # noqa: B023
+            answer = server_assign(name, g.dicts, g.topics)
+            sides = {
+                "columns": lambda: server_assign_columns(name, **cols),  # noqa: B023
+                "dict": lambda: server_assign(name, g.dicts, g.topics),  # noqa: B023
+                "build": lambda: _copy(answer),  # noqa: B023
+            }
+            java = JavaSide(g, args.heap_mb, log)
+            try:
+                java.rounds(args.warmup)
+                for f in sides.values():
+                    for _ in range(args.warmup):
+                        _timed(f)
+                times: dict[str, list[float]] = {"java": [], "floor": [], **{k: [] for k in sides}}
+                for _ in range(args.rounds):
+                    t, assigned = java.rounds(1)
+                    times["java"] += t
+                    for k, f in sides.items():
+                        times[k].append(_timed(f))
+                    times["floor"].append(floor(cols))
+            finally:
+                java.stop()
+            assert assigned == int(g.counts.sum()), (label, assigned)
+            med = {k: _stats(v) for k, v in times.items()}
             row = {
                 "assignor": name,
                 "topics": topics,
                 "subscriptions": "heterogeneous" if het else "homogeneous",
                 "assignment": "incremental" if inc else "full",
-                "java_ms": round(java_s * 1e3, 2),
-                "columns_ms": round(cols_s * 1e3, 2),
-                "dict_ms": round(dict_s * 1e3, 2),
-                "columns_speedup": round(java_s / cols_s, 2),
-                "dict_speedup": round(java_s / dict_s, 2),
+                "java_ms": round(med["java"][0] * 1e3, 2),
+                "columns_ms": round(med["columns"][0] * 1e3, 2),
+                "dict_ms": round(med["dict"][0] * 1e3, 2),
+                "build_ms": round(med["build"][0] * 1e3, 2),
+                "columns_speedup": round(med["java"][0] / med["columns"][0], 2),
+                "dict_speedup": round(med["java"][0] / med["dict"][0], 2),
+                "dict_over_build": round(med["dict"][0] / med["build"][0], 2),
+                "floor_ms": round(med["floor"][0] * 1e3, 2),
+                "columns_over_floor": round(med["columns"][0] / med["floor"][0], 2),
+                "iqr_ms java/columns/dict": "/".join(f"{med[k][1] * 1e3:.2f}" for k in ("java", "columns", "dict")),
             }
             print(row, file=sys.stderr, flush=True)
             rows.append(row)
+    if args.only:
+        return  # a partial run leaves the results alone
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     keys = list(rows[0])
@@ -116,7 +222,9 @@ def main() -> None:
     md = [
         (
             f"Broker-side assignors, {args.members:,} members x {args.ratio} partitions/member; median of "
-            f"{args.rounds} rounds after {args.warmup} warm-up rounds; speedup = Java / ours."
+            f"{args.rounds} interleaved rounds after {args.warmup} warm-up rounds; speedup = Java / ours; "
+            "build = the dict result's objects alone (CPython copying the answer); floor = the columnar "
+            "entry point's input and output work alone."
         ),
         "",
         "| " + " | ".join(keys) + " |",

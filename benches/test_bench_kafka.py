@@ -8,8 +8,8 @@ were decoded; the drop-in classes (``mqbalance.kafka.kafka_python``) get the ver
 interfaces from their own inputs to their own outputs against the same baseline, as separate
 rows.
 
-Targets (issue #17, medians, same run): drop-in range / roundrobin at 100k partitions / 1k members
->= 5x kafka-python's ``.assign``, ``assignor().assign`` >= 10x; drop-in sticky 10k / 1k <= 5 ms and
+Targets (issues #17 and #36, medians, same run): drop-in range / roundrobin at 100k partitions / 1k
+members >= 20x kafka-python's ``.assign``, ``assignor().assign`` >= 10x; drop-in sticky 10k / 1k <= 5 ms and
 100k / 1k <= 30 ms (kafka-python's sticky needs tens of seconds there, so its ratio is taken at
 2k / 200).
 """
@@ -98,7 +98,7 @@ def test_dropin_vs_kafka_python_100k_1k(compare, full_size, name):
         lambda: ours.assign(cluster, members),
         lambda: kafka_python_assign(name, cluster, members),
         check=_same,
-        min_ratio=5,
+        min_ratio=20,
         label="kafka-python 3.0.12 .assign",
     )
 

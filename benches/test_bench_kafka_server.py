@@ -2,7 +2,9 @@
 ``server_assign_columns`` against a straightforward pure-Python transcription of the same Java
 algorithm (``tests/support/kafka_server_reference.py``), same inputs, same run — the baseline a fresh
 machine has. The side-by-side against Kafka's own Java classes is ``kafka_server_vs_java.py``
-(it needs the compiled Java classes), with its committed results in ``kafka_server_results/``.
+(``make bench-kafka-server``; its Java side is ``ServerAssignorBench`` of the ``kafka`` module of
+``tests/java``), with its committed results in ``kafka_server_results/``; its small version here
+(``test_java_bench_harness_answers_rounds``, marker ``java``) runs that harness on a small group.
 
 Sizes: Kafka's benchmark shape (10 partitions per member, homogeneous for ``uniform``, 5
 subscription buckets for ``range``); 10,000 members over 100 topics when timing, 500 otherwise.
@@ -14,6 +16,7 @@ import numpy as np
 import pytest
 
 import kafka_server_reference as reference
+import kafka_server_vs_java as vs_java
 from kafka_server_groups import build
 from mqbalance.kafka import server_assign, server_assign_columns
 
@@ -69,3 +72,26 @@ def test_server_assign_columns_vs_python_transcription(compare, full_size, name,
         check=check,
         label="pure-Python transcription",
     )
+
+
+@pytest.mark.java
+@pytest.mark.parametrize("incremental", [False, True], ids=["full", "incremental"])
+@pytest.mark.parametrize("name", ["uniform", "range"])
+def test_java_bench_harness_answers_rounds(tmp_path, name, incremental):
+    """The Java side of ``kafka_server_vs_java.py`` on a small group: Kafka's assignor, fed the
+    group through ``_tokens``, assigns every partition in each round it is asked for; the
+    columnar floor helper answers too."""
+    g = build(members=40, ratio=3, topics=6, heterogeneous=name == "range", incremental=incremental, name=name)
+    java = vs_java.JavaSide(g, 128, tmp_path / "java.log")
+    try:
+        times, assigned = java.rounds(3)
+    finally:
+        java.stop()
+    assert len(times) == 3 and all(t > 0 for t in times)
+    assert (
+        assigned
+        == int(g.counts.sum())
+        == sum(len(ps) for d in server_assign(name, g.dicts, g.topics).values() for ps in d.values())
+    )
+    if getattr(vs_java._core, "_bench", None) is not None:
+        assert vs_java.floor(g.columns()) > 0

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from kafka.cluster import ClusterMetadata
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor, RebalanceProtocol
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
@@ -28,6 +29,8 @@ from mqbalance.kafka import user_data
 from mqbalance.kafka.assignors import Assignor, Subscription, TopicPartition, assignor
 
 log = logging.getLogger("mqbalance.kafka")
+
+_KAFKA_PYTHON_PARTITIONS_FOR_TOPIC = ClusterMetadata.partitions_for_topic
 
 __all__ = ["RangeAssignor", "RoundRobinAssignor", "StickyAssignor", "CooperativeStickyAssignor"]
 
@@ -102,6 +105,30 @@ def _grouped(tps: Iterable[tuple[str, int]]) -> list[tuple[str, list[int]]]:
 _MAKERS: dict[int, _AssignmentMaker] = {}
 
 
+def _partition_counts(cluster: Any) -> Any:
+    """What to ask a topic's partitions of: ``cluster.partitions_for_topic``, or, for kafka-python's
+    own ``ClusterMetadata`` (its method not replaced), the ``{partition: metadata}`` dict that
+    method would copy into a new set for every topic (the same ``None`` for an unknown topic, the
+    same length otherwise; only the length is read).
+
+    >>> from kafka.cluster import ClusterMetadata
+    >>> c = ClusterMetadata()
+    >>> c._partitions = {"t": dict.fromkeys(range(3))}
+    >>> ask = _partition_counts(c)
+    >>> len(ask("t")), len(c.partitions_for_topic("t")), ask("u"), c.partitions_for_topic("u")
+    (3, 3, None, None)
+    """
+    own = getattr(cluster, "__dict__", {})
+    partitions = own.get("_partitions")
+    if (
+        getattr(type(cluster), "partitions_for_topic", None) is _KAFKA_PYTHON_PARTITIONS_FOR_TOPIC
+        and "partitions_for_topic" not in own
+        and type(partitions) is dict
+    ):
+        return partitions.get
+    return cluster.partitions_for_topic
+
+
 class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # kafka-python is untyped
     name = ""
     version = 0
@@ -128,7 +155,7 @@ class _MqbalanceAssignor(AbstractPartitionAssignor):  # type: ignore[misc]  # ka
                 names = list(names)
             rows.append((mid, getattr(m, "group_instance_id", None), names, *owned(m)))
         make = _MAKERS.get(self.version) or _MAKERS.setdefault(self.version, _AssignmentMaker(self.version))
-        grouped = self._assignor._assign_grouped(cluster.partitions_for_topic, rows)
+        grouped = self._assignor._assign_grouped(_partition_counts(cluster), rows)
         return {mid: make(g) for mid, g in zip(by_id, grouped)}
 
     def metadata(self, topics: Any) -> Any:

@@ -164,6 +164,8 @@ def _strings(values: Any, name: str) -> list[str]:
 
 
 def _ints(values: Any, name: str) -> npt.NDArray[np.int64]:
+    if type(values) is np.ndarray and values.dtype == np.int64 and values.ndim == 1:
+        return np.ascontiguousarray(values)  # every int64 is in range: nothing to check
     return _validate.int_array(values, name, minimum=-(2**63), maximum=2**63 - 1)
 
 

@@ -63,10 +63,53 @@ fn time_md5_floor(py: Python<'_>, keys: Vec<String>, rounds: usize) -> PyResult<
     Ok(times[times.len() / 2])
 }
 
+/// The median wall time in seconds of `rounds` runs of the broker-side columnar entry point's
+/// unavoidable input and output work, nothing else: the member ids read from their Python list
+/// into one buffer, every current-assignment row range-checked and narrowed, and the owner
+/// array of `partitions` entries allocated and filled. The floor of `server_assign_columns`
+/// (`benches/kafka_server_vs_java.py`).
+#[pyfunction]
+fn time_server_columns_floor(
+    py: Python<'_>,
+    member_ids: &Bound<'_, pyo3::types::PyList>,
+    current_topics: numpy::PyReadonlyArray1<'_, i64>,
+    current_partitions: numpy::PyReadonlyArray1<'_, i64>,
+    topics: usize,
+    partitions: usize,
+    rounds: usize,
+) -> PyResult<f64> {
+    use numpy::IntoPyArray;
+    let (cur_t, cur_p) = (current_topics.as_slice()?, current_partitions.as_slice()?);
+    let mut times = Vec::with_capacity(rounds.max(1));
+    for _ in 0..rounds.max(1) {
+        let start = std::time::Instant::now();
+        let mut ids = mqbalance_core::assign::server::MemberIds::with_capacity(member_ids.len(), 0);
+        for id in member_ids.iter() {
+            ids.push(id.cast::<pyo3::types::PyString>()?.to_str()?);
+        }
+        let (lo_t, hi_t) = cur_t
+            .iter()
+            .fold((0i64, -1i64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+        let (lo_p, hi_p) = cur_p
+            .iter()
+            .fold((0i64, 0i64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+        let ok = lo_t >= 0 && hi_t < topics as i64 && lo_p >= 0 && hi_p <= i64::from(u32::MAX);
+        let parts: Vec<u32> = cur_p.iter().map(|&p| p as u32).collect();
+        let owners = vec![-1i32; partitions].into_pyarray(py);
+        let elapsed = start.elapsed().as_secs_f64();
+        std::hint::black_box((ok, parts, ids));
+        drop(owners);
+        times.push(elapsed);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 /// The `_bench` submodule of `_core`.
 pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     let m = PyModule::new(py, "_bench")?;
     m.add_function(wrap_pyfunction!(time_allocate_core, &m)?)?;
     m.add_function(wrap_pyfunction!(time_md5_floor, &m)?)?;
+    m.add_function(wrap_pyfunction!(time_server_columns_floor, &m)?)?;
     Ok(m)
 }

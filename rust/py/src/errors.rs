@@ -173,6 +173,7 @@ impl CoreError for ServerAssignError {
             }
             ServerAssignError::TopicIndex(t) => InvalidInputError::new_err((msg, t)),
             ServerAssignError::TooManyPartitions(n) => InvalidInputError::new_err((msg, n)),
+            ServerAssignError::MemberIds { ids, .. } => InvalidInputError::new_err((msg, ids)),
         }
     }
 }

@@ -627,12 +627,27 @@ pub fn kafka_assign_grouped<'py>(
     // One (immutable) tuple per distinct run of partition ids: range and roundrobin over
     // identical subscriptions give a member the same ids in every topic, sticky spreads single
     // partitions, so most runs repeat one seen before.
+    // Runs of one partition (the common case with many members) are looked up by partition.
     let mut groups: FxHashMap<Vec<u32>, Bound<'py, PyTuple>> = FxHashMap::default();
+    let mut singles: Vec<Option<Bound<'py, PyTuple>>> = vec![None; atoms.ints.len()];
     let mut ids: Vec<u32> = Vec::new();
-    let out = PyList::empty(py);
+    let mut rows: Vec<Bound<'py, PyList>> = Vec::with_capacity(lists.len());
+    let mut row: Vec<Bound<'py, PyTuple>> = Vec::new();
     for lst in &lists {
-        let row = PyList::empty(py);
+        row.clear();
         for run in lst.chunk_by(|a, b| a.0 == b.0) {
+            let single = match run {
+                [(_, p)] => singles.get(*p as usize).and_then(Option::as_ref),
+                _ => None,
+            };
+            if let Some(ps) = single {
+                let t = run[0].0;
+                row.push(PyTuple::new(
+                    py,
+                    [atoms.topics[t as usize].as_any(), ps.as_any()],
+                )?);
+                continue;
+            }
             ids.clear();
             ids.extend(run.iter().map(|&(_, p)| p));
             let ps = if let Some(ps) = groups.get(ids.as_slice()) {
@@ -643,18 +658,23 @@ pub fn kafka_assign_grouped<'py>(
                     .map(|&p| atoms.int(py, p))
                     .collect::<PyResult<Vec<_>>>()?;
                 let ps = PyTuple::new(py, ints)?;
-                groups.insert(ids.clone(), ps.clone());
+                match singles.get_mut(ids[0] as usize) {
+                    Some(slot) if ids.len() == 1 => *slot = Some(ps.clone()),
+                    _ => {
+                        groups.insert(ids.clone(), ps.clone());
+                    }
+                }
                 ps
             };
             let t = run[0].0;
-            row.append(PyTuple::new(
+            row.push(PyTuple::new(
                 py,
-                [atoms.topics[t as usize].as_any().clone(), ps.into_any()],
-            )?)?;
+                [atoms.topics[t as usize].as_any(), ps.as_any()],
+            )?);
         }
-        out.append(row)?;
+        rows.push(PyList::new(py, row.drain(..))?);
     }
-    Ok(out)
+    PyList::new(py, rows)
 }
 
 /// Columnar variant: members' topic-name lists, owned partitions as `(member, topic index,

@@ -3,13 +3,15 @@
 //! extracted with the GIL held; the assignor runs with it released ([`run`]).
 
 use mqbalance_core::assign::server::{
-    self, KafkaRelease, Owners, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid,
+    self, CurrentTable, KafkaRelease, MemberIds, Owners, ServerAssignor, ServerGroup, ServerMember,
+    ServerTopic, Uuid,
 };
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::errors::{run, InvalidInputError, UnknownStrategyError};
@@ -132,17 +134,84 @@ fn field<'py>(
     Ok(v.filter(|v| !v.is_none()))
 }
 
+/// One partition of a current assignment: a Java int, not negative.
+fn partition(p: &Bound<'_, PyAny>) -> PyResult<u32> {
+    let v: i64 = p
+        .extract()
+        .map_err(|_| bad("partitions must be int".into(), p))?;
+    u32::try_from(v).map_err(|_| bad(format!("negative partition {v}"), p))
+}
+
+/// A `[topic_id, [partition, ...]]` entry: lists and tuples read directly, anything else of
+/// length 2 through the sequence protocol.
+fn current_entry<'py>(
+    pair: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let entry = || {
+        bad(
+            "current_assignment entries must be [topic_id, [partition, ...]]".into(),
+            pair,
+        )
+    };
+    if let Ok(l) = pair.cast::<PyList>() {
+        if l.len() != 2 {
+            return Err(entry());
+        }
+        return Ok((l.get_item(0)?, l.get_item(1)?));
+    }
+    if let Ok(t) = pair.cast::<PyTuple>() {
+        if t.len() != 2 {
+            return Err(entry());
+        }
+        return Ok((t.get_item(0)?, t.get_item(1)?));
+    }
+    if pair.is_instance_of::<PyString>() || pair.len().ok() != Some(2) {
+        return Err(entry());
+    }
+    Ok((
+        pair.get_item(0).map_err(|_| entry())?,
+        pair.get_item(1).map_err(|_| entry())?,
+    ))
+}
+
+/// What [`member`] gathers for the whole group besides each member.
+#[derive(Default)]
+struct Read {
+    /// Each member's id as a Python key for the result.
+    keys: Vec<Py<PyAny>>,
+    ids: MemberIds,
+    current: CurrentTable,
+}
+
+/// A member's id as given, and as a Python key for the result: the caller's own `str` object
+/// when it is exactly a `str` (its hash is already computed), else a new one.
 fn member(
     py: Python<'_>,
     item: &Bound<'_, PyAny>,
     topics: &mut Topics,
     previous: &mut Previous,
     with_current: bool,
+    out: &mut Read,
 ) -> PyResult<ServerMember> {
-    let member_id: String = field(item, intern!(py, "member_id"))?
-        .ok_or_else(|| bad(format!("member {} has no member_id", repr(item)), item))?
-        .extract()
+    let Read {
+        keys,
+        ids,
+        current: table,
+    } = out;
+    let id_object = field(item, intern!(py, "member_id"))?
+        .ok_or_else(|| bad(format!("member {} has no member_id", repr(item)), item))?;
+    let id_str = id_object
+        .cast::<PyString>()
         .map_err(|_| bad("member_id must be str".into(), item))?;
+    let member_id = id_str
+        .to_str()
+        .map_err(|_| bad("member_id must be str".into(), item))?;
+    ids.push(member_id);
+    keys.push(if id_object.is_exact_instance_of::<PyString>() {
+        id_object.clone().unbind()
+    } else {
+        PyString::new(py, member_id).into_any().unbind()
+    });
     let instance_id: Option<String> = match field(item, intern!(py, "instance_id"))? {
         Some(v) => Some(
             v.extract()
@@ -154,49 +223,46 @@ fn member(
         Some(subs) => previous.resolve(&subs, topics)?,
         None => previous.resolve_empty(),
     };
-    let mut current = Vec::new();
+    let first = table.len();
     let cur = if with_current {
         field(item, intern!(py, "current_assignment"))?
     } else {
         None
     };
     if let Some(cur) = cur {
-        let pairs: Vec<Bound<'_, PyAny>> = if let Ok(d) = cur.cast::<PyDict>() {
-            d.items().iter().collect()
-        } else {
-            cur.try_iter()?.collect::<PyResult<_>>()?
+        let mut read = |pair: &Bound<'_, PyAny>| -> PyResult<()> {
+            let (t, parts) = current_entry(pair)?;
+            table.push_entry(topics.intern(&t, None)?);
+            if let Ok(l) = parts.cast::<PyList>() {
+                for p in l.iter() {
+                    table.push_partition(partition(&p)?);
+                }
+            } else {
+                for p in parts.try_iter()? {
+                    table.push_partition(partition(&p?)?);
+                }
+            }
+            Ok(())
         };
-        for pair in pairs {
-            let entry = || {
-                bad(
-                    "current_assignment entries must be [topic_id, [partition, ...]]".into(),
-                    &pair,
-                )
+        if let Ok(l) = cur.cast::<PyList>() {
+            for pair in l.iter() {
+                read(&pair)?;
+            }
+        } else {
+            let pairs: Vec<Bound<'_, PyAny>> = if let Ok(d) = cur.cast::<PyDict>() {
+                d.items().iter().collect()
+            } else {
+                cur.try_iter()?.collect::<PyResult<_>>()?
             };
-            if pair.is_instance_of::<PyString>() || pair.len().ok() != Some(2) {
-                return Err(entry());
+            for pair in &pairs {
+                read(pair)?;
             }
-            let (t, parts) = (
-                pair.get_item(0).map_err(|_| entry())?,
-                pair.get_item(1).map_err(|_| entry())?,
-            );
-            let t = topics.intern(&t, None)?;
-            let mut ps = Vec::new();
-            for p in parts.try_iter()? {
-                let p = p?;
-                let v: i64 = p
-                    .extract()
-                    .map_err(|_| bad("partitions must be int".into(), &p))?;
-                ps.push(u32::try_from(v).map_err(|_| bad(format!("negative partition {v}"), &p))?);
-            }
-            current.push((t, ps));
         }
     }
     Ok(ServerMember {
-        member_id,
         instance_id,
         subscribed,
-        current,
+        current: first..table.len(),
     })
 }
 
@@ -254,42 +320,120 @@ pub fn server_assign<'py>(
         table.intern(&k, Some(count))?;
     }
     let mut list = Vec::new();
+    let mut read = Read::default();
     let mut previous = Previous::default();
-    for item in members.try_iter()? {
-        // `range` does not read the current assignment: it is neither extracted nor checked.
-        let with_current = a == ServerAssignor::Uniform;
-        list.push(member(py, &item?, &mut table, &mut previous, with_current)?);
+    // `range` does not read the current assignment: it is neither extracted nor checked.
+    let with_current = a == ServerAssignor::Uniform;
+    let mut one = |item: &Bound<'py, PyAny>| -> PyResult<()> {
+        list.push(member(
+            py,
+            item,
+            &mut table,
+            &mut previous,
+            with_current,
+            &mut read,
+        )?);
+        Ok(())
+    };
+    if let Ok(l) = members.cast::<PyList>() {
+        for item in l.iter() {
+            one(&item)?;
+        }
+    } else {
+        for item in members.try_iter()? {
+            one(&item?)?;
+        }
     }
     let group = ServerGroup {
         topics: table.table,
+        member_ids: read.ids,
         members: list,
+        current: read.current,
     };
     let owners = run(py, || server::assign(a, &group, kafka))?;
+    drop(group);
+    result(py, &owners, &table.names, &read.keys)
+}
+
+/// Partition numbers below this share one `int` object each in a dict result.
+const SHARED_INTS: usize = 1 << 20;
+
+/// `{member: {topic: [partitions ascending]}}` from the owners: topics in the group's order in
+/// each member's dict. Each topic's partitions are bucketed by owner in one flat buffer (a
+/// counting sort), and every partition number is one shared `int` object.
+fn result<'py>(
+    py: Python<'py>,
+    owners: &Owners,
+    topic_names: &[Py<PyString>],
+    keys: &[Py<PyAny>],
+) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    let per_member: Vec<Bound<'py, PyDict>> = group
-        .members
+    let per_member: Vec<Bound<'py, PyDict>> = keys
         .iter()
-        .map(|m| -> PyResult<_> {
+        .map(|k| -> PyResult<_> {
             let d = PyDict::new(py);
-            out.set_item(&m.member_id, &d)?;
+            out.set_item(k.bind(py), &d)?;
             Ok(d)
         })
         .collect::<PyResult<_>>()?;
-    let mut buf: Vec<Vec<u32>> = vec![Vec::new(); group.members.len()];
+    // Shared ints for the partition numbers of the widest topic anybody got (at most 2^20).
+    let widest = owners
+        .iter()
+        .filter(|row| row.iter().any(|&o| o >= 0))
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0)
+        .min(SHARED_INTS);
+    let new_int = |p: u32| -> Bound<'py, PyAny> {
+        match p.into_pyobject(py) {
+            Ok(i) => i.into_any(),
+            Err(never) => match never {},
+        }
+    };
+    let ints: Vec<Bound<'py, PyAny>> = (0..widest as u32).map(new_int).collect();
+    let mut count = vec![0u32; keys.len()];
+    let mut next = vec![0u32; keys.len()];
+    let mut touched: Vec<usize> = Vec::new();
+    let mut flat: Vec<u32> = Vec::new();
     for (t, row) in owners.iter().enumerate() {
-        let mut touched = Vec::new();
-        for (p, &o) in row.iter().enumerate() {
+        touched.clear();
+        for &o in row {
             if o >= 0 {
-                let b = &mut buf[o as usize];
-                if b.is_empty() {
+                let c = &mut count[o as usize];
+                if *c == 0 {
                     touched.push(o as usize);
                 }
-                b.push(p as u32);
+                *c += 1;
             }
         }
-        for m in touched {
-            let parts = std::mem::take(&mut buf[m]);
-            per_member[m].set_item(table.names[t].bind(py), PyList::new(py, parts)?)?;
+        if touched.is_empty() {
+            continue;
+        }
+        let mut at = 0u32;
+        for &m in &touched {
+            next[m] = at;
+            at += count[m];
+        }
+        flat.clear();
+        flat.resize(at as usize, 0);
+        for (p, &o) in row.iter().enumerate() {
+            if o >= 0 {
+                let n = &mut next[o as usize];
+                flat[*n as usize] = p as u32;
+                *n += 1;
+            }
+        }
+        let name = topic_names[t].bind(py);
+        for &m in &touched {
+            let (end, n) = (next[m] as usize, count[m] as usize);
+            let mine = &flat[end - n..end];
+            let parts = if row.len() <= ints.len() {
+                PyList::new(py, mine.iter().map(|&p| &ints[p as usize]))?
+            } else {
+                PyList::new(py, mine.iter().map(|&p| new_int(p)))?
+            };
+            per_member[m].set_item(name, parts)?;
+            count[m] = 0;
         }
     }
     Ok(out)
@@ -395,6 +539,88 @@ fn subscription_rows(
     Ok((rows, which))
 }
 
+/// Every row of the current-assignment columns checked (topic index, partition a Java int not
+/// negative), then each member's rows (`bounds`: its row range) as entries of one table: runs of
+/// rows with one topic, a topic whose rows are not contiguous merged into one entry (topics in
+/// order of first appearance, partitions in row order). Returns the table and each member's
+/// entries.
+fn current_table(
+    cur_t: &[i64],
+    cur_p: &[i64],
+    bounds: &[(usize, usize)],
+    n_topics: usize,
+) -> PyResult<(CurrentTable, Vec<Range<usize>>)> {
+    // One branch-free pass over both columns (their extremes); only a bad column is walked again,
+    // row by row, for the first bad value in row order.
+    let (lo_t, hi_t) = cur_t
+        .iter()
+        .fold((0i64, -1i64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let (lo_p, hi_p) = cur_p
+        .iter()
+        .fold((0i64, 0i64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    if lo_t < 0 || hi_t >= n_topics as i64 || lo_p < 0 || hi_p > i64::from(u32::MAX) {
+        for (&t, &p) in cur_t.iter().zip(cur_p) {
+            index("current topic", t, n_topics)?;
+            u32::try_from(p)
+                .map_err(|_| InvalidInputError::new_err((format!("negative partition {p}"), p)))?;
+        }
+    }
+    let parts: Vec<u32> = cur_p.iter().map(|&p| p as u32).collect();
+    let mut current = CurrentTable::with_capacity(bounds.len(), parts.len());
+    let mut ranges = Vec::with_capacity(bounds.len());
+    // The member that last listed each topic, and the order a member's topics first came in.
+    let mut stamp = vec![usize::MAX; n_topics];
+    let mut rank = vec![0u32; n_topics];
+    let mut gather: Vec<(u32, usize)> = Vec::new();
+    let run_end = |row: usize, end: usize| {
+        let mut run = row + 1;
+        while run < end && cur_t[run] == cur_t[row] {
+            run += 1;
+        }
+        run
+    };
+    for (m, &(start, end)) in bounds.iter().enumerate() {
+        let first = current.len();
+        let mut runs = 0u32;
+        let mut scattered = false;
+        let mut row = start;
+        while row < end {
+            let topic = cur_t[row] as usize;
+            if stamp[topic] == m {
+                scattered = true;
+            } else {
+                stamp[topic] = m;
+                rank[topic] = runs;
+                runs += 1;
+            }
+            row = run_end(row, end);
+        }
+        if scattered {
+            gather.clear();
+            gather.extend((start..end).map(|r| (rank[cur_t[r] as usize], r)));
+            gather.sort_by_key(|&(k, _)| k); // stable: rows keep their order within a topic
+            let mut last = u32::MAX;
+            for &(k, r) in &gather {
+                if k != last {
+                    current.push_entry(cur_t[r] as u32);
+                    last = k;
+                }
+                current.push_partition(parts[r]);
+            }
+        } else {
+            let mut row = start;
+            while row < end {
+                let run = run_end(row, end);
+                current.push_entry(cur_t[row] as u32);
+                current.extend_partitions(&parts[row..run]);
+                row = run;
+            }
+        }
+        ranges.push(first..current.len());
+    }
+    Ok((current, ranges))
+}
+
 /// The columnar entry point: owner (member position, -1 for none) of every partition, topics in
 /// the order given and partitions ascending (`partition_counts` long blocks).
 #[pyfunction]
@@ -405,7 +631,7 @@ pub fn server_assign_columns<'py>(
     name: &str,
     topic_ids: &Bound<'py, PyAny>,
     partition_counts: PyReadonlyArray1<'py, i64>,
-    member_ids: Vec<String>,
+    member_ids: &Bound<'py, PyList>,
     instance_ids: Option<Vec<Option<String>>>,
     member_subscription: Option<PyReadonlyArray1<'py, i64>>,
     subscription_offsets: PyReadonlyArray1<'py, i64>,
@@ -420,6 +646,13 @@ pub fn server_assign_columns<'py>(
     let table = topic_table(topic_ids, partition_counts.as_slice()?)?;
     let n_topics = table.table.len();
     let n = member_ids.len();
+    let mut ids = MemberIds::with_capacity(n, 0);
+    for id in member_ids.iter() {
+        let id = id.cast::<PyString>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("member_ids must be a list of str")
+        })?;
+        ids.push(id.to_str()?);
+    }
     let instances = instance_ids.unwrap_or_else(|| vec![None; n]);
     if instances.len() != n {
         return Err(InvalidInputError::new_err((
@@ -455,43 +688,28 @@ pub fn server_assign_columns<'py>(
         n,
         cur_t.len(),
     )?;
-    let mut members = Vec::with_capacity(n);
-    let mut slot = vec![usize::MAX; n_topics];
-    for (m, (member_id, instance_id)) in member_ids.into_iter().zip(instances).enumerate() {
-        let subscribed = Arc::clone(&table_rows[which[m]]);
-        // Rows of one member grouped by topic, topics in order of first appearance.
-        let mut current: Vec<(u32, Vec<u32>)> = Vec::new();
-        let rows_of_member = if assignor == ServerAssignor::Uniform {
-            co[m]..co[m + 1]
-        } else {
-            0..0 // `range` does not read the current assignment
-        };
-        for row in rows_of_member {
-            let topic = index("current topic", cur_t[row], n_topics)?;
-            let partition = u32::try_from(cur_p[row]).map_err(|_| {
-                InvalidInputError::new_err((
-                    format!("negative partition {}", cur_p[row]),
-                    cur_p[row],
-                ))
-            })?;
-            let at = slot[topic as usize];
-            if at < current.len() && current[at].0 == topic {
-                current[at].1.push(partition);
-            } else {
-                slot[topic as usize] = current.len();
-                current.push((topic, vec![partition]));
-            }
-        }
-        members.push(ServerMember {
-            member_id,
+    let uniform = assignor == ServerAssignor::Uniform;
+    // `range` does not read the current assignment: it is neither extracted nor checked.
+    let rows = if uniform { cur_t.len() } else { 0 };
+    let bounds: Vec<(usize, usize)> = (0..n)
+        .map(|m| if uniform { (co[m], co[m + 1]) } else { (0, 0) })
+        .collect();
+    let (current, ranges) = current_table(&cur_t[..rows], &cur_p[..rows], &bounds, n_topics)?;
+    let members: Vec<ServerMember> = instances
+        .into_iter()
+        .zip(ranges)
+        .enumerate()
+        .map(|(m, (instance_id, current))| ServerMember {
             instance_id,
-            subscribed,
+            subscribed: Arc::clone(&table_rows[which[m]]),
             current,
-        });
-    }
+        })
+        .collect();
     let group = ServerGroup {
         topics: table.table,
+        member_ids: ids,
         members,
+        current,
     };
     let owners: Owners = run(py, || server::assign(assignor, &group, kafka))?;
     Ok(owners.concat().into_pyarray(py))

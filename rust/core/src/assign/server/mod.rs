@@ -11,8 +11,13 @@
 //! ```
 //! use mqbalance_core::assign::server::{assign, KafkaRelease, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid};
 //! let t = ServerTopic { id: Uuid { msb: 1, lsb: 2 }, partitions: Some(5) };
-//! let m = |id: &str| ServerMember { member_id: id.into(), instance_id: None, subscribed: vec![0].into(), current: vec![] };
-//! let group = ServerGroup { topics: vec![t], members: vec![m("b"), m("a")] };
+//! let m = ServerMember { instance_id: None, subscribed: vec![0].into(), current: 0..0 };
+//! let group = ServerGroup {
+//!     topics: vec![t],
+//!     member_ids: ["b", "a"].into_iter().collect(),
+//!     members: vec![m.clone(), m],
+//!     current: Default::default(),
+//! };
 //! // uniform fills members in the given order; the extra partition goes to the last member
 //! // (Kafka 4.1 on: b gets 2, a gets 3), to the first before 4.1 (b gets 3, a gets 2).
 //! let newest = KafkaRelease::NEWEST;
@@ -29,6 +34,7 @@ mod release;
 mod uniform;
 mod uuid;
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -77,18 +83,18 @@ pub struct ServerTopic {
     pub partitions: Option<u32>,
 }
 
-/// One member, as the coordinator's `MemberSubscriptionAndAssignmentImpl`.
+/// One member, as the coordinator's `MemberSubscriptionAndAssignmentImpl` (its id is in
+/// [`ServerGroup::member_ids`], at the same position).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerMember {
-    /// Member id.
-    pub member_id: String,
     /// Static membership's `group.instance.id`.
     pub instance_id: Option<String>,
     /// Subscribed topics (indices into [`ServerGroup::topics`]), in the order given; members
     /// with the same subscription may share one list (it is then checked and counted once).
     pub subscribed: Arc<[u32]>,
-    /// Current assignment: (topic index, partitions), topics and partitions in the order given.
-    pub current: Vec<(u32, Vec<u32>)>,
+    /// Current assignment: these entries of [`ServerGroup::current`], each (topic index,
+    /// partitions); topics and partitions in the order given.
+    pub current: Range<usize>,
 }
 
 /// The group as the assignor sees it.
@@ -96,8 +102,136 @@ pub struct ServerMember {
 pub struct ServerGroup {
     /// Every topic referred to.
     pub topics: Vec<ServerTopic>,
+    /// The members' ids, aligned with `members`.
+    pub member_ids: MemberIds,
     /// Members in the coordinator's order.
     pub members: Vec<ServerMember>,
+    /// Every member's current assignment, in one table (see [`ServerMember::current`]).
+    pub current: CurrentTable,
+}
+
+/// The member ids of a group in one buffer (no allocation per member).
+///
+/// ```
+/// use mqbalance_core::assign::server::MemberIds;
+/// let ids: MemberIds = ["b", "a"].into_iter().collect();
+/// assert_eq!((ids.len(), ids.get(0), ids.get(1)), (2, "b", "a"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemberIds {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl MemberIds {
+    /// Room for `n` ids of `bytes` bytes in all.
+    pub fn with_capacity(n: usize, bytes: usize) -> Self {
+        MemberIds {
+            text: String::with_capacity(bytes),
+            ends: Vec::with_capacity(n),
+        }
+    }
+
+    /// Append an id.
+    pub fn push(&mut self, id: &str) {
+        self.text.push_str(id);
+        self.ends.push(self.text.len());
+    }
+
+    /// Id `i`.
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    /// The number of ids.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there is no id.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for MemberIds {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
+        let mut ids = MemberIds::default();
+        for id in iter {
+            ids.push(id.as_ref());
+        }
+        ids
+    }
+}
+
+/// The current assignments of a whole group in two flat vectors (no allocation per member):
+/// entry `k` is a topic and the partitions pushed after it.
+///
+/// ```
+/// use mqbalance_core::assign::server::CurrentTable;
+/// let mut c = CurrentTable::default();
+/// c.push_entry(3);
+/// c.push_partition(1);
+/// c.push_partition(0);
+/// c.push_entry(5);
+/// assert_eq!((c.len(), c.entry(0), c.entry(1)), (2, (3, &[1, 0][..]), (5, &[][..])));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CurrentTable {
+    /// (topic index, start of its partitions in `partitions`).
+    entries: Vec<(u32, usize)>,
+    partitions: Vec<u32>,
+}
+
+impl CurrentTable {
+    /// A table with room for `entries` entries and `partitions` partitions.
+    pub fn with_capacity(entries: usize, partitions: usize) -> Self {
+        CurrentTable {
+            entries: Vec::with_capacity(entries),
+            partitions: Vec::with_capacity(partitions),
+        }
+    }
+
+    /// Start a new entry for `topic`; the partitions pushed next are its.
+    pub fn push_entry(&mut self, topic: u32) {
+        self.entries.push((topic, self.partitions.len()));
+    }
+
+    /// Append a partition to the last entry.
+    pub fn push_partition(&mut self, partition: u32) {
+        self.partitions.push(partition);
+    }
+
+    /// Append partitions to the last entry.
+    pub fn extend_partitions(&mut self, partitions: &[u32]) {
+        self.partitions.extend_from_slice(partitions);
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the table has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entry `k`: (topic index, partitions).
+    pub fn entry(&self, k: usize) -> (u32, &[u32]) {
+        let (t, start) = self.entries[k];
+        let end = self
+            .entries
+            .get(k + 1)
+            .map_or(self.partitions.len(), |e| e.1);
+        (t, &self.partitions[start..end])
+    }
+
+    /// The entries of `range` (a member's [`ServerMember::current`]).
+    pub fn entries(&self, range: Range<usize>) -> impl Iterator<Item = (u32, &[u32])> + '_ {
+        range.map(|k| self.entry(k))
+    }
 }
 
 /// What the broker-side assignors refuse.
@@ -150,6 +284,14 @@ pub enum ServerAssignError {
     /// A topic index outside [`ServerGroup::topics`].
     #[error("topic index {0} out of range")]
     TopicIndex(u32),
+    /// [`ServerGroup::member_ids`] and [`ServerGroup::members`] differ in length.
+    #[error("{ids} member ids for {members} members")]
+    MemberIds {
+        /// Ids.
+        ids: usize,
+        /// Members.
+        members: usize,
+    },
 }
 
 /// Owner (member position, -1 for none) of every partition, one vector per topic of the group
@@ -175,17 +317,30 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
         .iter()
         .map(|t| vec![-1; t.partitions.unwrap_or(0) as usize])
         .collect();
-    let mut ids: FxHashSet<&str> = FxHashSet::default();
+    let mut ids: FxHashSet<&str> =
+        FxHashSet::with_capacity_and_hasher(g.members.len(), rustc_hash::FxBuildHasher);
     let mut unknown: FxHashSet<(u32, u32)> = FxHashSet::default();
     let mut seen = vec![u32::MAX; nt];
     let mut seen_sub = vec![0u32; nt];
     let mut checked: FxHashSet<usize> = FxHashSet::default();
+    let mut previous: Option<usize> = None;
+    if g.member_ids.len() != g.members.len() {
+        return Err(ServerAssignError::MemberIds {
+            ids: g.member_ids.len(),
+            members: g.members.len(),
+        });
+    }
     for (mi, m) in g.members.iter().enumerate() {
-        if !ids.insert(&m.member_id) {
-            return Err(ServerAssignError::DuplicateMember(m.member_id.clone()));
+        let member_id = g.member_ids.get(mi);
+        if !ids.insert(member_id) {
+            return Err(ServerAssignError::DuplicateMember(member_id.to_owned()));
         }
-        // Each distinct subscription list is checked once.
-        if checked.insert(Arc::as_ptr(&m.subscribed).cast::<u32>() as usize) {
+        // Each distinct subscription list is checked once (members sharing one usually come
+        // one after another).
+        let list = Arc::as_ptr(&m.subscribed).cast::<u32>() as usize;
+        let fresh = previous != Some(list) && checked.insert(list);
+        previous = Some(list);
+        if fresh {
             let stamp = checked.len() as u32;
             for &t in m.subscribed.iter() {
                 let slot = seen_sub
@@ -193,7 +348,7 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
                     .ok_or(ServerAssignError::TopicIndex(t))?;
                 if *slot == stamp {
                     return Err(ServerAssignError::DuplicateTopic {
-                        member: m.member_id.clone(),
+                        member: member_id.to_owned(),
                         topic: g.topics[t as usize].id,
                     });
                 }
@@ -201,13 +356,14 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
             }
         }
         let stamp = mi as u32;
-        for (t, parts) in &m.current {
+        for (t, parts) in g.current.entries(m.current.clone()) {
+            let t = &t;
             let slot = seen
                 .get_mut(*t as usize)
                 .ok_or(ServerAssignError::TopicIndex(*t))?;
             if *slot == stamp {
                 return Err(ServerAssignError::DuplicateTopic {
-                    member: m.member_id.clone(),
+                    member: member_id.to_owned(),
                     topic: g.topics[*t as usize].id,
                 });
             }
@@ -217,7 +373,7 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
                 let twice = || ServerAssignError::OwnedTwice {
                     topic: topic.id,
                     partition: p,
-                    member: m.member_id.clone(),
+                    member: member_id.to_owned(),
                 };
                 match topic.partitions {
                     Some(count) => {
@@ -226,7 +382,7 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
                                 topic: topic.id,
                                 partition: p,
                                 count,
-                                member: m.member_id.clone(),
+                                member: member_id.to_owned(),
                             }
                         })?;
                         if *o != -1 {
@@ -251,11 +407,19 @@ fn current_owners(g: &ServerGroup) -> Result<Owners, ServerAssignError> {
 pub fn is_homogeneous(g: &ServerGroup) -> bool {
     // Members sharing one list count once, times their number.
     let mut lists: FxHashMap<usize, (usize, usize)> = FxHashMap::default();
-    for (mi, m) in g.members.iter().enumerate() {
+    let mut mi = 0;
+    while mi < g.members.len() {
+        // A run of members sharing one list counts at once.
+        let list = &g.members[mi].subscribed;
+        let mut end = mi + 1;
+        while end < g.members.len() && Arc::ptr_eq(&g.members[end].subscribed, list) {
+            end += 1;
+        }
         lists
-            .entry(Arc::as_ptr(&m.subscribed).cast::<u32>() as usize)
+            .entry(Arc::as_ptr(list).cast::<u32>() as usize)
             .or_insert((mi, 0))
-            .1 += 1;
+            .1 += end - mi;
+        mi = end;
     }
     let mut counts = vec![0usize; g.topics.len()];
     for (mi, n) in lists.into_values() {

@@ -3,6 +3,9 @@
 //! its subscribers in that order, the first `count % subscribers` getting one more.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use super::{Owners, ServerAssignError, ServerGroup};
 use crate::order::java_cmp;
@@ -22,7 +25,7 @@ fn sorted_members(g: &ServerGroup) -> Vec<usize> {
             (Some(x), Some(y)) => java_cmp(x, y),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
-            (None, None) => java_cmp(&ma.member_id, &mb.member_id),
+            (None, None) => java_cmp(g.member_ids.get(a), g.member_ids.get(b)),
         }
     });
     order
@@ -62,19 +65,48 @@ pub(super) fn assign(
         }
         return Ok(owners);
     }
-    // Subscribers of each topic in sorted member order; a missing topic fails where Java's
-    // first encounter (in that order) does.
-    let mut subscribers: Vec<Vec<usize>> = vec![Vec::new(); g.topics.len()];
+    // Subscribers of each topic in sorted member order. Members sharing one subscription list
+    // are gathered once per list (in sorted order), so a topic of one list takes that list's
+    // members as they are, and a topic of several lists their members merged by sorted position:
+    // no work per (member, topic) pair. Any subscribed topic without metadata fails, with Java's
+    // one message.
+    let mut list_of: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut lists: Vec<(&[u32], Vec<usize>)> = Vec::new();
     for &mi in &order {
-        for &t in g.members[mi].subscribed.iter() {
+        let subscribed = &g.members[mi].subscribed;
+        let k = *list_of
+            .entry(Arc::as_ptr(subscribed).cast::<u32>() as usize)
+            .or_insert_with(|| {
+                lists.push((&subscribed[..], Vec::new()));
+                lists.len() - 1
+            });
+        lists[k].1.push(mi);
+    }
+    let mut lists_of_topic: Vec<Vec<usize>> = vec![Vec::new(); g.topics.len()];
+    for (k, (topics, _)) in lists.iter().enumerate() {
+        for &t in *topics {
             g.topics[t as usize].partitions.ok_or_else(missing)?;
-            subscribers[t as usize].push(mi);
+            lists_of_topic[t as usize].push(k);
         }
     }
-    for (t, subs) in subscribers.iter().enumerate() {
-        if !subs.is_empty() {
-            let count = g.topics[t].partitions.unwrap_or(0);
-            split(&mut owners[t], count, subs);
+    let mut position = vec![0usize; g.members.len()];
+    for (p, &mi) in order.iter().enumerate() {
+        position[mi] = p;
+    }
+    let mut merged: Vec<usize> = Vec::new();
+    for (t, ks) in lists_of_topic.iter().enumerate() {
+        let count = g.topics[t].partitions.unwrap_or(0);
+        match ks.as_slice() {
+            [] => {}
+            [k] => split(&mut owners[t], count, &lists[*k].1),
+            _ => {
+                merged.clear();
+                for &k in ks {
+                    merged.extend_from_slice(&lists[k].1);
+                }
+                merged.sort_unstable_by_key(|&mi| position[mi]);
+                split(&mut owners[t], count, &merged);
+            }
         }
     }
     Ok(owners)

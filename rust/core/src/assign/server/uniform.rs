@@ -46,7 +46,8 @@ pub(super) fn homogeneous(
     for (mi, m) in g.members.iter().enumerate() {
         let mut has_extra = extra > 0;
         let mut quota = min_quota + i64::from(has_extra);
-        for (t, parts) in &m.current {
+        for (t, parts) in g.current.entries(m.current.clone()) {
+            let t = &t;
             if !subscribed[*t as usize] {
                 continue; // the whole topic is dropped
             }
@@ -314,7 +315,8 @@ pub(super) fn heterogeneous(g: &ServerGroup, owners: Owners) -> Result<Owners, S
         for &t in m.subscribed.iter() {
             mine[t as usize] = mi as u32;
         }
-        for (t, parts) in &m.current {
+        for (t, parts) in g.current.entries(m.current.clone()) {
+            let t = &t;
             if mine[*t as usize] != mi as u32 {
                 continue;
             }
