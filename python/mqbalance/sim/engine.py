@@ -61,6 +61,9 @@ from mqbalance.sim.model import (
 
 __all__ = ["Simulation"]
 
+#: the Java push consumer's default ``pullBatchSize``: the most messages one pull returns
+PULL_BATCH_SIZE = 32
+
 
 class _Link:
     """One consumer's connections to the brokers: delay and loss from the simulation's network;
@@ -162,6 +165,8 @@ class Simulation:
         self.queues: list[MessageQueue] = []
         self.index: dict[MessageQueue, int] = {}
         self.max_offset: list[int] = []
+        #: per queue, the messages of its last pull batch (what a pull sent after it does not yet count)
+        self._last_batch: dict[int, int] = {}
         self.readable: dict[str, list[MessageQueue]] = {}  # topic → its readable queues now
         self._readable_idx: list[int] = []  # the same, as queue indices
         self.producers = {t.name: _Producer(t.rate) for t in s.topics}
@@ -430,13 +435,17 @@ class Simulation:
     def _commit_on_pull(self) -> None:
         """The next pull of every queue being pulled carries its consumed offset, which the broker
         stores (``ClientSettings.commit_on_pull``; a consumer cut off from the broker sends none).
-        The offset as of now: Java's lags by the batch in flight (a message or so at these rates),
-        not modelled — lagging by the simulator's step would tie it to the sample interval."""
-        commit, group = self.offsets.commit, self.scenario.group
+        Java sends that pull as soon as a batch is handed to the consume threads
+        (``DefaultMQPushConsumerImpl.pullMessage``'s callback: ``submitConsumeRequest``, then
+        ``executePullRequestImmediately``), so the offset it carries (``offsetStore.readOffset``,
+        ``READ_FROM_MEMORY``) does not yet count that batch: the stored offset lags by the last
+        batch (:meth:`_consume` keeps its size)."""
+        commit, group, last = self.offsets.commit, self.scenario.group, self._last_batch
         for c in self.consumers:
             for pq, q in c.pulling:
-                if pq.consumed_offset > 0:  # commitOffsetEnable: only a positive offset
-                    commit(group, self.queues[q], pq.consumed_offset)
+                offset = pq.consumed_offset - last.get(q, 0)
+                if offset > 0:  # commitOffsetEnable: only a positive offset
+                    commit(group, self.queues[q], offset)
 
     def _produce(self, p: _Producer, n: int) -> None:
         """``n`` messages round-robin over the producer's write queues, continuing its counter."""
@@ -450,14 +459,18 @@ class Simulation:
 
     def _consume(self, c: _Consumer, capacity: int) -> None:
         """Spend ``capacity`` messages over the queues the consumer pulls: all of every backlog if
-        it fits, else water-filling (equal shares, what a short queue leaves goes to the rest)."""
-        mo, consumed = self.max_offset, self.metrics.consumed
+        it fits, else water-filling (equal shares, what a short queue leaves goes to the rest).
+        The last pull batch of a queue (for :meth:`_commit_on_pull`): one message when the consumer
+        keeps up (a producer's messages reach one queue one at a time, and a long-polling pull
+        returns each as it comes), up to ``PULL_BATCH_SIZE`` from a backlog."""
+        mo, consumed, last = self.max_offset, self.metrics.consumed, self._last_batch
         work = [(mo[q] - pq.consumed_offset, q, pq) for pq, q in c.pulling]
         if sum(w[0] for w in work) <= capacity:
             for backlog, q, pq in work:
                 if backlog > 0:
                     consumed(q, pq.consumed_offset, backlog)
                     pq.consumed_offset += backlog
+                    last[q] = 1
             return
         work.sort(key=lambda w: w[0])
         left = len(work)
@@ -469,6 +482,7 @@ class Simulation:
                 capacity -= take
                 consumed(q, pq.consumed_offset, take)
                 pq.consumed_offset += take
+                last[q] = min(take, PULL_BATCH_SIZE)
 
     def _sample(self) -> None:
         self.metrics.sample(
