@@ -12,7 +12,15 @@ peak memory (the Python driver plus the Spark JVM and its workers, sampled
 every 0.2 s). Target (issue 23): a day analysed in at most 2 minutes on 2 cores, memory flat in
 the number of days.
 
+With ``--against REV`` (issue 36: at least 2x faster than the ``history`` of REV on the same day)
+each analysis runs in its own process, once with this tree's ``mqbalance`` and once with REV's
+(``git archive`` of its ``python/``, with this tree's compiled extension), alternating, ``--rounds``
+times each on the same generated data; the rows give the median and range of both and their
+ratio, and ``--keep DIR`` keeps (or reuses) the generated history there.
+
     python benches/history_scale.py --queues 100000 --groups 1000 --days 1,2 --out benches/history_results
+    python benches/history_scale.py --queues 100000 --groups 1000 --days 1 --against main --rounds 3 \
+        --keep /tmp/h5 --out benches/history_results/against_main
 
 writes ``results.json``, ``table.md`` and ``scale.png`` there.
 """
@@ -20,11 +28,15 @@ writes ``results.json``, ``table.md`` and ``scale.png`` there.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 import random
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -202,6 +214,95 @@ def _date_of(f: Path, root: Path) -> str:
     return part[5:]
 
 
+def _analysis(root: Path, days: int, driver_memory: str) -> dict[str, object]:
+    """One analysis of the first ``days`` of ``root`` in this process (the child of :func:`_timed`):
+    its time, and a digest of every result table (the same digest: the same results)."""
+    spark = local_session(fast_start=True, driver_memory=driver_memory)
+    try:
+        t = time.perf_counter()
+        result = analyse(spark, root, end=T0 + dt.timedelta(days=days, seconds=-10))
+        took = time.perf_counter() - t
+    finally:
+        stop_session(spark)
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(result), sort_keys=True, default=str).encode())
+    return {"analyse_s": took, "episodes": len(result.episodes), "health_rows": len(result.health),
+            "digest": digest.hexdigest()}  # fmt: skip
+
+
+def _timed(python_path: Path, root: Path, days: int, driver_memory: str) -> dict[str, object]:
+    """:func:`_analysis` in a child process running the ``mqbalance`` at ``python_path``, with the
+    peak RSS of its process tree (sampled every 0.2 s)."""
+    env = {**os.environ, "PYTHONPATH": str(python_path)}
+    argv = [sys.executable, __file__, "--child", str(root), "--days", str(days), "--driver-memory", driver_memory]
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    while child.poll() is None:
+        peak = max(peak, _tree_rss(child.pid)["total"])
+        time.sleep(0.2)
+    out = child.stdout.read() if child.stdout else ""
+    if child.returncode:
+        raise RuntimeError(f"analysis with {python_path} failed ({child.returncode})")
+    row: dict[str, object] = json.loads(out.strip().splitlines()[-1])
+    row["peak_rss_bytes"] = peak
+    return row
+
+
+def against(args: argparse.Namespace, root: Path) -> list[dict[str, object]]:
+    """Each number of days analysed by this tree and by ``args.against``, alternating (see the
+    module docs); the results' digests must agree."""
+    here = Path(__file__).resolve().parents[1]
+    base = Path(tempfile.mkdtemp(prefix="mqbalance-history-base-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(here), "archive", args.against, "python"], check=True,
+                                 capture_output=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        for ext in (here / "python" / "mqbalance").glob("_core*.so"):
+            shutil.copy(ext, base / "python" / "mqbalance" / ext.name)
+        rows = []
+        for days in sorted(int(d) for d in args.days.split(",")):
+            runs: dict[str, list[dict[str, object]]] = {"new": [], "base": []}
+            for _ in range(args.rounds):
+                for side, path in (("base", base / "python"), ("new", here / "python")):
+                    runs[side].append(_timed(path, root, days, args.driver_memory))
+                    print(days, side, runs[side][-1], file=sys.stderr)
+            digests = {str(r["digest"]) for side in runs.values() for r in side}
+            if len(digests) != 1:
+                raise AssertionError(f"{days} days: the results differ between {args.against} and this tree")
+            row: dict[str, object] = {"days": days, "episodes": runs["new"][0]["episodes"],
+                                      "health_rows": runs["new"][0]["health_rows"]}  # fmt: skip
+            for side, got in runs.items():
+                times = sorted(float(str(r["analyse_s"])) for r in got)
+                row[f"{side}_s"] = [round(t, 1) for t in times]
+                row[f"{side}_median_s"] = round(statistics.median(times), 1)
+                row[f"{side}_peak_rss_bytes"] = max(int(str(r["peak_rss_bytes"])) for r in got)
+            row["ratio"] = round(float(str(row["base_median_s"])) / float(str(row["new_median_s"])), 2)
+            rows.append(row)
+        return rows
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _against_table(args: argparse.Namespace, rows: list[dict[str, object]], command: str) -> list[str]:
+    lines = [
+        (
+            f"{args.queues:,} queues, {args.groups:,} groups; `history` of {args.against} against this tree, "
+            f"alternating, {args.rounds} rounds each, median [range]"
+        ),
+        "",
+        f"| days | {args.against} | this tree | faster | peak memory {args.against} / this tree | episodes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        b, n = r["base_s"], r["new_s"]
+        assert isinstance(b, list) and isinstance(n, list)
+        lines.append(
+            f"| {r['days']} | {r['base_median_s']} s [{b[0]}–{b[-1]}] | {r['new_median_s']} s [{n[0]}–{n[-1]}] "
+            f"| {r['ratio']}× | {int(str(r['base_peak_rss_bytes'])) / 2**30:.2f} / "
+            f"{int(str(r['new_peak_rss_bytes'])) / 2**30:.2f} GiB | {r['episodes']:,} |"
+        )
+    return [*lines, "", f"`{command}`"]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queues", type=int, default=100_000)
@@ -211,13 +312,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flappers", type=int, default=5)
     ap.add_argument("--out", type=Path, default=Path("benches/history_results"))
     ap.add_argument("--driver-memory", default="2g", help="the Spark JVM's heap (spark.driver.memory)")
+    ap.add_argument("--against", help="a git revision: time its `history` against this tree's (see the docs)")
+    ap.add_argument("--rounds", type=int, default=3, help="with --against: analyses per side")
+    ap.add_argument("--keep", type=Path, help="generate the history here and keep it (reused when present)")
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(_analysis(args.child, int(args.days), args.driver_memory)))
+        return 0
     rows = []
     counts = sorted(int(d) for d in args.days.split(","))
-    root = Path(tempfile.mkdtemp(prefix="mqbalance-history-bench-")) / "h"
+    root = (args.keep or Path(tempfile.mkdtemp(prefix="mqbalance-history-bench-"))) / "h"
+    command = " ".join(["python", "benches/history_scale.py", *(argv if argv is not None else sys.argv[1:])])
     try:
-        gen_s = generate(root, queues=args.queues, groups=args.groups, days=counts[-1], churn=args.churn,
-                         flappers=args.flappers, seed=23)  # fmt: skip
+        gen_s = 0.0
+        if not (root / "ticks").exists():
+            gen_s = generate(root, queues=args.queues, groups=args.groups, days=counts[-1], churn=args.churn,
+                             flappers=args.flappers, seed=23)  # fmt: skip
+        if args.against:
+            compared = against(args, root)
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "results.json").write_text(json.dumps({"rows": compared, "command": command}, indent=1) + "\n")
+            lines = _against_table(args, compared, command)
+            (args.out / "table.md").write_text("\n".join(lines) + "\n")
+            print("\n".join(lines))
+            return 0
         for days in counts:  # the first ``days`` of one generated history (``end``: its last tick)
             last_day = (T0 + dt.timedelta(days=days - 1)).date().isoformat()
             size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and _date_of(f, root) <= last_day)
@@ -258,8 +377,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             print(rows[-1], file=sys.stderr)
     finally:
-        shutil.rmtree(root.parent, ignore_errors=True)
-    command = " ".join(["python", "benches/history_scale.py", *(argv if argv is not None else sys.argv[1:])])
+        if args.keep is None:
+            shutil.rmtree(root.parent, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"rows": rows, "command": command}, indent=1) + "\n")
     lines = [

@@ -13,11 +13,15 @@ hour.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mqbalance.history.analysis import episodes, ms
+import pyarrow as pa
+
+from mqbalance.history import job
+from mqbalance.history.analysis import episodes, flapping, health, id_moves, integrate, ms, owner_timeline
 
 T0 = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
 
@@ -107,3 +111,52 @@ def test_episodes_against_replaying_the_state(compare, full_size: bool) -> None:
         rounds=3 if full_size else 1,
         label="replaying the state",
     )
+
+
+def _span_from_rows(
+    table: Any, since: int, until: int, readings: Sequence[int], window: float
+) -> list[tuple[str, str, str]]:
+    """A final span's rows the way the executors built them before issue 36: every event as a dict
+    of every column (times as datetimes), the public functions over those."""
+    rows = table.to_pylist()
+    members = [r for r in rows if r["table"] == "members"]
+    ownership = [r for r in rows if r["table"] == "ownership"]
+    offsets = [r for r in rows if r["table"] == "offsets"]
+    found = episodes([r for r in members if ms(r["ts"]) >= since], ownership, window=window, end=until)
+    timeline = owner_timeline(ownership)
+    first = ms(found[0]["start"]) if found else until
+    idle_s, dup_s, owned_at = integrate(timeline, since, first)
+    changed = sum(1 for t, _q, _n in timeline if since <= t < first)
+    prefix = {"unowned_queue_s": idle_s, "double_owned_queue_s": dup_s, "owned_at": owned_at,
+              "queue_changes": changed, "has_episodes": bool(found)}  # fmt: skip
+    out: list[tuple[str, Any]] = [("prefix", prefix), *(("episode", e) for e in found)]
+    out += [("flapping", f) for f in flapping(members, min_cycles=0, since=since) if f["joins"] or f["leaves"]]
+    for cid, (swaps, twice) in id_moves(members, end=until, since=since).items():
+        out.append(("id_moves", {"client_id": cid, "swaps": swaps, "twice": twice}))
+    out += [("health", h) for h in health(offsets, readings, {q: n for _t, q, n in timeline})]
+    return [("g", k, json.dumps(v, default=lambda t: t.isoformat())) for k, v in out]
+
+
+def test_a_span_from_columns_gives_what_the_rows_gave() -> None:
+    """The executors' columnar reading of a group's events (``job._analyse_span``) against the
+    dict-per-row reading it replaced, on one generated group with offsets (as Spark hands them:
+    microsecond times in the session's zone)."""
+    members, ownership = day(1, queues=40)
+    events: list[dict[str, Any]] = [{"table": "members", "group": "g", **r} for r in members]
+    events += [{"table": "ownership", "group": "g", "event": "change", **r} for r in ownership]
+    readings = [ms(T0) + 60_000 * k for k in range(61)]
+    for k, at in enumerate(readings):
+        events += [
+            {"table": "offsets", "group": "g", "event": "change", "ts": at, "topic": "T", "broker_name": f"b{q % 2}",
+             "queue_id": q // 2, "committed": k * (q % 3), "max_offset": k * 2 + (q % 5 == 0) * 50}
+            for q in range(40) if (k + q) % 4
+        ]  # fmt: skip
+    for e in events:
+        e["ts"] = e["ts"] if isinstance(e["ts"], dt.datetime) else dt.datetime.fromtimestamp(e["ts"] / 1000, dt.UTC)
+    types = {**job._COLUMNS, "ts": pa.timestamp("us", tz="UTC")}
+    table = pa.Table.from_pylist(events, schema=pa.schema(list(types.items())))
+    since, until = ms(T0) + 600_000, ms(T0) + 3_600_000
+    got = job._analyse_span(table, since, until, True, readings[-10:], 60.0)
+    expected = _span_from_rows(table, since, until, readings[-10:], 60.0)
+    assert [tuple(r.values()) for r in got.to_pylist()] == expected
+    assert {k for _g, k, _r in expected} >= {"prefix", "episode", "flapping", "health"}

@@ -55,6 +55,7 @@ __all__ = [
     "duplicate_ids",
     "duplicate_periods",
     "episodes",
+    "episodes_on_timeline",
     "flapping",
     "health",
     "id_moves",
@@ -150,8 +151,18 @@ def episodes(
     """The rebalance episodes of one group (see the module docs). ``members`` and ``ownership``
     are the group's rows of those tables (checkpoints included); ``end`` the end of the data
     (default: the last row's time)."""
+    return episodes_on_timeline(members, owner_timeline(ownership), window=window, end=end)
+
+
+def episodes_on_timeline(
+    members: Iterable[Mapping[str, Any]],
+    timeline: Sequence[tuple[int, tuple[str, str, int], int]],
+    *,
+    window: float = DEFAULT_WINDOW_S,
+    end: Any = None,
+) -> list[dict[str, Any]]:
+    """:func:`episodes` over the group's ownership as an :func:`owner_timeline` already built."""
     changes = sorted((r for r in members if r["event"] in ("join", "leave")), key=lambda r: ms(r["ts"]))
-    timeline = owner_timeline(ownership)
     times = [t for t, _q, _n in timeline]
     sweep = OwnershipSweep(timeline)
     last = max([ms(r["ts"]) for r in changes] + [t for t, _, _ in timeline], default=0)

@@ -14,19 +14,21 @@ offsets from the last checkpoint before its window of readings (from the ``ticks
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mqbalance.exceptions import HistoryError
 from mqbalance.history.analysis import (
     DEFAULT_WINDOW_S,
-    episodes,
+    episodes_on_timeline,
     flapping,
     health,
     id_moves,
@@ -82,14 +84,15 @@ def _analyse_span(
     """One group over ``[since, until)`` ms (``final``: the last span, also health). Rows before
     ``since`` (from the last checkpoint on) give the state there; the ``prefix`` row is what the
     previous span's last episode goes on with until this span's first one."""
-    rows = table.to_pylist()
-    group = rows[0]["group"] if rows else ""
-    members = [r for r in rows if r["table"] == "members"]
-    ownership = [r for r in rows if r["table"] == "ownership"]
-    offsets = [r for r in rows if r["table"] == "offsets"]
-    changes = [r for r in members if ms(r["ts"]) >= since]
-    found = episodes(changes, ownership, window=window, end=until)
+    group = table.column("group")[0].as_py() if table.num_rows else ""
+    members = _rows(table, "members", ("ts", "event", "client_id", "client_addr"))
+    ownership = _rows(table, "ownership", ("ts", "event", "topic", "broker_name", "queue_id", "processes"))
+    changes = [r for r in members if r["ts"] >= since]
     timeline = owner_timeline(ownership)
+    found = [
+        {**e, "start": _time(e["start"], _tz(table)), "end": _time(e["end"], _tz(table))}
+        for e in episodes_on_timeline(changes, timeline, window=window, end=until)
+    ]
     first = ms(found[0]["start"]) if found else until
     idle_s, dup_s, owned_at = integrate(timeline, since, first)
     out: list[tuple[str, dict[str, Any]]] = [
@@ -110,6 +113,7 @@ def _analyse_span(
         out.append(("id_moves", {"client_id": cid, "swaps": swaps, "twice": twice}))
     if final:
         owners: dict[tuple[str, str, int], int] = {q: n for _t, q, n in timeline}
+        offsets = _rows(table, "offsets", ("ts", "topic", "broker_name", "queue_id", "committed", "max_offset"))
         out += [("health", h) for h in health(offsets, readings, owners)]
     return pa.table(
         {
@@ -119,6 +123,28 @@ def _analyse_span(
         },
         schema=_OUT,
     )
+
+
+def _rows(table: pa.Table, name: str, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of table ``name`` among a group's events, in their order, with only ``columns``
+    (``ts`` as ms since the epoch): Python objects only for what the analysis reads."""
+    part = table.filter(pc.equal(table.column("table"), name)).select(list(columns))
+    if "ts" in columns:
+        ts = part.column("ts").cast(pa.timestamp("ms", tz=_tz(table))).cast(pa.int64())
+        part = part.set_column(part.schema.get_field_index("ts"), "ts", ts)
+    rows: list[dict[str, Any]] = part.to_pylist()
+    return rows
+
+
+def _tz(table: pa.Table) -> str | None:
+    """The time zone of the events' ``ts`` (Spark's session time zone)."""
+    kind = table.schema.field("ts").type
+    return kind.tz if pa.types.is_timestamp(kind) else None
+
+
+def _time(t: int, tz: str | None) -> Any:
+    """The time ``t`` (ms since the epoch) as Arrow gives a ``ts`` of the events."""
+    return pa.scalar(t, pa.timestamp("ms", tz=tz)).as_py()
 
 
 def _one_arg(f: Callable[[pa.Table], pa.Table]) -> Callable[[pa.Table], pa.Table]:
@@ -197,38 +223,60 @@ def analyse(
         for name in ("members", "ownership", "offsets")
     }
     parts: list[tuple[str, str, dict[str, Any]]] = []
-    for k in range(len(bounds) - 1):
-        since, until, final = bounds[k], bounds[k + 1], k == len(bounds) - 2
-        last = max((i for i, ts in zip(ids, times, strict=True) if ts < until or (final and ts <= until)), default=0)
-        frames = [
-            _frame(spark, files, name, F)
-            for name in ("members", "ownership")
-            if (files := _files(listed[name], checkpoint_at(since), last))
-        ]
-        if final and readings:
-            # the offsets at the window's start: the last checkpoint before it and the changes after
-            start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
-            if files := _files(listed["offsets"], checkpoint_at(start_ts), last):
-                frames.append(_frame(spark, files, "offsets", F, readings_from=readings[0]))
-        if progress is not None:
-            progress(f"span {k + 1} of {len(bounds) - 1}: {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M}")
-        if not frames:
-            continue
-        events = frames[0]
-        for f in frames[1:]:
-            events = events.unionByName(f)
-        if groups:
-            events = events.where(F.col("group").isin(list(groups)))
-        events = events.where(F.col("ts") <= F.lit(until))
-        s_ms, u_ms = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
+    with _listing_on_the_driver(spark):
+        for k in range(len(bounds) - 1):
+            since, until, final = bounds[k], bounds[k + 1], k == len(bounds) - 2
+            last = max(
+                (i for i, ts in zip(ids, times, strict=True) if ts < until or (final and ts <= until)), default=0
+            )
+            frames = [
+                _frame(spark, files, name, F)
+                for name in ("members", "ownership")
+                if (files := _files(listed[name], checkpoint_at(since), last))
+            ]
+            if final and readings:
+                # the offsets at the window's start: the last checkpoint before it and the changes after
+                start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
+                if files := _files(listed["offsets"], checkpoint_at(start_ts), last):
+                    frames.append(_frame(spark, files, "offsets", F, readings_from=readings[0]))
+            if progress is not None:
+                progress(f"span {k + 1} of {len(bounds) - 1}: {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M}")
+            if not frames:
+                continue
+            events = frames[0]
+            for f in frames[1:]:
+                events = events.unionByName(f)
+            if groups:
+                events = events.where(F.col("group").isin(list(groups)))
+            events = events.where(F.col("ts") <= F.lit(until))
+            s_ms, u_ms = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
 
-        run = functools.partial(_analyse_span, since=s_ms, until=u_ms, final=final, readings=readings, window=window)
-        got = events.groupBy("group").applyInArrow(_one_arg(run), "group string, kind string, row string").toArrow()
-        parts += [
-            (g, kind, json.loads(row))
-            for g, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True)
-        ]
+            run = functools.partial(
+                _analyse_span, since=s_ms, until=u_ms, final=final, readings=readings, window=window
+            )
+            got = events.groupBy("group").applyInArrow(_one_arg(run), "group string, kind string, row string").toArrow()
+            parts += [
+                (g, kind, json.loads(row))
+                for g, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True)
+            ]
     return combine_spans(parts, window, min_cycles, min_episodes)
+
+
+#: Spark lists more paths than this with a job of one task per path: thousands of tiny tasks for a
+#: span's event files (one per tick that changed something), most of a span's time on 2 cores
+_LISTING = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+
+
+@contextlib.contextmanager
+def _listing_on_the_driver(spark: Any) -> Iterator[None]:
+    """Spark lists the given data files on the driver (it only checks each file: no directory is
+    walked) instead of in a job; the setting is put back after."""
+    before = spark.conf.get(_LISTING)
+    spark.conf.set(_LISTING, str(2**31 - 1))
+    try:
+        yield
+    finally:
+        spark.conf.set(_LISTING, before)
 
 
 def _offsets_for_window(df: Any, start_ms: int, F: Any) -> Any:
