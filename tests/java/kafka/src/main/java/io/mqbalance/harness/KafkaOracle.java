@@ -276,10 +276,10 @@ public final class KafkaOracle {
     }
 
     /** The coordinator's metadata as the assignor sees it: partition counts by topic id, no racks. */
-    static final class Metadata implements SubscribedTopicDescriber {
+    public static final class Metadata implements SubscribedTopicDescriber {
         private final Map<Uuid, Integer> counts;
 
-        Metadata(Map<Uuid, Integer> counts) {
+        public Metadata(Map<Uuid, Integer> counts) {
             this.counts = counts;
         }
 

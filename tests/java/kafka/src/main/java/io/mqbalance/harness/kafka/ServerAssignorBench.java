@@ -1,5 +1,6 @@
 package io.mqbalance.harness.kafka;
 
+import io.mqbalance.harness.KafkaOracle;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -42,25 +43,6 @@ import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignment
 public final class ServerAssignorBench {
 
     private ServerAssignorBench() {}
-
-    /** Partition counts by topic id, no racks: what the assignor reads of the metadata. */
-    private static final class Topics implements SubscribedTopicDescriber {
-        private final Map<Uuid, Integer> counts;
-
-        Topics(Map<Uuid, Integer> counts) {
-            this.counts = counts;
-        }
-
-        @Override
-        public int numPartitions(Uuid topicId) {
-            return counts.getOrDefault(topicId, -1);
-        }
-
-        @Override
-        public Set<String> racksForPartition(Uuid topicId, int partition) {
-            return Set.of();
-        }
-    }
 
     /** One parsed line: the assignor, its group spec and the metadata. */
     private static final class Case {
@@ -142,7 +124,7 @@ public final class ServerAssignorBench {
             }
         }
         c.spec = new GroupSpecImpl(members, type, inverted);
-        c.topics = new Topics(counts);
+        c.topics = new KafkaOracle.Metadata(counts);
         return c;
     }
 
