@@ -120,7 +120,7 @@ chromium:
 	  fi; }
 
 test-python: setup zookeeper rocketmq chromium iproute2 java
-	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable tests benches
+	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 tests benches
 
 test: lint docs test-rust test-python
 
