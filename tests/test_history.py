@@ -125,6 +125,10 @@ def test_history_finds_the_planted_episodes_flapping_and_health(spark: Any, tmp_
     assert "STALL" in paths["report_md"].read_text() and (tmp_path / "out" / "episodes_per_hour.png").stat().st_size > 0
     only = analyse(spark, tmp_path / "h", groups=["g2"], start=T0 + dt.timedelta(seconds=200))
     assert {e["group"] for e in only.episodes} == {"g2"} and len(only.episodes) == 1
+    # in this process (no Spark): the same results, whole, in spans and for one group
+    assert analyse(None, tmp_path / "h", window=60, min_cycles=3, min_episodes=5) == result
+    assert analyse(None, tmp_path / "h", window=60, span=dt.timedelta(seconds=101)) == spans
+    assert analyse(None, tmp_path / "h", groups=["g2"], start=T0 + dt.timedelta(seconds=200)) == only
 
 
 def test_history_finds_duplicated_client_ids_both_ways(spark: Any, tmp_path: Path) -> None:
@@ -171,6 +175,7 @@ def test_history_finds_duplicated_client_ids_both_ways(spark: Any, tmp_path: Pat
     assert with_dup == {100: [], 200: [], 600: ["d"], 800: ["d"]}
     # span ends at 606 s and 808 s cut both periods; put together, the same periods
     assert analyse(spark, tmp_path / "h", window=60, span=dt.timedelta(seconds=101)) == result
+    assert analyse(None, tmp_path / "h", window=60) == result  # in this process: the same
     paths = write_history_outputs(result, tmp_path / "out")
     assert paths["duplicate_ids"].read_text().count("\n") == 1 + 2
     assert "| g3 | d | p1, p2 |" in paths["report_md"].read_text()
@@ -229,17 +234,28 @@ def test_history_cli_refuses_a_directory_that_is_not_a_history(tmp_path: Path) -
         analyse(None, tmp_path)
 
 
-def test_history_cli_writes_the_report(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("engine", "said"), [("auto", "in this process"), ("spark", "starting Spark")])
+def test_history_cli_writes_the_report(tmp_path: Path, engine: str, said: str) -> None:
+    """A small history is analysed in process by default; ``--engine spark`` gives the same files."""
     write(tmp_path / "h")
     got = subprocess.run(
-        [str(MQBALANCE), "history", str(tmp_path / "h"), "--out", str(tmp_path / "o"), "--quiet"],
+        [str(MQBALANCE), "history", str(tmp_path / "h"), "--out", str(tmp_path / "o"), "--engine", engine],
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert got.returncode == 0, got.stderr
+    assert said in got.stderr
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["episodes"] == 6 and summary["flapping_clients"] == 1
+    assert (tmp_path / "o" / "episodes.csv").read_text().count("\n") == 1 + 6
+
+
+def test_history_cli_refuses_an_in_process_run_with_a_spark_target(tmp_path: Path) -> None:
+    write(tmp_path / "h")
+    args = [str(MQBALANCE), "history", str(tmp_path / "h"), "--engine", "local", "--master", "local[1]"]
+    got = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2 and got.stderr.count("\n") == 1 and "'local[1]'" in got.stderr
 
 
 def test_the_html_report_renders_in_headless_chromium(spark: Any, tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
-"""``mqbalance history DIR``: the analysis of a history dataset on Spark (local mode by default, a
-cluster with ``--master``, Spark Connect with ``--remote``; the same code). Every group's events go
-to one executor task (``groupBy("group").applyInArrow``) where :mod:`mqbalance.history.analysis`
-turns them into episodes, flapping members, duplicated client ids and queue health; the driver
-gets those rows back (:mod:`mqbalance.history.spans`), and :mod:`mqbalance.history.report` writes
-Parquet, CSV, a Markdown and HTML report and plots.
+"""``mqbalance history DIR``: the analysis of a history dataset, in this process with Arrow (small
+histories: no JVM to start) or on Spark (local mode, a cluster with ``--master``, Spark Connect with
+``--remote``). Both run the same per-group function: on Spark every group's events go to one
+executor task (``groupBy("group").applyInArrow``), in process the groups are cut out of one sorted
+Arrow table. :mod:`mqbalance.history.analysis` turns a group's events into episodes, flapping
+members, duplicated client ids and queue health; the rows come back (:mod:`mqbalance.history.spans`),
+and :mod:`mqbalance.history.report` writes Parquet, CSV, a Markdown and HTML report and plots.
 
 The range (``start`` to ``end``, default: the whole history) is read :data:`SPAN` at a time, each
 span from the last checkpoint before it (the state at its start) to its end, so memory follows the
@@ -24,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 
 from mqbalance.exceptions import HistoryError
 from mqbalance.history.analysis import (
@@ -40,7 +42,7 @@ from mqbalance.history.schema import TABLES
 from mqbalance.history.spans import HistoryResult, combine_spans
 from mqbalance.history.writer import open_history, read_ticks
 
-__all__ = ["analyse"]
+__all__ = ["analyse", "data_bytes"]
 
 
 _COLUMNS = {
@@ -175,7 +177,7 @@ def _frame(spark: Any, files: list[str], name: str, F: Any, *, readings_from: in
 
 
 def analyse(
-    spark: Any,
+    spark: Any | None,
     root: str | Path,
     *,
     groups: Sequence[str] = (),
@@ -187,7 +189,8 @@ def analyse(
     span: dt.timedelta = SPAN,
     progress: Callable[[str], None] | None = None,
 ) -> HistoryResult:
-    """The analysis of the history at ``root`` (see the module docs), ``span`` at a time."""
+    """The analysis of the history at ``root`` (see the module docs), ``span`` at a time, on Spark
+    session ``spark`` or, with ``spark=None``, in this process (the same results)."""
     path = open_history(root, create=False)
     if not (isinstance(window, (int, float)) and not isinstance(window, bool) and 0 < window < 10**7):
         raise HistoryError(f"window must be a positive number of seconds, got {window!r}", window)
@@ -212,7 +215,6 @@ def analyse(
     while bounds[-1] + span < hi:
         bounds.append(bounds[-1] + span)
     bounds.append(hi)
-    from pyspark.sql import functions as F
 
     def checkpoint_at(t: dt.datetime) -> int:
         """The last checkpoint tick at or before ``t`` (0: the beginning)."""
@@ -223,14 +225,15 @@ def analyse(
         for name in ("members", "ownership", "offsets")
     }
     parts: list[tuple[str, str, dict[str, Any]]] = []
-    with _listing_on_the_driver(spark):
+    engine: _Engine = _LocalEngine() if spark is None else _SparkEngine(spark)
+    with engine:
         for k in range(len(bounds) - 1):
             since, until, final = bounds[k], bounds[k + 1], k == len(bounds) - 2
             last = max(
                 (i for i, ts in zip(ids, times, strict=True) if ts < until or (final and ts <= until)), default=0
             )
-            frames = [
-                _frame(spark, files, name, F)
+            inputs: list[tuple[str, list[str], int | None]] = [
+                (name, files, None)
                 for name in ("members", "ownership")
                 if (files := _files(listed[name], checkpoint_at(since), last))
             ]
@@ -238,28 +241,152 @@ def analyse(
                 # the offsets at the window's start: the last checkpoint before it and the changes after
                 start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
                 if files := _files(listed["offsets"], checkpoint_at(start_ts), last):
-                    frames.append(_frame(spark, files, "offsets", F, readings_from=readings[0]))
+                    inputs.append(("offsets", files, readings[0]))
             if progress is not None:
                 progress(f"span {k + 1} of {len(bounds) - 1}: {since:%Y-%m-%d %H:%M} to {until:%Y-%m-%d %H:%M}")
-            if not frames:
+            if not inputs:
                 continue
-            events = frames[0]
-            for f in frames[1:]:
-                events = events.unionByName(f)
-            if groups:
-                events = events.where(F.col("group").isin(list(groups)))
-            events = events.where(F.col("ts") <= F.lit(until))
-            s_ms, u_ms = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
-
             run = functools.partial(
-                _analyse_span, since=s_ms, until=u_ms, final=final, readings=readings, window=window
+                _analyse_span,
+                since=int(since.timestamp() * 1000),
+                until=int(until.timestamp() * 1000),
+                final=final,
+                readings=readings,
+                window=window,
             )
-            got = events.groupBy("group").applyInArrow(_one_arg(run), "group string, kind string, row string").toArrow()
+            got = engine.per_group(inputs, groups, until, run)
             parts += [
                 (g, kind, json.loads(row))
                 for g, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True)
             ]
     return combine_spans(parts, window, min_cycles, min_episodes)
+
+
+def data_bytes(root: str | Path) -> int:
+    """The bytes of the history's event files at ``root`` (what an analysis of all of it reads at
+    most): the CLI analyses in process below a bound, on Spark above it."""
+    path = open_history(root, create=False)
+    return sum(
+        f.stat().st_size for name in ("members", "ownership", "offsets") for f in (path / name).glob("date=*/hour=*/*")
+    )
+
+
+class _Engine:
+    """Where a span's per-group function runs: :class:`_SparkEngine` or :class:`_LocalEngine`."""
+
+    def __enter__(self) -> _Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def per_group(
+        self,
+        inputs: Sequence[tuple[str, list[str], int | None]],
+        groups: Sequence[str],
+        until: dt.datetime,
+        run: Callable[[pa.Table], pa.Table],
+    ) -> pa.Table:
+        """``run`` over each group's events (rows of the tables ``(name, files, readings_from)``
+        with ``ts <= until``, only ``groups`` if given), its results concatenated."""
+        raise NotImplementedError
+
+
+class _SparkEngine(_Engine):
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self._listing = _listing_on_the_driver(spark)
+
+    def __enter__(self) -> _Engine:
+        self._listing.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._listing.__exit__(None, None, None)
+
+    def per_group(
+        self,
+        inputs: Sequence[tuple[str, list[str], int | None]],
+        groups: Sequence[str],
+        until: dt.datetime,
+        run: Callable[[pa.Table], pa.Table],
+    ) -> pa.Table:
+        from pyspark.sql import functions as F
+
+        frames = [_frame(self.spark, files, name, F, readings_from=since) for name, files, since in inputs]
+        events = frames[0]
+        for f in frames[1:]:
+            events = events.unionByName(f)
+        if groups:
+            events = events.where(F.col("group").isin(list(groups)))
+        events = events.where(F.col("ts") <= F.lit(until))
+        return events.groupBy("group").applyInArrow(_one_arg(run), "group string, kind string, row string").toArrow()
+
+
+class _LocalEngine(_Engine):
+    """The same rows in this process: each table read with Arrow into the analysis' columns, the
+    groups cut out of the events sorted by group (a stable sort: each group's rows keep the order
+    they were read in)."""
+
+    def per_group(
+        self,
+        inputs: Sequence[tuple[str, list[str], int | None]],
+        groups: Sequence[str],
+        until: dt.datetime,
+        run: Callable[[pa.Table], pa.Table],
+    ) -> pa.Table:
+        events = pa.concat_tables([_arrow_frame(files, name, since) for name, files, since in inputs])
+        keep = pc.less_equal(events.column("ts"), pa.scalar(until, _COLUMNS["ts"]))
+        if groups:
+            keep = pc.and_(keep, pc.is_in(events.column("group"), pa.array(list(groups), pa.string())))
+        events = events.filter(keep)
+        events = events.take(pc.sort_indices(events, [("group", "ascending")]))
+        names = events.column("group").to_pylist()
+        out, start = [], 0
+        for i in range(1, len(names) + 1):
+            if i == len(names) or names[i] != names[start]:
+                out.append(run(events.slice(start, i - start)))
+                start = i
+        return pa.concat_tables(out) if out else _OUT.empty_table()
+
+
+def _arrow_frame(files: list[str], name: str, readings_from: int | None) -> pa.Table:
+    """:func:`_frame` in Arrow: table ``name`` from ``files`` in the analysis' columns."""
+    schema = TABLES[name]
+    table = pads.dataset(files, schema=schema, format="parquet").to_table()
+    if readings_from is not None:
+        table = _arrow_offsets_for_window(table, readings_from)
+    columns = []
+    for column, kind in _COLUMNS.items():
+        if column == "table":
+            columns.append(pa.array([name] * table.num_rows, pa.string()))
+        elif column in schema.names:
+            columns.append(table.column(column).cast(kind))
+        else:
+            columns.append(pa.nulls(table.num_rows, kind))
+    return pa.table(columns, schema=pa.schema(list(_COLUMNS.items())))
+
+
+def _arrow_offsets_for_window(table: pa.Table, start_ms: int) -> pa.Table:
+    """:func:`_offsets_for_window` in Arrow: the rows from ``start_ms`` on, and of the rows before
+    it each queue's latest (by ``ts``, then ``tick_id``)."""
+    start = pa.scalar(start_ms, pa.timestamp("ms", tz="UTC"))
+    ts = table.column("ts").cast(pa.timestamp("ms", tz="UTC"))
+    before = table.filter(pc.less(ts, start))
+    keys = ["group", "topic", "broker_name", "queue_id"]
+    before = before.take(
+        pc.sort_indices(before, [*((k, "ascending") for k in keys), ("ts", "descending"), ("tick_id", "descending")])
+    )
+    first = [True] * before.num_rows
+    if before.num_rows > 1:
+        same = None
+        for k in keys:
+            col = before.column(k)
+            eq = pc.equal(col.slice(1), col.slice(0, before.num_rows - 1))
+            same = eq if same is None else pc.and_(same, eq)
+        first = [True, *pc.invert(same).to_pylist()]
+    latest = before.filter(pa.array(first, pa.bool_()))
+    return pa.concat_tables([table.filter(pc.greater_equal(ts, start)), latest])
 
 
 #: Spark lists more paths than this with a job of one task per path: thousands of tiny tasks for a
