@@ -214,26 +214,30 @@ def _date_of(f: Path, root: Path) -> str:
     return part[5:]
 
 
-def _analysis(root: Path, days: int, driver_memory: str) -> dict[str, object]:
-    """One analysis of the first ``days`` of ``root`` in this process (the child of :func:`_timed`):
-    its time, and a digest of every result table (the same digest: the same results)."""
-    spark = local_session(fast_start=True, driver_memory=driver_memory)
+def _analysis(root: Path, days: int, driver_memory: str, engine: str = "spark") -> dict[str, object]:
+    """One analysis of the first ``days`` of ``root`` in this process (the child of :func:`_timed`),
+    on local Spark or (``engine="local"``) in process: its time from the start of the command's work
+    (Spark's start included: `mqbalance history` pays it too), and a digest of every result table
+    (the same digest: the same results)."""
+    t = time.perf_counter()
+    spark = local_session(fast_start=True, driver_memory=driver_memory) if engine == "spark" else None
     try:
-        t = time.perf_counter()
         result = analyse(spark, root, end=T0 + dt.timedelta(days=days, seconds=-10))
         took = time.perf_counter() - t
     finally:
-        stop_session(spark)
+        if spark is not None:
+            stop_session(spark)
     digest = hashlib.sha256(json.dumps(dataclasses.asdict(result), sort_keys=True, default=str).encode())
     return {"analyse_s": took, "episodes": len(result.episodes), "health_rows": len(result.health),
             "digest": digest.hexdigest()}  # fmt: skip
 
 
-def _timed(python_path: Path, root: Path, days: int, driver_memory: str) -> dict[str, object]:
+def _timed(python_path: Path, root: Path, days: int, driver_memory: str, engine: str = "spark") -> dict[str, object]:
     """:func:`_analysis` in a child process running the ``mqbalance`` at ``python_path``, with the
     peak RSS of its process tree (sampled every 0.2 s)."""
     env = {**os.environ, "PYTHONPATH": str(python_path)}
-    argv = [sys.executable, __file__, "--child", str(root), "--days", str(days), "--driver-memory", driver_memory]
+    argv = [sys.executable, __file__, "--child", str(root), "--days", str(days), "--driver-memory", driver_memory,
+            "--engine", engine]  # fmt: skip
     child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
     peak = 0
     while child.poll() is None:
@@ -262,8 +266,8 @@ def against(args: argparse.Namespace, root: Path) -> list[dict[str, object]]:
         for days in sorted(int(d) for d in args.days.split(",")):
             runs: dict[str, list[dict[str, object]]] = {"new": [], "base": []}
             for _ in range(args.rounds):
-                for side, path in (("base", base / "python"), ("new", here / "python")):
-                    runs[side].append(_timed(path, root, days, args.driver_memory))
+                for side, path, engine in (("base", base / "python", "spark"), ("new", here / "python", args.engine)):
+                    runs[side].append(_timed(path, root, days, args.driver_memory, engine))
                     print(days, side, runs[side][-1], file=sys.stderr)
             digests = {str(r["digest"]) for side in runs.values() for r in side}
             if len(digests) != 1:
@@ -316,9 +320,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="with --against: analyses per side")
     ap.add_argument("--keep", type=Path, help="generate the history here and keep it (reused when present)")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--engine",
+        choices=("spark", "local"),
+        default="spark",
+        help="where this tree's analysis runs with --against (REV's always on Spark)",
+    )
     args = ap.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(_analysis(args.child, int(args.days), args.driver_memory)))
+        print(json.dumps(_analysis(args.child, int(args.days), args.driver_memory, args.engine)))
         return 0
     rows = []
     counts = sorted(int(d) for d in args.days.split(","))
