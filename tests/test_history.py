@@ -106,6 +106,9 @@ def test_history_finds_the_planted_episodes_flapping_and_health(spark: Any, tmp_
     assert first["joined"] == [["c2", "a2"]] and first["left"] == []
     assert first["owned_again_s"] == 10.0 and first["unowned_queue_s"] == 20.0 and first["queue_changes"] == 4
     assert [(e["joined"], e["left"]) for e in g1[1:]] == [([["f", "af"]], [["f", "af"]])] * 4
+    assert [e["causes"] for e in result.episodes] == [["joined: c2 (a2)"]] + [
+        ["joined: f (af)", "left: f (af)"]
+    ] * 4 + [["left: d1 (x)"]]
     assert [dt.datetime.fromisoformat(e["start"]) - T0 for e in g1[1:]] == [
         dt.timedelta(seconds=300 + 200 * k) for k in range(4)
     ]
@@ -179,6 +182,69 @@ def test_history_finds_duplicated_client_ids_both_ways(spark: Any, tmp_path: Pat
     paths = write_history_outputs(result, tmp_path / "out")
     assert paths["duplicate_ids"].read_text().count("\n") == 1 + 2
     assert "| g3 | d | p1, p2 |" in paths["report_md"].read_text()
+
+
+def test_every_episode_says_why(spark: Any, tmp_path: Path) -> None:
+    """Planted: a subscription gaining a topic (and its queues), a broker going away, a member
+    reporting another strategy joining, a topic's queue count growing; each an episode whose
+    causes name what changed, on Spark and in process, whole and cut by spans."""
+
+    def own(event: str, topic: str, broker: str, queue_id: int, owner: str | None = "c1") -> dict[str, Any]:
+        return {
+            "event": event,
+            "group": "g",
+            **q(topic, broker, queue_id),
+            "owner": owner,
+            "processes": int(bool(owner)),
+        }
+
+    def group(event: str, subscriptions: list[str]) -> dict[str, Any]:
+        return {"event": event, "group": "g", "message_model": "CLUSTERING", "subscriptions": subscriptions}
+
+    member = {"group": "g", "client_id": "c1", "client_addr": "a1", "strategy": "AVG"}
+    at: dict[int, dict[str, list[dict[str, Any]]]] = {
+        0: {
+            "groups": [group("checkpoint", ["T"])],
+            "members": [{"event": "checkpoint", **member}],
+            "ownership": [own("checkpoint", "T", b, i) for b in ("b", "b2") for i in range(2)],
+        },
+        100: {
+            "groups": [group("subscription", ["T", "V"])],
+            "ownership": [own("change", "V", "b", i) for i in range(2)],
+        },
+        300: {"ownership": [own("remove", "T", "b2", i) for i in range(2)]},
+        500: {
+            "members": [
+                {"event": "join", **member, "client_id": "c2", "client_addr": "a2", "strategy": "CONSISTENT_HASH"}
+            ],
+            "ownership": [own("change", "T", "b", 1, "c2")],
+        },
+        700: {"ownership": [own("change", "T", "b", 2)]},
+        900: {},
+    }
+    w = HistoryWriter(tmp_path / "h", run_id="why")
+    for tick_id, s in enumerate(sorted(at), start=1):
+        w.commit_tick(
+            tick_id,
+            T0 + dt.timedelta(seconds=s),
+            at[s],
+            {"kind": "membership", "checkpoint": s == 0, "duration_ms": 5, "skipped_before": 0, "clock_jump_ms": 0,
+             "groups": 1, "changed_groups": 1, "requests": 1, "errors": 0},
+        )  # fmt: skip
+    w.close()
+    result = analyse(spark, tmp_path / "h", window=60)
+    got = {(dt.datetime.fromisoformat(e["start"]) - T0).seconds: e["causes"] for e in result.episodes}
+    assert got == {
+        100: ["subscription changed: +V", "queues added: V on b (2)"],
+        300: ["broker gone: b2 (2 queues)"],
+        500: ["joined: c2 (a2)", "strategies differ: AVG (c1); CONSISTENT_HASH (c2)"],
+        700: ["queues added: T on b (1)", "strategies differ: AVG (c1); CONSISTENT_HASH (c2)"],
+    }
+    assert analyse(None, tmp_path / "h", window=60) == result
+    assert analyse(None, tmp_path / "h", window=60, span=dt.timedelta(seconds=150)) == result
+    report = write_history_outputs(result, tmp_path / "out")["report_md"].read_text()
+    assert "| – | – | broker gone: b2 (2 queues) |" in report
+    assert "| c2 (a2) | – | strategies differ: AVG (c1); CONSISTENT_HASH (c2) |" in report
 
 
 def test_spans_are_put_together_per_group_whatever_order_the_groups_come_in() -> None:

@@ -2,8 +2,9 @@
 the events of one group (:mod:`mqbalance.history.schema`). Pure functions over plain rows, so the
 same code runs in-process and inside Spark's executors (:mod:`mqbalance.history.job`).
 
-**Episodes.** A membership change (a ``join`` or ``leave``) starts an episode; the next change
-less than ``window`` seconds after the previous one belongs to the same episode. An episode has
+**Episodes.** A membership change (a ``join`` or ``leave``) — or a change of the group's
+subscriptions or of its queues (:mod:`mqbalance.history.causes`) — starts an episode; the next
+change less than ``window`` seconds after the previous one belongs to the same episode. An episode has
 who joined and left (client id and address), the queues whose owner changed from its start until
 the next episode, the time from its start until every queue was owned again (``None`` when that
 never happened before the next episode or the end of the data), and the queue-seconds over that
@@ -43,7 +44,7 @@ from __future__ import annotations
 import datetime as dt
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
@@ -66,6 +67,8 @@ __all__ = [
 
 #: membership changes closer than this belong to one episode (seconds)
 DEFAULT_WINDOW_S = 60.0
+#: the changes that start an episode (:mod:`mqbalance.history.causes`)
+_STARTS = frozenset({"join", "leave", "subscription", "queue_added", "queue_removed"})
 #: moves of one client id to a new connection, without leaving, that make it a duplicated id
 MIN_SWAPS = 3
 
@@ -160,9 +163,13 @@ def episodes_on_timeline(
     *,
     window: float = DEFAULT_WINDOW_S,
     end: Any = None,
+    explain: Callable[[Sequence[Mapping[str, Any]]], list[str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`episodes` over the group's ownership as an :func:`owner_timeline` already built."""
-    changes = sorted((r for r in members if r["event"] in ("join", "leave")), key=lambda r: ms(r["ts"]))
+    """:func:`episodes` over the group's ownership as an :func:`owner_timeline` already built.
+    ``members`` may also hold the other changes that start an episode
+    (:func:`mqbalance.history.causes.changes`); ``explain`` gives an episode's ``causes`` from its
+    changes."""
+    changes = sorted((r for r in members if r["event"] in _STARTS), key=lambda r: ms(r["ts"]))
     times = [t for t, _q, _n in timeline]
     sweep = OwnershipSweep(timeline)
     last = max([ms(r["ts"]) for r in changes] + [t for t, _, _ in timeline], default=0)
@@ -192,6 +199,8 @@ def episodes_on_timeline(
                 "double_owned_queue_s": round(dup_s, 3),
             }
         )
+        if explain is not None:
+            out[-1]["causes"] = explain(rows)
     return out
 
 

@@ -19,7 +19,7 @@ import contextlib
 import datetime as dt
 import functools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from mqbalance.history.analysis import (
     ms,
     owner_timeline,
 )
+from mqbalance.history.causes import causes, changes, held_at, members_at
 from mqbalance.history.schema import TABLES
 from mqbalance.history.spans import HistoryResult, combine_spans
 from mqbalance.history.writer import open_history, read_ticks
@@ -57,6 +58,8 @@ _COLUMNS = {
     "queue_id": pa.int32(),
     "owner": pa.string(),
     "processes": pa.int16(),
+    "subscriptions": pa.list_(pa.string()),
+    "strategy": pa.string(),
     "committed": pa.int64(),
     "max_offset": pa.int64(),
 }
@@ -87,13 +90,20 @@ def _analyse_span(
     ``since`` (from the last checkpoint on) give the state there; the ``prefix`` row is what the
     previous span's last episode goes on with until this span's first one."""
     group = table.column("group")[0].as_py() if table.num_rows else ""
-    members = _rows(table, "members", ("ts", "event", "client_id", "client_addr"))
+    members = _rows(table, "members", ("ts", "event", "client_id", "client_addr", "strategy"))
     ownership = _rows(table, "ownership", ("ts", "event", "topic", "broker_name", "queue_id", "processes"))
-    changes = [r for r in members if r["ts"] >= since]
+    group_rows = _rows(table, "groups", ("ts", "event", "subscriptions", "strategy"))
     timeline = owner_timeline(ownership)
+
+    def explain(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+        last = ms(rows[-1]["ts"])
+        return causes(rows, members_at(members, last), held_at(ownership, last))
+
     found = [
         {**e, "start": _time(e["start"], _tz(table)), "end": _time(e["end"], _tz(table))}
-        for e in episodes_on_timeline(changes, timeline, window=window, end=until)
+        for e in episodes_on_timeline(
+            changes(members, group_rows, ownership, since=since), timeline, window=window, end=until, explain=explain
+        )
     ]
     first = ms(found[0]["start"]) if found else until
     idle_s, dup_s, owned_at = integrate(timeline, since, first)
@@ -222,7 +232,7 @@ def analyse(
 
     listed = {  # each table's files, listed once for every span
         name: [(int(f.name[5:17]), str(f)) for f in sorted((path / name).glob("date=*/hour=*/part-*.parquet"))]
-        for name in ("members", "ownership", "offsets")
+        for name in ("groups", "members", "ownership", "offsets")
     }
     parts: list[tuple[str, str, dict[str, Any]]] = []
     engine: _Engine = _LocalEngine() if spark is None else _SparkEngine(spark)
@@ -234,7 +244,7 @@ def analyse(
             )
             inputs: list[tuple[str, list[str], int | None]] = [
                 (name, files, None)
-                for name in ("members", "ownership")
+                for name in ("groups", "members", "ownership")
                 if (files := _files(listed[name], checkpoint_at(since), last))
             ]
             if final and readings:
@@ -267,7 +277,9 @@ def data_bytes(root: str | Path) -> int:
     most): the CLI analyses in process below a bound, on Spark above it."""
     path = open_history(root, create=False)
     return sum(
-        f.stat().st_size for name in ("members", "ownership", "offsets") for f in (path / name).glob("date=*/hour=*/*")
+        f.stat().st_size
+        for name in ("groups", "members", "ownership", "offsets")
+        for f in (path / name).glob("date=*/hour=*/*")
     )
 
 

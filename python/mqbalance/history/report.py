@@ -61,15 +61,15 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
         "## Worst episodes (queue-seconds owned by nobody)",
         "",
         (
-            "| group | start | joined | left | queue changes | owned again after (s) | nobody (queue-s) "
+            "| group | start | joined | left | causes | queue changes | owned again after (s) | nobody (queue-s) "
             "| twice (queue-s) |"
         ),
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in sorted(result.episodes, key=lambda e: -e["unowned_queue_s"])[:20]:
         lines.append(
-            f"| {e['group']} | {e['start']} | {len(e['joined'])} | {len(e['left'])} | {e['queue_changes']} "
-            f"| {e['owned_again_s']} | {e['unowned_queue_s']} | {e['double_owned_queue_s']} |"
+            f"| {e['group']} | {e['start']} | {_who(e['joined'])} | {_who(e['left'])} | {'; '.join(_causes(e))} "
+            f"| {e['queue_changes']} | {e['owned_again_s']} | {e['unowned_queue_s']} | {e['double_owned_queue_s']} |"
         )
     lines += ["", "## Duplicated client ids", "", "| group | client id | addresses | start | end | seconds | how |"]
     lines += ["|---|---|---|---|---|---|---|"]
@@ -97,6 +97,17 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
     paths["report_html"] = directory / "report.html"
     paths["report_html"].write_text(_html(result, statuses, [i for i in images if i]), encoding="utf-8")
     return paths
+
+
+def _who(members: Sequence[Sequence[str]]) -> str:
+    """Connections ``[client id, address]`` as ``id (address), ...`` (the first 5, then how many more)."""
+    named = [f"{cid} ({addr})" for cid, addr in members[:5]]
+    return ", ".join(named + ([f"and {len(members) - 5} more"] if len(members) > 5 else [])) or "–"
+
+
+def _causes(e: Mapping[str, Any]) -> list[str]:
+    """An episode's causes but those its joined and left columns already say."""
+    return [c for c in e.get("causes", ["unknown"]) if not c.startswith(("joined:", "left:"))] or ["membership"]
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -130,6 +141,7 @@ def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[s
                 "start",
                 "joined",
                 "left",
+                "causes",
                 "queue changes",
                 "owned again after (s)",
                 "nobody (queue-s)",
@@ -139,8 +151,9 @@ def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[s
                 [
                     e["group"],
                     e["start"],
-                    len(e["joined"]),
-                    len(e["left"]),
+                    _who(e["joined"]),
+                    _who(e["left"]),
+                    "; ".join(_causes(e)),
                     e["queue_changes"],
                     e["owned_again_s"],
                     e["unowned_queue_s"],
@@ -208,6 +221,10 @@ def _group_rows(root: Path, table: str, groups: set[str]) -> list[dict[str, Any]
     return sorted(rows, key=lambda r: (r["tick_id"], r["ts"]))
 
 
+#: the ownership plot's legend names this many processes at most
+LEGEND_OWNERS = 20
+
+
 def _ownership_plot(result: HistoryResult, root: Path, directory: Path) -> str | None:
     counts: dict[str, int] = {}
     for e in result.episodes:
@@ -239,7 +256,7 @@ def _ownership_plot(result: HistoryResult, root: Path, directory: Path) -> str |
         current[q] = r
     for q, r in current.items():
         segments.append((index[q], r["ts"], end, r))
-    fig, ax = plt.subplots(figsize=(10, 0.25 * len(queues) + 1.8))
+    fig, ax = plt.subplots(figsize=(12, max(0.25 * len(queues), 0.2 * min(len(owners), LEGEND_OWNERS) + 0.6) + 1.8))
     for y, start, stop, r in segments:
         if r["processes"] == 0 or stop <= start:
             continue  # owned by nobody: a gap
@@ -248,6 +265,14 @@ def _ownership_plot(result: HistoryResult, root: Path, directory: Path) -> str |
         edge = "#d62728" if r["processes"] >= 2 else "none"
         ax.barh(y, width, left=start, height=0.8, color=colour.get(r["owner"], "#999999"), hatch=hatch, edgecolor=edge)
     ax.set_yticks(range(len(queues)), [f"{t}/{b}/{i}" for t, b, i in queues], fontsize=6)
+    from matplotlib.patches import Patch
+
+    shown = owners[:LEGEND_OWNERS]
+    handles = [Patch(color=colour[o], label=o) for o in shown]
+    if len(owners) > len(shown):
+        handles.append(Patch(color="#ffffff", label=f"and {len(owners) - len(shown)} more processes"))
+    handles.append(Patch(facecolor="#ffffff", hatch="////", edgecolor="#d62728", label="owned by two or more"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, title="owner", frameon=False)
     ax.set_title(f"Queue ownership over time: {group} (colour per process; gaps: nobody; hatched red: two)")
     fig.autofmt_xdate()
     fig.tight_layout()

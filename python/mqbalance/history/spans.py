@@ -65,6 +65,7 @@ def combine_spans(
             ):
                 for key in ("joined", "left"):
                     prev[key] += row[key]
+                prev["causes"] = _merged(prev.get("causes", []), row.get("causes", []))
                 for key in ("queue_changes", "unowned_queue_s", "double_owned_queue_s"):
                     prev[key] += row[key]
                 prev["end"] = row["end"]
@@ -118,6 +119,8 @@ def combine_spans(
     for e in result.episodes:  # the duplicated-id periods an episode's changes fall in
         first, last = dt.datetime.fromisoformat(e["start"]), dt.datetime.fromisoformat(e["end"])
         e["duplicated_ids"] = sorted({c for a, b, c in when_dup.get(e["group"], []) if a <= last and b >= first})
+        if "causes" in e:
+            e["causes"] = _merged(e["causes"], [f"duplicated id: {c}" for c in e["duplicated_ids"]])
     result.health.sort(key=lambda h: (h["group"], h["topic"], h["broker_name"], h["queue_id"]))
     result.duplicate_ids.sort(key=lambda d: (d["group"], d["start"], d["client_id"]))
     counts: dict[str, int] = {}
@@ -135,3 +138,15 @@ def _owned_at(e: Mapping[str, Any]) -> int | None:
     if e["owned_again_s"] is None:
         return None
     return ms(dt.datetime.fromisoformat(e["start"])) + round(float(e["owned_again_s"]) * 1000)
+
+
+#: the order an episode's causes are listed in (:mod:`mqbalance.history.causes`), by their kind
+_CAUSE_ORDER = ("joined", "left", "subscription changed", "broker gone", "queues added", "queues removed",
+                "strategies differ", "duplicated id", "unknown")  # fmt: skip
+
+
+def _merged(first: Sequence[str], second: Sequence[str]) -> list[str]:
+    """Two pieces of an episode's causes as one list, each once, in kind order (the same whichever
+    spans cut the episode), ``unknown`` only when nothing else shows."""
+    out = sorted(set(first) | set(second), key=lambda c: (_CAUSE_ORDER.index(c.split(":")[0]), c))
+    return [c for c in out if c != "unknown"] or out
