@@ -47,7 +47,7 @@ from mqbalance.fleet.rocketmq.snapshot import (
     table_of,
 )
 
-__all__ = ["snapshot_from_dict", "snapshot_from_json_bytes"]
+__all__ = ["snapshot_from_dict"]
 
 
 @dataclass(frozen=True)
