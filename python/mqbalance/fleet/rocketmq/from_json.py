@@ -459,7 +459,11 @@ def columnar_groups(
         "message_model": pa.array(models, pa.string()).take(at_group),
     }
     for c, canonical in zip(STRATEGY_COLUMNS, per_spec):
-        columns[c] = pa.array(list(canonical), SCHEMAS["connections"].field(c).type).take(at)
+        kind = SCHEMAS["connections"].field(c).type
+        if all(v is None for v in canonical):  # a parameter no strategy here has: no gather
+            columns[c] = pa.nulls(len(codes), kind)
+        else:
+            columns[c] = pa.array(list(canonical), kind).take(at)
     connections = pa.Table.from_arrays(
         [columns[c] for c in SCHEMAS["connections"].names], schema=SCHEMAS["connections"]
     )
