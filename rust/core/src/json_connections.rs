@@ -175,7 +175,11 @@ pub fn read_connections(text: &[u8]) -> Option<SnapshotConnections> {
         ok: true,
     };
     let mut de = serde_json::Deserializer::from_str(text);
-    let top = Top { reader: &mut reader }.deserialize(&mut de).ok()?;
+    let top = Top {
+        reader: &mut reader,
+    }
+    .deserialize(&mut de)
+    .ok()?;
     de.end().ok()?;
     if !reader.ok || !top {
         return None;
@@ -500,15 +504,15 @@ mod tests {
             "",
             "{",
             "[]",
-            r#"{"topics": {}}"#,                                               // no groups
-            r#"{"groups": [], "topics": {}}"#,                                  // groups not an object
-            r#"{"groups": {"g": []}}"#,                                         // group not an object
-            r#"{"groups": {"g": {"subscriptions": []}}}"#,                      // no connections
-            r#"{"groups": {"g": {"connections": {}}}}"#,                        // not an array
-            r#"{"groups": {"g": {"connections": [1]}}}"#,                       // not an object
-            r#"{"groups": {"g": {"connections": [{}]}}}"#,                      // no clientId
-            r#"{"groups": {"g": {"connections": [{"clientId": null}]}}}"#,      // null clientId
-            r#"{"groups": {"g": {"connections": [{"clientId": 5}]}}}"#,         // not a str
+            r#"{"topics": {}}"#,                           // no groups
+            r#"{"groups": [], "topics": {}}"#,             // groups not an object
+            r#"{"groups": {"g": []}}"#,                    // group not an object
+            r#"{"groups": {"g": {"subscriptions": []}}}"#, // no connections
+            r#"{"groups": {"g": {"connections": {}}}}"#,   // not an array
+            r#"{"groups": {"g": {"connections": [1]}}}"#,  // not an object
+            r#"{"groups": {"g": {"connections": [{}]}}}"#, // no clientId
+            r#"{"groups": {"g": {"connections": [{"clientId": null}]}}}"#, // null clientId
+            r#"{"groups": {"g": {"connections": [{"clientId": 5}]}}}"#, // not a str
             r#"{"groups": {"g": {"connections": [{"clientId": "a", "version": 1.0}]}}}"#,
             r#"{"groups": {"g": {"connections": [{"clientId": "a", "version": true}]}}}"#,
             r#"{"groups": {"g": {"connections": [{"clientId": "a", "version": 99999999999999999999}]}}}"#,
@@ -520,23 +524,31 @@ mod tests {
             r#"{"groups": {"g": {"connections": []}}, "groups": {}}"#,
             r#"{"groups": {"g": {"connections": [{"client\u0049d": "a"}]}}}"#, // escaped key
             "{\"groups\": {\"g\": {\"connections\": [{\"clientId\": \"a\tb\"}]}}}", // raw control
-            "\u{feff}{\"groups\": {}}",                                           // BOM
-            r#"{"groups": {}} x"#,                                                 // trailing
-            r#"{"groups": {},}"#,                                                  // trailing comma
+            "\u{feff}{\"groups\": {}}",                                        // BOM
+            r#"{"groups": {}} x"#,                                             // trailing
+            r#"{"groups": {},}"#,                                              // trailing comma
         ] {
             assert!(read(bad).is_none(), "{bad}");
         }
-        let long = format!(r#"{{"groups": {{"g": {{"connections": [{{"clientId": "a", "x": {}}}]}}}}}}"#, "1".repeat(4301));
+        let long = format!(
+            r#"{{"groups": {{"g": {{"connections": [{{"clientId": "a", "x": {}}}]}}}}}}"#,
+            "1".repeat(4301)
+        );
         assert!(read(&long).is_none());
-        let fine = format!(r#"{{"groups": {{"g": {{"connections": [{{"clientId": "a", "x": "{}"}}]}}}}}}"#, "1".repeat(4300));
+        let fine = format!(
+            r#"{{"groups": {{"g": {{"connections": [{{"clientId": "a", "x": "{}"}}]}}}}}}"#,
+            "1".repeat(4300)
+        );
         assert!(read(&fine).is_some());
         assert!(read_connections(b"{\"groups\": {\"\xff\": {\"connections\": []}}}").is_none());
     }
 
     #[test]
     fn escapes_in_values_are_decoded() {
-        let r = read(r#"{"groups": {"g": {"connections": [{"clientId": "a\"b\\c\u0041\n\ud83d\ude00"}]}}}"#)
-            .unwrap();
+        let r = read(
+            r#"{"groups": {"g": {"connections": [{"clientId": "a\"b\\c\u0041\n\ud83d\ude00"}]}}}"#,
+        )
+        .unwrap();
         assert_eq!(r.client_id.get(0), Some("a\"b\\cA\n\u{1f600}"));
     }
 

@@ -6,7 +6,7 @@ use numpy::IntoPyArray;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-fn str_column<'py>(py: Python<'py>, c: StrColumn) -> PyResult<Bound<'py, PyTuple>> {
+fn str_column(py: Python<'_>, c: StrColumn) -> PyResult<Bound<'_, PyTuple>> {
     (
         c.offsets.into_pyarray(py),
         c.data.into_pyarray(py),
@@ -16,7 +16,7 @@ fn str_column<'py>(py: Python<'py>, c: StrColumn) -> PyResult<Bound<'py, PyTuple
         .into_pyobject(py)
 }
 
-fn int_column<'py>(py: Python<'py>, c: IntColumn) -> PyResult<Bound<'py, PyTuple>> {
+fn int_column(py: Python<'_>, c: IntColumn) -> PyResult<Bound<'_, PyTuple>> {
     (
         c.values.into_pyarray(py),
         c.validity.bits.into_pyarray(py),
