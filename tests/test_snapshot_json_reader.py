@@ -13,17 +13,17 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_snapshot_columns import _paths, fleet, same, small_fleet
 
 from mqbalance import _core
 from mqbalance.exceptions import SnapshotError
 from mqbalance.fleet.rocketmq import files
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict, snapshot_from_json_bytes
+from test_snapshot_columns import _paths, fleet, same, small_fleet
 
 
 def reference(path: Path) -> object:
     """What ``load_snapshot`` gives without the reader (the snapshot, or the error's message)."""
-    with mock.patch.object(files, "snapshot_from_json_bytes", lambda text, source: None):
+    with mock.patch.object(files, "snapshot_from_json_bytes", return_value=None):
         try:
             return files.load_snapshot(path)
         except SnapshotError as e:
@@ -78,7 +78,7 @@ def test_the_columns_are_the_dicts_columns():
 
 #: Values a field may be set to (all JSON-serialisable): good ones and every kind of bad one.
 ODD = st.sampled_from(
-    [None, "", "x", "\ud800", "é😀\n\"", 0, -1, 2**31, 2**63, 1.0, 1.5, True, [], ["x"], {}, {"name": "AVG"}, "AVG"]
+    [None, "", "x", "\ud800", 'é😀\n"', 0, -1, 2**31, 2**63, 1.0, 1.5, True, [], ["x"], {}, {"name": "AVG"}, "AVG"]
 )
 
 

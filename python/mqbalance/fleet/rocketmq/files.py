@@ -83,12 +83,12 @@ def load_snapshot(path: str | Path) -> Snapshot:
         )
     with gc_paused():
         try:
-            raw = p.read_bytes()
+            content: bytes | None = p.read_bytes()
         except OSError:
-            raw = None  # read again below, which names the problem
-        fast = snapshot_from_json_bytes(raw, str(p)) if raw is not None else None
-    if fast is not None:
-        return fast
+            content = None  # read again below, which names the problem
+        read = snapshot_from_json_bytes(content, str(p)) if content is not None else None
+    if read is not None:
+        return read
     # The reader was unsure (malformed, odd or wrong): the reference path names the problem.
     try:
         text = p.read_text(encoding="utf-8")
