@@ -1,8 +1,9 @@
 """``mqbalance assign`` with one process per queue against one process per 100 queues, same queues
 (issue 36: target ≤ 1.5×). Timing on (``make bench``): ``benches/assign_scale.py --connections``'s
-measurement at 10^6 queues, 3 alternating rounds. As a plain test, 2×10^4 queues: the fast JSON
-path (keys checked in Rust, no hook) gives the very snapshot the key-checking hook and the
-entry-by-entry checks give, and both fleets go through the command.
+measurement at 10^6 queues, 3 alternating rounds. As a plain test, 2×10^4 queues: the Rust reader
+(connections straight into columns) takes the file, and gives the very snapshot the fast JSON path
+(keys checked in Rust, no hook), the key-checking hook and the entry-by-entry checks give, and
+both fleets go through the command.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mqbalance import _core  # noqa: E402
 from mqbalance.exceptions import SnapshotError  # noqa: E402
 from mqbalance.fleet.rocketmq.checks import no_duplicate_keys  # noqa: E402
 from mqbalance.fleet.rocketmq.files import load_snapshot, parse_json  # noqa: E402
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict, snapshot_from_json_bytes  # noqa: E402
 from test_snapshot_columns import entry_by_entry  # noqa: E402  (tests/ is on the path: conftest)
 
 
@@ -44,7 +46,9 @@ def test_assign_one_process_per_queue_against_one_per_100(benchmark, record, ful
         slow = json.loads(text, object_pairs_hook=no_duplicate_keys)
         assert parse_json(text) == slow
         snap = load_snapshot(path)
+        assert snapshot_from_json_bytes(path.read_bytes(), str(path)) is not None  # the reader's path
         assert snap == entry_by_entry(slow, str(path)) and snap.connections.num_rows == processes
+        assert snap == snapshot_from_dict(slow, str(path))
         done = subprocess.run(
             [sys.executable, "-m", "mqbalance.cli", "assign", str(path), "--top", "3", "--quiet"],
             capture_output=True,

@@ -213,6 +213,24 @@ def owners_by_pair(
     consumers: list[list[str]],
 ) -> npt.NDArray[np.int64]: ...
 def json_keys(text: str) -> Literal["distinct", "duplicate", "unsure"]: ...
+
+_StrParts = tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8], npt.NDArray[np.uint8], int]
+
+def read_snapshot_json(
+    text: bytes,
+) -> (
+    tuple[
+        bytes,
+        npt.NDArray[np.int64],
+        _StrParts,
+        _StrParts,
+        _StrParts,
+        tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8], int],
+        npt.NDArray[np.int32],
+        list[str],
+    ]
+    | None
+): ...
 def server_assign(
     name: str, members: Any, topics: dict[str, int], kafka_version: str
 ) -> dict[str, dict[str, list[int]]]: ...

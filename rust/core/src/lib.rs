@@ -19,6 +19,7 @@ pub mod allocate;
 pub mod assign;
 pub mod error;
 pub mod fault;
+pub mod json_connections;
 pub mod json_keys;
 pub mod order;
 pub mod queues;

@@ -258,6 +258,24 @@ pub struct ConsumerList {
     first: Vec<u32>,
 }
 
+/// Nonzero when `v` is not a Java `int` (`v + 2^31` does not fit in 32 bits): or-ed over a
+/// column in branch-free adds, shifts and ors that vectorise.
+#[inline]
+pub fn java_int_excess(v: i64) -> u64 {
+    (v as u64).wrapping_add(1 << 31) >> 32
+}
+
+/// True when every value is a Java `int`.
+///
+/// ```
+/// use mqbalance_core::queues::all_java_ints;
+/// assert!(all_java_ints(&[0, i64::from(i32::MIN), i64::from(i32::MAX)]));
+/// assert!(!all_java_ints(&[0, 1 << 31]));
+/// ```
+pub fn all_java_ints(values: &[i64]) -> bool {
+    values.iter().fold(0u64, |acc, &v| acc | java_int_excess(v)) == 0
+}
+
 /// For every slot of `ids`, the first slot holding the same id (what [`ConsumerList`] keeps);
 /// the ids may be borrowed (`&str`), so a caller that only needs the slots copies no string.
 ///

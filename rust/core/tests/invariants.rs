@@ -323,7 +323,13 @@ proptest! {
         for strategy in [Strategy::Avg, Strategy::AvgByCircle] {
             let want = allocate::owners_of_count(&strategy, n, &group, None).unwrap();
             let out = allocate::owners_of_first_slots(&strategy, n, &first, empty).unwrap();
-            prop_assert_eq!(out, want);
+            prop_assert_eq!(&out, &want);
+            let qids: Vec<i64> = (0..n as i64).collect();
+            let checked = allocate::owners_of_first_slots_checked(&strategy, &qids, &first, empty).unwrap();
+            prop_assert_eq!(checked, Some(want));
+            let mut bad = qids.clone();
+            bad[n / 2] = if n % 2 == 0 { 1 << 31 } else { -(1 << 31) - 1 };
+            prop_assert_eq!(allocate::owners_of_first_slots_checked(&strategy, &bad, &first, empty).unwrap(), None);
         }
     }
 }

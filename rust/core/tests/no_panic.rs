@@ -150,3 +150,29 @@ fn a_simulation_too_large_to_hold_is_a_typed_error() {
         "{err:?}"
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// The snapshot JSON reader on arbitrary bytes and on a snapshot cut or with a byte changed
+    /// anywhere: columns or `None`, never a panic; columns only for text that parses.
+    #[test]
+    fn the_json_reader_takes_any_text(
+        bytes in prop::collection::vec(any::<u8>(), 0..64),
+        cut in 0..160usize,
+        at in 0..160usize,
+        byte in any::<u8>(),
+    ) {
+        use mqbalance_core::json_connections::read_connections;
+        let _ = read_connections(&bytes);
+        let good = br#"{"topics": {}, "groups": {"g": {"subscriptions": ["T"], "connections": [{"clientId": "a", "version": 3, "strategy": {"name": "AVG"}}, {"clientId": "b\u00e9"}]}}}"#;
+        let _ = read_connections(&good[..cut.min(good.len())]);
+        let mut changed = good.to_vec();
+        let i = at % changed.len();
+        changed[i] = byte;
+        if let Some(read) = read_connections(&changed) {
+            prop_assert_eq!(read.client_id.len() as i64, read.counts.iter().sum::<i64>());
+            prop_assert_eq!(read.strategy.len(), read.client_id.len());
+        }
+    }
+}

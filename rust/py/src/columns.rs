@@ -134,9 +134,7 @@ pub fn queue_count(arr: &PyReadonlyArray1<'_, i64>) -> PyResult<usize> {
 /// True when every value is a Java `int`: one branch-free pass in 64-bit adds, shifts and ors that
 /// vectorise on any x86-64 (a value is a Java int when `v + 2^31` fits in 32 bits).
 pub fn all_java_ints(slice: &[i64]) -> bool {
-    slice.iter().fold(0u64, |acc, &v| {
-        acc | ((v as u64).wrapping_add(1 << 31) >> 32)
-    }) == 0
+    mqbalance_core::queues::all_java_ints(slice)
 }
 
 /// [`all_java_ints`], and the first value out of range as the error when not.

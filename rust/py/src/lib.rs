@@ -11,6 +11,7 @@ mod bench;
 mod columns;
 mod errors;
 mod fault;
+mod json_reader;
 mod kafka;
 mod rocketmq;
 mod server;
@@ -28,6 +29,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rocketmq::owners, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::owners_by_pair, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::json_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(json_reader::read_snapshot_json, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::sort_strings_order, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::ring_hash, m)?)?;

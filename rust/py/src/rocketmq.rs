@@ -370,13 +370,34 @@ fn owners_of_count_written<'py>(
     queue_ids: &PyReadonlyArray1<'py, i64>,
     consumers: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let n = columns::queue_count(queue_ids)?;
-    let items = columns::consumer_items(consumers)?;
-    let ids = columns::borrowed_ids(&items)?;
+    // A client-id error is raised only once the queue ids are known to be fine.
+    let items = match columns::consumer_items(consumers) {
+        Ok(items) => items,
+        Err(e) => {
+            columns::queue_count(queue_ids)?;
+            return Err(e);
+        }
+    };
+    let ids = match columns::borrowed_ids(&items) {
+        Ok(ids) => ids,
+        Err(e) => {
+            columns::queue_count(queue_ids)?;
+            return Err(e);
+        }
+    };
     let first = mqbalance_core::queues::first_slots(&ids);
     let empty = ids.iter().position(|id| id.is_empty());
-    let out = run(py, || allocate::owners_of_first_slots(s, n, &first, empty))?;
-    Ok(out.into_pyarray(py))
+    let qids = queue_ids.as_slice()?;
+    // The queue ids are range-checked in the pass that writes the owners.
+    let out = run(py, || {
+        allocate::owners_of_first_slots_checked(s, qids, &first, empty)
+    })?;
+    match out {
+        Some(out) => Ok(out.into_pyarray(py)),
+        None => Err(columns::queue_count(queue_ids).err().unwrap_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err("queue ids checked twice, two answers")
+        })),
+    }
 }
 
 /// Whether any object of a JSON text repeats a key: `"distinct"`, `"duplicate"` or `"unsure"`

@@ -19,7 +19,7 @@ from mqbalance import _core
 from mqbalance.exceptions import SnapshotError
 from mqbalance.fleet.rocketmq.checks import field_error, first_line, no_duplicate_keys
 from mqbalance.fleet.rocketmq.from_arrow import columnar_tables, columns_of, validate_tables
-from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
+from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict, snapshot_from_json_bytes
 from mqbalance.fleet.rocketmq.snapshot import OPTIONAL_TABLES, REQUIRED, SCHEMAS, Snapshot, strategy_codes, table_of
 
 __all__ = ["load_snapshot", "write_parquet"]
@@ -44,7 +44,10 @@ def _read_parquet(path: Path, name: str) -> dict[str, list[Any]]:
 
 
 def load_snapshot(path: str | Path) -> Snapshot:
-    """Load a JSON snapshot file or a Parquet snapshot directory."""
+    """Load a JSON snapshot file or a Parquet snapshot directory.
+
+    A JSON file is read by the Rust reader (connections straight into columns); a text it is not
+    sure of is parsed with ``json`` and checked entry by entry, which names any problem."""
     if not isinstance(path, (str, Path)) or "\x00" in str(path):
         raise SnapshotError(f"a snapshot path must be a str or Path (without NUL), got {path!r}", path)
     p = Path(path)
@@ -78,6 +81,15 @@ def load_snapshot(path: str | Path) -> Snapshot:
             table_of("offsets", extra["offsets"]),
             table_of("errors", extra["errors"]),
         )
+    with gc_paused():
+        try:
+            content: bytes | None = p.read_bytes()
+        except OSError:
+            content = None  # read again below, which names the problem
+        read = snapshot_from_json_bytes(content, str(p)) if content is not None else None
+    if read is not None:
+        return read
+    # The reader was unsure (malformed, odd or wrong): the reference path names the problem.
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:

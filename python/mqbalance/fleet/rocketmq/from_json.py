@@ -1,10 +1,16 @@
-"""A RocketMQ snapshot from JSON (already parsed into Python objects): validated by columns with
-Arrow kernels, entry by entry when a column has anything wrong, so the error names the value.
+"""A RocketMQ snapshot from JSON: validated by columns with Arrow kernels, entry by entry when a
+column has anything wrong, so the error names the value.
+
+:func:`snapshot_from_dict` takes the JSON already parsed into Python objects;
+:func:`snapshot_from_json_bytes` reads a file's text with the Rust reader, the connections
+straight into columns (no dict per connection), and gives way to the former whenever the reader
+or a column check is unsure, so both give the same snapshot or the same error.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
 
@@ -12,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mqbalance import _core
 from mqbalance._validate import JAVA_INT_MAX, JAVA_INT_MIN
 from mqbalance.allocation.registry import StrategyName, StrategySpec
 from mqbalance.exceptions import MQBalanceError, SnapshotError
@@ -43,13 +50,85 @@ from mqbalance.fleet.rocketmq.snapshot import (
 __all__ = ["snapshot_from_dict"]
 
 
-def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
+@dataclass(frozen=True)
+class ConnectionColumns:
+    """The connections of a JSON snapshot as the Rust reader gave them: per group (document
+    order) how many, their fields as Arrow columns, each one's own ``"strategy"`` as an index into
+    ``strategy_texts`` (the distinct raw JSON texts; ``-1``: none)."""
+
+    counts: np.ndarray
+    client_id: pa.Array
+    client_addr: pa.Array
+    language: pa.Array
+    version: pa.Array
+    strategy: np.ndarray
+    strategy_texts: list[str]
+
+
+class _Unsure(Exception):
+    """The read columns cannot decide: the caller parses the text the usual way."""
+
+
+def _string_array(parts: tuple[np.ndarray, np.ndarray, np.ndarray, int]) -> pa.Array:
+    offsets, data, bits, nulls = parts
+    validity = pa.py_buffer(bits) if nulls else None
+    return pa.Array.from_buffers(
+        pa.string(), len(offsets) - 1, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=nulls
+    )
+
+
+def _int_array(parts: tuple[np.ndarray, np.ndarray, int]) -> pa.Array:
+    values, bits, nulls = parts
+    validity = pa.py_buffer(bits) if nulls else None
+    return pa.Array.from_buffers(pa.int64(), len(values), [validity, pa.py_buffer(values)], null_count=nulls)
+
+
+def snapshot_from_json_bytes(text: bytes, source: str) -> Snapshot | None:
+    """The snapshot of a JSON file's bytes, its connections read by Rust straight into columns
+    (without the GIL); ``None`` when the reader or a column check is unsure (anything malformed,
+    odd or wrong: the caller then parses the text the usual way, which names the problem).
+
+    >>> text = b'{"topics": {"T": {"queueDatas": [{"brokerName": "b", "readQueueNums": 2, '
+    >>> text += b'"writeQueueNums": 2, "perm": 6}]}}, "groups": {"g": {"subscriptions": ["T"], '
+    >>> text += b'"connections": [{"clientId": "c1"}, {"clientId": "c2"}]}}}'
+    >>> snapshot_from_json_bytes(text, "s").connections.column("client_id").to_pylist()
+    ['c1', 'c2']
+    >>> snapshot_from_json_bytes(b'{"groups": {"g": {"connections": [{"clientId": 7}]}}}', "s") is None
+    True
+    """
+    read = _core.read_snapshot_json(text)
+    if read is None:
+        return None
+    skeleton, counts, client_id, client_addr, language, version, strategy, strategy_texts = read
+    try:
+        data = json.loads(skeleton)
+        connections = ConnectionColumns(
+            counts,
+            _string_array(client_id),
+            _string_array(client_addr),
+            _string_array(language),
+            _int_array(version),
+            strategy,
+            strategy_texts,
+        )
+        return snapshot_from_dict(data, source, connections=connections)
+    except (_Unsure, MQBalanceError, *COLUMN_PROBLEMS, RecursionError):
+        return None
+
+
+def snapshot_from_dict(
+    data: Any, source: str = "<snapshot>", *, connections: ConnectionColumns | None = None
+) -> Snapshot:
     """Validate and normalise a JSON snapshot already parsed into Python objects.
 
     Validated by columns: each field of every entry is gathered into one list and checked with
     Arrow kernels (types, ranges, duplicates), strategies parsed once per distinct configuration;
     when a column has anything wrong (or unusual), the entry-by-entry check runs instead, which
-    names the first bad value and where it is."""
+    names the first bad value and where it is.
+
+    ``connections`` (for :func:`snapshot_from_json_bytes`): the groups' connections as read into
+    columns, ``data``'s own ``"connections"`` lists being empty; anything the columns cannot
+    decide raises ``_Unsure``."""
     if not isinstance(source, str):
         raise SnapshotError(f"source must be a str naming where the snapshot came from, got {source!r}", source)
     topics = get_field(data, "topics", dict, source)
@@ -64,8 +143,13 @@ def snapshot_from_dict(data: Any, source: str = "<snapshot>") -> Snapshot:
         pc.greater(queue_data.column("read_queue_nums"), 0),
     )
     check_queue_budget(source, pc.sum(pc.if_else(readable, queue_data.column("read_queue_nums"), 0)).as_py() or 0)
-    groups = with_group_settings(get_field(data, "groups", dict, source), source)
-    fast = columnar_groups(groups)
+    raw_groups = get_field(data, "groups", dict, source)
+    groups = with_group_settings(raw_groups, source)
+    if connections is not None and groups is not raw_groups:
+        raise _Unsure("machine rooms filled into connection strategies")
+    fast = columnar_groups(groups, connections)
+    if fast is None and connections is not None:
+        raise _Unsure("a group the columns cannot decide")
     if fast is None:
         cn, sb, specs = _group_rows(groups, source)
         connections, subscriptions = table_of("connections", cn), table_of("subscriptions", sb)
@@ -276,11 +360,12 @@ def columnar_queue_data(topics: dict[Any, Any]) -> pa.Table | None:
 
 
 def columnar_groups(
-    groups: dict[Any, Any],
+    groups: dict[Any, Any], read: ConnectionColumns | None = None
 ) -> tuple[pa.Table, pa.Table, np.ndarray, tuple[SnapshotStrategy, ...]] | None:
     """``(connections, subscriptions, strategy codes, specs)`` of ``groups`` checked by columns,
     each distinct strategy configuration parsed once; ``None`` when any entry is wrong or unusual
-    (:func:`_group_rows` then names it)."""
+    (:func:`_group_rows` then names it). With ``read``, the connections are those columns (the
+    groups' own lists are empty)."""
     try:
         names = list(groups)
         values = list(groups.values())
@@ -307,23 +392,6 @@ def columnar_groups(
         )
         if not distinct_rows(subscriptions, ["group", "topic"]):
             return None
-        counts = np.fromiter(map(len, conns), dtype=np.int64, count=len(conns))
-        # One C-level pass per field (``map`` over ``dict.get``): a million connections are
-        # columned without a Python-level loop.
-        flat = list(chain.from_iterable(conns))
-        if not set(map(type, flat)) <= {dict}:
-            return None
-        of_row = np.repeat(np.arange(len(names)), counts)
-
-        def field(name: str) -> list[Any]:
-            return list(map(dict.get, flat, repeat(name)))
-
-        ids = strict_column(field("clientId"), pa.string())
-        if len(ids) and pc.any(pc.equal(ids, "")).as_py():
-            return None
-        addr, language = (strict_column(field(f), pa.string(), nulls=True) for f in ("clientAddr", "language"))
-        version = strict_column(field("version"), pa.int64(), nulls=True)
-        check_java_ints(version, JAVA_INT_MIN, JAVA_INT_MAX)
         # Strategies: the group's default for connections without their own, one parse per distinct config.
         parsed: dict[str, int] = {}
         specs: list[SnapshotStrategy] = []
@@ -337,15 +405,43 @@ def columnar_groups(
                 parsed[key] = specs.index(spec)
             return parsed[key]
 
+        if read is None:
+            counts = np.fromiter(map(len, conns), dtype=np.int64, count=len(conns))
+            # One C-level pass per field (``map`` over ``dict.get``): a million connections are
+            # columned without a Python-level loop.
+            flat = list(chain.from_iterable(conns))
+            if not set(map(type, flat)) <= {dict}:
+                return None
+
+            def field(name: str) -> list[Any]:
+                return list(map(dict.get, flat, repeat(name)))
+
+            ids = strict_column(field("clientId"), pa.string())
+            addr, language = (strict_column(field(f), pa.string(), nulls=True) for f in ("clientAddr", "language"))
+            version = strict_column(field("version"), pa.int64(), nulls=True)
+        else:
+            if any(conns) or len(read.counts) != len(conns):
+                return None
+            counts = read.counts
+            ids, addr, language, version = read.client_id, read.client_addr, read.language, read.version
+        if len(ids) and pc.any(pc.equal(ids, "")).as_py():
+            return None
+        check_java_ints(version, JAVA_INT_MIN, JAVA_INT_MAX)
+        of_row = np.repeat(np.arange(len(names)), counts)
         # A group with connections has its default parsed (one without: left alone, as entry by entry).
         defaults = np.array(
             [code(g.get("strategy", "AVG")) if n else -1 for g, n in zip(values, counts.tolist())], dtype=np.int32
         )
         codes = defaults[of_row]
-        if any(map(dict.__contains__, flat, repeat("strategy"))):
-            for i, c in enumerate(flat):
-                if "strategy" in c:
-                    codes[i] = code(c["strategy"])
+        if read is None:
+            if any(map(dict.__contains__, flat, repeat("strategy"))):
+                for i, c in enumerate(flat):
+                    if "strategy" in c:
+                        codes[i] = code(c["strategy"])
+        elif read.strategy_texts:
+            own = read.strategy >= 0
+            per_text = np.array([code(json.loads(t)) for t in read.strategy_texts], dtype=np.int32)
+            codes[own] = per_text[read.strategy[own]]
     except (MQBalanceError, *COLUMN_PROBLEMS):
         return None
     distinct = tuple(specs)
@@ -363,7 +459,11 @@ def columnar_groups(
         "message_model": pa.array(models, pa.string()).take(at_group),
     }
     for c, canonical in zip(STRATEGY_COLUMNS, per_spec):
-        columns[c] = pa.array(list(canonical), SCHEMAS["connections"].field(c).type).take(at)
+        kind = SCHEMAS["connections"].field(c).type
+        if all(v is None for v in canonical):  # a parameter no strategy here has: no gather
+            columns[c] = pa.nulls(len(codes), kind)
+        else:
+            columns[c] = pa.array(list(canonical), kind).take(at)
     connections = pa.Table.from_arrays(
         [columns[c] for c in SCHEMAS["connections"].names], schema=SCHEMAS["connections"]
     )

@@ -58,3 +58,31 @@ pub fn push_owners(out: &mut Vec<i64>, n: usize, slots: &[i64]) {
     }
     out.resize(base + n, -1);
 }
+
+/// [`push_owners`] for `queue_ids.len()` queues, each queue id checked in the same pass: the
+/// owners and the or of every id's [`java_int_excess`](crate::queues::java_int_excess) (0: all
+/// are Java ints). Each block is one run reading its ids and writing its owner.
+pub fn owners_checked(queue_ids: &[i64], slots: &[i64]) -> (Vec<i64>, u64) {
+    use crate::queues::java_int_excess;
+    let (n, c) = (queue_ids.len(), slots.len());
+    let mut out = Vec::with_capacity(n);
+    let mut outside = 0u64;
+    for (j, &owner) in slots.iter().enumerate() {
+        let (start, take) = block(n, c, j);
+        if take == 0 {
+            continue;
+        }
+        let mut acc = 0u64;
+        out.extend(queue_ids[start..start + take].iter().map(|&q| {
+            acc |= java_int_excess(q);
+            owner
+        }));
+        outside |= acc;
+    }
+    let mut acc = 0u64;
+    out.extend(queue_ids[out.len()..].iter().map(|&q| {
+        acc |= java_int_excess(q);
+        -1
+    }));
+    (out, outside | acc)
+}

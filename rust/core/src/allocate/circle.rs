@@ -23,6 +23,23 @@ pub fn owners(n: usize, group: &ConsumerList) -> Vec<i64> {
         .collect()
 }
 
+/// [`push_owners`] for `queue_ids.len()` queues, each queue id checked in the same pass: the
+/// owners and the or of every id's [`java_int_excess`](crate::queues::java_int_excess).
+pub fn owners_checked(queue_ids: &[i64], slots: &[i64]) -> (Vec<i64>, u64) {
+    use crate::queues::java_int_excess;
+    let mut out = Vec::with_capacity(queue_ids.len());
+    let mut outside = 0u64;
+    for lap in queue_ids.chunks(slots.len().max(1)) {
+        let mut acc = 0u64;
+        out.extend(lap.iter().zip(slots).map(|(&q, &s)| {
+            acc |= java_int_excess(q);
+            s
+        }));
+        outside |= acc;
+    }
+    (out, outside)
+}
+
 /// [`owners`] from each slot's owner (see [`super::slot_owners`]), appended to `out`: the slots'
 /// owners copied round after round.
 pub fn push_owners(out: &mut Vec<i64>, n: usize, slots: &[i64]) {

@@ -344,6 +344,39 @@ pub fn owners_of_first_slots(
     Ok(out)
 }
 
+/// [`owners_of_first_slots`] fused with the check that every queue id is a Java `int` (the
+/// queue ids are read in the same pass that writes the owners, each AVG block one run):
+/// `Ok(None)` when some id is not (the caller names it; the check comes before the list checks,
+/// as in [`owners_of_first_slots`]'s callers). `queue_ids.len()` is the number of queues.
+///
+/// ```
+/// use mqbalance_core::allocate::{owners_of_first_slots_checked, Strategy};
+/// let owners = owners_of_first_slots_checked(&Strategy::Avg, &[5, 6, 7, 8, 9], &[0, 1], None);
+/// assert_eq!(owners.unwrap(), Some(vec![0, 0, 0, 1, 1]));
+/// let bad = owners_of_first_slots_checked(&Strategy::Avg, &[5, 1 << 40], &[0], None);
+/// assert_eq!(bad.unwrap(), None);
+/// ```
+pub fn owners_of_first_slots_checked(
+    strategy: &Strategy,
+    queue_ids: &[i64],
+    first: &[u32],
+    empty_slot: Option<usize>,
+) -> Result<Option<Vec<i64>>, AllocateError> {
+    let n = queue_ids.len();
+    if n == 0 || first.is_empty() || !matches!(strategy, Strategy::Avg | Strategy::AvgByCircle) {
+        if !crate::queues::all_java_ints(queue_ids) {
+            return Ok(None);
+        }
+        return owners_of_first_slots(strategy, n, first, empty_slot).map(Some);
+    }
+    let slots = slot_owners(first, empty_slot);
+    let (out, outside) = match strategy {
+        Strategy::AvgByCircle => circle::owners_checked(queue_ids, &slots),
+        _ => avg::owners_checked(queue_ids, &slots),
+    };
+    Ok((outside == 0).then_some(out))
+}
+
 /// Queues that would go to an empty id `""` become unowned (that client's own call throws).
 pub(crate) fn unown_empty_ids(owners: &mut [i64], group: &ConsumerList) {
     if group.ids().iter().any(String::is_empty) {
