@@ -273,13 +273,12 @@ def analyse(
 
 
 def data_bytes(root: str | Path) -> int:
-    """The bytes of the history's event files at ``root`` (what an analysis of all of it reads at
-    most): the CLI analyses in process below a bound, on Spark above it."""
+    """The bytes of the history's group, membership and ownership event files at ``root``: what an
+    analysis of all of it reads span after span (offsets are read only for the last readings'
+    window). The CLI analyses in process up to a bound, on Spark above it."""
     path = open_history(root, create=False)
     return sum(
-        f.stat().st_size
-        for name in ("groups", "members", "ownership", "offsets")
-        for f in (path / name).glob("date=*/hour=*/*")
+        f.stat().st_size for name in ("groups", "members", "ownership") for f in (path / name).glob("date=*/hour=*/*")
     )
 
 
