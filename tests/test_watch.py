@@ -144,36 +144,58 @@ def test_a_duplicated_client_id_is_two_processes_on_the_queues(cluster: RocketMQ
     b.close()
 
 
+def _new_run_ticks(root: Path, before: set[str], n: int, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    """Wait until a run of the watcher not in ``before`` has written ``n`` ticks (a loaded machine
+    can take seconds just to start the process: no fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, "the watcher exited"
+        try:
+            runs = read_ticks(root).column("run_id").to_pylist()
+        except HistoryError:
+            runs = []  # not created yet
+        if len([r for r in runs if r not in before]) >= n:
+            return
+        assert time.monotonic() < deadline, f"no new run with {n} ticks within {timeout:g} s"
+        time.sleep(0.1)
+
+
 def test_the_watcher_survives_its_own_kill_9(cluster: RocketMQCluster, tmp_path: Path) -> None:
     broker = cluster.brokers[0]
     c = Client(broker.addr, "10.0.0.3@k1")
     root = tmp_path / "h"
     cmd = [str(MQBALANCE), "watch", "--namesrv", cluster.namesrv_addr, "--out", str(root), "--interval", "0.3s",
            "--offsets-interval", "1s", "--no-running-info", "--quiet"]  # fmt: skip
-    runs = []
+    runs: list[list[str]] = []
     log = (tmp_path / "watch.log").open("ab")
-    for _ in range(3):
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        for _ in range(3):
+            before = set(runs[-1]) if runs else set()
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
+            _new_run_ticks(root, before, 2, proc)
+            c.beat()
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            runs.append(read_ticks(root).column("run_id").to_pylist())
+        ticks = read_ticks(root)
+        ids = ticks.column("tick_id").to_pylist()
+        assert ids == list(range(1, len(ids) + 1)) and len(set(ticks.column("run_id").to_pylist())) == 3
+        joins = [r for r in table(root, "members") if r["client_id"] == "10.0.0.3@k1" and r["event"] != "leave"]
+        assert joins and joins[0]["event"] == "checkpoint" and all(r["event"] == "checkpoint" for r in joins)
+        assert all(r["tick_id"] <= ids[-1] for name in ("members", "ownership", "offsets") for r in table(root, name))
+        # a graceful stop folds the journal into Parquet
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-        time.sleep(2.0)
-        c.beat()
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-        runs.append(read_ticks(root).column("run_id").to_pylist())
-    ticks = read_ticks(root)
-    ids = ticks.column("tick_id").to_pylist()
-    assert ids == list(range(1, len(ids) + 1)) and len(set(ticks.column("run_id").to_pylist())) == 3
-    assert all(len(r) >= 1 for r in runs)
-    joins = [r for r in table(root, "members") if r["client_id"] == "10.0.0.3@k1" and r["event"] != "leave"]
-    assert joins and joins[0]["event"] == "checkpoint" and all(r["event"] == "checkpoint" for r in joins)
-    assert all(r["tick_id"] <= ids[-1] for name in ("members", "ownership", "offsets") for r in table(root, name))
-    # a graceful stop folds the journal into Parquet
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-    time.sleep(1.5)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(20) == 0
-    assert (root / "ticks" / "_journal.jsonl").read_text() == ""
-    log.close()
-    c.close()
+        _new_run_ticks(root, set(runs[-1]), 1, proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        assert (root / "ticks" / "_journal.jsonl").read_text() == ""
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        log.close()
+        c.close()
 
 
 # --- bad input -------------------------------------------------------------------------------
@@ -309,7 +331,7 @@ def test_the_metrics_endpoint_scraped_over_http(cluster: RocketMQCluster, tmp_pa
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
     members = f'mqbalance_group_members{{group="{GROUP}"}}'
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120  # the watcher's start-up alone can take seconds on a busy machine
         got: dict[str, float] = {}
         while time.monotonic() < deadline and got.get(members) != 1.0:
             time.sleep(0.3)
@@ -319,7 +341,7 @@ def test_the_metrics_endpoint_scraped_over_http(cluster: RocketMQCluster, tmp_pa
                 continue
         assert got.get(members) == 1.0 and got["mqbalance_watch_ticks_total"] >= 1, got
         c2 = Client(broker.addr, "10.0.0.2@m2")
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline and got.get(members) != 2.0:
             time.sleep(0.3)
             got = scrape(port)
@@ -328,7 +350,7 @@ def test_the_metrics_endpoint_scraped_over_http(cluster: RocketMQCluster, tmp_pa
         c2.close()
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(20)
+        proc.wait(60)
         log.close()
         c1.close()
 
