@@ -38,6 +38,7 @@ import numpy as np
 from mqbalance.allocation import bulk
 from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
 from mqbalance.exceptions import InvalidInputError, UnsupportedStrategyError
+from mqbalance.kafka.assignors import assignor
 
 __all__ = ["ID_SAMPLES", "GroupLoad", "ScaleStep", "ScalingAdvice", "advise"]
 
@@ -45,16 +46,14 @@ __all__ = ["ID_SAMPLES", "GroupLoad", "ScaleStep", "ScalingAdvice", "advise"]
 ID_SAMPLES = 32
 #: Strategies whose largest share at a count depends on the consumers' ids.
 ID_DEPENDENT = frozenset({StrategyName.CONSISTENT_HASH, StrategyName.CONSISTENT_HASH_BOUNDED})
-#: Kafka's client-side assignors taken here (first generation, no previous assignment).
-KAFKA_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 
 
 @dataclass(frozen=True)
 class GroupLoad:
     """One group on one topic, as measured. ``queues``: the queue count (one broker, ``broker-a``)
     or ``{broker: count}``; ``strategy``: a RocketMQ strategy (name or spec) or, with
-    ``kafka=True``, a Kafka assignor (``range``, ``roundrobin``, ``sticky``,
-    ``cooperative-sticky``); ``consumers``: the current count, or the current client ids;
+    ``kafka=True``, a Kafka assignor (:data:`mqbalance.kafka.ASSIGNORS`; the sticky ones as their
+    first generation); ``consumers``: the current count, or the current client ids;
     ``consume_rate``: messages/s one consumer processes (measured while lagging); ``lag``: the
     total (spread evenly) or one figure per queue (in Java's queue order: broker name, queue id);
     ``produce_rate``: messages/s into the topic (or per queue)."""
@@ -175,7 +174,7 @@ def _per_queue(value: float | Sequence[float], n: int, name: str, *, total: bool
             raise InvalidInputError(f"{name}: must be a finite number >= 0, got {value!r}", value)
         return np.full(n, float(value) / n if total else float(value))
     try:
-        arr = np.asarray(list(value), dtype=float)
+        arr: np.ndarray = np.asarray(list(value), dtype=np.float64)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise InvalidInputError(f"{name}: expected a number or one number per queue, got {value!r}", value) from None
     if arr.shape != (n,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
@@ -205,12 +204,12 @@ class _Allocator:
         self.n = len(self.qids)
         self.kafka = load.kafka
         if load.kafka:
-            name = str(load.strategy).lower()
-            if name not in KAFKA_ASSIGNORS:
+            if not isinstance(load.strategy, str):
                 raise UnsupportedStrategyError(
-                    f"assignor: expected one of {', '.join(KAFKA_ASSIGNORS)}, got {load.strategy!r}", load.strategy
+                    f"assignor: expected a Kafka assignor's name, got {load.strategy!r}", load.strategy
                 )
-            self.name, self.id_dependent = name, False
+            self.assignor = assignor(load.strategy)  # any of mqbalance.kafka.ASSIGNORS, first generation
+            self.name, self.id_dependent = self.assignor.name, False
         else:
             self.spec = StrategySpec.parse(load.strategy, where="strategy", use=Use.WHAT_IF)
             self.name, self.id_dependent = self.spec.display_name, self.spec.name in ID_DEPENDENT
@@ -218,9 +217,7 @@ class _Allocator:
 
     def owners(self, ids: list[str]) -> np.ndarray:
         if self.kafka:
-            from mqbalance.kafka import assignor
-
-            assigned = assignor(self.name).assign({self.topic: self.n}, {m: [self.topic] for m in ids})
+            assigned = self.assignor.assign({self.topic: self.n}, {m: [self.topic] for m in ids})
             out = np.full(self.n, -1, dtype=np.int64)
             for j, m in enumerate(ids):
                 for tp in assigned[m]:
@@ -239,12 +236,12 @@ def _drain(owners: np.ndarray, k: int, lag: np.ndarray, prod: np.ndarray, rate: 
     lags = np.bincount(owners[held], weights=lag[held], minlength=k)
     prods = np.bincount(owners[held], weights=prod[held], minlength=k)
     worst = 0.0
-    for L, P in zip(lags, prods):
-        if L <= 0 and P <= rate:
+    for behind, incoming in zip(lags, prods):
+        if behind <= 0 and incoming <= rate:
             continue
-        if P >= rate:
+        if incoming >= rate:
             return int(share.max()), None
-        worst = max(worst, float(L / (rate - P)))
+        worst = max(worst, float(behind / (rate - incoming)))
     return int(share.max()), worst
 
 
@@ -264,7 +261,9 @@ def advise(
     alloc = _Allocator(load)
     n = alloc.n
     if not (isinstance(load.consume_rate, (int, float)) and math.isfinite(load.consume_rate) and load.consume_rate > 0):
-        raise InvalidInputError(f"consume_rate: must be a number > 0 (msg/s), got {load.consume_rate!r}", load.consume_rate)
+        raise InvalidInputError(
+            f"consume_rate: must be a number > 0 (msg/s), got {load.consume_rate!r}", load.consume_rate
+        )
     if drain_target_s is not None and not drain_target_s > 0:
         raise InvalidInputError(f"drain target: must be > 0 s, got {drain_target_s!r}", drain_target_s)
     current_ids = None if isinstance(load.consumers, int) else [str(c) for c in load.consumers]
@@ -340,9 +339,8 @@ def advise(
         fastest = min((s.drain_s for s in steps if s.drain_s is not None), default=None)
         chosen = next((s for s in steps if s.drain_s == fastest), steps[-1])
         ok = False
-        reason = (
-            f"no count drains within {_human(drain_target_s)}: "
-            + ("production outpaces every count" if fastest is None else "the fastest count shown")
+        reason = f"no count drains within {_human(drain_target_s)}: " + (
+            "production outpaces every count" if fastest is None else "the fastest count shown"
         )
     if chosen.consumers > count and chosen.max_share >= current.max_share:
         chosen = current  # never scale up without lowering the largest share

@@ -34,12 +34,14 @@ def _queues(text: str) -> int | dict[str, int]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queues", required=True, help="queue count (one broker) or BROKER:COUNT[,BROKER:COUNT]")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--strategy", help="the group's RocketMQ strategy (AVG, CONSISTENT_HASH, ...)")
-    which.add_argument("--assignor", help="a Kafka group's assignor: range, roundrobin, sticky, cooperative-sticky")
+    which.add_argument("--strategy", help="the group's RocketMQ strategy, by its name")
+    which.add_argument("--assignor", help="a Kafka group's assignor, by its name")
     count = p.add_mutually_exclusive_group(required=True)
     count.add_argument("--consumers", type=int, help="the current consumer count")
     count.add_argument("--client-ids", help="the current client ids, comma-separated (exact for hashing strategies)")
-    p.add_argument("--consume-rate", type=float, required=True, help="msg/s one consumer processes, measured while lagging")
+    p.add_argument(
+        "--consume-rate", type=float, required=True, help="msg/s one consumer processes, measured while lagging"
+    )
     p.add_argument("--lag", type=int, default=0, help="messages behind, the whole topic (spread evenly; default 0)")
     p.add_argument("--produce-rate", type=float, default=0.0, help="msg/s produced into the topic (default 0)")
     p.add_argument("--drain-target", help="drain the lag within this long, e.g. 10m")
