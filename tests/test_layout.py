@@ -279,6 +279,7 @@ FLEET_ROCKETMQ = {
     "rocketmq.example": 0,
     "rocketmq.schemas": 0,
     "rocketmq.checks": 1,
+    "rocketmq.lag_time": 1,
     "rocketmq.snapshot": 2,
     "rocketmq.from_json": 3,
     "rocketmq.from_arrow": 3,

@@ -12,6 +12,15 @@ Per consumer group (label ``group``):
   full rules over the window);
 * ``mqbalance_group_rebalances_total`` — ticks at which the group's membership changed.
 
+Per group and topic (labels ``group``, ``topic``):
+
+* ``mqbalance_group_lag_seconds`` — the age of the oldest message the group has not consumed, its
+  worst queue (:mod:`mqbalance.fleet.rocketmq.lag_time`: now − the store time of the message at the
+  committed offset; 0 without lag). Updated every tick: between offsets readings the age grows with
+  the clock;
+* ``mqbalance_group_lag_seconds_carried`` — 1 when that worst figure comes from an earlier reading
+  carried forward (the per-tick read budget was spent on queues lagging more; an upper bound).
+
 For the watcher: ``mqbalance_watch_ticks_total``, ``mqbalance_watch_skipped_ticks_total``,
 ``mqbalance_watch_read_errors_total`` and ``mqbalance_watch_tick_seconds`` (a histogram).
 
@@ -51,6 +60,19 @@ class WatchMetrics:
             ["group"],
             registry=r,
         )
+        self.lag_seconds = Gauge(
+            "mqbalance_group_lag_seconds",
+            "age of the oldest unconsumed message, worst queue",
+            ["group", "topic"],
+            registry=r,
+        )
+        self.lag_carried = Gauge(
+            "mqbalance_group_lag_seconds_carried",
+            "1 when the worst lag seconds is an earlier reading carried forward",
+            ["group", "topic"],
+            registry=r,
+        )
+        self._pairs: set[tuple[str, str]] = set()
         self.rebalances = Counter(
             "mqbalance_group_rebalances", "ticks at which the group's membership changed", ["group"], registry=r
         )
@@ -77,8 +99,10 @@ class WatchMetrics:
         skipped: int,
         errors: int,
         offsets_read: bool,
+        now_ms: int | None = None,
     ) -> None:
-        """Update from one tick: the collector's new state, the offsets before it and the events."""
+        """Update from one tick: the collector's new state, the offsets before it and the events;
+        ``now_ms``: the tick's wall-clock time (lag seconds are measured against it)."""
         self.ticks.inc()
         self.skipped.inc(skipped)
         self.errors.inc(errors)
@@ -109,6 +133,29 @@ class WatchMetrics:
             for g in groups | set(lag):
                 self.lag.labels(g).set(lag[g])
                 self.stuck.labels(g).set(stuck[g])
+        if now_ms is not None:
+            self._lag_seconds(state, now_ms)
         for g in {r["group"] for r in events.get("members", ()) if r.get("event") in ("join", "leave")}:
             self.rebalances.labels(g).inc()
         self._groups = groups
+
+    def _lag_seconds(self, state: Any, now_ms: int) -> None:
+        worst: dict[tuple[str, str], tuple[float, bool]] = {}
+        for q, (committed, top) in state.offsets.items():
+            if committed is None or top is None:
+                continue
+            store, how = state.oldest.get(q, (None, None))
+            if top > committed and store is None:
+                continue  # lagging, not read yet: unknown, not 0
+            age = 0.0 if top <= committed or store is None else max(0.0, (now_ms - store) / 1000)
+            pair = (q[0], q[1])
+            if pair not in worst or age > worst[pair][0]:
+                worst[pair] = (age, how == "carried")
+        for pair in self._pairs - worst.keys():
+            for gauge in (self.lag_seconds, self.lag_carried):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*pair)
+        for pair, (age, carried) in worst.items():
+            self.lag_seconds.labels(*pair).set(age)
+            self.lag_carried.labels(*pair).set(1 if carried else 0)
+        self._pairs = set(worst)
