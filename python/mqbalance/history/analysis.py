@@ -47,6 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
+from mqbalance.history.drain import time_to_drain
+
 __all__ = [
     "DEFAULT_WINDOW_S",
     "MIN_SWAPS",
@@ -356,8 +358,9 @@ def health(
     (``time_lag_s``: the age of the oldest unconsumed message, exact, from the rows'
     ``oldest_store_ms`` — :mod:`mqbalance.fleet.rocketmq.lag_time`; 0 without lag; ``None`` where
     it was not read, or in a history written before it was recorded) and how it was known
-    (``lag_time``: ``exact``, ``carried`` — an upper bound — or ``unread``). ``owners``: processes
-    per queue at the end.
+    (``lag_time``: ``exact``, ``carried`` — an upper bound — or ``unread``), and the time to drain
+    at the window's rates (``drain``: ``idle``, ``draining``, ``never`` or ``unknown``, and
+    ``drain_s``; :mod:`mqbalance.history.drain`). ``owners``: processes per queue at the end.
 
     >>> rows = [{"ts": 0, "topic": "T", "broker_name": "b", "queue_id": 0, "committed": 5,
     ...          "max_offset": 9, "oldest_store_ms": -40_000, "lag_time": "exact"}]
@@ -387,6 +390,7 @@ def health(
         now = window[-1][0]
         status = burrow_status(window, now_ms=now, owned=owners.get(q, 0) > 0)
         oldest, how = cur[3], cur[4]
+        drain_state, drain_s = time_to_drain([(t, c, c + lag) for t, c, lag in window])
         if window[-1][2] == 0:
             lag_s: float | None = 0.0
         else:
@@ -400,6 +404,8 @@ def health(
                 "lag": window[-1][2],
                 "time_lag_s": lag_s,
                 "lag_time": None if window[-1][2] == 0 else how,
+                "drain": drain_state,
+                "drain_s": drain_s,
                 "committed": window[-1][1],
             }
         )

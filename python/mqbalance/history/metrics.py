@@ -19,7 +19,11 @@ Per group and topic (labels ``group``, ``topic``):
   committed offset; 0 without lag). Updated every tick: between offsets readings the age grows with
   the clock;
 * ``mqbalance_group_lag_seconds_carried`` — 1 when that worst figure comes from an earlier reading
-  carried forward (the per-tick read budget was spent on queues lagging more; an upper bound).
+  carried forward (the per-tick read budget was spent on queues lagging more; an upper bound);
+* ``mqbalance_group_drain_seconds`` — time to drain (:mod:`mqbalance.history.drain`): seconds until
+  the lag reaches zero at each queue's consumption and production rates over the last
+  ``drain_window`` offsets readings (the last queue to drain); ``0`` idle (no lag), ``+Inf``
+  never (production keeps up with consumption). Absent until two readings.
 
 For the watcher: ``mqbalance_watch_ticks_total``, ``mqbalance_watch_skipped_ticks_total``,
 ``mqbalance_watch_read_errors_total`` and ``mqbalance_watch_tick_seconds`` (a histogram).
@@ -34,10 +38,13 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter as Tally
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+
+from mqbalance.history.drain import DRAINING, IDLE, NEVER, group_drain, time_to_drain
 
 __all__ = ["WatchMetrics"]
 
@@ -45,8 +52,11 @@ __all__ = ["WatchMetrics"]
 class WatchMetrics:
     """The watcher's metrics in their own registry (see the module docs)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, drain_window: int = 5) -> None:
         self.registry = CollectorRegistry()
+        self.drain_window = drain_window
+        self._readings: dict[tuple[str, str, str, int], deque[tuple[int, int, int]]] = {}
+        self._drain_pairs: set[tuple[str, str]] = set()
         r = self.registry
         self.members = Gauge("mqbalance_group_members", "connections the broker lists", ["group"], registry=r)
         self.unowned = Gauge("mqbalance_group_unowned_queues", "queues owned by no process", ["group"], registry=r)
@@ -73,6 +83,12 @@ class WatchMetrics:
             registry=r,
         )
         self._pairs: set[tuple[str, str]] = set()
+        self.drain = Gauge(
+            "mqbalance_group_drain_seconds",
+            "seconds until the lag reaches zero at the window's rates (0 idle, +Inf never)",
+            ["group", "topic"],
+            registry=r,
+        )
         self.rebalances = Counter(
             "mqbalance_group_rebalances", "ticks at which the group's membership changed", ["group"], registry=r
         )
@@ -135,6 +151,8 @@ class WatchMetrics:
                 self.stuck.labels(g).set(stuck[g])
         if now_ms is not None:
             self._lag_seconds(state, now_ms)
+            if offsets_read:
+                self._drain(state, now_ms)
         for g in {r["group"] for r in events.get("members", ()) if r.get("event") in ("join", "leave")}:
             self.rebalances.labels(g).inc()
         self._groups = groups
@@ -159,3 +177,29 @@ class WatchMetrics:
             self.lag_seconds.labels(*pair).set(age)
             self.lag_carried.labels(*pair).set(1 if carried else 0)
         self._pairs = set(worst)
+
+    def _drain(self, state: Any, now_ms: int) -> None:
+        per_pair: dict[tuple[str, str], list[tuple[str, float | None]]] = {}
+        seen = set()
+        for q, (committed, top) in state.offsets.items():
+            if committed is None or top is None:
+                continue
+            seen.add(q)
+            window = self._readings.setdefault(q, deque(maxlen=max(2, self.drain_window)))
+            window.append((now_ms, committed, max(top, committed)))
+            per_pair.setdefault((q[0], q[1]), []).append(time_to_drain(window))
+        for q in self._readings.keys() - seen:
+            del self._readings[q]
+        for pair in self._drain_pairs - per_pair.keys():
+            with contextlib.suppress(KeyError):
+                self.drain.remove(*pair)
+        for pair, queues in per_pair.items():
+            how, seconds = group_drain(queues)
+            if how in (DRAINING, IDLE):
+                self.drain.labels(*pair).set(seconds or 0.0)
+            elif how == NEVER:
+                self.drain.labels(*pair).set(float("inf"))
+            else:
+                with contextlib.suppress(KeyError):
+                    self.drain.remove(*pair)
+        self._drain_pairs = set(per_pair)
