@@ -8,6 +8,8 @@ most-lagging queue first and carries or leaves the rest, marked."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,6 +20,9 @@ import pyarrow.dataset as ds
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kafka_cluster import MQBALANCE
+from mqbalance.fleet import audit_snapshot
+from mqbalance.fleet.rocketmq.files import load_snapshot, write_parquet
 from mqbalance.fleet.rocketmq.lag_time import CARRIED, EXACT, UNREAD
 from mqbalance.history.analysis import health
 from mqbalance.history.collector import Collector
@@ -173,4 +178,43 @@ def test_a_budget_reads_the_most_lagging_first_and_carries_the_rest(cluster: Roc
         assert got[1] is not None and got[1] >= now - p.sent[(1, 2)] - 1.0  # carried: an upper bound
     finally:
         collector.close()
+        p.close()
+
+
+def test_snapshot_and_audit_carry_lag_seconds(cluster: RocketMQCluster, tmp_path: Path) -> None:
+    """``mqbalance snapshot --namesrv`` reads lag seconds (``lagTimes``), the Parquet layout keeps
+    them, and the audit reports the worst queue's age per group and topic in its row and its lag
+    finding."""
+    p = Planted(cluster)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # the committed offsets as the test set them (a broker may persist them a moment later)
+            with BrokerClient(cluster.broker("broker-a").addr) as b:
+                got = {q: c for (_t, _b, q), (_m, c) in b.consume_stats(p.group).items()}
+            if {q: got.get(q) for q in (0, 1, 3)} == {0: 1, 1: 0, 3: 1}:
+                break
+            assert time.monotonic() < deadline, got
+            time.sleep(0.2)
+        path = tmp_path / "fleet.json"
+        out = subprocess.run(
+            [str(MQBALANCE), "snapshot", "--namesrv", cluster.namesrv_addr, "-o", str(path), "--quiet",
+             "--no-running-info"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        rows = {r["queueId"]: r for r in json.loads(path.read_text())["lagTimes"] if r["group"] == p.group}
+        assert set(rows) == {0, 1}  # the lagging queues only
+        for q, offset in ((0, 1), (1, 0)):
+            age = (rows[q]["readAt"] - rows[q]["storeTimestamp"]) / 1000
+            assert rows[q]["state"] == EXACT and within(age, rows[q]["readAt"] / 1000 - p.sent[(q, offset)]), rows[q]
+        parquet = write_parquet(load_snapshot(path), tmp_path / "fleet.parquet")
+        for snap in (load_snapshot(path), load_snapshot(parquet)):
+            result = audit_snapshot(snap)
+            row = next(r for r in result.rows if r.group == p.group and r.topic == p.topic)
+            worst = rows[1]["readAt"] / 1000 - p.sent[(1, 0)]  # the replayed queue's first message
+            assert row.lag == 5 + 3 and row.lag_s is not None and within(row.lag_s, worst), row
+            assert row.lag_timestamp == "store time"
+            lag = [f for f in result.findings if f.group == p.group and f.kind.value == "lag"]
+            assert lag and "s old (store time)" in lag[0].detail, lag
+    finally:
         p.close()

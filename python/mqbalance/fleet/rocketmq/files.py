@@ -77,6 +77,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
             specs,
             table_of("offsets", extra["offsets"]),
             table_of("errors", extra["errors"]),
+            table_of("lag_times", extra["lag_times"]),
         )
     try:
         text = p.read_text(encoding="utf-8")

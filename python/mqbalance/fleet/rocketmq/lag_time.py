@@ -24,6 +24,7 @@ older than the one at the committed offset now: the age is an upper bound), or `
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from mqbalance.remoting import BrokerClient
 from mqbalance.remoting.api import PullStatus
 
 __all__ = [
+    "read_lag_times",
     "CARRIED",
     "EXACT",
     "NO_LAG",
@@ -41,6 +43,7 @@ __all__ = [
     "UNREAD",
     "LagClock",
     "Oldest",
+    "pair_lag",
     "read_store_time",
 ]
 
@@ -159,3 +162,59 @@ class LagClock:
                 out[q] = Oldest(committed, None, UNREAD, committed)
         self.known = {q: o for q, o in out.items() if o.store_ms is not None}
         return out, failed
+
+
+def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int = 1000) -> list[dict[str, Any]]:
+    """Lag seconds for a live snapshot (``data`` as :func:`~mqbalance.fleet.rocketmq.live.read_cluster`
+    returns it, whose ``errors`` get the reads that failed): per queue with committed offsets, the
+    broker's max offset (one ``GET_CONSUME_STATS`` per group and broker) and, where it lags, the
+    store time of the message at the committed offset (at most ``budget`` reads, most-lagging first),
+    as the snapshot's ``lagTimes`` rows."""
+    addresses = dict(data.get("meta", {}).get("brokers", {}))
+    committed = {
+        (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"]) for o in data.get("offsets", [])
+    }
+    asks = sorted({(q[0], q[2]) for q in committed if q[2] in addresses})
+    tops: dict[tuple[str, str, str, int], int] = {}
+    errors = data.get("errors")
+    for group, broker in asks:
+        try:
+            with BrokerClient(addresses[broker], timeout=timeout) as client:
+                for (topic, b, qid), (top, _c) in client.consume_stats(group).items():
+                    tops[(group, topic, b, qid)] = top
+        except (RemotingError, MQBalanceError, OSError) as e:
+            if isinstance(errors, list):
+                errors.append(
+                    {"broker": broker, "address": addresses[broker], "request": "GET_CONSUME_STATS", "error": str(e)}
+                )
+    offsets = {q: (c, tops.get(q)) for q, c in committed.items()}
+    found, failed = LagClock(budget=budget, timeout=timeout).update(offsets, addresses)
+    if isinstance(errors, list):
+        errors += [
+            {"broker": f["broker_name"], "address": f["address"], "request": f["request"], "error": f["error"]}
+            for f in failed
+        ]
+    read_at = int(time.time() * 1000)
+    return [
+        {"group": q[0], "topic": q[1], "brokerName": q[2], "queueId": q[3], "committed": offsets[q][0],
+         "maxOffset": offsets[q][1], "storeTimestamp": o.store_ms, "state": o.state, "readAt": read_at}
+        for q, o in sorted(found.items())
+        if o.state != NO_LAG
+    ]  # fmt: skip
+
+
+def pair_lag(table: Any) -> dict[tuple[str, str], tuple[int, float | None, bool]]:
+    """Per (group, topic) of a snapshot's ``lag_times`` table: the lag in messages, the worst
+    queue's lag in seconds at the read (``None``: none read) and whether that figure is an upper
+    bound (carried forward)."""
+    out: dict[tuple[str, str], tuple[int, float | None, bool]] = {}
+    columns = ("group", "topic", "committed", "max_offset", "store_ms", "state", "read_at_ms")
+    for g, t, c, m, store, state, at in zip(*(table.column(n).to_pylist() for n in columns)):
+        lag, worst, carried = out.get((g, t), (0, None, False))
+        lag += max(0, m - c)
+        if store is not None and m > c:
+            age = max(0.0, (at - store) / 1000)
+            if worst is None or age > worst:
+                worst, carried = age, state == CARRIED
+        out[(g, t)] = (lag, worst, carried)
+    return out
