@@ -166,9 +166,12 @@ def test_a_budget_reads_the_most_lagging_first_and_carries_the_rest(cluster: Roc
         tick_until_committed(collector, p, {0: 1, 1: 0, 3: 1})
         states: dict[int, Any] = {q: collector.state.oldest.get(p.key(q), (None, None))[1] for q in (0, 1)}
         assert states == {0: EXACT, 1: UNREAD} and collector.lag_clock.reads == 1  # queue 0: 5 behind, queue 1: 3
-        collector.last_offsets = None
-        gaps = collector.tick().errors
-        assert collector.state.oldest[p.key(1)][1] == EXACT and collector.lag_clock.reads == 1, (gaps, states)
+        deadline = time.monotonic() + 30
+        while collector.state.oldest[p.key(1)][1] != EXACT:  # the next ticks read queue 1, one read each
+            assert time.monotonic() < deadline, collector.state.oldest
+            collector.last_offsets = None
+            collector.tick()
+            assert collector.lag_clock.reads <= 1 and collector.state.oldest[p.key(0)][1] == EXACT
         p.commit({0: 3, 1: 2})  # queue 0: 3 behind (read), queue 1: 1 behind (carried)
         tick_until_committed(collector, p, {0: 3, 1: 2})
         now = time.time()

@@ -87,6 +87,10 @@ def read_store_time(client: BrokerClient, topic: str, queue_id: int, offset: int
     in :data:`TOOLS_GROUP`, no commit. Below the queue's oldest message (deleted), the oldest one
     (a second pull); at or past the end, ``(offset, None)``."""
     result = client.pull(TOOLS_GROUP, topic, queue_id, offset, 1)
+    for _ in range(2):  # PULL_RETRY_IMMEDIATELY: the broker asks for the same pull again
+        if result.status is not PullStatus.NO_MATCHED_MSG:
+            break
+        result = client.pull(TOOLS_GROUP, topic, queue_id, offset, 1)
     if result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset < result.max_offset:
         offset = result.min_offset
         result = client.pull(TOOLS_GROUP, topic, queue_id, offset, 1)
