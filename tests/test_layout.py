@@ -279,6 +279,7 @@ FLEET_ROCKETMQ = {
     "rocketmq.example": 0,
     "rocketmq.schemas": 0,
     "rocketmq.checks": 1,
+    "rocketmq.lag_time": 1,
     "rocketmq.snapshot": 2,
     "rocketmq.from_json": 3,
     "rocketmq.from_arrow": 3,
@@ -294,6 +295,7 @@ FLEET_ROCKETMQ = {
 FLEET_KAFKA = {
     "kafka": 0,
     "kafka.messages": 0,
+    "kafka.lag_time": 0,
     "kafka.snapshot": 1,
     "kafka.live": 2,
     "kafka.audit": 2,

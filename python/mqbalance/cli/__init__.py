@@ -28,6 +28,11 @@ a rebalance scenario (a YAML/JSON file or a bundled name, see ``--list``) throug
 :mod:`mqbalance.sim`: metrics and plots per strategy, a comparison when several run
 (:mod:`.simulate`).
 
+``mqbalance scale --queues N --strategy S --consumers N --consume-rate R [--lag N] [--produce-rate R]
+[--drain-target 10m] [--json]`` — how many consumers a group needs: the counts at which the largest
+share per consumer drops under its strategy, the predicted drain time at each, the smallest count
+meeting the target; ``--json`` for an autoscaler (:mod:`.scale`).
+
 ``mqbalance fault-latency-demo`` — the two-broker latency experiment: how the producer's
 ``MQFaultStrategy`` isolates slow brokers, pre-4.9 loop vs 4.x vs 5.x (:mod:`.fault_latency_demo`).
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mqbalance.cli._common import Command, acl_credentials, add_live_options, add_quiet, request_timeout
+from mqbalance.cli._common import Command, acl_credentials, add_live_options, add_quiet, at_least, request_timeout
 from mqbalance.cli._fleet import warn_partial
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
@@ -42,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_quiet(p)
     p.add_argument(
+        "--lag-time-budget",
+        type=int,
+        default=1000,
+        help="lagging queues/partitions whose oldest unconsumed message is read, most lagging first (default: 1000)",
+    )
+    p.add_argument(
         "--fail-on-partial", action="store_true", help="exit 4 when some broker or request could not be read"
     )
 
@@ -66,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     if args.group and not args.bootstrap:
         raise UsageError("--group goes with --bootstrap (a RocketMQ snapshot reads every group)", args.group)
     timeout = request_timeout(args)
+    at_least(args.lag_time_budget, 0, "--lag-time-budget")
     out = Path(args.out)
     if args.bootstrap and out.suffix.lower() != ".json":
         raise UsageError(f"-o {out}: a Kafka snapshot is written as JSON (-o fleet.json)", str(out))
@@ -85,9 +92,12 @@ def _read(args: argparse.Namespace, timeout: float, say: Progress) -> tuple[dict
         from mqbalance.fleet.kafka.live import read_kafka_cluster
         from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict
 
-        data = read_kafka_cluster(args.bootstrap, timeout=timeout, groups=args.group, progress=say)
+        data = read_kafka_cluster(
+            args.bootstrap, timeout=timeout, groups=args.group, progress=say, lag_time_budget=args.lag_time_budget
+        )
         return data, kafka_snapshot_from_dict(data, f"kafka://{args.bootstrap}")
     from mqbalance.fleet import snapshot_from_dict
+    from mqbalance.fleet.rocketmq.lag_time import read_lag_times
     from mqbalance.fleet.rocketmq.live import read_cluster
 
     data = read_cluster(
@@ -97,6 +107,8 @@ def _read(args: argparse.Namespace, timeout: float, say: Progress) -> tuple[dict
         progress=say,
         credentials=acl_credentials(),
     )
+    data["lagTimes"] = read_lag_times(data, timeout=timeout, budget=args.lag_time_budget)
+    say(f"lag seconds: {sum(1 for r in data['lagTimes'] if r['storeTimestamp'] is not None):,} lagging queues read")
     return data, snapshot_from_dict(data, f"rocketmq://{args.namesrv}")
 
 

@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 
-from mqbalance.cli._common import Command, add_live_options, add_quiet, duration_s
+from mqbalance.cli._common import Command, add_live_options, add_quiet, at_least, duration_s
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
 
@@ -24,6 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--offsets-interval", default="60s", help="committed and max offsets every (default: 60s)")
     p.add_argument("--checkpoint-every", default="1h", help="write the whole state every (default: 1h)")
     p.add_argument("--retain", default="7d", help="delete hours of history older than this (default: 7d)")
+    p.add_argument(
+        "--lag-time-budget",
+        type=int,
+        default=256,
+        help="messages read per offsets tick for lag seconds, most-lagging queues first (default: 256)",
+    )
     p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on this port")
     p.add_argument("--metrics-addr", default="127.0.0.1", help="the address to serve them on (default: 127.0.0.1)")
     add_quiet(p)
@@ -33,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from mqbalance.history.collector import Collector
     from mqbalance.history.metrics import WatchMetrics
 
+    at_least(args.lag_time_budget, 0, "--lag-time-budget")
     say = Progress(quiet=args.quiet, stream=sys.stderr)
     metrics = None
     if args.metrics_port is not None:
@@ -50,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         running_info=not args.no_running_info,
         say=say,
         metrics=metrics,
+        lag_time_budget=args.lag_time_budget,
     )
     if metrics is not None:
         metrics.serve(args.metrics_port, args.metrics_addr)

@@ -161,6 +161,10 @@ class PairRow:
     churn: int | None
     #: messages behind the log end (Kafka fleets; ``None`` where the snapshot has no log-end offsets)
     lag: int | None = None
+    #: lag in seconds: the age of the oldest unconsumed message at the read, worst partition, and
+    #: the type of the timestamp it comes from (Kafka: ``CreateTime`` or ``LogAppendTime``)
+    lag_s: float | None = None
+    lag_timestamp: str | None = None
 
     @classmethod
     def of(
@@ -182,6 +186,8 @@ class PairRow:
         client_ids: int = 0,
         churn: int | None = None,
         lag: int | None = None,
+        lag_s: float | None = None,
+        lag_timestamp: str | None = None,
     ) -> PairRow:
         """A row from counts: the consumers' ``loads`` (units each), or their total, min and max
         (and ``idle``, the consumers with none) when counted elsewhere; the mean load is per consumer
@@ -207,6 +213,8 @@ class PairRow:
             skew=round(high / mean, 3) if mean else None,
             churn=churn,
             lag=lag,
+            lag_s=None if lag_s is None else round(lag_s, 3),
+            lag_timestamp=lag_timestamp,
         )
 
     @property
@@ -236,6 +244,8 @@ _PAIR_COLUMNS = (
     ("skew", "skew"),
     ("churn", "churn"),
     ("lag", "lag"),
+    ("lag_seconds", "lag_s"),
+    ("lag_timestamp", "lag_timestamp"),
 )
 
 
@@ -347,6 +357,9 @@ def pair_findings(row: PairRow, words: Words, *, behind: int = 0) -> list[Findin
         found.append(Finding(FindingKind.IDLE_CONSUMER, g, t, row.idle_consumers, detail))
     if row.lag:
         detail = f"{row.lag:,} messages between the committed offsets and the log end"
+        if row.lag_s is not None:
+            detail += f"; the oldest unconsumed message is {row.lag_s:,.1f} s old"
+            detail += f" ({row.lag_timestamp})" if row.lag_timestamp else ""
         if behind:
             detail += f"; at {behind} partitions the log end is below the committed offset"
         found.append(Finding(FindingKind.LAG, g, t, row.lag, detail))

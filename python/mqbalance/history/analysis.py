@@ -48,6 +48,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
+from mqbalance.history.drain import time_to_drain
+
 __all__ = [
     "DEFAULT_WINDOW_S",
     "MIN_SWAPS",
@@ -361,14 +363,25 @@ def health(
 ) -> list[dict[str, Any]]:
     """Per queue of one group: Burrow's status over the last ``window_readings`` offsets readings
     (``readings``: the times the offsets were read, from ``ticks``; a queue without a row at a
-    reading kept its values), the lag at the last reading and an estimated time lag (the lag over
-    the consumption rate across the window; ``None`` when nothing was consumed). ``owners``:
-    processes per queue at the end."""
+    reading kept its values), the lag at the last reading and the lag in seconds then
+    (``time_lag_s``: the age of the oldest unconsumed message, exact, from the rows'
+    ``oldest_store_ms`` — :mod:`mqbalance.fleet.rocketmq.lag_time`; 0 without lag; ``None`` where
+    it was not read, or in a history written before it was recorded) and how it was known
+    (``lag_time``: ``exact``, ``carried`` — an upper bound — or ``unread``), and the time to drain
+    at the window's rates (``drain``: ``idle``, ``draining``, ``never`` or ``unknown``, and
+    ``drain_s``; :mod:`mqbalance.history.drain`). ``owners``: processes per queue at the end.
+
+    >>> rows = [{"ts": 0, "topic": "T", "broker_name": "b", "queue_id": 0, "committed": 5,
+    ...          "max_offset": 9, "oldest_store_ms": -40_000, "lag_time": "exact"}]
+    >>> [(h["lag"], h["time_lag_s"], h["lag_time"]) for h in health(rows, [0], {("T", "b", 0): 1})]
+    [(4, 40.0, 'exact')]
+    """
     times = sorted({ms(t) for t in readings})
-    series: dict[tuple[str, str, int], list[tuple[int, int | None, int | None]]] = defaultdict(list)
+    series: dict[tuple[str, str, int], list[tuple[int, int | None, int | None, int | None, str | None]]]
+    series = defaultdict(list)
     for r in sorted(offsets, key=lambda r: ms(r["ts"])):
         series[(r["topic"], r["broker_name"], int(r["queue_id"]))].append(
-            (ms(r["ts"]), r["committed"], r["max_offset"])
+            (ms(r["ts"]), r["committed"], r["max_offset"], r.get("oldest_store_ms"), r.get("lag_time"))
         )
     out = []
     for q, points in sorted(series.items()):
@@ -381,13 +394,16 @@ def health(
             if cur is not None and cur[1] is not None and cur[2] is not None:
                 filled.append((t, cur[1], max(0, cur[2] - cur[1])))
         window = filled[-window_readings:]
-        if not window:
+        if not window or cur is None:
             continue
         now = window[-1][0]
         status = burrow_status(window, now_ms=now, owned=owners.get(q, 0) > 0)
-        consumed = window[-1][1] - window[0][1]
-        span_s = (window[-1][0] - window[0][0]) / 1000
-        time_lag = window[-1][2] / (consumed / span_s) if consumed > 0 and span_s > 0 else None
+        oldest, how = cur[3], cur[4]
+        drain_state, drain_s = time_to_drain([(t, c, c + lag) for t, c, lag in window])
+        if window[-1][2] == 0:
+            lag_s: float | None = 0.0
+        else:
+            lag_s = None if oldest is None else round(max(0.0, (now - oldest) / 1000), 3)
         out.append(
             {
                 "topic": q[0],
@@ -395,7 +411,10 @@ def health(
                 "queue_id": q[2],
                 "status": status,
                 "lag": window[-1][2],
-                "time_lag_s": None if time_lag is None else round(time_lag, 3),
+                "time_lag_s": lag_s,
+                "lag_time": None if window[-1][2] == 0 else how,
+                "drain": drain_state,
+                "drain_s": drain_s,
                 "committed": window[-1][1],
             }
         )

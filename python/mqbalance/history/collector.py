@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingError
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
+from mqbalance.fleet.rocketmq.lag_time import NO_LAG, LagClock, Oldest
 from mqbalance.fleet.rocketmq.live import read_cluster
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
@@ -66,6 +67,9 @@ class FleetState:
     members: dict[tuple[str, str, str], tuple[str | None, int | None, str | None]] = field(default_factory=dict)
     ownership: dict[Queue, tuple[str | None, int]] = field(default_factory=dict)
     offsets: dict[Queue, tuple[int | None, int | None]] = field(default_factory=dict)
+    #: lag seconds (:mod:`mqbalance.fleet.rocketmq.lag_time`): per lagging queue, the store time of
+    #: its oldest unconsumed message (ms; ``None``: not known) and how it is known
+    oldest: dict[Queue, tuple[int | None, str]] = field(default_factory=dict)
 
 
 def _queue_row(q: Queue) -> dict[str, Any]:
@@ -108,9 +112,16 @@ def diff(old: FleetState, new: FleetState, *, offsets: bool) -> dict[str, list[d
             out["ownership"].append({"event": "change", **_queue_row(q), "owner": now[0], "processes": now[1]})
     if offsets:
         for q, (committed, top) in sorted(new.offsets.items()):
-            if old.offsets.get(q) != (committed, top):
-                out["offsets"].append({"event": "change", **_queue_row(q), "committed": committed, "max_offset": top})
+            if old.offsets.get(q) != (committed, top) or old.oldest.get(q) != new.oldest.get(q):
+                out["offsets"].append(
+                    {"event": "change", **_queue_row(q), "committed": committed, "max_offset": top, **_oldest(new, q)}
+                )
     return dict(out)
+
+
+def _oldest(state: FleetState, q: Queue) -> dict[str, Any]:
+    store, how = state.oldest.get(q, (None, None))
+    return {"oldest_store_ms": store, "lag_time": how}
 
 
 def checkpoint(state: FleetState) -> dict[str, list[dict[str, Any]]]:
@@ -137,7 +148,7 @@ def checkpoint(state: FleetState) -> dict[str, list[dict[str, Any]]]:
             for q, (o, n) in sorted(state.ownership.items())
         ],
         "offsets": [
-            {"event": "checkpoint", **_queue_row(q), "committed": c, "max_offset": m}
+            {"event": "checkpoint", **_queue_row(q), "committed": c, "max_offset": m, **_oldest(state, q)}
             for q, (c, m) in sorted(state.offsets.items())
         ],
     }
@@ -189,6 +200,10 @@ def _apply(state: FleetState, name: str, r: Mapping[str, Any]) -> None:
                 state.ownership[q] = (r["owner"], r["processes"])
         else:
             state.offsets[q] = (r["committed"], r["max_offset"])
+            if r.get("lag_time") is not None:
+                state.oldest[q] = (r.get("oldest_store_ms"), r["lag_time"])
+            else:
+                state.oldest.pop(q, None)
 
 
 def _seconds(value: Any, name: str, *, minimum: float = 0.01) -> float:
@@ -231,6 +246,7 @@ class Collector:
         monotonic: Callable[[], float] = time.monotonic,
         say: Callable[[str], None] = lambda _m: None,
         metrics: WatchMetrics | None = None,
+        lag_time_budget: int = 256,
     ) -> None:
         self.namesrv = namesrv
         self.interval = _seconds(interval, "interval")
@@ -252,6 +268,12 @@ class Collector:
         #: cluster list is a gap for BROKER_MEMORY_S, not the end of every group it served
         self.brokers_seen: dict[str, tuple[str, float]] = {}
         self.ticks = 0
+        #: lag seconds: the oldest unconsumed message per lagging queue, read bounded per offsets tick
+        self.lag_clock = LagClock(budget=lag_time_budget, timeout=self.timeout)
+        self.lag_clock.known = {  # a restart re-reads nothing whose committed offset did not move
+            q: Oldest(-1, store, how, self.state.offsets.get(q, (None, None))[0])
+            for q, (store, how) in self.state.oldest.items()
+        }
 
     def tick(self) -> TickResult:
         """Read the cluster once and write what changed."""
@@ -292,11 +314,13 @@ class Collector:
         else:  # what could not be read is not "gone": keep the last membership and owners
             new.groups, new.members, new.ownership = self.state.groups, self.state.members, self.state.ownership
         new.offsets = dict(self.state.offsets)
+        new.oldest = dict(self.state.oldest)
         due_offsets = due_offsets and not data.get("failed")
         if due_offsets:
             offsets, failed = self._offsets(data, new)
             gaps += failed
             new.offsets = offsets
+            gaps += self._lag_time(data, new)
         events = checkpoint(new) if due_checkpoint else diff(self.state, new, offsets=due_offsets)
         if gaps:
             events["gaps"] = gaps
@@ -339,6 +363,7 @@ class Collector:
                 skipped=skipped,
                 errors=len(gaps),
                 offsets_read=due_offsets,
+                now_ms=round(start_wall * 1000),
             )
         self.state = new
         self.ticks += 1
@@ -409,6 +434,14 @@ class Collector:
             list(pool.map(read, brokers))
         out = {q: (committed.get(q), tops.get((q[1], q[2], q[3]))) for q in keys}
         return out, failed
+
+    def _lag_time(self, data: Mapping[str, Any], state: FleetState) -> list[dict[str, Any]]:
+        """Lag seconds (:class:`~mqbalance.fleet.rocketmq.lag_time.LagClock`): the oldest unconsumed
+        message of the lagging queues of ``state.offsets``, into ``state.oldest``; failed reads as gaps."""
+        addresses = dict(data.get("meta", {}).get("brokers", {}))
+        found, failed = self.lag_clock.update(state.offsets, addresses)
+        state.oldest = {q: (o.store_ms, o.state) for q, o in found.items() if o.state != NO_LAG}
+        return failed
 
     def run(self, stop: threading.Event) -> int:
         """Tick on schedule until ``stop`` is set; the ticks run."""

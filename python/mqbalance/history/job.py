@@ -62,8 +62,13 @@ _COLUMNS = {
     "strategy": pa.string(),
     "committed": pa.int64(),
     "max_offset": pa.int64(),
+    "oldest_store_ms": pa.int64(),
+    "lag_time": pa.string(),
 }
 
+
+#: the offsets columns of lag seconds (:mod:`mqbalance.fleet.rocketmq.lag_time`)
+LAG = ("oldest_store_ms", "lag_time")
 
 #: offsets readings Burrow's rules look at, per queue (Burrow keeps the last 10 commits)
 WINDOW_READINGS = 10
@@ -125,7 +130,7 @@ def _analyse_span(
         out.append(("id_moves", {"client_id": cid, "swaps": swaps, "twice": twice}))
     if final:
         owners: dict[tuple[str, str, int], int] = {q: n for _t, q, n in timeline}
-        offsets = _rows(table, "offsets", ("ts", "topic", "broker_name", "queue_id", "committed", "max_offset"))
+        offsets = _rows(table, "offsets", ("ts", "topic", "broker_name", "queue_id", "committed", "max_offset", *LAG))
         out += [("health", h) for h in health(offsets, readings, owners)]
     return pa.table(
         {

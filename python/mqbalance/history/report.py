@@ -78,12 +78,12 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
             f"| {d['group']} | {d['client_id']} | {', '.join(d['addresses'])} | {d['start']} | {d['end']} "
             f"| {d['seconds']} | {d['how']} |"
         )
-    lines += ["", "## Queues not OK", "", "| group | topic | broker | queue | status | lag | time lag (s) |"]
-    lines += ["|---|---|---|---|---|---|---|"]
+    lines += ["", "## Queues not OK", "", "| group | topic | broker | queue | status | lag | lag (s) | drain |"]
+    lines += ["|---|---|---|---|---|---|---|---|"]
     for h in [h for h in result.health if h["status"] != "OK"][:50]:
         lines.append(
             f"| {h['group']} | {h['topic']} | {h['broker_name']} | {h['queue_id']} | {h['status']} | {h['lag']} "
-            f"| {h['time_lag_s']} |"
+            f"| {_lag_s(h)} | {_drain(h)} |"
         )
     images = [_plot(result, directory)]
     if root is not None:
@@ -108,6 +108,20 @@ def _who(members: Sequence[Sequence[str]]) -> str:
 def _causes(e: Mapping[str, Any]) -> list[str]:
     """An episode's causes but those its joined and left columns already say."""
     return [c for c in e.get("causes", ["unknown"]) if not c.startswith(("joined:", "left:"))] or ["membership"]
+
+
+def _lag_s(h: Mapping[str, Any]) -> str:
+    """A health row's lag in seconds as read (``≤`` when carried forward: an upper bound)."""
+    if h.get("time_lag_s") is None:
+        return ""
+    return ("≤ " if h.get("lag_time") == "carried" else "") + f"{h['time_lag_s']:g}"
+
+
+def _drain(h: Mapping[str, Any]) -> str:
+    """A health row's time to drain: seconds, ``never``, ``idle`` or empty (unknown)."""
+    if h.get("drain") == "draining":
+        return f"{h['drain_s']:g} s"
+    return h.get("drain") if h.get("drain") in ("never", "idle") else ""  # type: ignore[return-value]
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -175,9 +189,9 @@ def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[s
             ],
         ),  # fmt: skip
         health=_table(
-            ["group", "topic", "broker", "queue", "status", "lag", "time lag (s)"],
+            ["group", "topic", "broker", "queue", "status", "lag", "lag (s)", "drain"],
             [
-                [h["group"], h["topic"], h["broker_name"], h["queue_id"], h["status"], h["lag"], h["time_lag_s"]]
+                [h["group"], h["topic"], h["broker_name"], h["queue_id"], h["status"], h["lag"], _lag_s(h), _drain(h)]
                 for h in sick
             ],
         ),  # fmt: skip

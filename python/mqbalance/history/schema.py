@@ -41,7 +41,14 @@ The tables (``TABLES``):
   the queue is no longer the group's (its topic dropped from the group's subscriptions, the topic
   or the group gone): owned neither by nobody nor twice.
 * ``offsets`` — at the offsets interval, per queue whose committed offset or broker max offset
-  changed: both values (null where the broker did not say).
+  changed: both values (null where the broker did not say); and lag seconds
+  (:mod:`mqbalance.fleet.rocketmq.lag_time`): ``oldest_store_ms``, the broker's store time (ms
+  since the epoch) of the oldest message the group has not consumed, and ``lag_time``, how it is
+  known — ``exact`` (read at the committed offset), ``carried`` (an earlier reading at a lower
+  offset, not read again yet within the per-tick budget: an upper bound), ``unread`` — both null
+  when the queue has no lag. The lag in seconds at any time ``t`` is ``t - oldest_store_ms``. A row
+  is also written when only these change. (Added in version 2 as nullable columns: files written
+  before read them as null, and a reader that does not know them reads the rest unchanged.)
 * ``gaps`` — what could not be read at a tick: the broker, its address, the request and the error.
 
 >>> [f.name for f in TABLES["ownership"]][:6]
@@ -147,6 +154,8 @@ TABLES: dict[str, pa.Schema] = {
             *_QUEUE,
             pa.field("committed", pa.int64()),
             pa.field("max_offset", pa.int64()),
+            pa.field("oldest_store_ms", pa.int64()),
+            pa.field("lag_time", pa.string()),
         ]
     ),
     "gaps": pa.schema(

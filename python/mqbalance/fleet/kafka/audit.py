@@ -228,11 +228,16 @@ def audit_kafka(
                 idle = sum(1 for x in loads if x == 0)
                 shares.extend(x / (n / len(subscribers)) for x in loads if n)
             lag = behind = 0
+            lag_s: float | None = None
+            stamp: str | None = None
             for p in range(n):
                 c, e = snapshot.committed.get((g, t, p)), snapshot.end_offsets.get((t, p))
                 if c is not None and e is not None:
                     lag += max(0, e - c)
                     behind += e < c
+                    age = snapshot.lag_seconds(g, t, p) if e > c else None
+                    if age is not None and (lag_s is None or age > lag_s):
+                        lag_s, stamp = age, snapshot.lag_times[(g, t, p)][1]
             moved = None
             if before is not None:
                 moved = sum(1 for p in range(n) if old_owner and now_owner.get((t, p)) != old_owner.get((t, p)))
@@ -249,6 +254,8 @@ def audit_kafka(
                 client_ids=len({m.name for m in subscribers}),
                 churn=moved,
                 lag=lag,
+                lag_s=lag_s,
+                lag_timestamp=stamp,
             )
             rows.append(row)
             findings += pair_findings(row, WORDS, behind=behind)

@@ -12,7 +12,9 @@ What is read, and with which request:
   ConsumerGroupDescribe (:mod:`.messages`): its state (``Assigning`` and ``Reconciling`` are its
   rebalancing states), the broker's assignor, and per member the subscribed topic names and the
   current assignment (no userData: that protocol has none);
-* committed offsets — OffsetFetch per group; log-end offsets — ListOffsets (latest).
+* committed offsets — OffsetFetch per group; log-end offsets — ListOffsets (latest);
+* lag seconds — the timestamp (and its type) of the record at each lagging partition's committed
+  offset, fetched by a consumer without a group (:mod:`.lag_time`): ``lagTimes`` and ``readAt``.
 
 A group read while it rebalances keeps its state (``PreparingRebalance``, ``CompletingRebalance``)
 and whatever the broker returned. A request that fails is recorded in ``errors`` (with the group
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,6 +49,7 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, Consume
 from kafka.structs import TopicPartition
 
 from mqbalance.exceptions import RemotingConnectError
+from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 from mqbalance.fleet.kafka.messages import ConsumerGroupDescribeRequest
 from mqbalance.fleet.kafka.snapshot import KAFKA_KIND
 from mqbalance.kafka.member import check_bootstrap
@@ -164,12 +168,15 @@ def read_kafka_cluster(
     timeout: float = 5.0,
     groups: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
+    lag_time_budget: int = 1000,
 ) -> dict[str, Any]:
     """The Kafka snapshot of the cluster at ``bootstrap`` (``HOST:PORT[,HOST:PORT…]``), as the JSON
     object :func:`~mqbalance.fleet.kafka.snapshot.kafka_snapshot_from_dict` validates.
 
     ``groups``: group ids to describe besides those ListGroups returns (a broker may not list a
-    group it holds no offsets for yet — Tansu 0.6.0 does not — or ACLs may hide it)."""
+    group it holds no offsets for yet — Tansu 0.6.0 does not — or ACLs may hide it).
+    ``lag_time_budget``: lagging partitions whose oldest unconsumed record is read (:mod:`.lag_time`),
+    most lagging first."""
     say = progress or (lambda _msg: None)
     check_bootstrap(bootstrap, timeout)
     errors: list[dict[str, str]] = []
@@ -184,9 +191,33 @@ def read_kafka_cluster(
             f"no Kafka broker answered at {bootstrap} within {timeout:g} s ({e})", bootstrap
         ) from None
     try:
-        return _read(admin, say, errors, groups)
+        data = _read(admin, say, errors, groups)
     finally:
         admin.close()
+    _lag_times(data, bootstrap, timeout, lag_time_budget, say)
+    return data
+
+
+def _lag_times(data: dict[str, Any], bootstrap: str, timeout: float, budget: int, say: Callable[[str], None]) -> None:
+    """Lag seconds (:mod:`.lag_time`): ``lagTimes``, the timestamp of the record at each lagging
+    partition's committed offset, and ``readAt``, when (ms)."""
+    committed = {(o["group"], o["topic"], o["partition"]): o["offset"] for o in data["offsets"]}
+    ends = {(o["topic"], o["partition"]): o["offset"] for o in data["endOffsets"]}
+    positions = plan_reads(committed, ends, budget=budget)
+    data["readAt"] = int(time.time() * 1000)
+    try:
+        found = read_record_times(bootstrap, positions, timeout=max(timeout, 5.0))
+    except KafkaError as e:
+        data["errors"].append({"request": "Fetch", "error": f"lag seconds: {type(e).__name__}: {e}"})
+        found = {}
+    data["lagTimes"] = [
+        {"group": g, "topic": t, "partition": p, "offset": found[(t, p, c)][0], "timestamp": found[(t, p, c)][1],
+         "timestampType": found[(t, p, c)][2]}
+        for (g, t, p), c in sorted(committed.items())
+        if (t, p, c) in found
+    ]  # fmt: skip
+    lagging = sum(1 for (_g, t, p), c in committed.items() if ends.get((t, p), c) > c)
+    say(f"lag seconds: {len(data['lagTimes']):,} of {lagging:,} lagging partitions read")
 
 
 def _read(admin: Any, say: Callable[[str], None], errors: list[dict[str, str]], extra: Sequence[str]) -> dict[str, Any]:

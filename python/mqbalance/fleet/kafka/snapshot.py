@@ -21,11 +21,16 @@ A Kafka snapshot is one JSON file, marked ``"kind": "kafka"`` (a RocketMQ snapsh
       },
       "offsets": [{"group": "billing", "topic": "orders", "partition": 0, "offset": 1200}],
       "endOffsets": [{"topic": "orders", "partition": 0, "offset": 1250}],
+      "lagTimes": [{"group": "billing", "topic": "orders", "partition": 0, "offset": 1200,
+                    "timestamp": 1795700000000, "timestampType": "CreateTime"}],   # optional
+      "readAt": 1795700042000,                  # ms: when lagTimes were read (optional)
       "errors": [{"request": "DescribeGroups", "group": "billing", "error": "…"}]
     }
 
 ``offsets`` are the groups' committed offsets, ``endOffsets`` the log-end offsets (what
-``kafka-consumer-groups --describe`` shows as CURRENT-OFFSET and LOG-END-OFFSET). Every problem is
+``kafka-consumer-groups --describe`` shows as CURRENT-OFFSET and LOG-END-OFFSET); ``lagTimes`` the
+timestamp of the record at a lagging partition's committed offset (lag seconds,
+:mod:`mqbalance.fleet.kafka.lag_time`). Every problem is
 a :class:`~mqbalance.exceptions.SnapshotError` naming the file and the field.
 
 >>> snap = kafka_snapshot_from_dict({"kind": "kafka", "topics": {"t": {"partitions": 2}},
@@ -114,6 +119,17 @@ class KafkaSnapshot:
     end_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     topic_ids: dict[str, str] = field(default_factory=dict)
     errors: list[dict[str, str]] = field(default_factory=list)
+    #: per (group, topic, partition): the timestamp (ms) of the oldest unconsumed record and its type
+    lag_times: dict[tuple[str, str, int], tuple[int, str]] = field(default_factory=dict)
+    #: when ``lag_times`` were read (ms), or ``None``
+    read_at_ms: int | None = None
+
+    def lag_seconds(self, group: str, topic: str, partition: int) -> float | None:
+        """The age of the oldest record the group has not consumed on a partition, at the read."""
+        found = self.lag_times.get((group, topic, partition))
+        if found is None or self.read_at_ms is None or found[0] < 0:  # -1: a record without a timestamp
+            return None
+        return max(0.0, (self.read_at_ms - found[0]) / 1000)
 
     def error_lines(self) -> list[str]:
         """One line per read error, for people."""
@@ -307,7 +323,22 @@ def kafka_snapshot_from_dict(data: Any, source: str = "<dict>") -> KafkaSnapshot
         if not isinstance(e, dict):
             raise _fail(source, f"errors[{i}]", "expected an object", e)
         errors.append({k: str(v) for k, v in e.items()})
-    return KafkaSnapshot(source, topics, groups, committed, ends, topic_ids, errors)
+    lag_times: dict[tuple[str, str, int], tuple[int, str]] = {}
+    for i, o in enumerate(_list(source, "lagTimes", data.get("lagTimes", []))):
+        where = f"lagTimes[{i}]"
+        if not isinstance(o, dict):
+            raise _fail(source, where, "expected an object", o)
+        key = (
+            _str(source, f"{where}.group", o.get("group")),
+            _str(source, f"{where}.topic", o.get("topic")),
+            _count(source, f"{where}.partition", o.get("partition")),
+        )
+        kind = _str(source, f"{where}.timestampType", o.get("timestampType"))
+        lag_times[key] = (_offset(source, f"{where}.timestamp", o.get("timestamp")), kind)
+    read_at = data.get("readAt")
+    if read_at is not None:
+        read_at = _offset(source, "readAt", read_at)
+    return KafkaSnapshot(source, topics, groups, committed, ends, topic_ids, errors, lag_times, read_at)
 
 
 def _list(source: str, where: str, value: Any) -> list[Any]:

@@ -45,6 +45,7 @@ from mqbalance.fleet.findings import (
 )
 from mqbalance.fleet.rocketmq.assignment import pair_queue_counts
 from mqbalance.fleet.rocketmq.facts import snapshot_facts
+from mqbalance.fleet.rocketmq.lag_time import pair_lag
 from mqbalance.fleet.rocketmq.schemas import GROUP_BUSY_SCHEMA, LOAD_SCHEMA, PAIR_FACT_SCHEMA
 from mqbalance.fleet.rocketmq.snapshot import ConsumerGroup, MessageModel, ReportedStrategy, Snapshot
 from mqbalance.fleet.rocketmq.what_if import what_if_candidates
@@ -103,6 +104,15 @@ def _arrow(table: Any, schema: pa.Schema) -> pa.Table:
     return pa.table({c: pa.array([r[c] for r in rows], t) for c, t in zip(schema.names, schema.types)})
 
 
+def _lag_fields(found: tuple[int, float | None, bool] | None) -> dict[str, Any]:
+    """A pair's lag columns from :func:`~mqbalance.fleet.rocketmq.lag_time.pair_lag`."""
+    if found is None:
+        return {}
+    lag, seconds, carried = found
+    stamp = None if seconds is None else "store time" + (", an upper bound: carried" if carried else "")
+    return {"lag": lag, "lag_s": seconds, "lag_timestamp": stamp}
+
+
 def summarise(
     snapshot: Snapshot,
     per_pair: Any,
@@ -140,6 +150,7 @@ def summarise(
     for g, (queues, topics) in sorted(not_computed.items()):
         made = strategy_unknown if reported_strategies(groups[g]) else settings_unknown
         findings.append(made(g, groups[g], queues, topics))
+    lagging = pair_lag(snapshot.lag_times)  # lag seconds, where the live snapshot read them
     columns = ("group", "topic", "queues", "unowned", "double_owned", "processes", "idle", "load_total")
     for g, t, queues, unowned, double_owned, processes, idle, load_total, low, high in zip(
         *(pairs.column(c).to_pylist() for c in (*columns, "min_load", "max_load"))
@@ -161,6 +172,7 @@ def summarise(
             strategies=",".join(sorted({spec.display_name for spec in found.strategies} if found else ())),
             client_ids=len(found.id_counts) if found else 0,
             churn=None if churn is None else churn.get((g, t), 0),
+            **_lag_fields(lagging.get((g, t))),
         )
         rows.append(row)
         findings += pair_findings(row, WORDS)

@@ -80,6 +80,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
             specs,
             table_of("offsets", extra["offsets"]),
             table_of("errors", extra["errors"]),
+            table_of("lag_times", extra["lag_times"]),
         )
     with gc_paused():
         try:

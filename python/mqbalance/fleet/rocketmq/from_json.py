@@ -157,6 +157,7 @@ def snapshot_from_dict(
     else:
         connections, subscriptions, codes, distinct = fast
     of, er = _extra_rows(data, source)
+    lt = _lag_time_rows(data, source)
     return Snapshot(
         source,
         queue_data,
@@ -167,6 +168,7 @@ def snapshot_from_dict(
         distinct,
         table_of("offsets", of),
         table_of("errors", er),
+        table_of("lag_times", lt),
     )
 
 
@@ -332,6 +334,27 @@ def _extra_rows(data: dict[str, Any], source: str) -> tuple[dict[str, list[Any]]
         for c, v in zip(er, row_e):
             er[c].append(v)
     return of, er
+
+
+def _lag_time_rows(data: dict[str, Any], source: str) -> dict[str, list[Any]]:
+    """The optional ``lagTimes`` rows of a live snapshot (lag seconds), checked entry by entry."""
+    lt: dict[str, list[Any]] = {c: [] for c in SCHEMAS["lag_times"].names}
+    for k, o in enumerate(get_field(data, "lagTimes", list, source, optional=True) or []):
+        w = f"{source}: lagTimes[{k}]"
+        row = (
+            get_field(o, "group", str, w),
+            get_field(o, "topic", str, w),
+            get_field(o, "brokerName", str, w),
+            get_field(o, "queueId", int, w),
+            get_field(o, "committed", int, w),
+            get_field(o, "maxOffset", int, w),
+            get_field(o, "storeTimestamp", int, w, optional=True),
+            get_field(o, "state", str, w),
+            get_field(o, "readAt", int, w),
+        )
+        for c, v in zip(lt, row):
+            lt[c].append(v)
+    return lt
 
 
 def columnar_queue_data(topics: dict[Any, Any]) -> pa.Table | None:

@@ -36,15 +36,18 @@ connections as ``mqadmin consumerConnection`` shows them)::
 A live snapshot (``mqbalance snapshot --namesrv``, :mod:`mqbalance.fleet.rocketmq.live`) adds two optional
 top-level lists: ``offsets`` (committed offsets: ``{"group", "topic", "brokerName", "queueId",
 "offset"}``) and ``errors`` (what could not be read: ``{"broker", "address", "request", "error"}``,
-e.g. a broker that did not answer). Files without them read as before.
+e.g. a broker that did not answer) — and ``lagTimes`` (lag seconds: ``{"group", "topic",
+"brokerName", "queueId", "committed", "maxOffset", "storeTimestamp", "state", "readAt"}`` per
+queue with lag, :mod:`mqbalance.fleet.rocketmq.lag_time`). Files without them read as before.
 
 Parquet layout (a directory): ``queue_data.parquet`` (topic, broker_name, read_queue_nums,
 write_queue_nums, perm), ``connections.parquet`` (group, client_id, client_addr, language, version,
 message_model, strategy, virtual_node_cnt, consumer_idcs: list of str, charset, epsilon,
 strategy_reported: bool, optional), ``subscriptions.parquet`` (group, topic); optional
 ``brokers.parquet`` (topic, cluster, broker_name, broker_id, address),
-``offsets.parquet`` (group, topic, broker_name, queue_id, offset) and ``errors.parquet`` (broker_name,
-address, request, error).
+``offsets.parquet`` (group, topic, broker_name, queue_id, offset), ``errors.parquet`` (broker_name,
+address, request, error) and ``lag_times.parquet`` (group, topic, broker_name, queue_id, committed,
+max_offset, store_ms, state, read_at_ms).
 
 Strategies are read by the registry, :meth:`mqbalance.allocation.registry.StrategySpec.parse` with
 ``use=Use.FLEET_AUDIT``: a name of :func:`~mqbalance.allocation.registry.names_for` ``(Use.FLEET_AUDIT)``,
@@ -159,11 +162,24 @@ SCHEMAS = {
     "errors": pa.schema(
         [("broker_name", pa.string()), ("address", pa.string()), ("request", pa.string()), ("error", pa.string())]
     ),
+    "lag_times": pa.schema(
+        [
+            ("group", pa.string()),
+            ("topic", pa.string()),
+            ("broker_name", pa.string()),
+            ("queue_id", pa.int64()),
+            ("committed", pa.int64()),
+            ("max_offset", pa.int64()),
+            ("store_ms", pa.int64()),
+            ("state", pa.string()),
+            ("read_at_ms", pa.int64()),
+        ]
+    ),
 }
 
 
 #: tables a snapshot may lack (files written before them, hand-made snapshots)
-OPTIONAL_TABLES = ("brokers", "offsets", "errors")
+OPTIONAL_TABLES = ("brokers", "offsets", "errors", "lag_times")
 
 
 REQUIRED = {
@@ -173,6 +189,7 @@ REQUIRED = {
     "brokers": (),
     "offsets": ("group", "topic", "broker_name", "queue_id", "offset"),
     "errors": ("error",),
+    "lag_times": ("group", "topic", "broker_name", "queue_id", "committed", "max_offset", "state", "read_at_ms"),
 }
 
 
@@ -369,6 +386,10 @@ class Snapshot:
     offsets: pa.Table = field(default_factory=lambda: SCHEMAS["offsets"].empty_table())
     #: what a live snapshot could not read (a broker that did not answer ...): broker_name, address, request, error
     errors: pa.Table = field(default_factory=lambda: SCHEMAS["errors"].empty_table())
+    #: lag seconds (live snapshots, :mod:`mqbalance.fleet.rocketmq.lag_time`): per lagging queue,
+    #: committed and max offsets, the store time of the oldest unconsumed message, how it is known
+    #: and when it was read
+    lag_times: pa.Table = field(default_factory=lambda: SCHEMAS["lag_times"].empty_table())
 
     def error_lines(self) -> list[str]:
         """The snapshot's recorded read errors, one line each (``[]`` for a complete snapshot)."""

@@ -1,0 +1,224 @@
+"""Lag in seconds, exact: per queue, the age of the oldest message a group has not consumed — now
+minus the broker's store timestamp of the message at the group's committed offset.
+
+RocketMQ's brokers keep no such figure: ``GET_CONSUME_STATS`` (``mqadmin consumerProgress``) gives
+each queue's ``lastTimestamp``, the store time of the message *before* the committed offset (the
+last one consumed), which says how long ago the group last consumed there, not how old what it has
+not consumed is. So we read that message: one ``PULL_MESSAGE`` of one message at the committed
+offset, in the tools group ``TOOLS_CONSUMER`` (predefined on every Java broker, as ``mqadmin`` uses
+it) and without the commit flag, so the group's offsets are never touched. A committed offset
+below the broker's oldest message (deleted by retention) reads the oldest message still there:
+that is what the group will consume next.
+
+Bounded: a message's store time never changes, so a queue whose committed offset has not moved
+since its last reading needs no request (an idle topic or a stopped group costs one read, then its
+age keeps growing with the clock, uncapped). The others are read most-lagging first, at most
+``budget`` a call; the rest carry their last reading forward, marked ``carried`` (its message is
+older than the one at the committed offset now: the age is an upper bound), or ``unread``.
+
+>>> m = Oldest(offset=7, store_ms=1_000, state=EXACT)
+>>> m.lag_seconds(31_000), Oldest(offset=9, store_ms=None, state=NO_LAG).lag_seconds(31_000)
+(30.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingError
+from mqbalance.remoting import BrokerClient
+from mqbalance.remoting.api import PullStatus
+
+__all__ = [
+    "read_lag_times",
+    "CARRIED",
+    "EXACT",
+    "NO_LAG",
+    "TOOLS_GROUP",
+    "UNREAD",
+    "LagClock",
+    "Oldest",
+    "pair_lag",
+    "read_store_time",
+]
+
+#: the group the reads pull in (Java's ``MixAll.TOOLS_CONSUMER_GROUP``: predefined on the broker)
+TOOLS_GROUP = "TOOLS_CONSUMER"
+#: read at the committed offset (this tick, or an earlier one at the same offset)
+EXACT = "exact"
+#: an earlier reading at a lower offset, not yet read again (the age is an upper bound)
+CARRIED = "carried"
+#: lagging, never read yet (no age)
+UNREAD = "unread"
+#: nothing to consume (age 0)
+NO_LAG = "none"
+
+Queue = tuple[str, str, str, int]  # group, topic, broker name, queue id
+
+
+@dataclass(frozen=True, slots=True)
+class Oldest:
+    """The oldest unconsumed message of one queue as known: the ``offset`` read (the committed
+    offset, or the broker's oldest one when retention deleted it), its ``store_ms`` (``None``:
+    no lag, or never read) and how it was known (``state``: :data:`EXACT`, :data:`CARRIED`,
+    :data:`UNREAD` or :data:`NO_LAG`)."""
+
+    offset: int
+    store_ms: int | None
+    state: str
+    committed: int | None = None  # the committed offset it stands for (default: ``offset``)
+
+    def lag_seconds(self, now_ms: int) -> float | None:
+        """Age of the oldest unconsumed message at ``now_ms`` (0 with no lag, ``None`` unread)."""
+        if self.state == NO_LAG:
+            return 0.0
+        if self.store_ms is None:
+            return None
+        return max(0.0, (now_ms - self.store_ms) / 1000)
+
+
+def read_store_time(client: BrokerClient, topic: str, queue_id: int, offset: int) -> tuple[int, int | None]:
+    """``(offset read, store timestamp ms)`` of the message at ``offset``: one pull of one message
+    in :data:`TOOLS_GROUP`, no commit. Below the queue's oldest message (deleted), the oldest one
+    (a second pull); at or past the end, ``(offset, None)``."""
+    result = client.pull(TOOLS_GROUP, topic, queue_id, offset, 1)
+    for _ in range(2):  # PULL_RETRY_IMMEDIATELY: the broker asks for the same pull again
+        if result.status is not PullStatus.NO_MATCHED_MSG:
+            break
+        result = client.pull(TOOLS_GROUP, topic, queue_id, offset, 1)
+    if result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset < result.max_offset:
+        offset = result.min_offset
+        result = client.pull(TOOLS_GROUP, topic, queue_id, offset, 1)
+    if result.status is PullStatus.FOUND and result.messages:
+        first = result.messages[0]
+        return first.queue_offset, first.store_timestamp
+    return offset, None
+
+
+class LagClock:
+    """The oldest unconsumed message of every lagging queue, read bounded (see the module docs)
+    and remembered between calls. ``budget``: reads per :meth:`update`."""
+
+    def __init__(self, *, budget: int = 256, timeout: float = 3.0) -> None:
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InvalidInputError(f"lag-time budget must be an integer >= 0, got {budget!r}", budget)
+        self.budget, self.timeout = budget, timeout
+        self.known: dict[Queue, Oldest] = {}
+        self.reads = 0  # pulls sent by the last update
+
+    def update(
+        self, offsets: Mapping[Queue, tuple[int | None, int | None]], addresses: Mapping[str, str]
+    ) -> tuple[dict[Queue, Oldest], list[dict[str, Any]]]:
+        """Per queue of ``offsets`` (``(committed, broker max)``) with both known, its
+        :class:`Oldest`; ``addresses``: broker name → master address. The reads that failed, as
+        gaps (their queues carried forward)."""
+        out: dict[Queue, Oldest] = {}
+        due: list[tuple[int, Queue, int]] = []
+        for q, (committed, top) in offsets.items():
+            if committed is None or top is None:
+                continue
+            if top <= committed:
+                out[q] = Oldest(committed, None, NO_LAG, committed)
+                continue
+            last = self.known.get(q)
+            if last is not None and last.state == EXACT and last.committed == committed:
+                out[q] = last  # the same message: its store time has not changed
+            else:
+                due.append((top - committed, q, committed))
+        due.sort(key=lambda d: (-d[0], d[1]))
+        chosen = [d for d in due if d[1][2] in addresses][: self.budget]
+        read: dict[Queue, Oldest] = {}
+        failed: list[dict[str, Any]] = []
+        lock = threading.Lock()
+
+        def per_broker(broker: str) -> None:
+            addr = addresses[broker]
+            try:
+                with BrokerClient(addr, timeout=self.timeout) as client:
+                    for _lag, q, committed in chosen:
+                        if q[2] == broker:
+                            offset, store = read_store_time(client, q[1], q[3], committed)
+                            with lock:
+                                read[q] = Oldest(offset, store, EXACT if store is not None else UNREAD, committed)
+            except (RemotingError, MQBalanceError, OSError) as e:
+                with lock:
+                    failed.append({"broker_name": broker, "address": addr, "request": "PULL_MESSAGE", "error": str(e)})
+
+        brokers = sorted({q[2] for _lag, q, _c in chosen})
+        if brokers:
+            with ThreadPoolExecutor(max_workers=min(16, len(brokers))) as pool:
+                list(pool.map(per_broker, brokers))
+        self.reads = len(read)
+        for _lag, q, committed in due:
+            got = read.get(q)
+            if got is not None and got.state == EXACT:
+                out[q] = got
+                continue
+            last = self.known.get(q)
+            if last is not None and last.store_ms is not None:
+                out[q] = Oldest(last.offset, last.store_ms, CARRIED, committed)
+            else:
+                out[q] = Oldest(committed, None, UNREAD, committed)
+        self.known = {q: o for q, o in out.items() if o.store_ms is not None}
+        return out, failed
+
+
+def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int = 1000) -> list[dict[str, Any]]:
+    """Lag seconds for a live snapshot (``data`` as :func:`~mqbalance.fleet.rocketmq.live.read_cluster`
+    returns it, whose ``errors`` get the reads that failed): per queue with committed offsets, the
+    broker's max offset (one ``GET_CONSUME_STATS`` per group and broker) and, where it lags, the
+    store time of the message at the committed offset (at most ``budget`` reads, most-lagging first),
+    as the snapshot's ``lagTimes`` rows."""
+    addresses = dict(data.get("meta", {}).get("brokers", {}))
+    committed = {
+        (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"]) for o in data.get("offsets", [])
+    }
+    asks = sorted({(q[0], q[2]) for q in committed if q[2] in addresses})
+    tops: dict[tuple[str, str, str, int], int] = {}
+    errors = data.get("errors")
+    for group, broker in asks:
+        try:
+            with BrokerClient(addresses[broker], timeout=timeout) as client:
+                for (topic, b, qid), (top, _c) in client.consume_stats(group).items():
+                    tops[(group, topic, b, qid)] = top
+        except (RemotingError, MQBalanceError, OSError) as e:
+            if isinstance(errors, list):
+                errors.append(
+                    {"broker": broker, "address": addresses[broker], "request": "GET_CONSUME_STATS", "error": str(e)}
+                )
+    offsets = {q: (c, tops.get(q)) for q, c in committed.items()}
+    found, failed = LagClock(budget=budget, timeout=timeout).update(offsets, addresses)
+    if isinstance(errors, list):
+        errors += [
+            {"broker": f["broker_name"], "address": f["address"], "request": f["request"], "error": f["error"]}
+            for f in failed
+        ]
+    read_at = int(time.time() * 1000)
+    return [
+        {"group": q[0], "topic": q[1], "brokerName": q[2], "queueId": q[3], "committed": offsets[q][0],
+         "maxOffset": offsets[q][1], "storeTimestamp": o.store_ms, "state": o.state, "readAt": read_at}
+        for q, o in sorted(found.items())
+        if o.state != NO_LAG
+    ]  # fmt: skip
+
+
+def pair_lag(table: Any) -> dict[tuple[str, str], tuple[int, float | None, bool]]:
+    """Per (group, topic) of a snapshot's ``lag_times`` table: the lag in messages, the worst
+    queue's lag in seconds at the read (``None``: none read) and whether that figure is an upper
+    bound (carried forward)."""
+    out: dict[tuple[str, str], tuple[int, float | None, bool]] = {}
+    columns = ("group", "topic", "committed", "max_offset", "store_ms", "state", "read_at_ms")
+    for g, t, c, m, store, state, at in zip(*(table.column(n).to_pylist() for n in columns)):
+        lag, worst, carried = out.get((g, t), (0, None, False))
+        lag += max(0, m - c)
+        if store is not None and m > c:
+            age = max(0.0, (at - store) / 1000)
+            if worst is None or age > worst:
+                worst, carried = age, state == CARRIED
+        out[(g, t)] = (lag, worst, carried)
+    return out

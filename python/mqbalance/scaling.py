@@ -1,0 +1,360 @@
+"""How many consumers a group needs: the consumer counts at which the largest share per consumer
+actually drops under the group's strategy, the predicted time to drain the lag at each, and the
+smallest count that meets a drain target — computed with the real allocation code (the Rust core:
+:func:`mqbalance.allocation.bulk.owners` for RocketMQ's strategies, :mod:`mqbalance.kafka` for
+Kafka's assignors).
+
+The model is the one the consumers live by: each consumer works at its measured rate ``c``
+(messages/s, measured while it had lag, i.e. saturated) over the queues it owns; the producers
+spread ``produce_rate`` over the queues (evenly, unless given per queue). A consumer owning queues
+with lag ``L`` and production ``P`` drains in ``L / (c - P)`` seconds, never when ``P >= c`` and
+``L > 0``; the group drains when its slowest consumer has.
+
+>>> a = advise(GroupLoad(queues=16, strategy="AVG", consumers=5, consume_rate=100.0, lag=96_000,
+...                      produce_rate=200.0), drain_target_s=600)
+>>> [(s.consumers, s.max_share) for s in a.steps]  # beyond 5, only 6, 8 and 16 help
+[(1, 16), (2, 8), (3, 6), (4, 4), (6, 3), (8, 2), (16, 1)]
+>>> a.current.max_share, round(a.current.drain_s), a.recommended.consumers, round(a.recommended.drain_s)
+(4, 480, 4, 480)
+
+CONSISTENT_HASH (and its bounded variant) place queues by hashing the consumers' ids, so the
+largest share at a count depends on ids that do not exist yet. Each count is computed over
+:data:`ID_SAMPLES` seeded sets of ids (keeping the group's current ids when given: scaling up adds
+new ones, scaling down drops some), and the plan uses the *worst* set (``max_share`` and
+``drain_s``; the median is reported beside it): a recommendation holds whatever ids the new pods get.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mqbalance.allocation import bulk
+from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
+from mqbalance.exceptions import InvalidInputError, UnsupportedStrategyError
+from mqbalance.kafka.assignors import assignor
+
+__all__ = ["ID_SAMPLES", "GroupLoad", "ScaleStep", "ScalingAdvice", "advise"]
+
+#: Id sets sampled per count for the strategies whose shares depend on the ids.
+ID_SAMPLES = 32
+#: Strategies whose largest share at a count depends on the consumers' ids.
+ID_DEPENDENT = frozenset({StrategyName.CONSISTENT_HASH, StrategyName.CONSISTENT_HASH_BOUNDED})
+
+
+@dataclass(frozen=True)
+class GroupLoad:
+    """One group on one topic, as measured. ``queues``: the queue count (one broker, ``broker-a``)
+    or ``{broker: count}``; ``strategy``: a RocketMQ strategy (name or spec) or, with
+    ``kafka=True``, a Kafka assignor (:data:`mqbalance.kafka.ASSIGNORS`; the sticky ones as their
+    first generation); ``consumers``: the current count, or the current client ids;
+    ``consume_rate``: messages/s one consumer processes (measured while lagging); ``lag``: the
+    total (spread evenly) or one figure per queue (in Java's queue order: broker name, queue id);
+    ``produce_rate``: messages/s into the topic (or per queue)."""
+
+    queues: int | dict[str, int]
+    strategy: str | StrategySpec
+    consumers: int | Sequence[str]
+    consume_rate: float
+    lag: int | Sequence[int] = 0
+    produce_rate: float | Sequence[float] = 0.0
+    topic: str = "TopicTest"
+    kafka: bool = False
+
+
+@dataclass(frozen=True)
+class ScaleStep:
+    """One consumer count: the largest share (queues of the busiest consumer; worst id set for
+    hashing strategies, ``max_share_median`` beside it), the predicted drain in seconds (``None``:
+    never, production outpaces the busiest consumer; ``0``: idle, no lag and keeping up)."""
+
+    consumers: int
+    max_share: int
+    drain_s: float | None
+    max_share_median: float | None = None
+    drain_s_median: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "consumers": self.consumers,
+            "max_share": self.max_share,
+            "drain_s": _seconds(self.drain_s),
+            "drain": _state(self.drain_s),
+        }
+        if self.max_share_median is not None:
+            out["max_share_median"] = self.max_share_median
+            out["drain_s_median"] = _seconds(self.drain_s_median)
+        return out
+
+
+@dataclass(frozen=True)
+class ScalingAdvice:
+    """:func:`advise`'s answer. ``steps``: every count (from 1) at which the largest share drops
+    below all smaller counts' — the only counts worth running; ``current``: the group as it runs;
+    ``recommended``: the smallest step meeting the target, else the step draining fastest (then
+    ``meets_target`` is false); ``reason``: one line saying why."""
+
+    strategy: str
+    queues: int
+    target_s: float | None
+    current: ScaleStep
+    steps: list[ScaleStep]
+    recommended: ScaleStep
+    meets_target: bool
+    reason: str
+    id_dependent: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON an autoscaler reads: ``recommended.consumers`` is the replica count."""
+        return {
+            "strategy": self.strategy,
+            "queues": self.queues,
+            "drain_target_s": self.target_s,
+            "current": self.current.to_dict(),
+            "recommended": self.recommended.to_dict(),
+            "meets_target": self.meets_target,
+            "change": _change(self.current.consumers, self.recommended.consumers),
+            "reason": self.reason,
+            "steps": [s.to_dict() for s in self.steps],
+            "id_dependent": self.id_dependent,
+            "notes": list(self.notes),
+        }
+
+    def format(self) -> str:
+        """A table for people: one line per step, the current and recommended counts marked."""
+        lines = [f"{self.strategy} over {self.queues} queues; drain target {_human(self.target_s)}"]
+        lines.append(f"{'consumers':>9}  {'max share':>9}  {'drain':>10}")
+        shown = {s.consumers: s for s in self.steps}
+        shown.setdefault(self.current.consumers, self.current)
+        for n in sorted(shown):
+            s = shown[n]
+            mark = ("  <- now" if n == self.current.consumers else "") + (
+                "  <- recommended" if n == self.recommended.consumers else ""
+            )
+            lines.append(f"{n:>9}  {s.max_share:>9}  {_human(s.drain_s, idle=True):>10}{mark}")
+        lines.append(self.reason)
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+def _seconds(v: float | None) -> float | None:
+    return None if v is None else round(v, 3)
+
+
+def _state(v: float | None) -> str:
+    return "never" if v is None else "idle" if v == 0 else "draining"
+
+
+def _change(now: int, then: int) -> str:
+    return "none" if now == then else "up" if then > now else "down"
+
+
+def _human(v: float | None, *, idle: bool = False) -> str:
+    if v is None:
+        return "never" if idle else "none"
+    if v == 0 and idle:
+        return "idle"
+    if v < 120:
+        return f"{v:.0f}s"
+    if v < 7200:
+        return f"{v / 60:.1f}m"
+    return f"{v / 3600:.1f}h"
+
+
+def _per_queue(value: float | Sequence[float], n: int, name: str, *, total: bool) -> np.ndarray:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not (math.isfinite(value) and value >= 0):
+            raise InvalidInputError(f"{name}: must be a finite number >= 0, got {value!r}", value)
+        return np.full(n, float(value) / n if total else float(value))
+    try:
+        arr: np.ndarray = np.asarray(list(value), dtype=np.float64)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{name}: expected a number or one number per queue, got {value!r}", value) from None
+    if arr.shape != (n,) or not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise InvalidInputError(f"{name}: expected {n} finite numbers >= 0 (one per queue), got {value!r}", value)
+    return arr
+
+
+def _ids(rng: random.Random, n: int) -> list[str]:
+    """``n`` client ids shaped like RocketMQ's (``IP@PID``)."""
+    return [
+        f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}@{rng.randrange(1, 65536)}"
+        for _ in range(n)
+    ]
+
+
+class _Allocator:
+    """Owner of every queue (Java's queue order) for a list of ids, by the group's strategy."""
+
+    def __init__(self, load: GroupLoad) -> None:
+        spec = load.queues if isinstance(load.queues, dict) else {"broker-a": load.queues}
+        if not spec or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 for v in spec.values()):
+            raise InvalidInputError(f"queues: expected a count > 0 or {{broker: count > 0}}, got {load.queues!r}", spec)
+        brokers = sorted(spec)
+        self.topic = load.topic
+        self.brokers = [b for b in brokers for _ in range(spec[b])]
+        self.qids = [q for b in brokers for q in range(spec[b])]
+        self.n = len(self.qids)
+        self.kafka = load.kafka
+        if load.kafka:
+            if not isinstance(load.strategy, str):
+                raise UnsupportedStrategyError(
+                    f"assignor: expected a Kafka assignor's name, got {load.strategy!r}", load.strategy
+                )
+            self.assignor = assignor(load.strategy)  # any of mqbalance.kafka.ASSIGNORS, first generation
+            self.name, self.id_dependent = self.assignor.name, False
+        else:
+            self.spec = StrategySpec.parse(load.strategy, where="strategy", use=Use.WHAT_IF)
+            self.name, self.id_dependent = self.spec.display_name, self.spec.name in ID_DEPENDENT
+            self.built = self.spec.build()
+
+    def owners(self, ids: list[str]) -> np.ndarray:
+        if self.kafka:
+            assigned = self.assignor.assign({self.topic: self.n}, {m: [self.topic] for m in ids})
+            out = np.full(self.n, -1, dtype=np.int64)
+            for j, m in enumerate(ids):
+                for tp in assigned[m]:
+                    out[tp.partition] = j
+            return out
+        previous = [None] * self.n if self.spec.info.needs_previous else None
+        return bulk.owners(self.built, [self.topic] * self.n, self.brokers, self.qids, ids, previous=previous)
+
+
+def _drain(owners: np.ndarray, k: int, lag: np.ndarray, prod: np.ndarray, rate: float) -> tuple[int, float | None]:
+    """(largest share, drain seconds or ``None`` for never) of one assignment over ``k`` ids."""
+    held = owners >= 0
+    share = np.bincount(owners[held], minlength=k)
+    if not np.all(held) and (lag[~held].sum() > 0 or prod[~held].sum() > 0):
+        return int(share.max()), None  # a queue nobody consumes never drains
+    lags = np.bincount(owners[held], weights=lag[held], minlength=k)
+    prods = np.bincount(owners[held], weights=prod[held], minlength=k)
+    worst = 0.0
+    for behind, incoming in zip(lags, prods):
+        if behind <= 0 and incoming <= rate:
+            continue
+        if incoming >= rate:
+            return int(share.max()), None
+        worst = max(worst, float(behind / (rate - incoming)))
+    return int(share.max()), worst
+
+
+def advise(
+    load: GroupLoad,
+    *,
+    drain_target_s: float | None = None,
+    max_consumers: int | None = None,
+    id_samples: int = ID_SAMPLES,
+) -> ScalingAdvice:
+    """The counts worth running for ``load``, their predicted drain, and the smallest meeting
+    ``drain_target_s`` (``None``: the count draining fastest with the fewest consumers). Counts
+    go from 1 to ``max_consumers`` (default: the queue count; for hashing strategies, where more
+    ids than queues can still spread the ring, twice it but at most four times the current count
+    (at least 16): each count there costs ``id_samples`` allocations). Never below the current
+    count."""
+    alloc = _Allocator(load)
+    n = alloc.n
+    if not (isinstance(load.consume_rate, (int, float)) and math.isfinite(load.consume_rate) and load.consume_rate > 0):
+        raise InvalidInputError(
+            f"consume_rate: must be a number > 0 (msg/s), got {load.consume_rate!r}", load.consume_rate
+        )
+    if drain_target_s is not None and not drain_target_s > 0:
+        raise InvalidInputError(f"drain target: must be > 0 s, got {drain_target_s!r}", drain_target_s)
+    current_ids = None if isinstance(load.consumers, int) else [str(c) for c in load.consumers]
+    count = len(current_ids) if current_ids is not None else load.consumers
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise InvalidInputError(f"consumers: expected a count >= 1 or the client ids, got {load.consumers!r}", count)
+    lag = _per_queue(load.lag, n, "lag", total=True)
+    prod = _per_queue(load.produce_rate, n, "produce_rate", total=True)
+    if not isinstance(id_samples, int) or isinstance(id_samples, bool) or id_samples < 1:
+        raise InvalidInputError(f"id_samples: expected an integer >= 1, got {id_samples!r}", id_samples)
+    if max_consumers is not None and (not isinstance(max_consumers, int) or max_consumers < 1):
+        raise InvalidInputError(f"max_consumers: expected an integer >= 1, got {max_consumers!r}", max_consumers)
+    if max_consumers is not None:
+        top = max_consumers
+    else:
+        top = min(2 * n, max(4 * count, 16)) if alloc.id_dependent else n
+    top = max(top, count)
+    rate = float(load.consume_rate)
+
+    def at(k: int) -> ScaleStep:
+        if not alloc.id_dependent:
+            share, drain = _drain(alloc.owners(_ids(random.Random(k), k)), k, lag, prod, rate)
+            return ScaleStep(k, share, drain)
+        results = []
+        for sample in range(id_samples):
+            rng = random.Random(k * 1_000_003 + sample)
+            if current_ids is not None and k >= count:
+                ids = current_ids + _ids(rng, k - count)
+            elif current_ids is not None:
+                ids = rng.sample(current_ids, k)
+            else:
+                ids = _ids(rng, k)
+            results.append(_drain(alloc.owners(ids), k, lag, prod, rate))
+        shares = [s for s, _ in results]
+        drains = [math.inf if d is None else d for _, d in results]
+        worst, median = max(drains), statistics.median(drains)
+        return ScaleStep(
+            k,
+            max(shares),
+            None if math.isinf(worst) else worst,
+            float(statistics.median(shares)),
+            None if math.isinf(median) else median,
+        )
+
+    if current_ids is not None and alloc.id_dependent:
+        share, drain = _drain(alloc.owners(current_ids), count, lag, prod, rate)
+        current = ScaleStep(count, share, drain)  # the group's own ids: exact
+    else:
+        current = at(count)
+    steps: list[ScaleStep] = []
+    best = math.inf
+    for k in range(1, top + 1):
+        step = current if k == count and not alloc.id_dependent else at(k)
+        if step.max_share < best:
+            steps.append(step)
+            best = step.max_share
+    meeting = [s for s in steps if s.drain_s is not None and (drain_target_s is None or s.drain_s <= drain_target_s)]
+    notes = []
+    if alloc.id_dependent:
+        notes.append(
+            f"{alloc.name} places queues by hashing client ids: each count is planned on the worst of "
+            f"{id_samples} seeded id sets (current ids kept), the median beside it; counts up to {top}"
+        )
+    if drain_target_s is None:
+        fastest = min((s.drain_s for s in steps if s.drain_s is not None), default=None)
+        chosen = next((s for s in steps if s.drain_s == fastest), steps[-1])
+        ok = fastest is not None
+        reason = "no target: the fewest consumers draining fastest"
+    elif meeting:
+        chosen, ok = meeting[0], True
+        reason = f"the fewest consumers draining within {_human(drain_target_s)}"
+    else:
+        fastest = min((s.drain_s for s in steps if s.drain_s is not None), default=None)
+        chosen = next((s for s in steps if s.drain_s == fastest), steps[-1])
+        ok = False
+        reason = f"no count drains within {_human(drain_target_s)}: " + (
+            "production outpaces every count" if fastest is None else "the fastest count shown"
+        )
+    if chosen.consumers > count and chosen.max_share >= current.max_share:
+        chosen = current  # never scale up without lowering the largest share
+        ok = current.drain_s is not None and (drain_target_s is None or current.drain_s <= drain_target_s)
+        reason = "no count lowers the largest share below the current one; keep the group as it is"
+    return ScalingAdvice(
+        strategy=alloc.name,
+        queues=n,
+        target_s=drain_target_s,
+        current=current,
+        steps=steps,
+        recommended=chosen,
+        meets_target=ok,
+        reason=reason,
+        id_dependent=alloc.id_dependent,
+        notes=notes,
+    )

@@ -1,0 +1,223 @@
+"""Lag in seconds on real RocketMQ brokers (the Rust port and Apache RocketMQ 5.3.3's Java broker):
+a producer that records its own send times, a group whose committed offsets the test sets (a
+consumer stopped part-way, one replaying from the earliest offset, one caught up), the watcher's
+collector reading them. Every age is checked against the true age from the producer's records:
+within 1 s + 5 %. The topic then stays idle: the age grows with the real time, uncapped, without a
+single new read; a consumer that moves on is read again; a budget of one read per tick reads the
+most-lagging queue first and carries or leaves the rest, marked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from kafka_cluster import MQBALANCE
+from mqbalance.fleet import audit_snapshot
+from mqbalance.fleet.rocketmq.files import load_snapshot, write_parquet
+from mqbalance.fleet.rocketmq.lag_time import CARRIED, EXACT, UNREAD
+from mqbalance.history.analysis import health
+from mqbalance.history.collector import Collector
+from mqbalance.history.metrics import WatchMetrics
+from mqbalance.history.schema import TABLES
+from mqbalance.remoting import BrokerClient, ConsumerData
+from rocketmq_cluster import RocketMQCluster
+from rocketmq_java_cluster import RocketMQJavaCluster
+
+
+@pytest.fixture(scope="module", params=["rust", pytest.param("java", marks=pytest.mark.java)])
+def cluster(request: pytest.FixtureRequest) -> Iterator[RocketMQCluster]:
+    """One name server and ``broker-a``: the Rust port, or Apache RocketMQ's Java servers."""
+    c = RocketMQCluster() if request.param == "rust" else RocketMQJavaCluster(brokers=1)
+    with c:
+        yield c
+
+
+def within(measured: float, true: float) -> bool:
+    return abs(measured - true) <= 1.0 + 0.05 * true
+
+
+class Planted:
+    """A topic of 4 queues on ``broker-a`` and a group: queue 1 gets 3 messages (the oldest), then
+    queue 0 gets 6, 0.4 s apart, queue 3 one; each send's time recorded before it is sent. The
+    group is set at offset 1 of queue 0 (stopped part-way), 0 of queue 1 (a replay from the
+    earliest), 1 of queue 3 (caught up); queue 2 is empty."""
+
+    def __init__(self, cluster: RocketMQCluster) -> None:
+        tag = uuid.uuid4().hex[:6]
+        self.topic, self.group = f"T-lag-{tag}", f"g-lag-{tag}"
+        cluster.create_topic(self.topic, {"broker-a": 4})
+        self.conn = BrokerClient(cluster.broker("broker-a").addr)
+        self.conn.heartbeat(f"10.0.9.1@{tag}", [ConsumerData(self.group, [self.topic])])
+        self.sent: dict[tuple[int, int], float] = {}
+        for q, n in ((1, 3), (0, 6), (3, 1)):
+            for _ in range(n):
+                before = time.time()
+                r = self.conn.send(self.topic, q, b"x")
+                self.sent[(q, r.queue_offset)] = before
+                time.sleep(0.4)
+        self.commit({0: 1, 1: 0, 3: 1})
+
+    def commit(self, offsets: dict[int, int]) -> None:
+        for q, offset in offsets.items():
+            self.conn.update_offset(self.group, self.topic, q, offset)
+
+    def key(self, q: int) -> tuple[str, str, str, int]:
+        return (self.group, self.topic, "broker-a", q)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def ages(collector: Collector, p: Planted, at: float) -> dict[int, float | None]:
+    out: dict[int, float | None] = {}
+    for q in range(4):
+        store, _how = collector.state.oldest.get(p.key(q), (None, None))
+        out[q] = None if store is None else at - store / 1000
+    return out
+
+
+def tick_until_committed(collector: Collector, p: Planted, want: dict[int, int]) -> None:
+    """Tick until the watcher reads the committed offsets the test set (a broker may persist them
+    a moment later); generous deadline."""
+    deadline = time.monotonic() + 30
+    while True:
+        collector.last_offsets = None  # every tick an offsets tick
+        collector.tick()
+        got = {q: collector.state.offsets.get(p.key(q), (None, None))[0] for q in want}
+        if got == want:
+            return
+        assert time.monotonic() < deadline, (got, want)
+        time.sleep(0.2)
+
+
+def scrape(metrics: WatchMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(metrics.exposition().decode()):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def test_lag_seconds_exact_idle_uncapped_and_read_again_when_the_consumer_moves(
+    cluster: RocketMQCluster, tmp_path: Path
+) -> None:
+    p = Planted(cluster)
+    metrics = WatchMetrics()
+    collector = Collector(
+        cluster.namesrv_addr, tmp_path / "h", interval=0.2, offsets_interval=0.2, timeout=5.0, metrics=metrics
+    )
+    try:
+        tick_until_committed(collector, p, {0: 1, 1: 0, 3: 1})
+        first = time.time()
+        got = ages(collector, p, first)
+        assert within(got[0], first - p.sent[(0, 1)]), (got, p.sent)  # type: ignore[arg-type]
+        assert within(got[1], first - p.sent[(1, 0)]), (got, p.sent)  # the replay: the data's real age
+        assert got[2] is None and got[3] is None  # no lag: no reading (age 0)
+        assert {collector.state.oldest[p.key(q)][1] for q in (0, 1)} == {EXACT}
+        # idle: the age grows with the real time, no new read
+        time.sleep(3.0)
+        collector.last_offsets = None
+        collector.tick()
+        assert collector.lag_clock.reads == 0
+        later = time.time()
+        again = ages(collector, p, later)
+        assert within(again[1], later - p.sent[(1, 0)]) and again[1] >= got[1] + (later - first) - 0.001  # type: ignore[operator]
+        family = scrape(metrics)
+        worst = family[("mqbalance_group_lag_seconds", (("group", p.group), ("topic", p.topic)))]
+        assert within(worst, collector.last_seen[0] - p.sent[(1, 0)]), (worst, p.sent)  # type: ignore[index]
+        # the consumer moves on: read again at its new offset
+        p.commit({0: 4})
+        tick_until_committed(collector, p, {0: 4})
+        now = time.time()
+        assert within(ages(collector, p, now)[0], now - p.sent[(0, 4)])  # type: ignore[arg-type]
+        # the dataset's offsets rows, and history's health from them
+        rows = ds.dataset(
+            sorted((tmp_path / "h" / "offsets").glob("date=*/hour=*/*.parquet")), schema=TABLES["offsets"]
+        ).to_table()
+        mine = [r for r in rows.to_pylist() if r["group"] == p.group]
+        last = max(mine, key=lambda r: r["tick_id"])["ts"]
+        q0 = [r for r in mine if r["queue_id"] == 0 and r["committed"] == 4]
+        assert q0 and q0[-1]["lag_time"] == EXACT
+        readings = sorted({r["ts"] for r in mine})
+        h = {x["queue_id"]: x for x in health(mine, readings, {(p.topic, "broker-a", q): 1 for q in range(4)})}
+        at = last.timestamp()
+        assert within(h[1]["time_lag_s"], at - p.sent[(1, 0)]) and h[1]["lag_time"] == EXACT, h[1]
+        assert h[3]["time_lag_s"] == 0.0 and h[3]["lag"] == 0 and h[3]["lag_time"] is None  # caught up
+    finally:
+        collector.close()
+        p.close()
+
+
+def test_a_budget_reads_the_most_lagging_first_and_carries_the_rest(cluster: RocketMQCluster, tmp_path: Path) -> None:
+    p = Planted(cluster)
+    collector = Collector(
+        cluster.namesrv_addr, tmp_path / "h", interval=0.2, offsets_interval=0.2, timeout=5.0, lag_time_budget=1
+    )
+    try:
+        tick_until_committed(collector, p, {0: 1, 1: 0, 3: 1})
+        states: dict[int, Any] = {q: collector.state.oldest.get(p.key(q), (None, None))[1] for q in (0, 1)}
+        assert states == {0: EXACT, 1: UNREAD} and collector.lag_clock.reads == 1  # queue 0: 5 behind, queue 1: 3
+        deadline = time.monotonic() + 30
+        while collector.state.oldest[p.key(1)][1] != EXACT:  # the next ticks read queue 1, one read each
+            assert time.monotonic() < deadline, collector.state.oldest
+            collector.last_offsets = None
+            collector.tick()
+            assert collector.lag_clock.reads <= 1 and collector.state.oldest[p.key(0)][1] == EXACT
+        p.commit({0: 3, 1: 2})  # queue 0: 3 behind (read), queue 1: 1 behind (carried)
+        tick_until_committed(collector, p, {0: 3, 1: 2})
+        now = time.time()
+        got = ages(collector, p, now)
+        assert collector.state.oldest[p.key(0)][1] == EXACT and within(got[0], now - p.sent[(0, 3)])  # type: ignore[arg-type]
+        assert collector.state.oldest[p.key(1)][1] == CARRIED
+        assert got[1] is not None and got[1] >= now - p.sent[(1, 2)] - 1.0  # carried: an upper bound
+    finally:
+        collector.close()
+        p.close()
+
+
+def test_snapshot_and_audit_carry_lag_seconds(cluster: RocketMQCluster, tmp_path: Path) -> None:
+    """``mqbalance snapshot --namesrv`` reads lag seconds (``lagTimes``), the Parquet layout keeps
+    them, and the audit reports the worst queue's age per group and topic in its row and its lag
+    finding."""
+    p = Planted(cluster)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # the committed offsets as the test set them (a broker may persist them a moment later)
+            with BrokerClient(cluster.broker("broker-a").addr) as b:
+                got = {q: c for (_t, _b, q), (_m, c) in b.consume_stats(p.group).items()}
+            if {q: got.get(q) for q in (0, 1, 3)} == {0: 1, 1: 0, 3: 1}:
+                break
+            assert time.monotonic() < deadline, got
+            time.sleep(0.2)
+        path = tmp_path / "fleet.json"
+        out = subprocess.run(
+            [str(MQBALANCE), "snapshot", "--namesrv", cluster.namesrv_addr, "-o", str(path), "--quiet",
+             "--no-running-info"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        rows = {r["queueId"]: r for r in json.loads(path.read_text())["lagTimes"] if r["group"] == p.group}
+        assert set(rows) == {0, 1}  # the lagging queues only
+        for q, offset in ((0, 1), (1, 0)):
+            age = (rows[q]["readAt"] - rows[q]["storeTimestamp"]) / 1000
+            assert rows[q]["state"] == EXACT and within(age, rows[q]["readAt"] / 1000 - p.sent[(q, offset)]), rows[q]
+        parquet = write_parquet(load_snapshot(path), tmp_path / "fleet.parquet")
+        for snap in (load_snapshot(path), load_snapshot(parquet)):
+            result = audit_snapshot(snap)
+            row = next(r for r in result.rows if r.group == p.group and r.topic == p.topic)
+            worst = rows[1]["readAt"] / 1000 - p.sent[(1, 0)]  # the replayed queue's first message
+            assert row.lag == 5 + 3 and row.lag_s is not None and within(row.lag_s, worst), row
+            assert row.lag_timestamp == "store time"
+            lag = [f for f in result.findings if f.group == p.group and f.kind.value == "lag"]
+            assert lag and "s old (store time)" in lag[0].detail, lag
+    finally:
+        p.close()
