@@ -153,8 +153,14 @@ def test_the_watcher_survives_its_own_kill_9(cluster: RocketMQCluster, tmp_path:
     runs = []
     log = (tmp_path / "watch.log").open("ab")
     for _ in range(3):
+        before = read_ticks(root).num_rows if root.exists() else 0
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-        time.sleep(2.0)
+        deadline = time.monotonic() + 60  # killed once it has ticked (start-up is slow on a loaded machine)
+        while time.monotonic() < deadline and proc.poll() is None:
+            if root.exists() and read_ticks(root).num_rows > before:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
         c.beat()
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
@@ -168,11 +174,14 @@ def test_the_watcher_survives_its_own_kill_9(cluster: RocketMQCluster, tmp_path:
     assert all(r["tick_id"] <= ids[-1] for name in ("members", "ownership", "offsets") for r in table(root, name))
     # a graceful stop folds the journal into Parquet
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)
-    time.sleep(1.5)
+    deadline = time.monotonic() + 60  # its signal handler is in place once it has ticked
+    while time.monotonic() < deadline and read_ticks(root).num_rows <= len(ids) and proc.poll() is None:
+        time.sleep(0.1)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(20) == 0
     assert (root / "ticks" / "_journal.jsonl").read_text() == ""
     log.close()
+    c.close()
     c.close()
 
 
