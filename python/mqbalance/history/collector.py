@@ -203,6 +203,14 @@ def _apply(state: FleetState, name: str, r: Mapping[str, Any]) -> None:
             state.offsets[q] = (r["committed"], r["max_offset"])
 
 
+def _source(spec: Mapping[str, Any], routes: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a group's owners are computed from: its spec (connections in a fixed order: a Java
+    broker lists them in a different order at each request) and its topics' routes."""
+    conns = sorted(spec.get("connections", ()), key=lambda c: (str(c.get("clientId")), str(c.get("clientAddr"))))
+    rest = {k: v for k, v in spec.items() if k != "connections"}
+    return rest, conns, [routes.get(t) for t in spec.get("subscriptions", ())]
+
+
 def _seconds(value: Any, name: str, *, minimum: float = 0.01) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= 10**7:
         raise InvalidInputError(
@@ -384,7 +392,7 @@ class Collector:
             for c in spec.get("connections", ()):
                 key = (g, c["clientId"], c.get("clientAddr", ""))
                 state.members[key] = (c.get("language"), c.get("version"), c.get("strategy"))
-        sources = {g: (spec, [routes.get(t) for t in spec.get("subscriptions", ())]) for g, spec in specs.items()}
+        sources = {g: _source(spec, routes) for g, spec in specs.items()}
         changed = {g for g, source in sources.items() if self.computed_from.get(g) != source}
         changed |= self.computed_from.keys() - sources.keys()  # gone: their owners go too
         ownership = self.state.ownership
