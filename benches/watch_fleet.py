@@ -28,6 +28,7 @@ import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -71,6 +72,10 @@ class Fleet:
         #: client id -> its connection to each broker
         self.members: dict[str, list[BrokerClient]] = {}
         self.timings: dict[str, float] = {}
+        #: held while heartbeating, and by :func:`measure` during a tick (its requests are the tick's)
+        self.quiet = threading.Lock()
+        self._stop = threading.Event()
+        self._beater: threading.Thread | None = None
 
     def subscription(self, g: int) -> str:
         return self.topics[g % len(self.topics)]
@@ -151,6 +156,18 @@ class Fleet:
         for c in range(self.clients):
             self.heartbeat(f"10.9.0.{c}@fleet{c}", self.client_groups(c))
 
+    def keep_alive(self, every: float = 20.0) -> None:
+        """Heartbeat every member every ``every`` seconds in the background, as clients do (a
+        broker closes the connection of a client silent for 2 minutes), never during a tick."""
+
+        def beat() -> None:
+            while not self._stop.wait(every):
+                with self.quiet:
+                    self.refresh()
+
+        self._beater = threading.Thread(target=beat, name="fleet-heartbeats", daemon=True)
+        self._beater.start()
+
     def leave(self, client_id: str) -> None:
         for conn in self.members.pop(client_id, []):
             conn.close()
@@ -173,6 +190,9 @@ class Fleet:
         self.commit_offsets()
 
     def close(self) -> None:
+        self._stop.set()
+        if self._beater is not None:
+            self._beater.join(60)
         for client_id in list(self.members):
             self.leave(client_id)
         for admin in self.admins:
@@ -205,20 +225,23 @@ def measure(fleet: Fleet, out: Path, repeats: int, say: Callable[[str], None] = 
     rows: dict[str, list[dict[str, Any]]] = {"unchanged": [], "10 % of groups changed": []}
 
     def tick() -> dict[str, Any]:
-        sent = RemotingClient.requests_sent
-        r = collector.tick()
-        return row(r, RemotingClient.requests_sent - sent)
+        with fleet.quiet:
+            sent = RemotingClient.requests_sent
+            r = collector.tick()
+            return row(r, RemotingClient.requests_sent - sent)
 
     try:
+        with fleet.quiet:
+            fleet.refresh()  # the first tick is long (every offset read, the checkpoint written)
         first = tick()
         say(f"first tick (checkpoint): {first['s']:.2f} s, {first['bytes']:,} bytes, {first['requests']:,} requests")
         n = len(fleet.groups)
         for k in range(repeats):
-            fleet.refresh()
             rows["unchanged"].append(tick())
             say(f"round {k + 1}/{repeats}: unchanged tick {rows['unchanged'][-1]}")
             extra = f"10.9.1.{k}@extra{k}"
-            fleet.heartbeat(extra, [g for g in range(n) if g % 10 == k % 10])
+            with fleet.quiet:
+                fleet.heartbeat(extra, [g for g in range(n) if g % 10 == k % 10])
             rows["10 % of groups changed"].append(tick())
             say(f"round {k + 1}/{repeats}: 10 % changed {rows['10 % of groups changed'][-1]}")
             fleet.leave(extra)
@@ -284,13 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             fleet.build()
+            fleet.keep_alive()
             say(f"fleet built: {fleet.timings}")
             with tempfile.TemporaryDirectory() as tmp:
                 got = measure(fleet, Path(tmp) / "h", args.repeats, say)
             base = None
             if not args.no_baseline:
-                fleet.refresh()
-                base = baseline(cluster.namesrv_addr)
+                with fleet.quiet:
+                    base = baseline(cluster.namesrv_addr)
                 say(f"baseline (route per topic): {base}")
         finally:
             fleet.close()
