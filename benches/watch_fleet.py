@@ -11,9 +11,10 @@ offset per group and broker.
 
 Measured per tick (median of ``--repeats``, and the spread): wall time, requests the process sent,
 bytes written to the history — when nothing changed, and when 10 % of the groups gained a member
-(one more client's heartbeat). The baseline in the same run: the reader before this change
-(``read_cluster(routes="name-server")``: one route request per topic, one connection-list request
-per group, in turn) on the same fleet, once — its time and requests.
+(one more client's heartbeat). The baseline in the same run: the reader before this change (one
+route request per topic, then one connection-list request per group, 8 in flight, each waiting for
+its answer) on the same fleet — its time and requests; and a floor: the connection-list requests
+alone, pipelined to one broker, answers not parsed.
 
     python benches/watch_fleet.py --out benches/watch_fleet_results                 # 10^6 queues, Java
     python benches/watch_fleet.py --impl rust --brokers 2 --topics 200 --queues 4 --groups 50 --out /tmp/w
@@ -31,6 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 
 from mqbalance.exceptions import BrokerResponseError  # noqa: E402
-from mqbalance.fleet.rocketmq.live import read_cluster  # noqa: E402
 from mqbalance.history.collector import Collector, TickResult  # noqa: E402
-from mqbalance.remoting import BrokerClient, ConsumerData, NameServer, RequestCode, ResponseCode  # noqa: E402
+from mqbalance.remoting import (  # noqa: E402
+    BrokerClient,
+    ConsumerConnectionInfo,
+    ConsumerData,
+    NameServer,
+    RequestCode,
+    ResponseCode,
+)
 from mqbalance.remoting.client import RemotingClient  # noqa: E402
 
 
@@ -273,12 +281,57 @@ def summary(xs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def baseline(namesrv: str) -> dict[str, Any]:
-    """The reader before this change on the same fleet: a route per topic, connections per group."""
+def baseline(namesrv: str, workers: int = 8) -> dict[str, Any]:
+    """The reader before this change, on the same fleet, through the same public requests: the
+    name server's route of each topic, each broker's groups and offsets, then each group's
+    connections from the first broker that has it online — ``workers`` requests in flight, each
+    waiting for its answer (what ``read_cluster`` did)."""
     sent = RemotingClient.requests_sent
     t = time.monotonic()
-    read_cluster(namesrv, timeout=30.0, running_info=False, routes="name-server")
-    return {"s": time.monotonic() - t, "requests": RemotingClient.requests_sent - sent}
+    with NameServer(namesrv, timeout=30.0) as ns:
+        info = ns.cluster_info()
+        topics = ns.topic_list()
+        with ThreadPoolExecutor(workers) as pool:
+            routes = list(pool.map(ns.topic_route, topics))
+        addrs = [b.master_addr for _n, b in sorted(info.brokers.items()) if b.master_addr]
+        brokers = [BrokerClient(a, timeout=30.0) for a in addrs]
+        try:
+            groups: set[str] = set()
+            for b in brokers:
+                groups.update(b.subscription_groups())
+                b.all_consumer_offsets()
+
+            def connections(group: str) -> ConsumerConnectionInfo | None:
+                for b in brokers:
+                    got = b.consumer_connections(group)
+                    if got is not None:
+                        return got
+                return None
+
+            with ThreadPoolExecutor(workers) as pool:
+                online = [c for c in pool.map(connections, sorted(groups)) if c is not None and c.connections]
+        finally:
+            for b in brokers:
+                b.close()
+    return {
+        "s": time.monotonic() - t,
+        "requests": RemotingClient.requests_sent - sent,
+        "routes": len(routes),
+        "online": len(online),
+    }
+
+
+def floor(fleet: Fleet) -> dict[str, Any]:
+    """The floor of a tick that asks each group's connections: the same pipelined
+    ``GET_CONSUMER_CONNECTION_LIST`` of every group to the first broker, the responses received
+    and matched but not parsed (what the broker and the socket cost, not our reading)."""
+    with fleet.quiet, BrokerClient(fleet.cluster.brokers[0].addr, timeout=60.0) as c:
+        requests = [(int(RequestCode.GET_CONSUMER_CONNECTION_LIST), {"consumerGroup": g}) for g in fleet.groups]
+        c.client.invoke_many(requests[:100])  # connected, warm
+        t = time.monotonic()
+        got = c.client.invoke_many(requests, window=256)
+        s = time.monotonic() - t
+    return {"s": s, "requests": len(requests), "answered": sum(1 for r in got if not isinstance(r, Exception))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -311,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
             say(f"fleet built: {fleet.timings}")
             with tempfile.TemporaryDirectory() as tmp:
                 got = measure(fleet, Path(tmp) / "h", args.repeats, say)
+            floors = [floor(fleet) for _ in range(3)]
+            say(f"floor (the connection lists alone, unparsed): {floors}")
             base = None
             if not args.no_baseline:
                 with fleet.quiet:
@@ -322,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     result["first_tick"] = got["first"]
     result["same_owners_as_a_fresh_collector"] = got["same_as_fresh"]
     result["baseline_read"] = base
+    result["floor_connection_lists_s"] = statistics.median(f["s"] for f in floors)
     result["build"] = {"cluster_start_s": started, **fleet.timings}
     result["fleet"] = {
         "impl": args.impl,
@@ -356,8 +412,16 @@ def main(argv: list[str] | None = None) -> int:
         )
     ft = got["first"]
     lines.append(f"| first (checkpoint) | {ft['s']:.2f} s | {ft['requests']:,} | {ft['bytes']:,} | {ft['events']:,} |")
+    u = result["unchanged"]
+    lines += [
+        "",
+        (
+            f"floor, same run: the {len(fleet.groups):,} connection-list requests alone (pipelined to one broker, "
+            f"answers not parsed), median of 3: {result['floor_connection_lists_s']:.2f} s — the unchanged tick is "
+            f"{u['median_s'] / result['floor_connection_lists_s']:.1f}× it"
+        ),
+    ]
     if base is not None:
-        u = result["unchanged"]
         lines += [
             "",
             (
