@@ -469,13 +469,11 @@ class _Reader:
             self.say(f"consumer connections: {len(found):,}/{len(groups):,} after broker {b.name}")
         return found
 
-    def _read(self, info: ClusterInfo, brokers: list[_Broker], running_info: bool, offsets: bool) -> dict[str, Any]:
-        say = self.say
-        clusters = info.clusters
-        topics = self.ns.topic_list()
-        routes = self._routes(topics, info, brokers)
-        say(f"read {len(routes):,} topic routes of {len(topics):,} topics (from the {self.routes_from})")
-
+    def _members(
+        self, brokers: list[_Broker], offsets: bool
+    ) -> tuple[set[str], list[dict[str, Any]], dict[str, tuple[_Broker, ConsumerConnectionInfo]]]:
+        """Every broker's groups (and committed offsets, when ``offsets``), then each group's
+        connections."""
         groups: set[str] = set()
         offset_rows: list[dict[str, Any]] = []
         for b in brokers:
@@ -488,9 +486,19 @@ class _Reader:
                     {"group": group, "topic": topic, "brokerName": b.name, "queueId": q, "offset": o}
                     for q, o in sorted(queues.items())
                 ]
-        say(f"{len(groups):,} consumer groups, {len(offset_rows):,} committed offsets on {len(brokers)} broker(s)")
+        self.say(f"{len(groups):,} consumer groups, {len(offset_rows):,} committed offsets on {len(brokers)} broker(s)")
+        return groups, offset_rows, self._connections(sorted(groups), brokers)
 
-        found = self._connections(sorted(groups), brokers)
+    def _read(self, info: ClusterInfo, brokers: list[_Broker], running_info: bool, offsets: bool) -> dict[str, Any]:
+        say = self.say
+        clusters = info.clusters
+        topics = self.ns.topic_list()
+        # the routes (the brokers' topic tables) are read while the groups and connections are
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqbalance-routes") as pool:
+            pending = pool.submit(self._routes, topics, info, brokers)
+            groups, offset_rows, found = self._members(brokers, offsets)
+            routes = pending.result()
+        say(f"read {len(routes):,} topic routes of {len(topics):,} topics (from the {self.routes_from})")
         online = [(g, b, c) for g, (b, c) in sorted(found.items()) if c.connections]
         reported: dict[tuple[str, str], str] = {}
         if running_info:
