@@ -318,6 +318,7 @@ class Collector:
             new, changed_queues = self._membership(data)
         else:  # what could not be read is not "gone": keep the last membership and owners
             new.groups, new.members, new.ownership = self.state.groups, self.state.members, self.state.ownership
+            changed_queues = set()  # the same owners: nothing to compare
         new.offsets = dict(self.state.offsets)
         due_offsets = due_offsets and not data.get("failed")
         if due_offsets:
