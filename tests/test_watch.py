@@ -152,8 +152,8 @@ def _new_run_ticks(root: Path, before: set[str], n: int, proc: subprocess.Popen[
         assert proc.poll() is None, "the watcher exited"
         try:
             runs = read_ticks(root).column("run_id").to_pylist()
-        except HistoryError:
-            runs = []  # not created yet
+        except (HistoryError, OSError, pa.ArrowException):
+            runs = []  # not created yet, or a file met while it was folded or renamed
         if len([r for r in runs if r not in before]) >= n:
             return
         assert time.monotonic() < deadline, f"no new run with {n} ticks within {timeout:g} s"

@@ -14,6 +14,12 @@ the next slot, and the slots missed are counted (``skipped_before``). Durations 
 monotonic clock; how far the wall clock moved against it since the last tick is recorded
 (``clock_jump_ms``).
 
+One :class:`~mqbalance.fleet.rocketmq.live.ClusterReader` serves every tick (its connections stay
+open; a broker's topic or group table unchanged since the last tick is not parsed again), and the
+owners are computed again only for the groups whose connections, subscriptions or subscribed
+topics' routes changed: an unchanged tick costs requests per broker and per group, not per topic
+or queue, and compares only what changed.
+
 On a restart the state is rebuilt from the dataset (the last checkpoint and the changes after
 it), so the first tick of the new run writes only what changed while the collector was away.
 
@@ -30,7 +36,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +48,7 @@ from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingErro
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 from mqbalance.fleet.rocketmq.lag_time import NO_LAG, LagClock, Oldest
-from mqbalance.fleet.rocketmq.live import read_cluster
+from mqbalance.fleet.rocketmq.live import ClusterReader
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
@@ -76,8 +82,11 @@ def _queue_row(q: Queue) -> dict[str, Any]:
     return {"group": q[0], "topic": q[1], "broker_name": q[2], "queue_id": q[3]}
 
 
-def diff(old: FleetState, new: FleetState, *, offsets: bool) -> dict[str, list[dict[str, Any]]]:
-    """The events that turn ``old`` into ``new`` (offsets only when ``offsets``)."""
+def diff(
+    old: FleetState, new: FleetState, *, offsets: bool, queues: Iterable[Queue] | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """The events that turn ``old`` into ``new`` (offsets only when ``offsets``; owners only of
+    ``queues`` when given: the queues of the groups that may have changed)."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for g, (model, subs, strategy) in sorted(new.groups.items()):
         before = old.groups.get(g)
@@ -103,8 +112,11 @@ def diff(old: FleetState, new: FleetState, *, offsets: bool) -> dict[str, list[d
         )
     for key in sorted(old.members.keys() - new.members.keys()):
         out["members"].append({"event": "leave", "group": key[0], "client_id": key[1], "client_addr": key[2]})
-    for q in sorted(new.ownership.keys() | old.ownership.keys()):
-        if q not in new.ownership:  # no longer the group's queue: not "owned by nobody"
+    candidates = new.ownership.keys() | old.ownership.keys() if queues is None else set(queues)
+    for q in sorted(candidates):
+        if q not in new.ownership:
+            if q not in old.ownership:
+                continue  # no longer the group's queue: not "owned by nobody"
             out["ownership"].append({"event": "remove", **_queue_row(q), "owner": None, "processes": 0})
             continue
         now = new.ownership[q]
@@ -206,6 +218,14 @@ def _apply(state: FleetState, name: str, r: Mapping[str, Any]) -> None:
                 state.oldest.pop(q, None)
 
 
+def _source(spec: Mapping[str, Any], routes: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a group's owners are computed from: its spec (connections in a fixed order: a Java
+    broker lists them in a different order at each request) and its topics' routes."""
+    conns = sorted(spec.get("connections", ()), key=lambda c: (str(c.get("clientId")), str(c.get("clientAddr"))))
+    rest = {k: v for k, v in spec.items() if k != "connections"}
+    return rest, conns, [routes.get(t) for t in spec.get("subscriptions", ())]
+
+
 def _seconds(value: Any, name: str, *, minimum: float = 0.01) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= 10**7:
         raise InvalidInputError(
@@ -274,6 +294,12 @@ class Collector:
             q: Oldest(-1, store, how, self.state.offsets.get(q, (None, None))[0])
             for q, (store, how) in self.state.oldest.items()
         }
+        self.reader = ClusterReader(namesrv, timeout=self.timeout)
+        #: per group, what its owners were computed from (its spec, its topics' routes), and its queues
+        self.computed_from: dict[str, Any] = {}
+        self.queues_of: dict[str, list[Queue]] = defaultdict(list)
+        for q in self.state.ownership:  # a restart: the owners rebuilt from the dataset
+            self.queues_of[q[0]].append(q)
 
     def tick(self) -> TickResult:
         """Read the cluster once and write what changed."""
@@ -286,7 +312,7 @@ class Collector:
         due_checkpoint = self.last_checkpoint is None or start_mono - self.last_checkpoint >= self.checkpoint_every
         sent = RemotingClient.requests_sent
         try:
-            data = read_cluster(self.namesrv, timeout=self.timeout, running_info=self.running_info)
+            data = self.reader.read(running_info=self.running_info, offsets=due_offsets)
         except RemotingError as e:  # no name server answered: a gap, and the next tick tries again
             data = {"errors": [{"address": self.namesrv, "request": "name server", "error": str(e)}], "failed": True}
         gaps = [
@@ -309,10 +335,12 @@ class Collector:
             self.brokers_seen[name] = (addr, start_mono)
         new = FleetState()
         complete = not gaps
+        changed_queues: set[Queue] | None = None
         if complete:
-            new = self._membership(data)
+            new, changed_queues = self._membership(data)
         else:  # what could not be read is not "gone": keep the last membership and owners
             new.groups, new.members, new.ownership = self.state.groups, self.state.members, self.state.ownership
+            changed_queues = set()  # the same owners: nothing to compare
         new.offsets = dict(self.state.offsets)
         new.oldest = dict(self.state.oldest)
         due_offsets = due_offsets and not data.get("failed")
@@ -321,7 +349,9 @@ class Collector:
             gaps += failed
             new.offsets = offsets
             gaps += self._lag_time(data, new)
-        events = checkpoint(new) if due_checkpoint else diff(self.state, new, offsets=due_offsets)
+        events = (
+            checkpoint(new) if due_checkpoint else diff(self.state, new, offsets=due_offsets, queues=changed_queues)
+        )
         if gaps:
             events["gaps"] = gaps
         changed = len(
@@ -370,9 +400,15 @@ class Collector:
         n = sum(len(v) for k, v in events.items() if k != "gaps")
         return TickResult(tick_id, kind, n, written, duration, len(gaps), skipped, new)
 
-    def _membership(self, data: Mapping[str, Any]) -> FleetState:
+    def _membership(self, data: Mapping[str, Any]) -> tuple[FleetState, set[Queue]]:
+        """The groups, members and owners a complete read shows, and the queues whose owners may
+        have changed. Owners are computed again only for a group whose spec (message model,
+        subscriptions, connections) or subscribed topics' routes differ from what they were last
+        computed from; the others keep theirs."""
         state = FleetState()
-        for g, spec in data.get("groups", {}).items():
+        specs: dict[str, Any] = data.get("groups", {})
+        routes: dict[str, Any] = data.get("topics", {})
+        for g, spec in specs.items():
             strategy = spec.get("strategy")
             state.groups[g] = (
                 spec.get("messageModel"),
@@ -382,17 +418,34 @@ class Collector:
             for c in spec.get("connections", ()):
                 key = (g, c["clientId"], c.get("clientAddr", ""))
                 state.members[key] = (c.get("language"), c.get("version"), c.get("strategy"))
-        snap = snapshot_from_dict({k: v for k, v in data.items() if k in ("topics", "groups")}, "watch")
-        owners: dict[Queue, list[str]] = defaultdict(list)
-        for row in assign_snapshot(snap).to_pylist():
-            q = (row["group"], row["topic"], row["broker_name"], row["queue_id"])
-            owners[q]  # every readable queue of a subscribed topic has an entry, owned or not
-            if row["consumer"] is not None:
-                owners[q].append(row["consumer"])
-        for q, who in owners.items():
-            names = sorted(set(who))
-            state.ownership[q] = (",".join(names) if names else None, len(who))
-        return state
+        sources = {g: _source(spec, routes) for g, spec in specs.items()}
+        changed = {g for g, source in sources.items() if self.computed_from.get(g) != source}
+        changed |= self.computed_from.keys() - sources.keys()  # gone: their owners go too
+        ownership = self.state.ownership
+        touched: set[Queue] = set()
+        if changed:
+            ownership = dict(ownership)
+            for g in changed:
+                for q in self.queues_of.pop(g, ()):
+                    ownership.pop(q, None)
+                    touched.add(q)
+            todo = {g: specs[g] for g in changed if g in specs}
+            topics = {t for spec in todo.values() for t in spec.get("subscriptions", ()) if t in routes}
+            snap = snapshot_from_dict({"topics": {t: routes[t] for t in sorted(topics)}, "groups": todo}, "watch")
+            owners: dict[Queue, list[str]] = defaultdict(list)
+            for row in assign_snapshot(snap).to_pylist():
+                q = (row["group"], row["topic"], row["broker_name"], row["queue_id"])
+                owners[q]  # every readable queue of a subscribed topic has an entry, owned or not
+                if row["consumer"] is not None:
+                    owners[q].append(row["consumer"])
+            for q, who in owners.items():
+                names = sorted(set(who))
+                ownership[q] = (",".join(names) if names else None, len(who))
+                self.queues_of[q[0]].append(q)
+                touched.add(q)
+        state.ownership = ownership
+        self.computed_from = sources
+        return state, touched
 
     def _offsets(
         self, data: Mapping[str, Any], state: FleetState
@@ -459,8 +512,9 @@ class Collector:
                 self.skipped += missed
                 next_at += missed * self.interval
             stop.wait(max(0.0, next_at - self.monotonic()))
-        self.writer.close()
+        self.close()
         return self.ticks
 
     def close(self) -> None:
+        self.reader.close()
         self.writer.close()

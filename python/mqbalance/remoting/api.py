@@ -29,7 +29,13 @@ from types import TracebackType
 from typing import Any
 
 from mqbalance.allocation.registry import from_java_class
-from mqbalance.exceptions import InvalidInputError, RemotingConnectError, RemotingFrameError
+from mqbalance.exceptions import (
+    BrokerResponseError,
+    InvalidInputError,
+    RemotingConnectError,
+    RemotingError,
+    RemotingFrameError,
+)
 from mqbalance.remoting.client import (
     AclCredentials,
     RemotingClient,
@@ -54,6 +60,7 @@ __all__ = [
     "PullStatus",
     "QueueData",
     "SendResult",
+    "TopicConfigs",
     "TopicRoute",
     "decode_messages",
     "decode_properties",
@@ -82,6 +89,8 @@ class BrokerData:
     cluster: str
     broker_name: str
     addrs: dict[int, str]
+    #: the name server's JSON of it (the layout of a route's ``brokerDatas`` entries)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def master_addr(self) -> str | None:
@@ -90,7 +99,7 @@ class BrokerData:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BrokerData:
         addrs = {int(k): str(v) for k, v in (data.get("brokerAddrs") or {}).items()}
-        return cls(str(data.get("cluster") or ""), str(data["brokerName"]), addrs)
+        return cls(str(data.get("cluster") or ""), str(data["brokerName"]), addrs, dict(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +151,30 @@ class ClusterInfo:
         brokers = {str(k): BrokerData.from_json(v) for k, v in (data.get("brokerAddrTable") or {}).items()}
         clusters = {str(k): sorted(map(str, v)) for k, v in (data.get("clusterAddrTable") or {}).items()}
         return cls(brokers, clusters)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigs:
+    """A broker's topic table (``GET_ALL_TOPIC_CONFIG``): every topic's config by name (the
+    broker's JSON: ``readQueueNums``, ``writeQueueNums``, ``perm``, ``topicSysFlag``, ``order``),
+    the table's ``dataVersion``, and the names of static topics (logical queues mapped across
+    brokers, whose routes only the name server knows).
+
+    >>> t = TopicConfigs.from_json({"topicConfigTable": {"T": {"topicName": "T", "readQueueNums": 4}},
+    ...     "dataVersion": {"counter": 3}})
+    >>> t.topics["T"]["readQueueNums"], t.data_version, t.static
+    (4, {'counter': 3}, frozenset())
+    """
+
+    topics: dict[str, dict[str, Any]]
+    data_version: dict[str, Any]
+    static: frozenset[str]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TopicConfigs:
+        table = {str(k): dict(v) for k, v in (data.get("topicConfigTable") or {}).items()}
+        static = set(data.get("topicQueueMappingInfoMap") or ()) | set(data.get("topicQueueMappingDetailMap") or ())
+        return cls(table, dict(data.get("dataVersion") or {}), frozenset(map(str, static)))
 
 
 class NameServer:
@@ -213,6 +246,10 @@ class NameServer:
     def cluster_info(self) -> ClusterInfo:
         """``GET_BROKER_CLUSTER_INFO`` (106)."""
         return ClusterInfo.from_json(self._ok(RequestCode.GET_BROKER_CLUSTER_INFO))
+
+    def cluster_info_json(self) -> dict[str, Any]:
+        """``GET_BROKER_CLUSTER_INFO`` (106) as the name server's JSON."""
+        return dict(self._ok(RequestCode.GET_BROKER_CLUSTER_INFO))
 
     def topic_list(self) -> list[str]:
         """``GET_ALL_TOPIC_LIST_FROM_NAMESERVER`` (206), sorted."""
@@ -607,6 +644,30 @@ class BrokerClient:
             raise self.client.response_error(RequestCode.GET_CONSUMER_CONNECTION_LIST, cmd)
         return ConsumerConnectionInfo.from_json(_json_body(self.addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, cmd))
 
+    def consumer_connections_many(
+        self, groups: Sequence[str], *, timeout: float | None = None, window: int = 256
+    ) -> list[ConsumerConnectionInfo | None | BrokerResponseError | RemotingError]:
+        """:meth:`consumer_connections` of each of ``groups``, pipelined on this connection
+        (``window`` in flight): for each group, in order, its connections, ``None`` (not online),
+        the broker's refusal (:class:`BrokerResponseError`) or the request's error."""
+        requests = [(int(RequestCode.GET_CONSUMER_CONNECTION_LIST), {"consumerGroup": g}) for g in groups]
+        out: list[ConsumerConnectionInfo | None | BrokerResponseError | RemotingError] = []
+        for got in self.client.invoke_many(requests, timeout=timeout, window=window):
+            if isinstance(got, RemotingError):
+                out.append(got)
+            elif got.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                out.append(None)
+            elif got.code != ResponseCode.SUCCESS:
+                out.append(self.client.response_error(RequestCode.GET_CONSUMER_CONNECTION_LIST, got))
+            else:
+                try:
+                    body = _json_body(self.addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, got)
+                except RemotingFrameError as e:
+                    out.append(e)
+                    continue
+                out.append(ConsumerConnectionInfo.from_json(body))
+        return out
+
     def consumer_running_info(
         self, group: str, client_id: str, *, jstack: bool = False, timeout: float | None = None
     ) -> dict[str, Any]:
@@ -620,6 +681,44 @@ class BrokerClient:
         """``GET_ALL_SUBSCRIPTIONGROUP_CONFIG`` (201): every group's config by name."""
         table = self._json(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).get("subscriptionGroupTable") or {}
         return {str(k): dict(v) for k, v in table.items()}
+
+    # -- topics and offsets --------------------------------------------------------------------
+    def topic_configs_body(self) -> bytes:
+        """``GET_ALL_TOPIC_CONFIG`` (21): the broker's whole topic table as its JSON body (parse it
+        with :meth:`TopicConfigs.from_json`; a reader that keeps the last body parses it only when
+        it changed). A broker without the request answers ``REQUEST_CODE_NOT_SUPPORTED``
+        (a :class:`BrokerResponseError`)."""
+        return self.client.invoke_ok(RequestCode.GET_ALL_TOPIC_CONFIG).body
+
+    def create_topics(self, topics: Iterable[str], *, read: int = 8, write: int = 8, perm: int = 6) -> None:
+        """``UPDATE_AND_CREATE_TOPIC_LIST`` (18, RocketMQ 5.x): create every topic of ``topics``
+        with one request (the broker writes its topic table once, not once per topic)."""
+        configs = [
+            {
+                "topicName": t,
+                "readQueueNums": read,
+                "writeQueueNums": write,
+                "perm": perm,
+                "topicFilterType": "SINGLE_TAG",
+                "topicSysFlag": 0,
+                "order": False,
+                "attributes": {},
+            }
+            for t in topics
+        ]
+        body = json.dumps({"topicConfigList": configs}, separators=(",", ":")).encode("utf-8")
+        self.client.invoke_ok(
+            RequestCode.UPDATE_AND_CREATE_TOPIC_LIST, None, body, timeout=max(self.client.timeout, 60.0)
+        )
+
+    def create_subscription_groups(self, groups: Iterable[str]) -> None:
+        """``UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST`` (225, RocketMQ 5.x): create every group of
+        ``groups`` (default settings) with one request."""
+        configs = [{"groupName": g, "consumeEnable": True, "consumeBroadcastEnable": True} for g in groups]
+        body = json.dumps({"groupConfigList": configs}, separators=(",", ":")).encode("utf-8")
+        self.client.invoke_ok(
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, None, body, timeout=max(self.client.timeout, 60.0)
+        )
 
     # -- topics and offsets --------------------------------------------------------------------
     def create_topic(

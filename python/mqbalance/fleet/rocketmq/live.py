@@ -4,17 +4,28 @@ format (:mod:`mqbalance.fleet.rocketmq.snapshot`), as ``mqadmin`` would show it.
 What is read, and from where:
 
 * clusters and broker sets — the name server's cluster info (106);
-* topics and their routes — the name server's topic list (206) and each topic's route (105);
+* topics and their routes — the name server's topic list (206), and each route built from every
+  master broker's topic table (``GET_ALL_TOPIC_CONFIG``, 21: one request per broker, not one per
+  topic) exactly as the name server builds it from the brokers' registrations; one route per
+  broker (105) is read from the name server to check that it says the same (a name server that
+  changed a broker's permissions, a static topic, a broker set without a master, a broker that
+  does not answer 21 — the Rust port before it had it — and the reader asks the name server for
+  each topic's route instead, as ``routes="name-server"`` always does); the lists of a route are
+  sorted by broker name;
 * consumer groups — every master broker's subscription groups (201);
 * each group's connected clients — ``GET_CONSUMER_CONNECTION_LIST`` (203) from the first broker
-  (by name) that has the group online, as ``mqadmin consumerConnection`` does; **every**
-  connection the broker lists is kept, so an id a Java broker lists twice stays visible to the audit;
+  (by name) that has the group online, as ``mqadmin consumerConnection`` does, the requests of
+  one broker pipelined on its connection; **every** connection the broker lists is kept, so an id
+  a Java broker lists twice stays visible to the audit;
 * the strategy each client reports, where it does — ``GET_CONSUMER_RUNNING_INFO`` (307), which the
   broker forwards to the client (Java clients report ``allocateMessageQueueStrategy``, the
   strategy object's class); a client that reports none runs the group default, ``AVG`` (Java's
   default); one the audit cannot compute (a custom class, ``CONFIG``, ``MACHINE_ROOM_NEARBY``) is
   kept as reported (:func:`as_reported`) and its group is not computed;
 * committed offsets — every master broker's offset table (43).
+
+:class:`ClusterReader` keeps its connections between reads (the watcher reads every tick) and
+parses a broker's topic table or group table again only when its bytes changed.
 
 Every request has a timeout. A broker that does not answer is recorded in the snapshot's
 ``errors`` (with the request and the error) and skipped from then on; the snapshot of the rest is
@@ -32,6 +43,7 @@ no name server answered
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -52,9 +64,15 @@ from mqbalance.exceptions import (
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 from mqbalance.fleet.rocketmq.snapshot import Snapshot, auditable_strategy
 from mqbalance.remoting import AclCredentials, BrokerClient, ConsumerConnectionInfo, NameServer, ResponseCode
-from mqbalance.remoting.api import strategy_from_running_info
+from mqbalance.remoting.api import ClusterInfo, TopicConfigs, strategy_from_running_info
+from mqbalance.remoting.codes import RequestCode
+from mqbalance.remoting.frame import loads_json
 
-__all__ = ["live_snapshot", "read_cluster", "read_summary"]
+__all__ = ["ROUTE_SOURCES", "ClusterReader", "live_snapshot", "read_cluster", "read_summary"]
+
+#: where routes come from: the brokers' topic tables (checked against the name server, which is
+#: asked per topic when they do not agree), or always the name server, one request per topic
+ROUTE_SOURCES = ("brokers", "name-server")
 
 #: the most requests :func:`read_cluster` keeps in flight at once
 MAX_WORKERS = 256
@@ -123,6 +141,51 @@ class _Broker:
             self.client.close()
 
 
+def _by_broker(items: Any) -> list[Any]:
+    """A route's list (``brokerDatas`` / ``queueDatas``) sorted by broker name (name servers list
+    them in hash order)."""
+    return sorted(items or [], key=lambda d: str(d.get("brokerName", "")) if isinstance(d, dict) else "")
+
+
+def _sorted_route(raw: dict[str, Any]) -> dict[str, Any]:
+    out = dict(raw)
+    for key in ("brokerDatas", "queueDatas"):
+        if isinstance(out.get(key), list):
+            out[key] = _by_broker(out[key])
+    return out
+
+
+class _RouteTemplate:
+    """How one name server lays out a route: the keys around ``brokerDatas`` / ``queueDatas``
+    (``filterServerTable``, ``orderTopicConf``… as it sends them when empty) and the key order of
+    a ``queueDatas`` entry."""
+
+    def __init__(self, probe: dict[str, Any]) -> None:
+        self.extra = {k: v for k, v in probe.items() if k not in ("brokerDatas", "queueDatas")}
+        queues = probe.get("queueDatas") or [{}]
+        self.queue_keys = list(queues[0]) or ["brokerName", "perm", "readQueueNums", "topicSysFlag", "writeQueueNums"]
+
+    def usable(self) -> bool:
+        return all(v is None or v == {} or v == [] for v in self.extra.values())
+
+    def queue_data(self, broker: str, config: dict[str, Any]) -> dict[str, Any]:
+        values = {
+            "brokerName": broker,
+            "readQueueNums": int(config.get("readQueueNums", 0)),
+            "writeQueueNums": int(config.get("writeQueueNums", 0)),
+            "perm": int(config.get("perm", 0)),
+            "topicSysFlag": int(config.get("topicSysFlag", 0) or 0),
+        }
+        return {k: values[k] for k in self.queue_keys if k in values} | values
+
+    def route(self, brokers: list[dict[str, Any]], queues: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in self.extra.items():
+            out[k] = v if not isinstance(v, (dict, list)) else type(v)()
+        out["brokerDatas"], out["queueDatas"] = brokers, queues
+        return out
+
+
 class _Reader:
     def __init__(
         self,
@@ -131,12 +194,21 @@ class _Reader:
         workers: int,
         say: Callable[[str], None],
         credentials: AclCredentials | None = None,
+        routes: str = "brokers",
     ) -> None:
         self.ns = NameServer(namesrv, timeout=timeout, credentials=credentials)
         self.credentials = credentials
         self.namesrv, self.timeout, self.workers, self.say = namesrv, timeout, workers, say
+        self.route_source = routes
         self.errors: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.pool: dict[tuple[str, str], _Broker] = {}
+        #: the last body of a broker's table and what was parsed from it: (kind, broker) -> (body, parsed)
+        self.bodies: dict[tuple[str, str], tuple[bytes, Any]] = {}
+        #: the routes last built from the brokers' tables and what they were built from
+        self.built: tuple[Any, dict[str, Any]] | None = None
+        #: how the last read got its routes: "brokers" or "name-server" (and why)
+        self.routes_from = ""
 
     def error(self, broker: _Broker | None, request: str, e: BaseException) -> None:
         row = {
@@ -169,37 +241,64 @@ class _Reader:
             self.error(broker, request, e)
             self.say(f"broker {broker.name} ({broker.addr}) does not answer: {e}")
 
-    def read(self, running_info: bool) -> dict[str, Any]:
+    def parsed(self, kind: str, broker: _Broker, body: bytes, parse: Callable[[bytes], T]) -> T:
+        """``parse(body)``, or what it gave last time when the broker sent the same bytes."""
+        key = (kind, broker.name)
+        last = self.bodies.get(key)
+        if last is not None and last[0] == body:
+            return last[1]  # type: ignore[no-any-return]
+        got = parse(body)
+        self.bodies[key] = (body, got)
+        return got
+
+    def brokers(self, info: ClusterInfo) -> list[_Broker]:
+        """The master brokers, keeping the connection of one listed at the same address as before
+        (one that stopped answering is connected again)."""
+        out = []
+        for name, b in sorted(info.brokers.items()):
+            if b.master_addr is None:
+                continue
+            key = (name, b.master_addr)
+            broker = self.pool.get(key)
+            if broker is None or broker.down is not None:
+                if broker is not None:
+                    broker.close()
+                broker = self.pool[key] = _Broker(name, b.master_addr, self.timeout, self.credentials)
+            out.append(broker)
+        for key in set(self.pool) - {(b.name, b.addr) for b in out}:
+            self.pool.pop(key).close()
+        return out
+
+    def read(self, running_info: bool, offsets: bool = True) -> dict[str, Any]:
         say = self.say
-        info = self.ns.cluster_info()  # no name server: RemotingConnectError, the whole read fails
-        brokers = [
-            _Broker(name, b.master_addr, self.timeout, self.credentials)
-            for name, b in sorted(info.brokers.items())
-            if b.master_addr is not None
-        ]
+        self.errors = []
+        raw = self.ns.cluster_info_json()  # no name server: RemotingConnectError, the whole read fails
+        info = ClusterInfo.from_json(raw)
+        brokers = self.brokers(info)
         say(
             f"name server {self.namesrv}: {len(info.clusters)} cluster(s), {len(info.brokers)} broker set(s) "
             f"({', '.join(f'{b.name} {b.addr}' for b in brokers)})"
         )
-        try:
-            return self._read(info.clusters, brokers, running_info)
-        finally:
-            for b in brokers:
-                b.close()
-            self.ns.close()
+        return self._read(info, brokers, running_info, offsets)
 
-    def _read(self, clusters: dict[str, list[str]], brokers: list[_Broker], running_info: bool) -> dict[str, Any]:
-        say = self.say
-        topics = self.ns.topic_list()
+    def close(self) -> None:
+        for b in self.pool.values():
+            b.close()
+        self.pool.clear()
+        self.ns.close()
+
+    # -- routes ----------------------------------------------------------------------------------
+    def _routes_by_topic(self, topics: list[str]) -> dict[str, Any]:
+        """Each topic's route from the name server (``GET_ROUTEINFO_BY_TOPIC``, one per topic)."""
         routes: dict[str, Any] = {}
         failed_in_a_row = [0]
-        ticker = _Ticker(say, "topic routes", len(topics))
+        ticker = _Ticker(self.say, "topic routes", len(topics))
 
         def route(topic: str) -> None:
             if failed_in_a_row[0] >= 3:
                 return
             try:
-                routes[topic] = self.ns.topic_route(topic).raw
+                routes[topic] = _sorted_route(self.ns.topic_route(topic).raw)
                 failed_in_a_row[0] = 0
             except BrokerResponseError as e:
                 if e.code != ResponseCode.TOPIC_NOT_EXIST:  # deleted since the list was read: not an error
@@ -216,38 +315,194 @@ class _Reader:
                 "GET_ROUTEINFO_BY_TOPIC",
                 RemotingError(f"name server stopped answering: {missing} routes not read"),
             )
-        say(f"read {len(routes):,} topic routes of {len(topics):,} topics")
+        return routes
 
-        groups: set[str] = set()
-        offsets: list[dict[str, Any]] = []
+    def _topic_table(self, broker: _Broker) -> TopicConfigs | str:
+        """The broker's topic table, or why not (a broker without the request, a failure)."""
+        if broker.down is not None:
+            return f"broker {broker.name} is down"
+        try:
+            body = broker.get().topic_configs_body()
+        except BrokerResponseError as e:
+            return f"broker {broker.name} answered GET_ALL_TOPIC_CONFIG with code {e.code}"
+        except RemotingError as e:
+            self.broker_down(broker, "GET_ALL_TOPIC_CONFIG", e)
+            return f"broker {broker.name} is down"
+        try:
+            return self.parsed("topics", broker, body, lambda b: TopicConfigs.from_json(loads_json(b)))
+        except (RemotingError, ValueError, TypeError, AttributeError) as e:
+            return f"broker {broker.name}'s topic table did not parse: {e}"
+
+    def _routes(self, topics: list[str], info: ClusterInfo, brokers: list[_Broker]) -> dict[str, Any]:
+        if self.route_source == "name-server":
+            self.routes_from = "name-server"
+            return self._routes_by_topic(topics)
+        why = self._routes_from_brokers(topics, info, brokers)
+        if isinstance(why, dict):
+            self.routes_from = "brokers"
+            return why
+        self.routes_from = f"name-server ({why})"
+        self.say(f"topic routes from the name server, one per topic: {why}")
+        return self._routes_by_topic(topics)
+
+    def _routes_from_brokers(
+        self, topics: list[str], info: ClusterInfo, brokers: list[_Broker]
+    ) -> dict[str, Any] | str:
+        """Every topic's route built from the brokers' topic tables as the name server builds it
+        (a ``queueDatas`` entry per broker set whose table has the topic; its ``brokerDatas`` from
+        the cluster info), or why it cannot be (then the name server is asked per topic)."""
+        without_master = sorted(n for n, b in info.brokers.items() if b.master_addr is None)
+        if without_master:
+            return f"broker set(s) without a master: {', '.join(without_master)}"
+        if not brokers:
+            return "no broker"
+        tables = _pool_map(self._topic_table, brokers, min(len(brokers), self.workers))
+        for t in tables:
+            if isinstance(t, str):
+                return t
+        table = dict(zip([b.name for b in brokers], tables, strict=True))
+        # one route per broker from the name server: the layout, and proof that it says what the
+        # broker's table says (a name server that wiped a broker's write permission does not)
+        probes: dict[str, str] = {}
+        listed = set(topics)
         for b in brokers:
-            subs = self.call(b, "GET_ALL_SUBSCRIPTIONGROUP_CONFIG", lambda c: c.subscription_groups())
-            groups.update(subs or ())
+            t = table[b.name]
+            assert isinstance(t, TopicConfigs)
+            own = b.name if b.name in t.topics and b.name in listed else None
+            probe = own or next((n for n in sorted(t.topics) if n in listed and n not in t.static), None)
+            if probe is not None:
+                probes[b.name] = probe
+        checked = _pool_map(self._probe, sorted(set(probes.values())), min(len(probes), self.workers))
+        got = {topic: route for topic, route in checked if route is not None}
+        if not got:
+            return "no route could be read to check against"
+        template = _RouteTemplate(got[min(got)])
+        if not template.usable():
+            return f"the name server's routes carry more than queues and brokers ({sorted(template.extra)})"
+        key = (
+            tuple(topics),
+            json.dumps({n: b.raw for n, b in info.brokers.items()}, sort_keys=True),
+            tuple(self.bodies[("topics", b.name)][0] for b in brokers),
+            json.dumps(got, sort_keys=True),
+        )
+        if self.built is not None and self.built[0] == key:
+            return self.built[1]
+        datas = {name: b.raw or {"cluster": b.cluster, "brokerName": name} for name, b in info.brokers.items()}
+        routes: dict[str, Any] = {}
+        missing = []
+        names = [b.name for b in brokers]
+        for topic in topics:
+            queues, owners = [], []
+            static = False
+            for name in names:
+                t = table[name]
+                assert isinstance(t, TopicConfigs)
+                config = t.topics.get(topic)
+                if config is None:
+                    continue
+                static = static or topic in t.static
+                queues.append(template.queue_data(name, config))
+                owners.append(datas[name])
+            if static or not queues:
+                missing.append(topic)  # a static topic, or one no broker has (yet): the name server's word
+                continue
+            routes[topic] = template.route(owners, queues)
+        for topic, route in got.items():
+            mine = routes.get(topic)
+            if mine is None or _sorted_route(route) != mine:
+                return f"the name server's route of {topic} is not the brokers' ({json.dumps(route)[:200]})"
+        if missing:
+            routes.update(self._routes_by_topic(missing))
+            routes = dict(sorted(routes.items()))
+        self.built = (key, routes)
+        return routes
+
+    def _probe(self, topic: str) -> tuple[str, dict[str, Any] | None]:
+        try:
+            return topic, self.ns.topic_route(topic).raw
+        except RemotingError as e:
+            if not (isinstance(e, BrokerResponseError) and e.code == ResponseCode.TOPIC_NOT_EXIST):
+                self.error(None, f"GET_ROUTEINFO_BY_TOPIC {topic}", e)
+            return topic, None
+
+    # -- groups and connections ----------------------------------------------------------------
+    def _groups(self, broker: _Broker) -> list[str]:
+        def read(c: BrokerClient) -> list[str]:
+            body = c.client.invoke_ok(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body
+            return self.parsed(
+                "groups",
+                broker,
+                body,
+                lambda b: sorted(map(str, (loads_json(b) or {}).get("subscriptionGroupTable") or {})),
+            )
+
+        return self.call(broker, "GET_ALL_SUBSCRIPTIONGROUP_CONFIG", read) or []
+
+    def _connections(
+        self, groups: list[str], brokers: list[_Broker]
+    ) -> dict[str, tuple[_Broker, ConsumerConnectionInfo]]:
+        """Each group's connections from the first broker (by name) that has it online: every
+        group asked of the first broker, pipelined; those it does not have online, of the next."""
+        found: dict[str, tuple[_Broker, ConsumerConnectionInfo]] = {}
+        remaining = list(groups)
+        for b in brokers:
+            if not remaining:
+                break
+            if b.down is not None:
+                continue
+            try:
+                answers = b.get().consumer_connections_many(remaining, window=max(1, self.workers) * 32)
+            except RemotingError as e:
+                self.broker_down(b, "GET_CONSUMER_CONNECTION_LIST", e)
+                continue
+            left = []
+            for group, got in zip(remaining, answers, strict=True):
+                if isinstance(got, ConsumerConnectionInfo):
+                    found[group] = (b, got)
+                    continue
+                if isinstance(got, BrokerResponseError):
+                    self.error(b, f"GET_CONSUMER_CONNECTION_LIST {group}", got)
+                elif isinstance(got, RemotingError):
+                    self.broker_down(b, f"GET_CONSUMER_CONNECTION_LIST {group}", got)
+                left.append(group)
+            remaining = left
+            self.say(f"consumer connections: {len(found):,}/{len(groups):,} after broker {b.name}")
+        return found
+
+    def _members(
+        self, brokers: list[_Broker], offsets: bool
+    ) -> tuple[set[str], list[dict[str, Any]], dict[str, tuple[_Broker, ConsumerConnectionInfo]]]:
+        """Every broker's groups (and committed offsets, when ``offsets``), then each group's
+        connections."""
+        groups: set[str] = set()
+        offset_rows: list[dict[str, Any]] = []
+        for b in brokers:
+            groups.update(self._groups(b))
+            if not offsets:
+                continue
             table = self.call(b, "GET_ALL_CONSUMER_OFFSET", lambda c: c.all_consumer_offsets())
             for (group, topic), queues in sorted((table or {}).items()):
-                offsets += [
+                offset_rows += [
                     {"group": group, "topic": topic, "brokerName": b.name, "queueId": q, "offset": o}
                     for q, o in sorted(queues.items())
                 ]
-        say(f"{len(groups):,} consumer groups, {len(offsets):,} committed offsets on {len(brokers)} broker(s)")
+        self.say(f"{len(groups):,} consumer groups, {len(offset_rows):,} committed offsets on {len(brokers)} broker(s)")
+        return groups, offset_rows, self._connections(sorted(groups), brokers)
 
-        def connections(group: str) -> tuple[str, _Broker | None, ConsumerConnectionInfo | None]:
-            for b in brokers:
-                conns = self.call(b, f"GET_CONSUMER_CONNECTION_LIST {group}", lambda c: c.consumer_connections(group))
-                if conns is not None:
-                    return group, b, conns
-            return group, None, None
-
-        online = [
-            g
-            for g in _pool_map(
-                connections, sorted(groups), self.workers, _Ticker(say, "consumer connections", len(groups))
-            )
-            if g[2] is not None and g[2].connections
-        ]
+    def _read(self, info: ClusterInfo, brokers: list[_Broker], running_info: bool, offsets: bool) -> dict[str, Any]:
+        say = self.say
+        clusters = info.clusters
+        topics = self.ns.topic_list()
+        # the routes (the brokers' topic tables) are read while the groups and connections are
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqbalance-routes") as pool:
+            pending = pool.submit(self._routes, topics, info, brokers)
+            groups, offset_rows, found = self._members(brokers, offsets)
+            routes = pending.result()
+        say(f"read {len(routes):,} topic routes of {len(topics):,} topics (from the {self.routes_from})")
+        online = [(g, b, c) for g, (b, c) in sorted(found.items()) if c.connections]
         reported: dict[tuple[str, str], str] = {}
         if running_info:
-            asks = [(g, b, c.client_id) for g, b, info in online for c in info.connections if b is not None]  # type: ignore[union-attr]
+            asks = [(g, b, c.client_id) for g, b, info in online for c in info.connections if b is not None]
             asks = list(dict.fromkeys(asks))
 
             def ask(item: tuple[str, _Broker, str]) -> None:
@@ -301,7 +556,7 @@ class _Reader:
         return {
             "topics": dict(sorted(routes.items())),
             "groups": out_groups,
-            "offsets": offsets,
+            "offsets": offset_rows,
             "errors": self.errors,
             "meta": {
                 "namesrv": self.namesrv,
@@ -336,6 +591,62 @@ def as_reported(name: str, where: str) -> str | dict[str, str]:
     return name
 
 
+def _check(workers: int, progress: Callable[[str], None] | None, routes: str) -> None:
+    if _validate.count(workers, "workers", maximum=MAX_WORKERS) < 1:
+        raise InvalidInputError(f"workers must be at least 1, got {workers!r}", workers)
+    if progress is not None and not callable(progress):
+        raise InvalidInputError(f"progress must be callable or None, got {progress!r:.40}", progress)
+    if routes not in ROUTE_SOURCES:
+        raise InvalidInputError(f"routes must be one of {', '.join(ROUTE_SOURCES)}, got {routes!r:.40}", routes)
+
+
+class ClusterReader:
+    """Reads a cluster again and again (the watcher's reader): the connections stay open between
+    reads, and a broker's topic or group table is parsed again only when its bytes changed.
+    :meth:`read` takes the arguments of :func:`read_cluster`'s read; ``routes_from`` says where
+    the last read's routes came from.
+
+    >>> with ClusterReader("127.0.0.1:9876") as reader:  # doctest: +SKIP
+    ...     data = reader.read(running_info=False, offsets=False)
+    ...     reader.routes_from
+    'brokers'
+    """
+
+    def __init__(
+        self,
+        namesrv: str,
+        *,
+        timeout: float = 3.0,
+        workers: int = 8,
+        progress: Callable[[str], None] | None = None,
+        credentials: AclCredentials | None = None,
+        routes: str = "brokers",
+    ) -> None:
+        _check(workers, progress, routes)
+        self._reader = _Reader(namesrv, timeout, workers, progress or (lambda message: None), credentials, routes)
+
+    @property
+    def routes_from(self) -> str:
+        return self._reader.routes_from
+
+    def read(self, *, running_info: bool = True, offsets: bool = True) -> dict[str, Any]:
+        """The cluster as a JSON snapshot (see :func:`read_cluster`); ``offsets=False`` leaves the
+        committed offsets out (``offsets`` is ``[]``)."""
+        for name, value in (("running_info", running_info), ("offsets", offsets)):
+            if not isinstance(value, bool):
+                raise InvalidInputError(f"{name} must be True or False, got {value!r:.40}", value)
+        return self._reader.read(running_info, offsets)
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def __enter__(self) -> ClusterReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def read_cluster(
     namesrv: str,
     *,
@@ -344,20 +655,23 @@ def read_cluster(
     workers: int = 8,
     progress: Callable[[str], None] | None = None,
     credentials: AclCredentials | None = None,
+    routes: str = "brokers",
 ) -> dict[str, Any]:
     """Read a cluster into a JSON snapshot (a dict with ``topics``, ``groups``, ``offsets``,
     ``errors`` and ``meta``). ``namesrv`` is ``host:port`` or several joined by ``;``;
     ``timeout`` is per request; ``workers`` requests are in flight at once;
     ``running_info=False`` skips asking each client for its strategy; ``credentials`` signs every
-    request (brokers with ``authenticationEnabled``). Each argument is checked before anything is
-    sent (an :class:`~mqbalance.exceptions.InvalidInputError` naming it)."""
-    if _validate.count(workers, "workers", maximum=MAX_WORKERS) < 1:
-        raise InvalidInputError(f"workers must be at least 1, got {workers!r}", workers)
-    if progress is not None and not callable(progress):
-        raise InvalidInputError(f"progress must be callable or None, got {progress!r:.40}", progress)
+    request (brokers with ``authenticationEnabled``); ``routes`` is where topic routes come from
+    (:data:`ROUTE_SOURCES`: ``"brokers"``, the brokers' topic tables checked against the name
+    server, or ``"name-server"``, one request per topic: both give the same routes). Each argument
+    is checked before anything is sent (an :class:`~mqbalance.exceptions.InvalidInputError` naming it)."""
+    _check(workers, progress, routes)
     if not isinstance(running_info, bool):
         raise InvalidInputError(f"running_info must be True or False, got {running_info!r:.40}", running_info)
-    return _Reader(namesrv, timeout, workers, progress or (lambda message: None), credentials).read(running_info)
+    with ClusterReader(
+        namesrv, timeout=timeout, workers=workers, progress=progress, credentials=credentials, routes=routes
+    ) as reader:
+        return reader.read(running_info=running_info)
 
 
 def live_snapshot(
