@@ -110,6 +110,41 @@ def _str_column(table: pa.Table, name: str) -> pa.Array:
     return col
 
 
+def _ranks(dictionary: pa.Array) -> np.ndarray:
+    """Java String rank of every entry of a dictionary of distinct strings."""
+    names = dictionary.to_pylist()
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.asarray(_core.sort_strings_order(names), dtype=np.int64)] = np.arange(len(names))
+    return rank
+
+
+def _codes(column: pa.Array) -> tuple[np.ndarray, pa.DictionaryArray, np.ndarray]:
+    """Per row, the Java String rank of its value among the column's distinct values; plus the
+    column dictionary-encoded and the dictionary's ranks (hashing, then sorting only the distinct
+    values)."""
+    encoded = pc.dictionary_encode(column)
+    rank = _ranks(encoded.dictionary)
+    return rank[encoded.indices.to_numpy()], encoded, rank
+
+
+def _reordered(encoded: pa.DictionaryArray, rows: np.ndarray) -> pa.DictionaryArray:
+    """A dictionary-encoded column taken at ``rows`` (only the codes move)."""
+    return pa.DictionaryArray.from_arrays(pa.array(encoded.indices.to_numpy()[rows]), encoded.dictionary)
+
+
+def _java_order(g: np.ndarray, t: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The stable permutation putting rows in (group, ``MessageQueue``) Java order, from the rank
+    columns: one integer sort when the ranks pack into 63 bits, else a lexicographic sort."""
+    widths = [int(x.max()) + 1 if len(x) else 1 for x in (g, t, b)]
+    q_lo = int(q.min())
+    q_span = int(q.max()) - q_lo + 1
+    total = widths[0] * widths[1] * widths[2] * q_span
+    if total < 2**63:
+        key = ((g * widths[1] + t) * widths[2] + b) * q_span + (q - q_lo)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((q, b, t, g))
+
+
 def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> pa.Table:
     """Owner of every queue row of ``queues`` (many groups) among ``consumers``; see
     :func:`queue_assigner`."""
@@ -120,51 +155,84 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     topics = _str_column(queues, c.topic)
     brokers = _str_column(queues, c.broker_name)
     qids = _str_column(queues, c.queue_id).to_numpy(zero_copy_only=False).astype(np.int64)
-    ids_by_group: dict[str, list[str]] = {}
-    for g, cid in zip(_str_column(consumers, c.group).to_pylist(), _str_column(consumers, c.client_id).to_pylist()):
-        ids_by_group.setdefault(g, []).append(cid)
-    # Contiguous (group, topic) pairs.
-    order = pc.sort_indices(pa.table({"g": groups, "t": topics}), [("g", "ascending"), ("t", "ascending")])
-    order_np = order.to_numpy()
-    sg = pc.dictionary_encode(groups.take(order)).indices.to_numpy()
-    st = pc.dictionary_encode(topics.take(order)).indices.to_numpy()
-    starts = np.concatenate([[0], np.flatnonzero((sg[1:] != sg[:-1]) | (st[1:] != st[:-1])) + 1, [len(sg)]])
-    g_sorted = groups.take(order)
-    t_sorted, b_sorted, q_sorted = topics.take(order), brokers.take(order), qids[order_np]
-    prev = None if c.previous is None else queues.column(c.previous).combine_chunks().take(order)
-    owner = np.full(len(sg), -1, dtype=np.int64)
-    pair_ids: list[list[str]] = []
+    g_rank, g_encoded, g_name_rank = _codes(groups)
+    g_names = g_encoded.dictionary
+    t_rank, t_encoded, _ = _codes(topics)
+    b_rank, b_encoded, _ = _codes(brokers)
+    # Java order (group, then MessageQueue order): the output order, and (group, topic) pairs contiguous.
+    order = _java_order(g_rank, t_rank, b_rank, qids)
+    gs, ts, bs, qs = g_rank[order], t_rank[order], b_rank[order], qids[order]
+    new_group = gs[1:] != gs[:-1]
+    new_pair = new_group | (ts[1:] != ts[:-1])
+    same = ~new_pair & (bs[1:] == bs[:-1]) & (qs[1:] == qs[:-1])
+    if same.any():
+        k = int(order[int(np.argmax(same))])
+        raise ColumnError(
+            f"duplicated queue in columns {', '.join(map(repr, c.keys))}: group {groups[k].as_py()!r}, "
+            f"topic {topics[k].as_py()!r}, broker {brokers[k].as_py()!r}, queue id {int(qids[k])}",
+            c.queue_id,
+        )
+    starts = np.concatenate([[0], np.flatnonzero(new_pair) + 1, [len(order)]])
+    # Each pair's group, as a position in the queues' group dictionary.
+    by_rank = np.empty(len(g_name_rank), dtype=np.int64)
+    by_rank[g_name_rank] = np.arange(len(g_name_rank))
+    pair_group = by_rank[gs[starts[:-1]]]
+    group_names: list[str] = g_names.to_pylist()
+    # Consumers by group position (in their own order: the strategies sort ids themselves).
+    ids_of: list[list[str]] = [[] for _ in group_names]
+    c_at = pc.index_in(_str_column(consumers, c.group), value_set=g_names).to_numpy(zero_copy_only=False)
+    for at, cid in zip(c_at.tolist(), _str_column(consumers, c.client_id).to_pylist()):
+        if at == at:  # not NaN: a group with queues here
+            ids_of[int(at)].append(cid)
+    pair_ids = [ids_of[k] for k in pair_group.tolist()]
+    taken = pa.array(order)
+    t_sorted, b_sorted = _reordered(t_encoded, order), _reordered(b_encoded, order)
+    prev = None if c.previous is None else queues.column(c.previous).combine_chunks().take(taken)
+    owner = np.full(len(order), -1, dtype=np.int64)
+    specs = (
+        [plan.default] * len(pair_ids)
+        if not plan.by_group
+        else [plan.by_group.get(group_names[k], plan.default) for k in pair_group.tolist()]
+    )
+    built: dict[int, Any] = {}
     batch_pairs: list[int] = []
-    for k in range(len(starts) - 1):
-        lo, hi = int(starts[k]), int(starts[k + 1])
-        g = g_sorted[lo].as_py()
-        ids = ids_by_group.get(g, [])
-        pair_ids.append(ids)
-        spec = plan.by_group.get(g, plan.default)
+    for k, (ids, spec) in enumerate(zip(pair_ids, specs)):
         if not ids:
             continue
         if spec.info.batchable:
             batch_pairs.append(k)
-        else:
-            owner[lo:hi] = owners(
-                spec.build(),
-                t_sorted[lo:hi],
-                b_sorted[lo:hi],
-                q_sorted[lo:hi],
-                ids,
-                previous=None if prev is None or not spec.info.needs_previous else prev[lo:hi],
-            )
+            continue
+        lo, hi = int(starts[k]), int(starts[k + 1])
+        owner[lo:hi] = owners(
+            spec.build(),
+            t_sorted[lo:hi],
+            b_sorted[lo:hi],
+            qs[lo:hi],
+            ids,
+            previous=None if prev is None or not spec.info.needs_previous else prev[lo:hi],
+        )
     if batch_pairs:
-        rows = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in batch_pairs])
-        sizes = np.array([starts[k + 1] - starts[k] for k in batch_pairs], dtype=np.int64)
+        chosen = np.asarray(batch_pairs, dtype=np.int64)
+        sizes = starts[chosen + 1] - starts[chosen]
+        if len(chosen) == len(pair_ids):
+            rows = np.arange(len(order))
+        else:
+            rows = np.repeat(starts[chosen] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(
+                int(sizes.sum())
+            )
         bounds = np.concatenate([[0], np.cumsum(sizes)])
-        taken = pa.array(rows)
+        strategies = []
+        for k in batch_pairs:
+            spec = specs[k]
+            if id(spec) not in built:
+                built[id(spec)] = spec.build()
+            strategies.append(built[id(spec)])
         owner[rows] = owners_by_pair(
-            t_sorted.take(taken),
-            b_sorted.take(taken),
-            q_sorted[rows],
+            _reordered(t_encoded, order[rows]),
+            _reordered(b_encoded, order[rows]),
+            qs[rows],
             bounds,
-            [plan.by_group.get(g_sorted[int(starts[k])].as_py(), plan.default).build() for k in batch_pairs],
+            strategies,
             [pair_ids[k] for k in batch_pairs],
         )
     # Owner positions -> client ids, through one flat list of every pair's ids.
@@ -176,40 +244,4 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     pair_of_row = np.repeat(np.arange(len(pair_ids)), np.diff(starts))
     pick = np.where(owner >= 0, base[pair_of_row] + owner, 0)
     client = pa.array(flat, pa.string()).take(pa.array(pick))
-    # Java order: group (String order), then MessageQueue order.
-    in_java = _java_order(g_sorted, t_sorted, b_sorted, q_sorted)
-    _no_duplicates(in_java, g_sorted, t_sorted, b_sorted, q_sorted, c)
-    out = queues.take(order).append_column(c.client_id, client)
-    return out.take(pa.array(in_java))
-
-
-def _java_order(groups: pa.Array, topics: pa.Array, brokers: pa.Array, qids: np.ndarray) -> np.ndarray:
-    by_queue = np.asarray(
-        _core.sort_queues_order(str_column(topics, "topics"), str_column(brokers, "brokers"), qids), dtype=np.int64
-    )
-    g = groups.take(pa.array(by_queue))
-    dictionary = pc.dictionary_encode(g)
-    names = dictionary.dictionary.to_pylist()
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[np.asarray(_core.sort_strings_order(names), dtype=np.int64)] = np.arange(len(names))
-    codes = rank[dictionary.indices.to_numpy()]
-    return by_queue[np.argsort(codes, kind="stable")]
-
-
-def _no_duplicates(order: np.ndarray, g: pa.Array, t: pa.Array, b: pa.Array, q: np.ndarray, c: QueueColumns) -> None:
-    """A queue listed twice in its group is refused, naming it (the clients would see it once).
-    In Java order a duplicate sits next to its twin."""
-    taken = pa.array(order)
-    same = np.ones(len(order) - 1, dtype=bool)
-    for col in (g, t, b):
-        codes = pc.dictionary_encode(col.take(taken)).indices.to_numpy()
-        same &= codes[1:] == codes[:-1]
-    qs = q[order]
-    same &= qs[1:] == qs[:-1]
-    if same.any():
-        k = int(order[int(np.argmax(same))])
-        raise ColumnError(
-            f"duplicated queue in columns {', '.join(map(repr, c.keys))}: group {g[k].as_py()!r}, "
-            f"topic {t[k].as_py()!r}, broker {b[k].as_py()!r}, queue id {int(q[k])}",
-            c.queue_id,
-        )
+    return queues.take(taken).append_column(c.client_id, client)
