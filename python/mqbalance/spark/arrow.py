@@ -15,7 +15,7 @@ sorted the Java way (group, then ``MessageQueue`` order).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,7 @@ from mqbalance.allocation.columns import str_column
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.exceptions import ColumnError, InvalidInputError, PreviousAssignmentRequiredError
 
-__all__ = ["QUEUE_ASSIGNMENT_SCHEMA", "QueueColumns", "assign_queue_tables", "queue_assigner"]
+__all__ = ["QUEUE_ASSIGNMENT_SCHEMA", "QueueColumns", "assign_queue_tables", "queue_assigner", "queue_partition_assigner"]
 
 #: The output of :func:`queue_assigner` with the default column names, as Spark DDL (what
 #: ``applyInArrow(..., schema=)`` takes when the queues have only the four key columns).
@@ -99,6 +99,44 @@ def queue_assigner(
 
     def assign(queues: pa.Table, consumers: pa.Table) -> pa.Table:
         return assign_queue_tables(queues, consumers, plan)
+
+    return assign
+
+
+def queue_partition_assigner(
+    strategy: Any = "AVG",
+    *,
+    strategy_by_group: Mapping[str, Any] | None = None,
+    columns: QueueColumns | None = None,
+    consumer_flag: str = "is_consumer",
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function for a ``mapInArrow`` over queue rows and consumer rows together, partitioned
+    by group (every row of a group in one partition): what :func:`mqbalance.spark.assign_queues`
+    runs. Rows where the boolean column ``consumer_flag`` is true are consumers (their
+    ``group`` and ``client_id``), the others queues (their ``client_id`` is ignored). Yields the
+    queues' columns plus the owner in ``client_id``, as :func:`queue_assigner` does.
+
+    >>> import pyarrow as pa
+    >>> rows = pa.table({"group": ["g"] * 3, "topic": ["T", "T", None], "broker_name": ["b", "b", None],
+    ...                  "queue_id": [1, 0, None], "client_id": [None, None, "c1"], "is_consumer": [False, False, True]})
+    >>> out = pa.Table.from_batches(queue_partition_assigner("AVG")(iter(rows.to_batches())))
+    >>> out.column("queue_id").to_pylist(), out.column("client_id").to_pylist()
+    ([0, 1], ['c1', 'c1'])
+    """
+    cols = columns or QueueColumns()
+    default, specs = parse_strategies(strategy, strategy_by_group, previous=cols.previous is not None)
+    plan = _Plan(default, specs, cols)
+
+    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        got = list(batches)
+        if not got:
+            return
+        rows = pa.Table.from_batches(got)
+        flag = rows.column(consumer_flag)
+        consumers = rows.filter(flag).select([cols.group, cols.client_id])
+        queues = rows.filter(pc.invert(flag)).drop_columns([cols.client_id, consumer_flag])
+        del rows, got
+        yield from assign_queue_tables(queues, consumers, plan).to_batches()
 
     return assign
 

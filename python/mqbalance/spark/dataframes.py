@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mqbalance.exceptions import ColumnError, InvalidInputError
-from mqbalance.spark.arrow import QueueColumns, parse_strategies, queue_assigner
+from mqbalance.spark.arrow import QueueColumns, parse_strategies, queue_partition_assigner
 from mqbalance.spark.kafka import PartitionColumns, partition_assigner
 
 __all__ = ["assign_partitions", "assign_queues"]
@@ -86,13 +86,31 @@ def assign_queues(
     if client_id in queues.columns:
         raise ColumnError(f"queues already has a column {client_id!r} (the output's owner column)", client_id)
     n = _buckets(queues.sparkSession, buckets)
-    func = queue_assigner(strategy, strategy_by_group=strategy_by_group, columns=cols)
-    bucket = F.pmod(F.hash(F.col(group)), F.lit(n))
-    return (
-        queues.groupBy(bucket)
-        .cogroup(consumers.select(group, client_id).groupBy(bucket))
-        .applyInArrow(func, _ddl(queues, client_id))
+    flag = _fresh_name("is_consumer", queues.columns)
+    func = queue_partition_assigner(strategy, strategy_by_group=strategy_by_group, columns=cols, consumer_flag=flag)
+    # One shuffle: queue rows and consumer rows together, hash-partitioned by group (every row of
+    # a group in one partition), then one Python call per partition. No sort by Spark: the
+    # executors order each partition themselves (they need the Java order anyway).
+    fields = {f.name: f.dataType for f in queues.schema.fields}
+    queue_rows = queues.select(
+        *(F.col(f"`{x}`") for x in fields),
+        F.lit(None).cast("string").alias(client_id),
+        F.lit(False).alias(flag),
     )
+    consumer_rows = consumers.select(
+        *(F.col(f"`{x}`") if x == group else F.lit(None).cast(t).alias(x) for x, t in fields.items()),
+        F.col(f"`{client_id}`"),
+        F.lit(True).alias(flag),
+    )
+    both = queue_rows.unionByName(consumer_rows).repartition(n, F.col(f"`{group}`"))
+    return both.mapInArrow(func, _ddl(queues, client_id))
+
+
+def _fresh_name(base: str, taken: list[str]) -> str:
+    name = base
+    while name in taken:
+        name = "_" + name
+    return name
 
 
 def assign_partitions(
