@@ -25,11 +25,16 @@ import pyarrow.compute as pc
 
 from mqbalance import _core
 from mqbalance.allocation.bulk import owners, owners_by_pair
-from mqbalance.allocation.columns import str_column
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.exceptions import ColumnError, InvalidInputError, PreviousAssignmentRequiredError
 
-__all__ = ["QUEUE_ASSIGNMENT_SCHEMA", "QueueColumns", "assign_queue_tables", "queue_assigner", "queue_partition_assigner"]
+__all__ = [
+    "QUEUE_ASSIGNMENT_SCHEMA",
+    "QueueColumns",
+    "assign_queue_tables",
+    "queue_assigner",
+    "queue_partition_assigner",
+]
 
 #: The output of :func:`queue_assigner` with the default column names, as Spark DDL (what
 #: ``applyInArrow(..., schema=)`` takes when the queues have only the four key columns).
@@ -118,7 +123,8 @@ def queue_partition_assigner(
 
     >>> import pyarrow as pa
     >>> rows = pa.table({"group": ["g"] * 3, "topic": ["T", "T", None], "broker_name": ["b", "b", None],
-    ...                  "queue_id": [1, 0, None], "client_id": [None, None, "c1"], "is_consumer": [False, False, True]})
+    ...                  "queue_id": [1, 0, None], "client_id": [None, None, "c1"],
+    ...                  "is_consumer": [False, False, True]})
     >>> out = pa.Table.from_batches(queue_partition_assigner("AVG")(iter(rows.to_batches())))
     >>> out.column("queue_id").to_pylist(), out.column("client_id").to_pylist()
     ([0, 1], ['c1', 'c1'])
