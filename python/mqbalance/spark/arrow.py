@@ -119,7 +119,8 @@ def queue_partition_assigner(
     by group (every row of a group in one partition): what :func:`mqbalance.spark.assign_queues`
     runs. Rows where the boolean column ``consumer_flag`` is true are consumers (their
     ``group`` and ``client_id``), the others queues (their ``client_id`` is ignored). Yields the
-    queues' columns plus the owner in ``client_id``, as :func:`queue_assigner` does.
+    queues' columns plus the owner in ``client_id``, as :func:`queue_assigner` does. A
+    ``consumer_flag`` that is not a non-empty str: :class:`~mqbalance.exceptions.InvalidInputError`.
 
     >>> import pyarrow as pa
     >>> rows = pa.table({"group": ["g"] * 3, "topic": ["T", "T", None], "broker_name": ["b", "b", None],
@@ -129,6 +130,10 @@ def queue_partition_assigner(
     >>> out.column("queue_id").to_pylist(), out.column("client_id").to_pylist()
     ([0, 1], ['c1', 'c1'])
     """
+    if not isinstance(consumer_flag, str) or not consumer_flag:
+        raise InvalidInputError(
+            f"consumer_flag must be a column name (a non-empty str), got {consumer_flag!r}", consumer_flag
+        )
     cols = columns or QueueColumns()
     default, specs = parse_strategies(strategy, strategy_by_group, previous=cols.previous is not None)
     plan = _Plan(default, specs, cols)
