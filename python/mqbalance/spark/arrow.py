@@ -143,18 +143,22 @@ def queue_partition_assigner(
         if not got:
             return
         rows = pa.Table.from_batches(got)
-        flag = rows.column(consumer_flag)
-        consumers = rows.filter(flag).select([cols.group, cols.client_id])
-        queues = rows.filter(pc.invert(flag)).drop_columns([cols.client_id, consumer_flag])
-        del rows, got
-        yield from assign_queue_tables(queues, consumers, plan).to_batches()
+        del got
+        flag = rows.column(consumer_flag).combine_chunks()
+        if flag.null_count:
+            raise ColumnError(f"column {consumer_flag!r} holds nulls", consumer_flag)
+        is_consumer = flag.to_numpy(zero_copy_only=False)
+        consumers = rows.select([cols.group, cols.client_id]).take(pa.array(np.flatnonzero(is_consumer)))
+        queues = rows.drop_columns([cols.client_id, consumer_flag])
+        yield from _assign(queues, np.flatnonzero(~is_consumer), consumers, plan).to_batches()
 
     return assign
 
 
-def _str_column(table: pa.Table, name: str) -> pa.Array:
+def _str_column(table: pa.Table, name: str, rows: np.ndarray | None = None) -> pa.Array:
+    """A column as one array, refused if it holds a null (among ``rows`` when given)."""
     col = table.column(name).combine_chunks()
-    if col.null_count:
+    if col.null_count and (rows is None or col.is_null().to_numpy(zero_copy_only=False)[rows].any()):
         raise ColumnError(f"column {name!r} holds nulls", name)
     return col
 
@@ -167,18 +171,19 @@ def _ranks(dictionary: pa.Array) -> np.ndarray:
     return rank
 
 
-def _codes(column: pa.Array) -> tuple[np.ndarray, pa.DictionaryArray, np.ndarray]:
-    """Per row, the Java String rank of its value among the column's distinct values; plus the
-    column dictionary-encoded and the dictionary's ranks (hashing, then sorting only the distinct
-    values)."""
+def _codes(column: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, pa.Array, np.ndarray]:
+    """At ``rows``: each value's Java String rank among the column's distinct values, and its code
+    in the column's dictionary; plus the dictionary and its ranks (hashing, then sorting only the
+    distinct values). Other rows may be null."""
     encoded = pc.dictionary_encode(column)
+    indices = encoded.indices
+    codes = (pc.fill_null(indices, 0) if indices.null_count else indices).to_numpy()[rows]
     rank = _ranks(encoded.dictionary)
-    return rank[encoded.indices.to_numpy()], encoded, rank
+    return rank[codes], codes, encoded.dictionary, rank
 
 
-def _reordered(encoded: pa.DictionaryArray, rows: np.ndarray) -> pa.DictionaryArray:
-    """A dictionary-encoded column taken at ``rows`` (only the codes move)."""
-    return pa.DictionaryArray.from_arrays(pa.array(encoded.indices.to_numpy()[rows]), encoded.dictionary)
+def _dictionary_column(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary)
 
 
 def _java_order(g: np.ndarray, t: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -197,17 +202,23 @@ def _java_order(g: np.ndarray, t: np.ndarray, b: np.ndarray, q: np.ndarray) -> n
 def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> pa.Table:
     """Owner of every queue row of ``queues`` (many groups) among ``consumers``; see
     :func:`queue_assigner`."""
+    return _assign(queues, np.arange(queues.num_rows), consumers, plan)
+
+
+def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan) -> pa.Table:
+    """:func:`assign_queue_tables` over the queue rows at positions ``rows`` of ``table`` (its
+    other rows ignored): the queues are copied once, into the output."""
     c = plan.columns
-    if queues.num_rows == 0:
-        return queues.append_column(c.client_id, pa.nulls(0, pa.string()))
-    groups = _str_column(queues, c.group)
-    topics = _str_column(queues, c.topic)
-    brokers = _str_column(queues, c.broker_name)
-    qids = _str_column(queues, c.queue_id).to_numpy(zero_copy_only=False).astype(np.int64)
-    g_rank, g_encoded, g_name_rank = _codes(groups)
-    g_names = g_encoded.dictionary
-    t_rank, t_encoded, _ = _codes(topics)
-    b_rank, b_encoded, _ = _codes(brokers)
+    if len(rows) == 0:
+        return table.take(pa.array(rows, pa.int64())).append_column(c.client_id, pa.nulls(0, pa.string()))
+    groups = _str_column(table, c.group, rows)
+    topics = _str_column(table, c.topic, rows)
+    brokers = _str_column(table, c.broker_name, rows)
+    qcol = _str_column(table, c.queue_id, rows)
+    qids = (pc.fill_null(qcol, 0) if qcol.null_count else qcol).to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+    g_rank, _, g_names, g_name_rank = _codes(groups, rows)
+    t_rank, t_codes, t_dict, _ = _codes(topics, rows)
+    b_rank, b_codes, b_dict, _ = _codes(brokers, rows)
     # Java order (group, then MessageQueue order): the output order, and (group, topic) pairs contiguous.
     order = _java_order(g_rank, t_rank, b_rank, qids)
     gs, ts, bs, qs = g_rank[order], t_rank[order], b_rank[order], qids[order]
@@ -215,10 +226,11 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     new_pair = new_group | (ts[1:] != ts[:-1])
     same = ~new_pair & (bs[1:] == bs[:-1]) & (qs[1:] == qs[:-1])
     if same.any():
-        k = int(order[int(np.argmax(same))])
+        at = int(order[int(np.argmax(same))])
+        k = int(rows[at])
         raise ColumnError(
             f"duplicated queue in columns {', '.join(map(repr, c.keys))}: group {groups[k].as_py()!r}, "
-            f"topic {topics[k].as_py()!r}, broker {brokers[k].as_py()!r}, queue id {int(qids[k])}",
+            f"topic {topics[k].as_py()!r}, broker {brokers[k].as_py()!r}, queue id {int(qids[at])}",
             c.queue_id,
         )
     starts = np.concatenate([[0], np.flatnonzero(new_pair) + 1, [len(order)]])
@@ -234,9 +246,9 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
         if at == at:  # not NaN: a group with queues here
             ids_of[int(at)].append(cid)
     pair_ids = [ids_of[k] for k in pair_group.tolist()]
-    taken = pa.array(order)
-    t_sorted, b_sorted = _reordered(t_encoded, order), _reordered(b_encoded, order)
-    prev = None if c.previous is None else queues.column(c.previous).combine_chunks().take(taken)
+    taken = pa.array(rows[order])
+    t_sorted, b_sorted = _dictionary_column(t_codes[order], t_dict), _dictionary_column(b_codes[order], b_dict)
+    prev = None if c.previous is None else table.column(c.previous).combine_chunks().take(taken)
     owner = np.full(len(order), -1, dtype=np.int64)
     specs = (
         [plan.default] * len(pair_ids)
@@ -264,9 +276,9 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
         chosen = np.asarray(batch_pairs, dtype=np.int64)
         sizes = starts[chosen + 1] - starts[chosen]
         if len(chosen) == len(pair_ids):
-            rows = np.arange(len(order))
+            picked = np.arange(len(order))
         else:
-            rows = np.repeat(starts[chosen] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(
+            picked = np.repeat(starts[chosen] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(
                 int(sizes.sum())
             )
         bounds = np.concatenate([[0], np.cumsum(sizes)])
@@ -276,10 +288,10 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
             if id(spec) not in built:
                 built[id(spec)] = spec.build()
             strategies.append(built[id(spec)])
-        owner[rows] = owners_by_pair(
-            _reordered(t_encoded, order[rows]),
-            _reordered(b_encoded, order[rows]),
-            qs[rows],
+        owner[picked] = owners_by_pair(
+            _dictionary_column(t_codes[order[picked]], t_dict),
+            _dictionary_column(b_codes[order[picked]], b_dict),
+            qs[picked],
             bounds,
             strategies,
             [pair_ids[k] for k in batch_pairs],
@@ -293,4 +305,4 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     pair_of_row = np.repeat(np.arange(len(pair_ids)), np.diff(starts))
     pick = np.where(owner >= 0, base[pair_of_row] + owner, 0)
     client = pa.array(flat, pa.string()).take(pa.array(pick))
-    return queues.take(taken).append_column(c.client_id, client)
+    return table.take(taken).append_column(c.client_id, client)
