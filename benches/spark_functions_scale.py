@@ -39,6 +39,63 @@ from spark_functions_bench import (  # noqa: E402
 PER_GROUP = 100  # 4 brokers × 25 queues, 8 consumers per group
 
 
+def write(out: Path, args: argparse.Namespace, rows: list[dict[str, Any]], *, plot: bool) -> None:
+    """results.json and results.md of the finished cases; with ``plot`` also results.png."""
+    meta = {
+        "machine": f"{platform.machine()}, 2 cores shared, local[2]",
+        "rounds": args.rounds,
+        "command": " ".join(sys.argv),
+    }
+    (out / "results.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
+
+    def spread(r: dict[str, Any], key: str) -> str:
+        v = r["times"][key]
+        return f"{min(v):.1f}–{max(v):.1f}"
+
+    lines = [
+        (
+            "| case | queue rows | mqbalance.spark (s) | native Spark SQL (s) | ratio "
+            "| floor: same shuffle, identity (s) | ours / floor |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *(
+            f"| {r['case']} | {r['rows']:,} | {r['ours_s']:.1f} ({spread(r, 'ours')}) "
+            f"| {r['native_sql_s']:.1f} ({spread(r, 'native')}) | {r['ratio']:.2f}× "
+            f"| {r['floor_shuffle_s']:.1f} ({spread(r, 'floor_shuffle')}) | {r['ours_over_floor']:.2f} |"
+            for r in rows
+        ),
+        "",
+        *(
+            f"Arrow round trip alone (no shuffle, identity): {r['floor_arrow_s']:.1f} s ({spread(r, 'floor_arrow')})."
+            for r in rows
+            if r["floor_arrow_s"] is not None
+        ),
+        (
+            f"Medians (range) of {args.rounds} interleaved rounds, one warm `local[2]` session. "
+            f"Command: `{meta['command']}`"
+        ),
+    ]
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    if not plot:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.5))
+    x = range(len(rows))
+    ax.bar([i - 0.27 for i in x], [r["ours_s"] for r in rows], 0.27, label="mqbalance.spark")
+    ax.bar(list(x), [r["floor_shuffle_s"] for r in rows], 0.27, label="floor: same shuffle, identity")
+    ax.bar([i + 0.27 for i in x], [r["native_sql_s"] for r in rows], 0.27, label="native Spark SQL")
+    ax.set_xticks(list(x), [f"{r['case']}\n{r['ratio']:.2f}×" for r in rows])
+    ax.set_ylabel("seconds (median)")
+    ax.set_title(f"{args.rows:,} queue rows, local[2]")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "results.png", dpi=110)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
@@ -95,59 +152,10 @@ def main() -> int:
                 flush=True,
             )
             rows.append(row)
+            write(out, args, rows, plot=False)  # a run cut short keeps its finished cases
     finally:
         stop_session(spark)
-    meta = {
-        "machine": f"{platform.machine()}, 2 cores shared, local[2]",
-        "rounds": args.rounds,
-        "command": " ".join(sys.argv),
-    }
-    (out / "results.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
-
-    def spread(r: dict[str, Any], key: str) -> str:
-        v = r["times"][key]
-        return f"{min(v):.1f}–{max(v):.1f}"
-
-    lines = [
-        (
-            "| case | queue rows | mqbalance.spark (s) | native Spark SQL (s) | ratio "
-            "| floor: same shuffle, identity (s) | ours / floor |"
-        ),
-        "|---|---:|---:|---:|---:|---:|---:|",
-        *(
-            f"| {r['case']} | {r['rows']:,} | {r['ours_s']:.1f} ({spread(r, 'ours')}) "
-            f"| {r['native_sql_s']:.1f} ({spread(r, 'native')}) | {r['ratio']:.2f}× "
-            f"| {r['floor_shuffle_s']:.1f} ({spread(r, 'floor_shuffle')}) | {r['ours_over_floor']:.2f} |"
-            for r in rows
-        ),
-        "",
-        *(
-            f"Arrow round trip alone (no shuffle, identity): {r['floor_arrow_s']:.1f} s ({spread(r, 'floor_arrow')})."
-            for r in rows
-            if r["floor_arrow_s"] is not None
-        ),
-        (
-            f"Medians (range) of {args.rounds} interleaved rounds, one warm `local[2]` session. "
-            f"Command: `{meta['command']}`"
-        ),
-    ]
-    (out / "results.md").write_text("\n".join(lines) + "\n")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 3.5))
-    x = range(len(rows))
-    ax.bar([i - 0.27 for i in x], [r["ours_s"] for r in rows], 0.27, label="mqbalance.spark")
-    ax.bar(list(x), [r["floor_shuffle_s"] for r in rows], 0.27, label="floor: same shuffle, identity")
-    ax.bar([i + 0.27 for i in x], [r["native_sql_s"] for r in rows], 0.27, label="native Spark SQL")
-    ax.set_xticks(list(x), [f"{r['case']}\n{r['ratio']:.2f}×" for r in rows])
-    ax.set_ylabel("seconds (median)")
-    ax.set_title(f"{args.rows:,} queue rows, local[2]")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "results.png", dpi=110)
+    write(out, args, rows, plot=True)
     return 0
 
 
