@@ -8,13 +8,15 @@ assignment, on inputs generated inside Spark (nothing built on the driver):
 
 Names are ASCII (Spark's binary string order is then Java's) and client ids distinct, where the
 SQL formulations are exact. Used by ``test_bench_spark_functions.py`` (small sizes, in ``make
-test``) and by ``spark_functions_scale.py`` (10^7 queue rows, results committed).
+test``) and by ``spark_functions_scale.py`` (10^7 queue rows, results committed). Two floors for
+ours: :func:`floor_shuffle` (the same shuffle and Arrow round trip, an identity in Python) and
+:func:`floor_arrow` (the Arrow round trip alone).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mqbalance.spark import assign_queues
@@ -131,6 +133,42 @@ def ours(queues: Any, consumers: Any, strategy: Any) -> Any:
     return assign_queues(queues, consumers, strategy)
 
 
+def _identity(flag: str | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """Each Arrow batch back unchanged but for the owner column (null) and, with ``flag``, the
+    consumer rows dropped: the executors' least possible work."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            if flag is None:
+                yield pa.RecordBatch.from_arrays(
+                    [*batch.columns, pa.nulls(batch.num_rows, pa.string())], [*batch.schema.names, "client_id"]
+                )
+            else:
+                yield batch.filter(pc.invert(batch.column(flag))).drop_columns([flag])
+
+    return run
+
+
+def floor_shuffle(queues: Any, consumers: Any) -> Any:
+    """The same shuffle as ``assign_queues`` (queue and consumer rows together by group, the same
+    partitions) and the same Arrow round trip, with nothing computed in Python: a floor for ours."""
+    from mqbalance.spark.arrow import QueueColumns
+    from mqbalance.spark.dataframes import _buckets, _ddl, together_by_group
+
+    n = _buckets(queues.sparkSession, None)
+    rows = together_by_group(queues, consumers, QueueColumns(), n, "is_consumer")
+    return rows.mapInArrow(_identity("is_consumer"), _ddl(queues, "client_id"))
+
+
+def floor_arrow(queues: Any) -> Any:
+    """The Arrow round trip alone (every queue row to Python and back, no shuffle)."""
+    from mqbalance.spark.dataframes import _ddl
+
+    return queues.mapInArrow(_identity(None), _ddl(queues, "client_id"))
+
+
 def fingerprint(df: Any) -> tuple[int, int, int]:
     """Rows, owned rows and an order-free sum of row hashes: equal multisets give equal fingerprints."""
     from pyspark.sql import functions as F
@@ -152,3 +190,19 @@ def median_seconds(fn: Callable[[], Any], rounds: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return sorted(times)[len(times) // 2]
+
+
+def interleaved_seconds(
+    runs: dict[str, Callable[[], Any]], rounds: int, progress: bool = False
+) -> dict[str, list[float]]:
+    """Every callable once per round, in turn (so load that comes and goes hits all of them):
+    each one's times, in round order."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for r in range(rounds):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+            if progress:
+                print(f"  round {r + 1}/{rounds} {name}: {times[name][-1]:.1f} s", flush=True)
+    return times

@@ -4,7 +4,7 @@ session, inputs generated and cached by Spark outside the timed region, both sid
 against a ring written in SQL. Equal results are asserted first (row multisets). With
 ``--benchmark-disable`` (``make test``) this runs on 4,000 queue rows as a correctness test;
 timed (``make bench``) on 10^6. The 10^7-row comparison is ``benches/spark_functions_scale.py``
-(results in ``benches/spark_functions_results/``)."""
+(results in ``benches/spark_functions_results/``, with the floors measured in the same run)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from mqbalance.fleet.spark import session
 from spark_functions_bench import (
     CONSISTENT_HASH,
     fingerprint,
+    floor_arrow,
+    floor_shuffle,
     inputs,
     native_avg,
     native_consistent_hash,
@@ -37,6 +39,16 @@ def frames(spark, request):
     yield q, c
     q.unpersist()
     c.unpersist()
+
+
+def test_the_floors_carry_every_queue_row_unowned(frames):
+    """The floors the scale bench measures ours against (the same shuffle with an identity in
+    Python; the Arrow round trip alone) move every queue row and compute nothing."""
+    q, c = frames
+    rows = q.count()
+    for floor in (floor_shuffle(q, c), floor_arrow(q)):
+        assert floor.columns == ["group", "topic", "broker_name", "queue_id", "client_id"]
+        assert fingerprint(floor)[:2] == (rows, 0)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ driver, naming the column. The same comparison runs on a standalone cluster
 
 from __future__ import annotations
 
+import random
 import warnings
 
 import pyarrow as pa
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from mqbalance.exceptions import (
     ColumnError,
+    InvalidInputError,
     PreviousAssignmentRequiredError,
     PreviousAssignmentWarning,
     UnknownStrategyError,
@@ -82,6 +84,40 @@ def test_the_arrow_building_block_equals_bulk_owners(seed, default):
     groups = list(dict.fromkeys(r["group"] for r in rows))
     assert groups == java_group_order(groups)
     assert out.schema.field("queue_id").type == pa.int32()  # the queues' own columns, as given
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), default=st.sampled_from(STRATEGIES), batch=st.integers(1, 50))
+def test_the_partition_building_block_equals_bulk_owners(seed, default, batch):
+    """Without Spark: queue and consumer rows mixed in one stream of batches (any batch size), as
+    ``assign_queues`` feeds a partition, give what ``bulk.owners`` gives per pair."""
+    from mqbalance.spark import QueueColumns, queue_partition_assigner
+
+    queues, consumers, by_group = queue_case(seed, groups=9)
+    q, c = _queue_tables(queues, consumers)
+    q = q.append_column("client_id", pa.nulls(q.num_rows, pa.string())).append_column(
+        "flag", pa.array([False] * q.num_rows)
+    )
+    c = pa.table(
+        {
+            name: c.column(name) if name in c.column_names else pa.nulls(c.num_rows, q.schema.field(name).type)
+            for name in q.column_names
+        }
+    ).set_column(q.num_columns - 1, "flag", pa.array([True] * c.num_rows))
+    mixed = pa.concat_tables([q, c]).take(
+        pa.array(random.Random(seed).sample(range(q.num_rows + c.num_rows), k=q.num_rows + c.num_rows))
+    )
+    run = queue_partition_assigner(
+        default, strategy_by_group=by_group, columns=QueueColumns(previous="previous"), consumer_flag="flag"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PreviousAssignmentWarning)
+        out = pa.Table.from_batches(list(run(iter(mixed.to_batches(max_chunksize=batch)))))
+    assert out.column_names == ["group", "topic", "broker_name", "queue_id", "previous", "client_id"]
+    check_queue_rows(out.to_pylist(), expected_queue_owners(queues, consumers, by_group, default))
+    assert list(run(iter([]))) == []
+    with pytest.raises(InvalidInputError, match="consumer_flag"):
+        queue_partition_assigner("AVG", consumer_flag="")
 
 
 def test_local_mode_equals_the_in_process_path(spark):

@@ -15,7 +15,7 @@ sorted the Java way (group, then ``MessageQueue`` order).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +25,16 @@ import pyarrow.compute as pc
 
 from mqbalance import _core
 from mqbalance.allocation.bulk import owners, owners_by_pair
-from mqbalance.allocation.columns import str_column
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.exceptions import ColumnError, InvalidInputError, PreviousAssignmentRequiredError
 
-__all__ = ["QUEUE_ASSIGNMENT_SCHEMA", "QueueColumns", "assign_queue_tables", "queue_assigner"]
+__all__ = [
+    "QUEUE_ASSIGNMENT_SCHEMA",
+    "QueueColumns",
+    "assign_queue_tables",
+    "queue_assigner",
+    "queue_partition_assigner",
+]
 
 #: The output of :func:`queue_assigner` with the default column names, as Spark DDL (what
 #: ``applyInArrow(..., schema=)`` takes when the queues have only the four key columns).
@@ -103,68 +108,192 @@ def queue_assigner(
     return assign
 
 
-def _str_column(table: pa.Table, name: str) -> pa.Array:
+def queue_partition_assigner(
+    strategy: Any = "AVG",
+    *,
+    strategy_by_group: Mapping[str, Any] | None = None,
+    columns: QueueColumns | None = None,
+    consumer_flag: str = "is_consumer",
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function for a ``mapInArrow`` over queue rows and consumer rows together, partitioned
+    by group (every row of a group in one partition): what :func:`mqbalance.spark.assign_queues`
+    runs. Rows where the boolean column ``consumer_flag`` is true are consumers (their
+    ``group`` and ``client_id``), the others queues (their ``client_id`` is ignored). Yields the
+    queues' columns plus the owner in ``client_id``, as :func:`queue_assigner` does. A
+    ``consumer_flag`` that is not a non-empty str: :class:`~mqbalance.exceptions.InvalidInputError`.
+
+    >>> import pyarrow as pa
+    >>> rows = pa.table({"group": ["g"] * 3, "topic": ["T", "T", None], "broker_name": ["b", "b", None],
+    ...                  "queue_id": [1, 0, None], "client_id": [None, None, "c1"],
+    ...                  "is_consumer": [False, False, True]})
+    >>> out = pa.Table.from_batches(queue_partition_assigner("AVG")(iter(rows.to_batches())))
+    >>> out.column("queue_id").to_pylist(), out.column("client_id").to_pylist()
+    ([0, 1], ['c1', 'c1'])
+    """
+    if not isinstance(consumer_flag, str) or not consumer_flag:
+        raise InvalidInputError(
+            f"consumer_flag must be a column name (a non-empty str), got {consumer_flag!r}", consumer_flag
+        )
+    cols = columns or QueueColumns()
+    default, specs = parse_strategies(strategy, strategy_by_group, previous=cols.previous is not None)
+    plan = _Plan(default, specs, cols)
+
+    def assign(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        got = list(batches)
+        if not got:
+            return
+        rows = pa.Table.from_batches(got)
+        del got
+        flag = rows.column(consumer_flag).combine_chunks()
+        if flag.null_count:
+            raise ColumnError(f"column {consumer_flag!r} holds nulls", consumer_flag)
+        is_consumer = flag.to_numpy(zero_copy_only=False)
+        consumers = rows.select([cols.group, cols.client_id]).take(pa.array(np.flatnonzero(is_consumer)))
+        queues = rows.drop_columns([cols.client_id, consumer_flag])
+        yield from _assign(queues, np.flatnonzero(~is_consumer), consumers, plan).to_batches()
+
+    return assign
+
+
+def _str_column(table: pa.Table, name: str, rows: np.ndarray | None = None) -> pa.Array:
+    """A column as one array, refused if it holds a null (among ``rows`` when given)."""
     col = table.column(name).combine_chunks()
-    if col.null_count:
+    if col.null_count and (rows is None or col.is_null().to_numpy(zero_copy_only=False)[rows].any()):
         raise ColumnError(f"column {name!r} holds nulls", name)
     return col
+
+
+def _ranks(dictionary: pa.Array) -> np.ndarray:
+    """Java String rank of every entry of a dictionary of distinct strings."""
+    names = dictionary.to_pylist()
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[np.asarray(_core.sort_strings_order(names), dtype=np.int64)] = np.arange(len(names))
+    return rank
+
+
+def _codes(column: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, pa.Array, np.ndarray]:
+    """At ``rows``: each value's Java String rank among the column's distinct values, and its code
+    in the column's dictionary; plus the dictionary and its ranks (hashing, then sorting only the
+    distinct values). Other rows may be null."""
+    encoded = pc.dictionary_encode(column)
+    indices = encoded.indices
+    codes = (pc.fill_null(indices, 0) if indices.null_count else indices).to_numpy()[rows]
+    rank = _ranks(encoded.dictionary)
+    return rank[codes], codes, encoded.dictionary, rank
+
+
+def _dictionary_column(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary)
+
+
+def _java_order(g: np.ndarray, t: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """The stable permutation putting rows in (group, ``MessageQueue``) Java order, from the rank
+    columns: one integer sort when the ranks pack into 63 bits, else a lexicographic sort."""
+    widths = [int(x.max()) + 1 if len(x) else 1 for x in (g, t, b)]
+    q_lo = int(q.min())
+    q_span = int(q.max()) - q_lo + 1
+    total = widths[0] * widths[1] * widths[2] * q_span
+    if total < 2**63:
+        key = ((g * widths[1] + t) * widths[2] + b) * q_span + (q - q_lo)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((q, b, t, g))
 
 
 def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> pa.Table:
     """Owner of every queue row of ``queues`` (many groups) among ``consumers``; see
     :func:`queue_assigner`."""
+    return _assign(queues, np.arange(queues.num_rows), consumers, plan)
+
+
+def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan) -> pa.Table:
+    """:func:`assign_queue_tables` over the queue rows at positions ``rows`` of ``table`` (its
+    other rows ignored): the queues are copied once, into the output."""
     c = plan.columns
-    if queues.num_rows == 0:
-        return queues.append_column(c.client_id, pa.nulls(0, pa.string()))
-    groups = _str_column(queues, c.group)
-    topics = _str_column(queues, c.topic)
-    brokers = _str_column(queues, c.broker_name)
-    qids = _str_column(queues, c.queue_id).to_numpy(zero_copy_only=False).astype(np.int64)
-    ids_by_group: dict[str, list[str]] = {}
-    for g, cid in zip(_str_column(consumers, c.group).to_pylist(), _str_column(consumers, c.client_id).to_pylist()):
-        ids_by_group.setdefault(g, []).append(cid)
-    # Contiguous (group, topic) pairs.
-    order = pc.sort_indices(pa.table({"g": groups, "t": topics}), [("g", "ascending"), ("t", "ascending")])
-    order_np = order.to_numpy()
-    sg = pc.dictionary_encode(groups.take(order)).indices.to_numpy()
-    st = pc.dictionary_encode(topics.take(order)).indices.to_numpy()
-    starts = np.concatenate([[0], np.flatnonzero((sg[1:] != sg[:-1]) | (st[1:] != st[:-1])) + 1, [len(sg)]])
-    g_sorted = groups.take(order)
-    t_sorted, b_sorted, q_sorted = topics.take(order), brokers.take(order), qids[order_np]
-    prev = None if c.previous is None else queues.column(c.previous).combine_chunks().take(order)
-    owner = np.full(len(sg), -1, dtype=np.int64)
-    pair_ids: list[list[str]] = []
+    if len(rows) == 0:
+        return table.take(pa.array(rows, pa.int64())).append_column(c.client_id, pa.nulls(0, pa.string()))
+    groups = _str_column(table, c.group, rows)
+    topics = _str_column(table, c.topic, rows)
+    brokers = _str_column(table, c.broker_name, rows)
+    qcol = _str_column(table, c.queue_id, rows)
+    qids = (pc.fill_null(qcol, 0) if qcol.null_count else qcol).to_numpy(zero_copy_only=False)[rows].astype(np.int64)
+    g_rank, _, g_names, g_name_rank = _codes(groups, rows)
+    t_rank, t_codes, t_dict, _ = _codes(topics, rows)
+    b_rank, b_codes, b_dict, _ = _codes(brokers, rows)
+    # Java order (group, then MessageQueue order): the output order, and (group, topic) pairs contiguous.
+    order = _java_order(g_rank, t_rank, b_rank, qids)
+    gs, ts, bs, qs = g_rank[order], t_rank[order], b_rank[order], qids[order]
+    new_group = gs[1:] != gs[:-1]
+    new_pair = new_group | (ts[1:] != ts[:-1])
+    same = ~new_pair & (bs[1:] == bs[:-1]) & (qs[1:] == qs[:-1])
+    if same.any():
+        at = int(order[int(np.argmax(same))])
+        k = int(rows[at])
+        raise ColumnError(
+            f"duplicated queue in columns {', '.join(map(repr, c.keys))}: group {groups[k].as_py()!r}, "
+            f"topic {topics[k].as_py()!r}, broker {brokers[k].as_py()!r}, queue id {int(qids[at])}",
+            c.queue_id,
+        )
+    starts = np.concatenate([[0], np.flatnonzero(new_pair) + 1, [len(order)]])
+    # Each pair's group, as a position in the queues' group dictionary.
+    by_rank = np.empty(len(g_name_rank), dtype=np.int64)
+    by_rank[g_name_rank] = np.arange(len(g_name_rank))
+    pair_group = by_rank[gs[starts[:-1]]]
+    group_names: list[str] = g_names.to_pylist()
+    # Consumers by group position (in their own order: the strategies sort ids themselves).
+    ids_of: list[list[str]] = [[] for _ in group_names]
+    c_at = pc.index_in(_str_column(consumers, c.group), value_set=g_names).to_numpy(zero_copy_only=False)
+    for at, cid in zip(c_at.tolist(), _str_column(consumers, c.client_id).to_pylist()):
+        if at == at:  # not NaN: a group with queues here
+            ids_of[int(at)].append(cid)
+    pair_ids = [ids_of[k] for k in pair_group.tolist()]
+    taken = pa.array(rows[order])
+    t_sorted, b_sorted = _dictionary_column(t_codes[order], t_dict), _dictionary_column(b_codes[order], b_dict)
+    prev = None if c.previous is None else table.column(c.previous).combine_chunks().take(taken)
+    owner = np.full(len(order), -1, dtype=np.int64)
+    specs = (
+        [plan.default] * len(pair_ids)
+        if not plan.by_group
+        else [plan.by_group.get(group_names[k], plan.default) for k in pair_group.tolist()]
+    )
+    built: dict[int, Any] = {}
     batch_pairs: list[int] = []
-    for k in range(len(starts) - 1):
-        lo, hi = int(starts[k]), int(starts[k + 1])
-        g = g_sorted[lo].as_py()
-        ids = ids_by_group.get(g, [])
-        pair_ids.append(ids)
-        spec = plan.by_group.get(g, plan.default)
+    for k, (ids, spec) in enumerate(zip(pair_ids, specs)):
         if not ids:
             continue
         if spec.info.batchable:
             batch_pairs.append(k)
-        else:
-            owner[lo:hi] = owners(
-                spec.build(),
-                t_sorted[lo:hi],
-                b_sorted[lo:hi],
-                q_sorted[lo:hi],
-                ids,
-                previous=None if prev is None or not spec.info.needs_previous else prev[lo:hi],
-            )
+            continue
+        lo, hi = int(starts[k]), int(starts[k + 1])
+        owner[lo:hi] = owners(
+            spec.build(),
+            t_sorted[lo:hi],
+            b_sorted[lo:hi],
+            qs[lo:hi],
+            ids,
+            previous=None if prev is None or not spec.info.needs_previous else prev[lo:hi],
+        )
     if batch_pairs:
-        rows = np.concatenate([np.arange(starts[k], starts[k + 1]) for k in batch_pairs])
-        sizes = np.array([starts[k + 1] - starts[k] for k in batch_pairs], dtype=np.int64)
+        chosen = np.asarray(batch_pairs, dtype=np.int64)
+        sizes = starts[chosen + 1] - starts[chosen]
+        if len(chosen) == len(pair_ids):
+            picked = np.arange(len(order))
+        else:
+            picked = np.repeat(starts[chosen] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(
+                int(sizes.sum())
+            )
         bounds = np.concatenate([[0], np.cumsum(sizes)])
-        taken = pa.array(rows)
-        owner[rows] = owners_by_pair(
-            t_sorted.take(taken),
-            b_sorted.take(taken),
-            q_sorted[rows],
+        strategies = []
+        for k in batch_pairs:
+            spec = specs[k]
+            if id(spec) not in built:
+                built[id(spec)] = spec.build()
+            strategies.append(built[id(spec)])
+        owner[picked] = owners_by_pair(
+            _dictionary_column(t_codes[order[picked]], t_dict),
+            _dictionary_column(b_codes[order[picked]], b_dict),
+            qs[picked],
             bounds,
-            [plan.by_group.get(g_sorted[int(starts[k])].as_py(), plan.default).build() for k in batch_pairs],
+            strategies,
             [pair_ids[k] for k in batch_pairs],
         )
     # Owner positions -> client ids, through one flat list of every pair's ids.
@@ -176,40 +305,4 @@ def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> p
     pair_of_row = np.repeat(np.arange(len(pair_ids)), np.diff(starts))
     pick = np.where(owner >= 0, base[pair_of_row] + owner, 0)
     client = pa.array(flat, pa.string()).take(pa.array(pick))
-    # Java order: group (String order), then MessageQueue order.
-    in_java = _java_order(g_sorted, t_sorted, b_sorted, q_sorted)
-    _no_duplicates(in_java, g_sorted, t_sorted, b_sorted, q_sorted, c)
-    out = queues.take(order).append_column(c.client_id, client)
-    return out.take(pa.array(in_java))
-
-
-def _java_order(groups: pa.Array, topics: pa.Array, brokers: pa.Array, qids: np.ndarray) -> np.ndarray:
-    by_queue = np.asarray(
-        _core.sort_queues_order(str_column(topics, "topics"), str_column(brokers, "brokers"), qids), dtype=np.int64
-    )
-    g = groups.take(pa.array(by_queue))
-    dictionary = pc.dictionary_encode(g)
-    names = dictionary.dictionary.to_pylist()
-    rank = np.empty(len(names), dtype=np.int64)
-    rank[np.asarray(_core.sort_strings_order(names), dtype=np.int64)] = np.arange(len(names))
-    codes = rank[dictionary.indices.to_numpy()]
-    return by_queue[np.argsort(codes, kind="stable")]
-
-
-def _no_duplicates(order: np.ndarray, g: pa.Array, t: pa.Array, b: pa.Array, q: np.ndarray, c: QueueColumns) -> None:
-    """A queue listed twice in its group is refused, naming it (the clients would see it once).
-    In Java order a duplicate sits next to its twin."""
-    taken = pa.array(order)
-    same = np.ones(len(order) - 1, dtype=bool)
-    for col in (g, t, b):
-        codes = pc.dictionary_encode(col.take(taken)).indices.to_numpy()
-        same &= codes[1:] == codes[:-1]
-    qs = q[order]
-    same &= qs[1:] == qs[:-1]
-    if same.any():
-        k = int(order[int(np.argmax(same))])
-        raise ColumnError(
-            f"duplicated queue in columns {', '.join(map(repr, c.keys))}: group {g[k].as_py()!r}, "
-            f"topic {t[k].as_py()!r}, broker {b[k].as_py()!r}, queue id {int(q[k])}",
-            c.queue_id,
-        )
+    return table.take(taken).append_column(c.client_id, client)

@@ -1,6 +1,6 @@
 """Assignment as DataFrame functions: the user's DataFrames in, a DataFrame out, computed in the
-executors with the Rust core over Arrow batches (a cogrouped ``applyInArrow`` over hash buckets
-of groups: many groups per Python call, nothing collected to the driver). Works on a classic
+executors with the Rust core over Arrow batches (queue and consumer rows shuffled together by group
+once, then a ``mapInArrow``: many groups per Python call, nothing collected to the driver). Works on a classic
 session and over Spark Connect alike. The columns are checked on the driver before any job.
 """
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mqbalance.exceptions import ColumnError, InvalidInputError
-from mqbalance.spark.arrow import QueueColumns, parse_strategies, queue_assigner
+from mqbalance.spark.arrow import QueueColumns, parse_strategies, queue_partition_assigner
 from mqbalance.spark.kafka import PartitionColumns, partition_assigner
 
 __all__ = ["assign_partitions", "assign_queues"]
@@ -67,15 +67,14 @@ def assign_queues(
     ``strategy_by_group``: a mapping group -> config for some groups. ``previous``: a column of
     ``queues`` with the previous owner (STICKY needs it). Returns the queues' columns plus
     ``client_id`` (null where nobody owns the queue), sorted the Java way within each batch of
-    groups. ``buckets``: Python calls per job (default 4 × ``spark.sql.shuffle.partitions``).
+    groups. ``buckets``: Python calls per job, the partitions of the one shuffle by group (default
+    4 × ``spark.sql.shuffle.partitions``; each call holds its partition's rows in memory).
 
     >>> from mqbalance.spark import assign_queues  # doctest: +SKIP
     >>> assign_queues(spark.createDataFrame(rows, "group string, topic string, broker_name string, queue_id int"),
     ...               spark.createDataFrame([("g", "c1"), ("g", "c2")], "group string, client_id string"),
     ...               "AVG").show()  # doctest: +SKIP
     """
-    from pyspark.sql import functions as F
-
     cols = QueueColumns(group, topic, broker_name, queue_id, client_id, previous)
     parse_strategies(strategy, strategy_by_group, previous=previous is not None)  # refuses before any job
     wanted = {group: _STRING, topic: _STRING, broker_name: _STRING, queue_id: _INTEGER}
@@ -86,13 +85,37 @@ def assign_queues(
     if client_id in queues.columns:
         raise ColumnError(f"queues already has a column {client_id!r} (the output's owner column)", client_id)
     n = _buckets(queues.sparkSession, buckets)
-    func = queue_assigner(strategy, strategy_by_group=strategy_by_group, columns=cols)
-    bucket = F.pmod(F.hash(F.col(group)), F.lit(n))
-    return (
-        queues.groupBy(bucket)
-        .cogroup(consumers.select(group, client_id).groupBy(bucket))
-        .applyInArrow(func, _ddl(queues, client_id))
+    flag = _fresh_name("is_consumer", queues.columns)
+    func = queue_partition_assigner(strategy, strategy_by_group=strategy_by_group, columns=cols, consumer_flag=flag)
+    return together_by_group(queues, consumers, cols, n, flag).mapInArrow(func, _ddl(queues, client_id))
+
+
+def together_by_group(queues: Any, consumers: Any, cols: QueueColumns, partitions: int, flag: str) -> Any:
+    """The one shuffle of :func:`assign_queues`: queue rows (owner column null, ``flag`` false) and
+    consumer rows (only ``group`` and ``client_id`` set, ``flag`` true) in one DataFrame,
+    hash-partitioned by group into ``partitions`` (every row of a group in one partition). Spark
+    does not sort: the executors order each partition themselves (they need the Java order)."""
+    from pyspark.sql import functions as F
+
+    fields = {f.name: f.dataType for f in queues.schema.fields}
+    queue_rows = queues.select(
+        *(F.col(f"`{x}`") for x in fields),
+        F.lit(None).cast("string").alias(cols.client_id),
+        F.lit(False).alias(flag),
     )
+    consumer_rows = consumers.select(
+        *(F.col(f"`{x}`") if x == cols.group else F.lit(None).cast(t).alias(x) for x, t in fields.items()),
+        F.col(f"`{cols.client_id}`"),
+        F.lit(True).alias(flag),
+    )
+    return queue_rows.unionByName(consumer_rows).repartition(partitions, F.col(f"`{cols.group}`"))
+
+
+def _fresh_name(base: str, taken: list[str]) -> str:
+    name = base
+    while name in taken:
+        name = "_" + name
+    return name
 
 
 def assign_partitions(
