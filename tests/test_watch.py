@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,10 +69,23 @@ def owners_by_java(ids: list[str], broker: str) -> dict[int, str]:
     return {mq.queue_id: cid for cid in ids for mq in strategy("AVG").allocate(GROUP, cid, queues, everyone)}
 
 
-def test_watch_records_joins_leaves_owners_and_offsets(cluster: RocketMQCluster, tmp_path: Path) -> None:
+@pytest.fixture
+def clients() -> Iterator[list[Client]]:
+    """Clients a test made, closed after it even when it fails (else they stay in the group and
+    the next test meets them)."""
+    made: list[Client] = []
+    yield made
+    for c in made:
+        c.close()
+
+
+def test_watch_records_joins_leaves_owners_and_offsets(
+    cluster: RocketMQCluster, tmp_path: Path, clients: list[Client]
+) -> None:
     broker = cluster.brokers[0]
     root = tmp_path / "history"
     c1 = Client(broker.addr, "10.0.0.1@w1")
+    clients.append(c1)
     collector = Collector(
         cluster.namesrv_addr, root, interval=1, offsets_interval=0.01, checkpoint_every=3600, running_info=False
     )
@@ -80,6 +94,7 @@ def test_watch_records_joins_leaves_owners_and_offsets(cluster: RocketMQCluster,
         (GROUP, "10.0.0.1@w1", next(iter(first.state.members))[2])
     }
     c2 = Client(broker.addr, "10.0.0.2@w2")
+    clients.append(c2)
     second = collector.tick()
     joins = [r for r in table(root, "members") if r["event"] == "join"]
     assert [(r["tick_id"], r["client_id"]) for r in joins] == [(2, "10.0.0.2@w2")]
@@ -93,6 +108,9 @@ def test_watch_records_joins_leaves_owners_and_offsets(cluster: RocketMQCluster,
         admin.update_offset(GROUP, TOPIC, 1, 0)
         for _ in range(2):
             admin.send(TOPIC, 1, b"x")
+        deadline = time.monotonic() + 60  # the broker puts a stored message in its queue asynchronously
+        while admin.max_offset(TOPIC, 1) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
     third = collector.tick()
     q1 = (GROUP, TOPIC, broker.broker_name, 1)
     assert third.state.offsets[q1] == (0, 2)
@@ -130,11 +148,14 @@ def test_watch_records_joins_leaves_owners_and_offsets(cluster: RocketMQCluster,
     c1.close()
 
 
-def test_a_duplicated_client_id_is_two_processes_on_the_queues(cluster: RocketMQCluster, tmp_path: Path) -> None:
+def test_a_duplicated_client_id_is_two_processes_on_the_queues(
+    cluster: RocketMQCluster, tmp_path: Path, clients: list[Client]
+) -> None:
     """Two connections heartbeating one id. The Rust broker lists the id once (see INFRA.md), so
     both processes take the same share and the dataset shows what the broker lists."""
     broker = cluster.brokers[0]
     a, b = Client(broker.addr, "10.0.0.9@dup"), Client(broker.addr, "10.0.0.9@dup")
+    clients += [a, b]
     collector = Collector(cluster.namesrv_addr, tmp_path / "h", interval=1, offsets_interval=3600, running_info=False)
     got = collector.tick()
     listed = [k for k in got.state.members if k[0] == GROUP]
