@@ -240,8 +240,8 @@ def analyse(
         for name in ("groups", "members", "ownership", "offsets")
     }
     parts: list[tuple[str, str, dict[str, Any]]] = []
-    engine: _Engine = _LocalEngine() if spark is None else _SparkEngine(spark)
-    with engine:
+    per_group = _local_per_group if spark is None else functools.partial(_spark_per_group, spark)
+    with contextlib.nullcontext() if spark is None else _listing_on_the_driver(spark):
         for k in range(len(bounds) - 1):
             since, until, final = bounds[k], bounds[k + 1], k == len(bounds) - 2
             last = max(
@@ -269,7 +269,7 @@ def analyse(
                 readings=readings,
                 window=window,
             )
-            got = engine.per_group(inputs, groups, until, run)
+            got = per_group(inputs, groups, until, run)
             parts += [
                 (g, kind, json.loads(row))
                 for g, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True)
@@ -287,83 +287,46 @@ def data_bytes(root: str | Path) -> int:
     )
 
 
-class _Engine:
-    """Where a span's per-group function runs: :class:`_SparkEngine` or :class:`_LocalEngine`."""
-
-    def __enter__(self) -> _Engine:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def per_group(
-        self,
-        inputs: Sequence[tuple[str, list[str], int | None]],
-        groups: Sequence[str],
-        until: dt.datetime,
-        run: Callable[[pa.Table], pa.Table],
-    ) -> pa.Table:
-        """``run`` over each group's events (rows of the tables ``(name, files, readings_from)``
-        with ``ts <= until``, only ``groups`` if given), its results concatenated."""
-        raise NotImplementedError
+#: a span's tables to read: ``(name, files, readings_from)`` (see :func:`_frame`)
+Inputs = Sequence[tuple[str, list[str], int | None]]
 
 
-class _SparkEngine(_Engine):
-    def __init__(self, spark: Any) -> None:
-        self.spark = spark
-        self._listing = _listing_on_the_driver(spark)
+def _spark_per_group(
+    spark: Any, inputs: Inputs, groups: Sequence[str], until: dt.datetime, run: Callable[[pa.Table], pa.Table]
+) -> pa.Table:
+    """``run`` over each group's events — the rows of ``inputs`` with ``ts <= until``, only
+    ``groups`` if given — in one Spark task per group; the results concatenated."""
+    from pyspark.sql import functions as F
 
-    def __enter__(self) -> _Engine:
-        self._listing.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._listing.__exit__(None, None, None)
-
-    def per_group(
-        self,
-        inputs: Sequence[tuple[str, list[str], int | None]],
-        groups: Sequence[str],
-        until: dt.datetime,
-        run: Callable[[pa.Table], pa.Table],
-    ) -> pa.Table:
-        from pyspark.sql import functions as F
-
-        frames = [_frame(self.spark, files, name, F, readings_from=since) for name, files, since in inputs]
-        events = frames[0]
-        for f in frames[1:]:
-            events = events.unionByName(f)
-        if groups:
-            events = events.where(F.col("group").isin(list(groups)))
-        events = events.where(F.col("ts") <= F.lit(until))
-        return events.groupBy("group").applyInArrow(_one_arg(run), "group string, kind string, row string").toArrow()
+    frames = [_frame(spark, files, name, F, readings_from=since) for name, files, since in inputs]
+    events = frames[0]
+    for f in frames[1:]:
+        events = events.unionByName(f)
+    if groups:
+        events = events.where(F.col("group").isin(list(groups)))
+    events = events.where(F.col("ts") <= F.lit(until))
+    return events.groupBy("group").applyInArrow(_one_arg(run), "group string, kind string, row string").toArrow()
 
 
-class _LocalEngine(_Engine):
-    """The same rows in this process: each table read with Arrow into the analysis' columns, the
-    groups cut out of the events sorted by group (a stable sort: each group's rows keep the order
-    they were read in)."""
-
-    def per_group(
-        self,
-        inputs: Sequence[tuple[str, list[str], int | None]],
-        groups: Sequence[str],
-        until: dt.datetime,
-        run: Callable[[pa.Table], pa.Table],
-    ) -> pa.Table:
-        events = pa.concat_tables([_arrow_frame(files, name, since) for name, files, since in inputs])
-        keep = pc.less_equal(events.column("ts"), pa.scalar(until, _COLUMNS["ts"]))
-        if groups:
-            keep = pc.and_(keep, pc.is_in(events.column("group"), pa.array(list(groups), pa.string())))
-        events = events.filter(keep)
-        events = events.take(pc.sort_indices(events, [("group", "ascending")]))
-        names = events.column("group").to_pylist()
-        out, start = [], 0
-        for i in range(1, len(names) + 1):
-            if i == len(names) or names[i] != names[start]:
-                out.append(run(events.slice(start, i - start)))
-                start = i
-        return pa.concat_tables(out) if out else _OUT.empty_table()
+def _local_per_group(
+    inputs: Inputs, groups: Sequence[str], until: dt.datetime, run: Callable[[pa.Table], pa.Table]
+) -> pa.Table:
+    """:func:`_spark_per_group` in this process: each table read with Arrow into the analysis'
+    columns, the groups cut out of the events sorted by group (a stable sort: each group's rows
+    keep the order they were read in)."""
+    events = pa.concat_tables([_arrow_frame(files, name, since) for name, files, since in inputs])
+    keep = pc.less_equal(events.column("ts"), pa.scalar(until, _COLUMNS["ts"]))
+    if groups:
+        keep = pc.and_(keep, pc.is_in(events.column("group"), pa.array(list(groups), pa.string())))
+    events = events.filter(keep)
+    events = events.take(pc.sort_indices(events, [("group", "ascending")]))
+    names = events.column("group").to_pylist()
+    out, start = [], 0
+    for i in range(1, len(names) + 1):
+        if i == len(names) or names[i] != names[start]:
+            out.append(run(events.slice(start, i - start)))
+            start = i
+    return pa.concat_tables(out) if out else _OUT.empty_table()
 
 
 def _arrow_frame(files: list[str], name: str, readings_from: int | None) -> pa.Table:
