@@ -1336,6 +1336,23 @@ for _module in ("mqbalance.rocketmq", "mqbalance.rocketmq.member", "mqbalance.ro
 for _module in ("mqbalance.rocketmq", "mqbalance.rocketmq.records"):
     EXEMPT[f"{_module}.RecordCheck"] = "result type of check_records (walked)"
 
+EXEMPT |= {
+    "mqbalance.fleet.kafka.lag_time.*": "reads the record times of partitions a live snapshot read from the broker "
+    "(snapshot --bootstrap: CLI walker; test_java_kafka_lag_time)",
+    "mqbalance.fleet.rocketmq.lag_time.*": "reads the store times of queues a live read found (snapshot --namesrv, "
+    "watch: CLI walker; test_lag_time_live)",
+    "mqbalance.fleet.rocketmq.live.ClusterReader": "the reader behind read_cluster and watch (CLI walker); its name "
+    "server list parsed as NameServer's (walked)",
+    "mqbalance.remoting.api.TopicConfigs": "record decoded from a broker's answer",
+    "mqbalance.history.causes.*": "analysis of a history's rows, which the writer checked (history: CLI walker)",
+    "mqbalance.history.drain.*": "analysis of the offsets readings the watcher wrote (library-built)",
+    "mqbalance.history.job.data_bytes": "opens the history as analyse does (history: CLI walker)",
+    "mqbalance.scaling.advise": "walked through `mqbalance scale` (CLI walker: every option's bad values)",
+    "mqbalance.scaling.GroupLoad": "a record of advise's inputs, checked by advise",
+    "mqbalance.scaling.ScaleStep": "result type of advise",
+    "mqbalance.scaling.ScalingAdvice": "result type of advise",
+}
+
 #: ``module.name`` of each public object → the TABLE entries that walk it.
 ALIASES = {
     "mqbalance.MessageQueue": "allocation.models.MessageQueue",
@@ -1820,6 +1837,33 @@ CLI["history"] = (
     + [["history", "{history}", flag, v] for flag in ("--from", "--to") for v in ("x", "2026-13-01", "")]
     + [["history", "{history}", flag, v] for flag in ("--window", "--span") for v in ("0", "-1", "nan", "x")]
     + [["history", "{history}", flag, v] for flag in ("--min-cycles", "--min-episodes") for v in ("0", "-1", "x")]
+)
+_SCALE = ["scale", "--queues", "16", "--strategy", "AVG", "--consumers", "5", "--consume-rate", "100"]
+
+
+def _scale(flag: str, value: str) -> list[str]:
+    """``mqbalance scale`` with ``flag`` set to ``value`` (replacing it when the good call has it)."""
+    argv = list(_SCALE)
+    if flag in argv:
+        del argv[argv.index(flag) : argv.index(flag) + 2]
+    if flag == "--client-ids":
+        del argv[argv.index("--consumers") : argv.index("--consumers") + 2]
+    return [*argv, flag, value]
+
+
+CLI["scale"] = (
+    [_scale("--queues", v) for v in ("0", "-1", "x", "", "b:0", "b:x", "b:4,b:4", ":4", "4,", "99999999999")]
+    + [_scale("--strategy", v) for v in ("NOPE", "", "CONFIG", "\ud800")]
+    + [["scale", "--queues", "16", "--assignor", "nope", "--consumers", "5", "--consume-rate", "100"]]
+    + [_scale("--consumers", v) for v in ("0", "-1", "x", "")]
+    + [_scale("--client-ids", v) for v in ("", ",", "a,,b", "a,a")]
+    + [_scale("--consume-rate", v) for v in ("0", "-1", "nan", "inf", "x")]
+    + [_scale("--lag", v) for v in ("-1", "x", "1.5")]
+    + [_scale("--produce-rate", v) for v in ("-1", "nan", "inf", "x")]
+    + [_scale("--drain-target", v) for v in ("0", "-1", "x", "nan", "")]
+    + [_scale("--max-consumers", v) for v in ("0", "-1", "x", "99999999999")]
+    + [_scale("--id-samples", v) for v in ("0", "-1", "x", "99999999999")]
+    + [[a for a in _SCALE if a not in ("--consume-rate", "100")]]
 )
 CLI["rocketmq-consume"] = (
     [_consume(drop=option) for option in ("--namesrv", "--group", "--topic")]

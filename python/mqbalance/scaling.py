@@ -190,6 +190,13 @@ def _ids(rng: random.Random, n: int) -> list[str]:
     ]
 
 
+#: the largest queue count, consumer count and id sets per count ``advise`` plans for: each count
+#: it considers is one allocation of every queue (times the id sets for hashing strategies)
+MAX_QUEUES = 1_000_000
+MAX_CONSUMERS = 100_000
+MAX_ID_SAMPLES = 1_000
+
+
 class _Allocator:
     """Owner of every queue (Java's queue order) for a list of ids, by the group's strategy."""
 
@@ -197,6 +204,10 @@ class _Allocator:
         spec = load.queues if isinstance(load.queues, dict) else {"broker-a": load.queues}
         if not spec or any(not isinstance(v, int) or isinstance(v, bool) or v <= 0 for v in spec.values()):
             raise InvalidInputError(f"queues: expected a count > 0 or {{broker: count > 0}}, got {load.queues!r}", spec)
+        if sum(spec.values()) > MAX_QUEUES:
+            raise InvalidInputError(
+                f"queues: at most {MAX_QUEUES:,} for one group's topic, got {sum(spec.values()):,}", load.queues
+            )
         brokers = sorted(spec)
         self.topic = load.topic
         self.brokers = [b for b in brokers for _ in range(spec[b])]
@@ -267,6 +278,10 @@ def advise(
     if drain_target_s is not None and not drain_target_s > 0:
         raise InvalidInputError(f"drain target: must be > 0 s, got {drain_target_s!r}", drain_target_s)
     current_ids = None if isinstance(load.consumers, int) else [str(c) for c in load.consumers]
+    if current_ids is not None and (not all(current_ids) or len(set(current_ids)) != len(current_ids)):
+        raise InvalidInputError(
+            f"consumers: client ids must be distinct and non-empty, got {current_ids!r}", current_ids
+        )
     count = len(current_ids) if current_ids is not None else load.consumers
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise InvalidInputError(f"consumers: expected a count >= 1 or the client ids, got {load.consumers!r}", count)
@@ -274,8 +289,16 @@ def advise(
     prod = _per_queue(load.produce_rate, n, "produce_rate", total=True)
     if not isinstance(id_samples, int) or isinstance(id_samples, bool) or id_samples < 1:
         raise InvalidInputError(f"id_samples: expected an integer >= 1, got {id_samples!r}", id_samples)
-    if max_consumers is not None and (not isinstance(max_consumers, int) or max_consumers < 1):
-        raise InvalidInputError(f"max_consumers: expected an integer >= 1, got {max_consumers!r}", max_consumers)
+    if max_consumers is not None and (
+        not isinstance(max_consumers, int) or isinstance(max_consumers, bool) or not 1 <= max_consumers <= MAX_CONSUMERS
+    ):
+        raise InvalidInputError(
+            f"max_consumers: expected an integer from 1 to {MAX_CONSUMERS:,}, got {max_consumers!r}", max_consumers
+        )
+    if id_samples > MAX_ID_SAMPLES:
+        raise InvalidInputError(f"id_samples: at most {MAX_ID_SAMPLES:,}, got {id_samples!r}", id_samples)
+    if count > MAX_CONSUMERS:
+        raise InvalidInputError(f"consumers: at most {MAX_CONSUMERS:,}, got {count!r}", count)
     if max_consumers is not None:
         top = max_consumers
     else:

@@ -62,9 +62,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--consume-rate: must be > 0 msg/s, got {args.consume_rate}", args.consume_rate)
     if not args.produce_rate >= 0:
         raise UsageError(f"--produce-rate: must be >= 0 msg/s, got {args.produce_rate}", args.produce_rate)
-    ids = [c.strip() for c in args.client_ids.split(",") if c.strip()] if args.client_ids is not None else None
-    if ids is not None and not ids:
-        raise UsageError("--client-ids: give at least one id", args.client_ids)
+    ids = [c.strip() for c in args.client_ids.split(",")] if args.client_ids is not None else None
+    if ids is not None and (not all(ids) or len(set(ids)) != len(ids)):
+        raise UsageError(
+            f"--client-ids: expected distinct non-empty ids, comma-separated, got {args.client_ids!r}", ids
+        )
     load = GroupLoad(
         queues=_queues(args.queues),
         strategy=args.assignor or args.strategy,
@@ -75,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         produce_rate=args.produce_rate,
         topic=args.topic,
     )
-    target = duration_s(args.drain_target, "--drain-target") if args.drain_target else None
+    target = duration_s(args.drain_target, "--drain-target") if args.drain_target is not None else None
     advice = advise(load, drain_target_s=target, max_consumers=args.max_consumers, id_samples=args.id_samples)
     print(json.dumps(advice.to_dict(), indent=2) if args.json else advice.format())
     return 0
