@@ -80,15 +80,11 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
     members = []
     records = [tmp_path / f"m{i}.jsonl" for i in range(2)]
     for i, rec in enumerate(records):
-        members.append(
-            subprocess.Popen(
-                [str(MQBALANCE), "rocketmq-consume", "--namesrv", rocketmq.namesrv_addr, "--group", group,
-                 "--topic", topic, "--client-id", f"drain-{i}", "--record", str(rec), "--from", "first",
-                 "--work-ms", str(WORK_MS), "--persist-interval-ms", "500", "--rebalance-interval-ms", "1000",
-                 "--heartbeat-interval-ms", "1000"],
-                stdout=subprocess.DEVNULL, stderr=log,
-            )  # fmt: skip
-        )
+        cmd = [str(MQBALANCE), "rocketmq-consume", "--namesrv", rocketmq.namesrv_addr, "--group", group,
+               "--topic", topic, "--client-id", f"drain-{i}", "--record", str(rec), "--from", "first",
+               "--work-ms", str(WORK_MS), "--persist-interval-ms", "500", "--rebalance-interval-ms", "1000",
+               "--heartbeat-interval-ms", "1000"]  # fmt: skip
+        members.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log))
     samples: list[tuple[float, dict[str, float]]] = []  # (time first seen, the watcher's gauges)
     scraping = threading.Event()
 
