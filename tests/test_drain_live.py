@@ -26,13 +26,17 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_cluster import MQBALANCE
+from mqbalance.history.analysis import ms
+from mqbalance.history.writer import read_ticks
 from mqbalance.record_files import load_records
 from mqbalance.remoting import BrokerClient
+from mqbalance.scaling import advise, measured_load
 from rocketmq_cluster import RocketMQCluster
 
 QUEUES, WORK_MS, LAG = 4, 400, 1200  # the burst goes on until every queue is LAG behind
 OFFSETS_INTERVAL = 2.0
 DRAIN_WINDOW = 5  # the watcher's readings per drain estimate (WatchMetrics' default)
+WINDOW_S = (DRAIN_WINDOW - 1) * OFFSETS_INTERVAL  # the same window for `mqbalance scale --history`
 
 
 def free_port() -> int:
@@ -52,6 +56,15 @@ def scrape(port: int, group: str) -> dict[str, float]:
             if s.labels.get("group") == group and s.name in ("mqbalance_group_lag", "mqbalance_group_drain_seconds"):
                 out[s.name] = s.value
     return out
+
+
+def predict(history: Path, group: str) -> tuple[float, float | None, float]:
+    """``mqbalance.scaling`` on the history so far: (the last offsets reading's time, the drain
+    predicted at the current count, the measured rate per consumer)."""
+    ticks = [t for t in read_ticks(history).to_pylist() if t["kind"] in ("offsets", "both")]
+    end = ms(ticks[-1]["ts"])
+    load = measured_load(history, group, window_s=WINDOW_S, until_ms=end)
+    return end / 1000, advise(load).current.drain_s, load.consume_rate
 
 
 def assigned(records: Path) -> list[str]:
@@ -125,6 +138,8 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
             stopped = time.time()
         # the drain observed: the first moment every committed offset reached its queue's max offset
         queue_drained: dict[int, float] = {}
+        measured: list[tuple[float, float | None, float]] = []  # (reading, predicted drain, rate per consumer)
+        cli: subprocess.Popen[str] | None = None
         with BrokerClient(broker.addr) as admin:
             deadline = time.monotonic() + 120
             while True:
@@ -139,8 +154,27 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
                     break
                 assert time.monotonic() < deadline, (committed, tops)
                 assert all(m.poll() is None for m in members), log.name
+                if now >= stopped + (DRAIN_WINDOW + 1) * OFFSETS_INTERVAL and (
+                    not measured or now >= measured[-1][0] + 2 * OFFSETS_INTERVAL
+                ):
+                    measured.append(predict(tmp_path / "h", group))
+                    if cli is None:  # the same from the command line, while it drains
+                        cli = subprocess.Popen(
+                            [str(MQBALANCE), "scale", "--history", str(tmp_path / "h"), "--group", group,
+                             "--window", f"{WINDOW_S:g}s", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        )  # fmt: skip
                 time.sleep(0.1)
         time.sleep(2 * OFFSETS_INTERVAL)  # the watcher's idle reading
+        assert cli is not None
+        out, err = cli.communicate(timeout=120)
+        assert cli.returncode == 0, err
+        advice = json.loads(out)
+        after = subprocess.run(  # drained: no consumer lags, so no rate to measure: a clear error
+            [str(MQBALANCE), "scale", "--history", str(tmp_path / "h"), "--group", group, "--window", "4s"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert after.returncode == 2 and "lagged and consumed" in after.stderr, after.stderr
     finally:
         scraping.set()
         if thread.is_alive():
@@ -171,7 +205,15 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
         "queues_drained_s": {q: round(t - stopped, 2) for q, t in sorted(queue_drained.items())},
         "median_error": statistics.median(errors) if errors else None,
     }
+    # `mqbalance scale --history`: the drain it predicts at the current count from the measured
+    # per-consumer rate and lag, against the drain observed after the reading it measured up to
+    scale = [(p, drained - at) for at, p, _r in measured if p is not None and drained - at >= OFFSETS_INTERVAL]
+    report["scale"] = [(round(p, 2), round(t, 2)) for p, t in scale]
+    report["scale_rate"] = [round(r, 1) for _a, _p, r in measured]
+    report["scale_median_error"] = statistics.median(abs(p - t) / t for p, t in scale) if scale else None
     print(json.dumps(report))
+    assert advice["current"]["consumers"] == 2 and advice["current"]["max_share"] == QUEUES // 2, advice
+    assert scale and report["scale_median_error"] <= 0.20, report
     assert len(pairs) >= 3, (report, samples)
     assert statistics.median(errors) <= 0.20, report
     # the watcher saw the backlog and then its end: idle (0) after the drain
