@@ -1868,6 +1868,16 @@ CLI["kafka-consume"] = (
     + [_KAFKA_CONSUME + ["--connect-timeout", c] for c in ("0", "-1", "nan", "inf", "x")]
     + [_KAFKA_CONSUME + ["--record", r] for r in ("{unwritable}", "{tmp}", "{tmp}/nul\x00.jsonl")]
 )
+_SCALE = ["scale", "--queues", "16", "--strategy", "AVG", "--consumers", "5"]
+CLI["scale"] = (
+    [["scale"], ["scale", "--queues", "16", "--strategy", "AVG", "--consume-rate", "10"]]
+    + [_SCALE + ["--consume-rate", r] for r in ("0", "-1", "nan", "x")]
+    + [_SCALE + ["--consume-rate", "10", flag, v] for flag in ("--lag", "--max-consumers") for v in ("-1", "x")]
+    + [_SCALE + ["--consume-rate", "10", "--produce-rate", "-1"], _SCALE + ["--consume-rate", "10", "--group", "g"]]
+    + [["scale", "--history", "{tmp}/absent", "--group", "g"], ["scale", "--history", "{history}"]]
+    + [["scale", "--history", "{history}", "--group", "g"]]  # an empty history: no such group
+    + [["scale", "--history", "{history}", "--group", "g", "--window", w] for w in ("0", "-1s", "x")]
+)
 #: Subcommands not walked, with the reason.
 CLI_EXEMPT = {
     "zk-consume": "a ZooKeeper group member (needs a server); its options are checked by "
