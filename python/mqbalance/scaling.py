@@ -35,10 +35,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from mqbalance.allocation import bulk
 from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
 from mqbalance.exceptions import InvalidInputError, UnsupportedStrategyError
+from mqbalance.history.analysis import ms
+from mqbalance.history.collector import load_state
+from mqbalance.history.schema import TABLES
+from mqbalance.history.writer import open_history, read_ticks
 from mqbalance.kafka.assignors import assignor
 
 __all__ = ["ID_SAMPLES", "GroupLoad", "ScaleStep", "ScalingAdvice", "advise", "measured_load"]
@@ -375,13 +380,6 @@ def measured_load(
     >>> advise(load, drain_target_s=600).recommended.consumers  # doctest: +SKIP
     6
     """
-    import pyarrow.parquet as pq
-
-    from mqbalance.history.analysis import ms
-    from mqbalance.history.collector import load_state
-    from mqbalance.history.schema import TABLES
-    from mqbalance.history.writer import open_history, read_ticks
-
     if not (isinstance(window_s, (int, float)) and window_s > 0):
         raise InvalidInputError(f"window: must be > 0 s, got {window_s!r}", window_s)
     path = open_history(root, create=False)
