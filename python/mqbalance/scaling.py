@@ -420,27 +420,33 @@ def measured_load(
     if start >= end:
         raise InvalidInputError("the window holds fewer than two offsets readings", window_s)
     first_tick = max((t["tick_id"] for t in ticks if t["checkpoint"] and ms(t["ts"]) <= start), default=0)
-    at_start: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+    # per queue: (since when, committed, max offset) at the window's start — or at the first reading
+    # after it that knows both (a broker may say nothing of a group before its first commit) — and
+    # at its end; a row is written when a value changes, so a value holds until the next row
+    at_start: dict[tuple[str, int], tuple[int, int | None, int | None]] = {}
     at_end: dict[tuple[str, int], tuple[int | None, int | None]] = {}
     files = sorted((int(f.name[5:17]), f) for f in (path / "offsets").glob("date=*/hour=*/part-*.parquet"))
     for _tick, f in (x for x in files if x[0] >= first_tick):
         for r in pq.read_table(f, schema=TABLES["offsets"]).to_pylist():
             if r["group"] != group or r["topic"] != topic:
                 continue
-            at_ms, q = ms(r["ts"]), (r["broker_name"], r["queue_id"])
+            at_ms, q, c, m = ms(r["ts"]), (r["broker_name"], r["queue_id"]), r["committed"], r["max_offset"]
             if at_ms <= start:
-                at_start[q] = (r["committed"], r["max_offset"])
+                at_start[q] = (start, c, m)
+            elif at_ms <= end and None in at_start.get(q, (0, None, None)) and None not in (c, m):
+                at_start[q] = (at_ms, c, m)
             if at_ms <= end:
-                at_end[q] = (r["committed"], r["max_offset"])
-    span = (end - start) / 1000
+                at_end[q] = (c, m)
     lag, produced, consumed, lagging = [], [], {}, {}
     for q in queues:
-        c0, m0 = at_start.get(q, (None, None))
+        t0, c0, m0 = at_start.get(q, (end, None, None))
         c1, m1 = at_end.get(q, (None, None))
-        lag.append(max(0, (m1 or 0) - (c1 or 0)) if c1 is not None and m1 is not None else 0)
-        produced.append(max(0.0, (m1 - m0) / span) if m0 is not None and m1 is not None else 0.0)
-        consumed[q] = max(0.0, (c1 - c0) / span) if c0 is not None and c1 is not None else 0.0
-        lagging[q] = None not in (c0, m0, c1, m1) and m0 > c0 and m1 > c1  # type: ignore[operator]
+        span = (end - t0) / 1000
+        known = span > 0 and None not in (c0, m0, c1, m1)
+        lag.append(max(0, m1 - c1) if c1 is not None and m1 is not None else 0)
+        produced.append(max(0.0, (m1 - m0) / span) if known else 0.0)  # type: ignore[operator]
+        consumed[q] = max(0.0, (c1 - c0) / span) if known else 0.0  # type: ignore[operator]
+        lagging[q] = known and m0 > c0 and m1 > c1  # type: ignore[operator]
     per_owner: dict[str, list[tuple[str, int]]] = {}
     for (g, t, b, i), (owner, _n) in state.ownership.items():
         if g == group and t == topic and owner is not None:
