@@ -136,7 +136,7 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
         thread.start()
         # the burst: one message per queue in turn, as fast as one connection sends, until every
         # queue is LAG behind (as the broker reports it; a busy machine sends slower, for longer)
-        with BrokerClient(broker.addr) as producer:
+        with BrokerClient(broker.addr, timeout=20.0) as producer:  # a busy machine: generous
             started = time.time()
             tops = [0] * QUEUES
             while True:
@@ -153,7 +153,7 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
         queue_drained: dict[int, float] = {}
         measured: list[tuple[float, float | None, float]] = []  # (reading, predicted drain, rate per consumer)
         cli: subprocess.Popen[str] | None = None
-        with BrokerClient(broker.addr) as admin:
+        with BrokerClient(broker.addr, timeout=20.0) as admin:
             deadline = time.monotonic() + 120
             while True:
                 stats = admin.consume_stats(group)
