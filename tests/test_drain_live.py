@@ -15,6 +15,7 @@ builds a lag (every reading finds committed = max offset): the burst must outpac
 from __future__ import annotations
 
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -176,6 +177,7 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
                             [str(MQBALANCE), "scale", "--history", str(tmp_path / "h"), "--group", group,
                              "--window", f"{WINDOW_S:g}s", "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: os.nice(19),  # its start-up must not slow the consumers
                         )  # fmt: skip
                 time.sleep(0.1)
         time.sleep(2 * OFFSETS_INTERVAL)  # the watcher's idle reading
