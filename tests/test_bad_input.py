@@ -1348,6 +1348,7 @@ EXEMPT |= {
     "mqbalance.history.drain.*": "analysis of the offsets readings the watcher wrote (library-built)",
     "mqbalance.history.job.data_bytes": "opens the history as analyse does (history: CLI walker)",
     "mqbalance.scaling.advise": "walked through `mqbalance scale` (CLI walker: every option's bad values)",
+    "mqbalance.scaling.measured_load": "walked through `mqbalance scale --history` (CLI walker)",
     "mqbalance.scaling.GroupLoad": "a record of advise's inputs, checked by advise",
     "mqbalance.scaling.ScaleStep": "result type of advise",
     "mqbalance.scaling.ScalingAdvice": "result type of advise",
@@ -1911,6 +1912,16 @@ CLI["kafka-consume"] = (
     + [_KAFKA_CONSUME + ["--work-ms", w] for w in ("-1", "nan", "inf", "x")]
     + [_KAFKA_CONSUME + ["--connect-timeout", c] for c in ("0", "-1", "nan", "inf", "x")]
     + [_KAFKA_CONSUME + ["--record", r] for r in ("{unwritable}", "{tmp}", "{tmp}/nul\x00.jsonl")]
+)
+_NO_RATE = ["scale", "--queues", "16", "--strategy", "AVG", "--consumers", "5"]
+CLI["scale"] += (
+    [["scale"], ["scale", "--queues", "16", "--strategy", "AVG", "--consume-rate", "10"]]
+    + [_NO_RATE + ["--consume-rate", r] for r in ("0", "-1", "nan", "x")]
+    + [_NO_RATE + ["--consume-rate", "10", flag, v] for flag in ("--lag", "--max-consumers") for v in ("-1", "x")]
+    + [_NO_RATE + ["--consume-rate", "10", "--produce-rate", "-1"], _NO_RATE + ["--consume-rate", "10", "--group", "g"]]
+    + [["scale", "--history", "{tmp}/absent", "--group", "g"], ["scale", "--history", "{history}"]]
+    + [["scale", "--history", "{history}", "--group", "g"]]  # an empty history: no such group
+    + [["scale", "--history", "{history}", "--group", "g", "--window", w] for w in ("0", "-1s", "x")]
 )
 #: Subcommands not walked, with the reason.
 CLI_EXEMPT = {

@@ -157,6 +157,79 @@ def test_lag_seconds_exact_idle_uncapped_and_read_again_when_the_consumer_moves(
         p.close()
 
 
+def test_a_traffic_spike_leaves_lag_seconds_at_the_true_age(cluster: RocketMQCluster, tmp_path: Path) -> None:
+    """A consumed topic: a trickle of messages, each committed as it arrives (a consumer keeping
+    pace), then a spike of 1,600 messages sent as fast as one connection sends, in chunks, while the
+    committed offset stays at the spike's first message, then moves half-way through it. A lag over
+    a rate estimate jumps by the spike's size over the trickle's rate (minutes here; the 75 hours of
+    kafka-lag-exporter#175); the exact age stays the age of the message at the committed offset, at
+    every tick of the spike — within 1 s + 5 % of the producer's own send times."""
+    tag = uuid.uuid4().hex[:6]
+    topic, group = f"T-spike-{tag}", f"g-spike-{tag}"
+    cluster.create_topic(topic, {"broker-a": 1})
+    conn = BrokerClient(cluster.broker("broker-a").addr)
+    conn.heartbeat(f"10.0.9.2@{tag}", [ConsumerData(group, [topic])])
+    metrics = WatchMetrics()
+    collector = Collector(
+        cluster.namesrv_addr, tmp_path / "h", interval=0.2, offsets_interval=0.2, timeout=5.0, metrics=metrics
+    )
+    key = (group, topic, "broker-a", 0)
+    sent: dict[int, float] = {}
+
+    def send() -> int:
+        before = time.time()
+        offset = conn.send(topic, 0, b"x" * 64).queue_offset
+        sent[offset] = before
+        return offset
+
+    def check(committed: int) -> float:
+        """Tick until the watcher reads ``committed``; its age against the true one (returned)."""
+        tick_until_committed_at(collector, key, committed)
+        now = time.time()
+        store, how = collector.state.oldest[key]
+        assert store is not None and how == EXACT, collector.state.oldest[key]
+        age, true = now - store / 1000, now - sent[committed]
+        assert within(age, true), (age, true, committed)
+        worst = scrape(metrics)[("mqbalance_group_lag_seconds", (("group", group), ("topic", topic)))]
+        assert within(worst, collector.last_seen[0] - sent[committed]), (worst, committed)  # type: ignore[index]
+        return age
+
+    try:
+        for _ in range(8):  # the trickle, consumed as it comes
+            conn.update_offset(group, topic, 0, send() + 1)
+            time.sleep(0.3)
+        first = send()  # the spike's first message: the oldest unconsumed one from here on
+        ages = [check(first)]
+        for _chunk in range(8):
+            for _ in range(200):
+                send()
+            ages.append(check(first))  # the lag grows by 200 a chunk; the age only with the real time
+        half = first + 800
+        conn.update_offset(group, topic, 0, half)  # the consumer half-way through the spike
+        ages.append(check(half))
+        spike_s = sent[max(sent)] - sent[first]
+        assert collector.state.offsets[key] == (half, max(sent) + 1)
+        assert max(ages) <= spike_s + 1.0 + 0.05 * spike_s, (ages, spike_s)  # never beyond the spike's own age
+        print(json.dumps({"spike_s": round(spike_s, 2), "ages": [round(a, 2) for a in ages]}))
+    finally:
+        collector.close()
+        if sent:  # caught up: the module's other tests (a read budget of one) see no lag of ours
+            conn.update_offset(group, topic, 0, max(sent) + 1)
+        conn.close()
+
+
+def tick_until_committed_at(collector: Collector, key: tuple[str, str, str, int], committed: int) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        collector.last_offsets = None  # every tick an offsets tick
+        collector.tick()
+        got = collector.state.offsets.get(key, (None, None))[0]
+        if got == committed and collector.state.oldest.get(key, (None, None))[0] is not None:
+            return
+        assert time.monotonic() < deadline, (got, committed)
+        time.sleep(0.2)
+
+
 def test_a_budget_reads_the_most_lagging_first_and_carries_the_rest(cluster: RocketMQCluster, tmp_path: Path) -> None:
     p = Planted(cluster)
     collector = Collector(

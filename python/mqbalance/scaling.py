@@ -31,16 +31,22 @@ import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from mqbalance.allocation import bulk
 from mqbalance.allocation.registry import StrategyName, StrategySpec, Use
 from mqbalance.exceptions import InvalidInputError, UnsupportedStrategyError
+from mqbalance.history.analysis import ms
+from mqbalance.history.collector import load_state
+from mqbalance.history.schema import TABLES
+from mqbalance.history.writer import open_history, read_ticks
 from mqbalance.kafka.assignors import assignor
 
-__all__ = ["ID_SAMPLES", "GroupLoad", "ScaleStep", "ScalingAdvice", "advise"]
+__all__ = ["ID_SAMPLES", "GroupLoad", "ScaleStep", "ScalingAdvice", "advise", "measured_load"]
 
 #: Id sets sampled per count for the strategies whose shares depend on the ids.
 ID_SAMPLES = 32
@@ -380,4 +386,108 @@ def advise(
         reason=reason,
         id_dependent=alloc.id_dependent,
         notes=notes,
+    )
+
+
+def measured_load(
+    root: str | Path, group: str, *, topic: str | None = None, window_s: float = 300.0, until_ms: int | None = None
+) -> GroupLoad:
+    """A :class:`GroupLoad` measured from a ``mqbalance watch`` history at ``root``: the group's
+    queues, strategy and client ids at the last tick; per queue, the lag at the last offsets
+    reading and the production rate (max offsets moving) over the last ``window_s`` seconds; and
+    the per-consumer rate: the median, over the consumers whose every queue lagged at both ends of
+    the window (saturated), of the consumption (committed offsets moving) over their queues.
+    ``until_ms``: the window ends at the last reading at or before it (default: the last one).
+
+    >>> load = measured_load("history/", "cg-orders", window_s=120)  # doctest: +SKIP
+    >>> advise(load, drain_target_s=600).recommended.consumers  # doctest: +SKIP
+    6
+    """
+    if not (isinstance(window_s, (int, float)) and window_s > 0):
+        raise InvalidInputError(f"window: must be > 0 s, got {window_s!r}", window_s)
+    path = open_history(root, create=False)
+    state = load_state(path)
+    if group not in state.groups:
+        raise InvalidInputError(
+            f"group {group!r} is not in the history's last tick ({len(state.groups)} groups)", group
+        )
+    _model, subscriptions, strategy = state.groups[group]
+    topics = sorted({q[1] for q in state.ownership if q[0] == group} & set(subscriptions or ())) or sorted(
+        {q[1] for q in state.ownership if q[0] == group}
+    )
+    if topic is None:
+        if len(topics) != 1:
+            raise InvalidInputError(f"group {group!r} consumes {topics or 'no topic'}: choose one with topic=", topics)
+        topic = topics[0]
+    queues = sorted((b, i) for g, t, b, i in state.ownership if g == group and t == topic)
+    if not queues:
+        raise InvalidInputError(f"group {group!r} owns no queue of {topic!r} at the history's last tick", topic)
+    ids = sorted({c for g, c, _a in state.members if g == group})
+    if not ids:
+        raise InvalidInputError(f"group {group!r} has no consumer at the history's last tick", group)
+    if strategy is None:
+        told = {s for (g, _c, _a), (_l, _v, s) in state.members.items() if g == group and s}
+        strategy = told.pop() if len(told) == 1 else None
+    if strategy is None:
+        raise InvalidInputError(f"the history does not say group {group!r}'s strategy", group)
+    ticks = read_ticks(path).to_pylist()
+    readings = [
+        (ms(t["ts"]), t["tick_id"])
+        for t in ticks
+        if t["kind"] in ("offsets", "both") and (until_ms is None or ms(t["ts"]) <= until_ms)
+    ]
+    if len(readings) < 2:
+        raise InvalidInputError("the history holds fewer than two offsets readings", len(readings))
+    end = readings[-1][0]
+    start = max((r for r in readings if r[0] <= end - window_s * 1000), default=readings[0])[0]
+    if start >= end:
+        raise InvalidInputError("the window holds fewer than two offsets readings", window_s)
+    first_tick = max((t["tick_id"] for t in ticks if t["checkpoint"] and ms(t["ts"]) <= start), default=0)
+    # per queue: (since when, committed, max offset) at the window's start — or at the first reading
+    # after it that knows both (a broker may say nothing of a group before its first commit) — and
+    # at its end; a row is written when a value changes, so a value holds until the next row
+    at_start: dict[tuple[str, int], tuple[int, int | None, int | None]] = {}
+    at_end: dict[tuple[str, int], tuple[int | None, int | None]] = {}
+    files = sorted((int(f.name[5:17]), f) for f in (path / "offsets").glob("date=*/hour=*/part-*.parquet"))
+    for _tick, f in (x for x in files if x[0] >= first_tick):
+        for r in pq.read_table(f, schema=TABLES["offsets"]).to_pylist():
+            if r["group"] != group or r["topic"] != topic:
+                continue
+            at_ms, q, c, m = ms(r["ts"]), (r["broker_name"], r["queue_id"]), r["committed"], r["max_offset"]
+            if at_ms <= start:
+                at_start[q] = (start, c, m)
+            elif at_ms <= end and None in at_start.get(q, (0, None, None)) and None not in (c, m):
+                at_start[q] = (at_ms, c, m)
+            if at_ms <= end:
+                at_end[q] = (c, m)
+    lag, produced, consumed, lagging = [], [], {}, {}
+    for q in queues:
+        t0, c0, m0 = at_start.get(q, (end, None, None))
+        c1, m1 = at_end.get(q, (None, None))
+        span = (end - t0) / 1000
+        known = span > 0 and None not in (c0, m0, c1, m1)
+        lag.append(max(0, m1 - c1) if c1 is not None and m1 is not None else 0)
+        produced.append(max(0.0, (m1 - m0) / span) if known else 0.0)  # type: ignore[operator]
+        consumed[q] = max(0.0, (c1 - c0) / span) if known else 0.0  # type: ignore[operator]
+        lagging[q] = known and m0 > c0 and m1 > c1  # type: ignore[operator]
+    per_owner: dict[str, list[tuple[str, int]]] = {}
+    for (g, t, b, i), (owner, _n) in state.ownership.items():
+        if g == group and t == topic and owner is not None:
+            per_owner.setdefault(owner, []).append((b, i))
+    rates = [sum(consumed[q] for q in qs) for qs in per_owner.values() if all(lagging[q] for q in qs)]
+    if not rates or not statistics.median(rates) > 0:
+        raise InvalidInputError(
+            f"no consumer of {group!r} lagged and consumed through the last {window_s:g} s: give the rate", group
+        )
+    counts: dict[str, int] = {}
+    for b, _i in queues:
+        counts[b] = counts.get(b, 0) + 1
+    return GroupLoad(
+        queues=counts,
+        strategy=strategy,
+        consumers=ids,
+        consume_rate=statistics.median(rates),
+        lag=lag,
+        produce_rate=produced,
+        topic=topic,
     )
