@@ -21,7 +21,17 @@ from typing import Any
 import pyarrow as pa
 
 from mqbalance.history import job
-from mqbalance.history.analysis import episodes, flapping, health, id_moves, integrate, ms, owner_timeline
+from mqbalance.history.analysis import (
+    episodes,
+    episodes_on_timeline,
+    flapping,
+    health,
+    id_moves,
+    integrate,
+    ms,
+    owner_timeline,
+)
+from mqbalance.history.causes import causes, changes, held_at, members_at
 
 T0 = dt.datetime(2026, 11, 25, tzinfo=dt.UTC)
 
@@ -113,6 +123,10 @@ def test_episodes_against_replaying_the_state(compare, full_size: bool) -> None:
     )
 
 
+def _at(t: int) -> dt.datetime:
+    return dt.datetime.fromtimestamp(t / 1000, dt.UTC)
+
+
 def _span_from_rows(
     table: Any, since: int, until: int, readings: Sequence[int], window: float
 ) -> list[tuple[str, str, str]]:
@@ -122,8 +136,18 @@ def _span_from_rows(
     members = [r for r in rows if r["table"] == "members"]
     ownership = [r for r in rows if r["table"] == "ownership"]
     offsets = [r for r in rows if r["table"] == "offsets"]
-    found = episodes([r for r in members if ms(r["ts"]) >= since], ownership, window=window, end=until)
+    groups = [r for r in rows if r["table"] == "groups"]
     timeline = owner_timeline(ownership)
+
+    def explain(rs: Sequence[Mapping[str, Any]]) -> list[str]:
+        last = ms(rs[-1]["ts"])
+        return causes(rs, members_at(members, last), held_at(ownership, last))
+
+    as_ms = [{**r, "ts": ms(r["ts"])} for r in changes(members, groups, ownership, since=since)]
+    found = [
+        {**e, "start": _at(e["start"]), "end": _at(e["end"])}
+        for e in episodes_on_timeline(as_ms, timeline, window=window, end=until, explain=explain)
+    ]
     first = ms(found[0]["start"]) if found else until
     idle_s, dup_s, owned_at = integrate(timeline, since, first)
     changed = sum(1 for t, _q, _n in timeline if since <= t < first)

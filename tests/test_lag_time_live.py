@@ -55,7 +55,7 @@ class Planted:
         tag = uuid.uuid4().hex[:6]
         self.topic, self.group = f"T-lag-{tag}", f"g-lag-{tag}"
         cluster.create_topic(self.topic, {"broker-a": 4})
-        self.conn = BrokerClient(cluster.broker("broker-a").addr)
+        self.conn = BrokerClient(cluster.broker("broker-a").addr, timeout=20.0)  # a busy machine: generous
         self.conn.heartbeat(f"10.0.9.1@{tag}", [ConsumerData(self.group, [self.topic])])
         self.sent: dict[tuple[int, int], float] = {}
         for q, n in ((1, 3), (0, 6), (3, 1)):
@@ -167,7 +167,7 @@ def test_a_traffic_spike_leaves_lag_seconds_at_the_true_age(cluster: RocketMQClu
     tag = uuid.uuid4().hex[:6]
     topic, group = f"T-spike-{tag}", f"g-spike-{tag}"
     cluster.create_topic(topic, {"broker-a": 1})
-    conn = BrokerClient(cluster.broker("broker-a").addr)
+    conn = BrokerClient(cluster.broker("broker-a").addr, timeout=20.0)
     conn.heartbeat(f"10.0.9.2@{tag}", [ConsumerData(group, [topic])])
     metrics = WatchMetrics()
     collector = Collector(
@@ -265,7 +265,7 @@ def test_snapshot_and_audit_carry_lag_seconds(cluster: RocketMQCluster, tmp_path
     try:
         deadline = time.monotonic() + 30
         while True:  # the committed offsets as the test set them (a broker may persist them a moment later)
-            with BrokerClient(cluster.broker("broker-a").addr) as b:
+            with BrokerClient(cluster.broker("broker-a").addr, timeout=20.0) as b:
                 got = {q: c for (_t, _b, q), (_m, c) in b.consume_stats(p.group).items()}
             if {q: got.get(q) for q in (0, 1, 3)} == {0: 1, 1: 0, 3: 1}:
                 break

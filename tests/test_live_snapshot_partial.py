@@ -5,6 +5,7 @@ shown by the CLI and the audit report; the rest of the cluster is still read, wi
 from __future__ import annotations
 
 import json
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -15,6 +16,10 @@ from mqbalance.cli import main
 from mqbalance.fleet.rocketmq.live import live_snapshot
 from mqbalance.remoting import BrokerClient, ConsumerData
 from rocketmq_cluster import RocketMQCluster
+
+#: what a silent broker fails first: its topic table or its groups, asked for at once
+FIRST = r"(GET_ALL_TOPIC_CONFIG \(21\)|GET_ALL_SUBSCRIPTIONGROUP_CONFIG \(201\))"
+FIRST_NAME = r"(GET_ALL_TOPIC_CONFIG|GET_ALL_SUBSCRIPTIONGROUP_CONFIG)"
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +47,8 @@ def test_a_silent_broker_is_recorded_not_waited_for(cluster: RocketMQCluster, tm
         assert elapsed < 10, elapsed  # one timeout for the broker, then it is skipped
         errors = snap.errors.to_pylist()
         assert [(e["broker_name"], e["address"]) for e in errors] == [("broker-b", b.addr)]
-        assert "no response to GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) within 1 s" in errors[0]["error"]
+        # the first request it was sent (its topic table and its groups are asked for at once)
+        assert re.search(rf"no response to {FIRST} within 1 s", errors[0]["error"]), errors
         assert snap.consumer_groups()["cg-p"].client_ids == ["10.0.0.1@p"]  # read from broker-a
         assert snap.readable_routes()["TopicP"] == [("broker-a", 4), ("broker-b", 4)]  # the name server's view
         code = main(
@@ -51,7 +57,7 @@ def test_a_silent_broker_is_recorded_not_waited_for(cluster: RocketMQCluster, tm
         )
         assert code == 4
         err = capsys.readouterr().err
-        assert "is partial, 1 read error(s)" in err and "broker-b: GET_ALL_SUBSCRIPTIONGROUP_CONFIG" in err
+        assert "is partial, 1 read error(s)" in err and re.search(rf"broker-b: {FIRST_NAME}: ", err), err
         assert json.loads((tmp_path / "f.json").read_text())["meta"]["unreachableBrokers"] == ["broker-b"]
     finally:
         b.proc.send_signal(signal.SIGCONT)
@@ -69,9 +75,9 @@ def test_the_audit_report_shows_a_partial_snapshot(cluster: RocketMQCluster, tmp
     assert code == 0
     report = (out / "report.md").read_text()
     assert "**Partial snapshot**: 1 read error(s)" in report
-    assert "- broker-b: GET_ALL_SUBSCRIPTIONGROUP_CONFIG: " in report and "within 1 s" in report
+    assert re.search(rf"- broker-b: {FIRST_NAME}: ", report) and "within 1 s" in report, report
     [error] = json.loads((out / "findings.json").read_text())["snapshot_errors"]
-    assert error.startswith("broker-b: GET_ALL_SUBSCRIPTIONGROUP_CONFIG:")
+    assert re.match(rf"broker-b: {FIRST_NAME}:", error), error
     assert "is partial, 1 read error(s)" in capsys.readouterr().err
 
 
