@@ -23,7 +23,6 @@ import threading
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,6 @@ from mqbalance.record_files import load_records
 from mqbalance.remoting import BrokerClient
 from mqbalance.scaling import advise, measured_load
 from rocketmq_cluster import RocketMQCluster
-from rocketmq_java_cluster import RocketMQJavaCluster
 
 QUEUES, WORK_MS, LAG = 4, 400, 1200  # the burst goes on until every queue is LAG behind
 OFFSETS_INTERVAL = 2.0
@@ -83,12 +81,10 @@ def assigned(records: Path) -> list[str]:
     return got
 
 
-@pytest.fixture(scope="module", params=["rust", pytest.param("java", marks=pytest.mark.java)])
-def rocketmq(request: pytest.FixtureRequest) -> Iterator[RocketMQCluster]:
-    """One name server and ``broker-a``: the Rust port, or Apache RocketMQ 5.3.3's Java servers."""
-    c = RocketMQCluster() if request.param == "rust" else RocketMQJavaCluster(brokers=1)
-    with c:
-        yield c
+@pytest.fixture(scope="module")
+def rocketmq(rocketmq_both: RocketMQCluster) -> RocketMQCluster:
+    """One name server and ``broker-a``: the Rust port, or Apache RocketMQ's Java servers."""
+    return rocketmq_both
 
 
 def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import json
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +29,12 @@ from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
 from mqbalance.remoting import BrokerClient, ConsumerData
 from rocketmq_cluster import RocketMQCluster
-from rocketmq_java_cluster import RocketMQJavaCluster
 
 
-@pytest.fixture(scope="module", params=["rust", pytest.param("java", marks=pytest.mark.java)])
-def cluster(request: pytest.FixtureRequest) -> Iterator[RocketMQCluster]:
+@pytest.fixture(scope="module")
+def cluster(rocketmq_both: RocketMQCluster) -> RocketMQCluster:
     """One name server and ``broker-a``: the Rust port, or Apache RocketMQ's Java servers."""
-    c = RocketMQCluster() if request.param == "rust" else RocketMQJavaCluster(brokers=1)
-    with c:
-        yield c
+    return rocketmq_both
 
 
 def within(measured: float, true: float) -> bool:

@@ -229,3 +229,14 @@ def rocketmq_java(request: pytest.FixtureRequest) -> Iterator[RocketMQJavaCluste
 def rocketmq_java2(request: pytest.FixtureRequest) -> Iterator[RocketMQJavaCluster]:
     """Apache RocketMQ's Java name server and two broker sets (``broker-a``, ``broker-b``), per test module."""
     yield from module_cluster(request, brokers=2)
+
+
+@pytest.fixture(scope="module", params=["rust", pytest.param("java", marks=pytest.mark.java)])
+def rocketmq_both(request: pytest.FixtureRequest) -> Iterator[RocketMQCluster]:
+    """One name server and ``broker-a``, per test module, on each implementation in turn: the Rust
+    port, then Apache RocketMQ's Java servers (marker ``java``)."""
+    if request.param == "rust":
+        with RocketMQCluster() as cluster:
+            yield cluster
+    else:
+        yield from module_cluster(request, brokers=1)

@@ -185,6 +185,15 @@ def _fail(source: str, where: str, what: str, value: Any) -> SnapshotError:
     return SnapshotError(f"{source}: {where}: {what}, got {value!r}"[:400], value)
 
 
+def _group_partition(source: str, where: str, o: Mapping[str, Any]) -> tuple[str, str, int]:
+    """The ``(group, topic, partition)`` an offsets-like row ``o`` at ``where`` names."""
+    return (
+        _str(source, f"{where}.group", o.get("group")),
+        _str(source, f"{where}.topic", o.get("topic")),
+        _count(source, f"{where}.partition", o.get("partition")),
+    )
+
+
 def _str(source: str, where: str, value: Any, *, optional: bool = False) -> Any:
     if value is None and optional:
         return None
@@ -305,12 +314,7 @@ def kafka_snapshot_from_dict(data: Any, source: str = "<dict>") -> KafkaSnapshot
         where = f"offsets[{i}]"
         if not isinstance(o, dict):
             raise _fail(source, where, "expected an object", o)
-        key = (
-            _str(source, f"{where}.group", o.get("group")),
-            _str(source, f"{where}.topic", o.get("topic")),
-            _count(source, f"{where}.partition", o.get("partition")),
-        )
-        committed[key] = _offset(source, f"{where}.offset", o.get("offset"))
+        committed[_group_partition(source, where, o)] = _offset(source, f"{where}.offset", o.get("offset"))
     ends: dict[tuple[str, int], int] = {}
     for i, o in enumerate(_list(source, "endOffsets", data.get("endOffsets", []))):
         where = f"endOffsets[{i}]"
@@ -328,11 +332,7 @@ def kafka_snapshot_from_dict(data: Any, source: str = "<dict>") -> KafkaSnapshot
         where = f"lagTimes[{i}]"
         if not isinstance(o, dict):
             raise _fail(source, where, "expected an object", o)
-        key = (
-            _str(source, f"{where}.group", o.get("group")),
-            _str(source, f"{where}.topic", o.get("topic")),
-            _count(source, f"{where}.partition", o.get("partition")),
-        )
+        key = _group_partition(source, where, o)
         kind = _str(source, f"{where}.timestampType", o.get("timestampType"))
         lag_times[key] = (_offset(source, f"{where}.timestamp", o.get("timestamp")), kind)
     read_at = data.get("readAt")
