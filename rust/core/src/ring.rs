@@ -381,25 +381,21 @@ mod tests {
         ] {
             let g = ConsumerList::new(ids);
             for v in [1u32, 3] {
-                let ring = ConsistentHashRing::build(&g, v, Charset::Utf8).unwrap();
-                let got: Vec<(u32, u32)> = ring
-                    .keys
-                    .iter()
-                    .copied()
-                    .zip(ring.owners.iter().copied())
-                    .collect();
-                assert_eq!(got, naive(&g, u64::from(v)));
+                assert_eq!(ring_pairs(&g, v), naive(&g, u64::from(v)));
             }
         }
         let g = ConsumerList::new((0..50).map(|i| format!("id{}", i % 37)).collect());
-        let ring = ConsistentHashRing::build(&g, 10, Charset::Utf8).unwrap();
-        let got: Vec<(u32, u32)> = ring
-            .keys
+        assert_eq!(ring_pairs(&g, 10), naive(&g, 10));
+    }
+
+    /// The built ring as (key, owner) pairs, in ring order.
+    fn ring_pairs(g: &ConsumerList, v: u32) -> Vec<(u32, u32)> {
+        let ring = ConsistentHashRing::build(g, v, Charset::Utf8).unwrap();
+        ring.keys
             .iter()
             .copied()
             .zip(ring.owners.iter().copied())
-            .collect();
-        assert_eq!(got, naive(&g, 10));
+            .collect()
     }
 
     #[test]
