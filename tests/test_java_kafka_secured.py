@@ -20,7 +20,6 @@ import json
 import logging
 import subprocess
 import time
-from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -87,9 +86,9 @@ class Files:
 
 
 @pytest.fixture(scope="module")
-def secured(kafka_java_secured: KafkaJavaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Files]:
+def secured(kafka_java_secured: KafkaJavaBroker, tmp_path_factory: pytest.TempPathFactory) -> Files:
     assert kafka_java_secured.secured is not None
-    yield Files(kafka_java_secured.secured, tmp_path_factory.mktemp("client-properties"))
+    return Files(kafka_java_secured.secured, tmp_path_factory.mktemp("client-properties"))
 
 
 def listener(broker: KafkaJavaBroker, protocol: str) -> str:
@@ -131,6 +130,12 @@ def wait_until(what: str, check: Any) -> Any:
     raise AssertionError(f"timed out after {DEADLINE:g} s waiting for {what}")
 
 
+def command_line(pid: int, word: str) -> str | None:
+    """The command line of process ``pid`` once it holds ``word`` (after the exec)."""
+    text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    return text if word in text else None
+
+
 def snapshot(bootstrap: str, config: Path, out: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     done = run("snapshot", "--bootstrap", bootstrap, "--command-config", str(config), "-o", str(out))
     assert done.returncode == 0, done.stderr
@@ -148,7 +153,7 @@ def test_scram_over_tls_java_and_mqbalance_members_then_a_snapshot(
     with MixedKafkaGroup(broker, GROUP, tmp_path) as group:
         group.start_java("j1", [TOPIC], "range", bootstrap=address, command_config=secured.scram512)
         m = group.start("p1", [TOPIC], "range", bootstrap=address, command_config=secured.scram256)
-        cmdline = Path(f"/proc/{m.proc.pid}/cmdline").read_bytes().decode(errors="replace")
+        cmdline = wait_until("the member's command line", lambda: command_line(m.proc.pid, "kafka-consume"))
         assert str(secured.scram256) in cmdline
         assert_no_secret(secured, cmdline)
 
@@ -195,30 +200,45 @@ def test_plain_over_sasl_plaintext_and_mutual_tls(
 
 
 def test_failures_are_one_line_and_exit_2(kafka_java_secured: KafkaJavaBroker, secured: Files, tmp_path: Path) -> None:
+    """Each failure, its words; the commands run side by side (each waits out its --timeout)."""
     broker = kafka_java_secured
     scram, mtls = listener(broker, "SASL_SSL"), listener(broker, "SSL")
     out = str(tmp_path / "x.json")
-    cases = [
-        ((scram, secured.wrong_password), ("SASL authentication as 'alice' (SCRAM-SHA-256) failed", "invalid credentials")),
-        ((scram, secured.untrusted), ("TLS handshake", "not trusted by the CA of ssl.truststore")),
-        ((mtls, secured.tls_only), ("TLS handshake", "client certificate", "ssl.keystore.location")),
-        ((scram, tmp_path / "missing.properties"), ("missing.properties", "No such file")),
-    ]
-    lines = []
-    for (address, config), expected in cases:
-        t0 = time.monotonic()
-        done = run("snapshot", "--bootstrap", address, "--command-config", str(config), "-o", out)
-        lines.append(assert_one_line_exit_2(done, *expected))
-        print(f"{config.name}: exit 2 after {time.monotonic() - t0:.1f} s: {lines[-1]}")
-        assert_no_secret(secured, done.stdout, done.stderr)
-    done = run("snapshot", "--bootstrap", mtls, "-o", out)  # no --command-config at a TLS listener
-    assert_one_line_exit_2(done, "--command-config")
-    member = run(
-        "kafka-consume", "--bootstrap", scram, "--command-config", str(secured.wrong_password), "--group", GROUP,
-        "--topic", TOPIC, "--record", str(tmp_path / "m.jsonl"), "--duration", "30",
+    wrong_sasl = ("SASL authentication as 'alice' (SCRAM-SHA-256) failed", "invalid credentials")
+    cases = {
+        "wrong password": (["--bootstrap", scram, "--command-config", str(secured.wrong_password)], wrong_sasl),
+        "untrusted CA": (
+            ["--bootstrap", scram, "--command-config", str(secured.untrusted)],
+            ("TLS handshake", "not trusted by the CA of ssl.truststore"),
+        ),
+        "no client certificate": (
+            ["--bootstrap", mtls, "--command-config", str(secured.tls_only)],
+            ("TLS handshake", "client certificate", "ssl.keystore.location"),
+        ),
+        "missing file": (
+            ["--bootstrap", scram, "--command-config", str(tmp_path / "missing.properties")],
+            ("missing.properties", "No such file"),
+        ),
+        "no --command-config at a TLS listener": (["--bootstrap", mtls], ("--command-config",)),
+    }
+    started = time.monotonic()
+    procs = {
+        name: subprocess.Popen([str(MQBALANCE), "snapshot", *argv, "-o", out], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        for name, (argv, _) in cases.items()
+    }  # fmt: skip
+    procs["kafka-consume, wrong password"] = subprocess.Popen(
+        [str(MQBALANCE), "kafka-consume", "--bootstrap", scram, "--command-config", str(secured.wrong_password),
+         "--group", GROUP, "--topic", TOPIC, "--record", str(tmp_path / "m.jsonl"), "--duration", "30"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert_one_line_exit_2(member, "SASL authentication as 'alice'", "invalid credentials")
-    assert_no_secret(secured, member.stdout, member.stderr)
+    expected = {name: words for name, (_, words) in cases.items()} | {"kafka-consume, wrong password": wrong_sasl}
+    for name, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=120)
+        done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+        line = assert_one_line_exit_2(done, *expected[name])
+        print(f"{name}: exit 2 within {time.monotonic() - started:.1f} s: {line}")
+        assert_no_secret(secured, stdout, stderr)
     assert not Path(out).exists()
 
 

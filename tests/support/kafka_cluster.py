@@ -194,7 +194,14 @@ class KafkaGroup:
         secured listener."""
         records = self.dir / f"{name}.jsonl"
         s, h, p = self.timeouts
-        cmd = [str(MQBALANCE), "kafka-consume", "--bootstrap", bootstrap or self.broker.bootstrap, "--group", self.group]
+        cmd = [
+            str(MQBALANCE),
+            "kafka-consume",
+            "--bootstrap",
+            bootstrap or self.broker.bootstrap,
+            "--group",
+            self.group,
+        ]
         if command_config is not None:
             cmd += ["--command-config", str(command_config)]
         cmd += [a for t in topics for a in ("--topic", t)] + [a for t in extra_topics for a in ("--extra-topic", t)]

@@ -123,7 +123,8 @@ class SecuredListeners:
 
     def settings(self) -> dict[str, str]:
         scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-        plain = f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{self.plain_user}="{self.plain_password}";'
+        plain = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+        plain += f' user_{self.plain_user}="{self.plain_password}";'
         return {
             "listener.name.secure.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
             "listener.name.secure.scram-sha-256.sasl.jaas.config": scram,

@@ -24,8 +24,9 @@ continuation lines. Relative paths are relative to the working directory, as in 
 ...     "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
 ...                         'username="alice" password="alice-secret";',
 ... })
->>> cfg
-{'security_protocol': 'SASL_PLAINTEXT', 'sasl_mechanism': 'SCRAM-SHA-256', 'sasl_plain_username': 'alice', 'sasl_plain_password': '***'}
+>>> cfg  # doctest: +NORMALIZE_WHITESPACE
+{'security_protocol': 'SASL_PLAINTEXT', 'sasl_mechanism': 'SCRAM-SHA-256',
+ 'sasl_plain_username': 'alice', 'sasl_plain_password': '***'}
 >>> cfg["sasl_plain_password"] == "alice-secret"
 True
 >>> parse_properties("a.b = 1\\\\\\n   2\\n# c=3\\nd:e\\\\u0041")
@@ -275,7 +276,9 @@ def _convert_hint(kind: str, store: str, path: str) -> str:
     )
 
 
-def client_config_from_properties(properties: Mapping[str, str], *, source: str = "client properties") -> dict[str, Any]:
+def client_config_from_properties(
+    properties: Mapping[str, str], *, source: str = "client properties"
+) -> dict[str, Any]:
     """kafka-python's keyword arguments (``security_protocol``, ``sasl_mechanism``,
     ``sasl_plain_username``, ``sasl_plain_password``, ``ssl_cafile``, ``ssl_certfile``,
     ``ssl_keyfile``, ``ssl_password``, ``ssl_check_hostname``) for Kafka client ``properties``;
@@ -465,8 +468,10 @@ def _load(cfg: Mapping[str, Any], where: str) -> None:
 
         try:
             ctx.load_cert_chain(cfg["ssl_certfile"], cfg["ssl_keyfile"], cfg.get("ssl_password") or no_password)
+        except ClientConfigError:
+            raise
         except (ssl.SSLError, OSError, ValueError) as e:
-            if cfg.get("ssl_password") and "bad decrypt" in str(e).lower():
+            if cfg.get("ssl_password") and _encrypted_key(cfg["ssl_certfile"]):
                 raise ClientConfigError(
                     f"{where}: ssl.key.password: does not decrypt the key in ssl.keystore.location",
                     "ssl.key.password",
@@ -476,6 +481,15 @@ def _load(cfg: Mapping[str, Any], where: str) -> None:
                 f"certificate chain ({_reason(e)})",
                 "ssl.keystore.location",
             ) from None
+
+
+def _encrypted_key(path: str) -> bool:
+    """Whether the PEM file at ``path`` holds an encrypted private key (PKCS#8 or OpenSSL's own)."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return False
+    return "BEGIN ENCRYPTED PRIVATE KEY" in text or "Proc-Type: 4,ENCRYPTED" in text
 
 
 def _reason(e: BaseException) -> str:

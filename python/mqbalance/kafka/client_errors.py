@@ -13,10 +13,10 @@ carry a secret of the client configuration (any that a broker's text would echo 
 >>> cfg = {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN", "sasl_plain_username": "alice"}
 >>> try:
 ...     with explained_failures("127.0.0.1:9093", cfg):
-...         raise SaslAuthenticationFailedError("SaslAuthenticationError: Authentication failed: Invalid username or password")
+...         raise SaslAuthenticationFailedError("SaslAuthenticationError: Invalid username or password")
 ... except AuthenticationFailedError as e:
 ...     print(e)
-SASL authentication as 'alice' (PLAIN) failed at 127.0.0.1:9093: Authentication failed: Invalid username or password
+SASL authentication as 'alice' (PLAIN) failed at 127.0.0.1:9093: Invalid username or password
 """
 
 from __future__ import annotations
@@ -207,7 +207,9 @@ def explain(errors: list[BaseException], bootstrap: str, config: Mapping[str, An
     for c in causes:
         if isinstance(c, ssl.SSLError):
             reason = (c.reason or str(c)).upper()
-            if any(r in reason for r in ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")):
+            if any(
+                r in reason for r in ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")
+            ):
                 if config.get("ssl_certfile"):
                     what = f"the broker did not accept the client certificate of ssl.keystore.location ({c.reason})"
                 else:
