@@ -164,6 +164,8 @@ def _split(line: str) -> tuple[str, str]:
 
 def parse_properties(text: str) -> dict[str, str]:
     """The key/value pairs of a Java properties text (the last of a repeated key wins)."""
+    if not isinstance(text, str):
+        raise ClientConfigError(f"properties text must be a str, got {type(text).__name__} {_short(text)}", text)
     props: dict[str, str] = {}
     for n, line in enumerate(_logical_lines(text), 1):
         key, value = _split(line)
@@ -285,6 +287,15 @@ def client_config_from_properties(
     ``source`` names them in errors. The TLS files are loaded once here, so a wrong key password or
     a file that is not PEM fails now, naming the key."""
     where = source
+    if not isinstance(properties, Mapping):
+        raise ClientConfigError(
+            f"{where}: properties must be a mapping of str to str, got {type(properties).__name__} {_short(properties)}",
+            properties,
+        )
+    for k, v in properties.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            name = k if isinstance(k, str) else repr(k)  # a key, never its value
+            raise ClientConfigError(f"{where}: {name}: keys and values must be str", name)
     unknown = sorted(k for k in properties if k not in SUPPORTED_KEYS)
     if unknown:
         raise ClientConfigError(
@@ -490,6 +501,11 @@ def _encrypted_key(path: str) -> bool:
     except OSError:
         return False
     return "BEGIN ENCRYPTED PRIVATE KEY" in text or "Proc-Type: 4,ENCRYPTED" in text
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _reason(e: BaseException) -> str:

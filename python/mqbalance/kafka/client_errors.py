@@ -36,6 +36,10 @@ from kafka.errors import (
     SaslAuthenticationFailedError,
     UnsupportedSaslMechanismError,
 )
+from kafka.net.sasl import get_sasl_mechanism
+from kafka.net.transport import KafkaSSLTransport
+from kafka.protocol.parser import KafkaProtocol
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from mqbalance.exceptions import AuthenticationFailedError, RemotingConnectError, RemotingError, TlsHandshakeError
 
@@ -114,11 +118,6 @@ def probe_sasl(address: str, config: Mapping[str, Any], *, timeout: float = 10.0
     """Log in at ``address`` (``HOST:PORT``) with ``config``'s SASL settings over a blocking socket
     (TLS too for SASL_SSL): the broker's refusal message, or ``None`` when it accepted. Transport
     failures raise ``OSError`` / ``KafkaError``."""
-    from kafka.net.sasl import get_sasl_mechanism
-    from kafka.net.transport import KafkaSSLTransport
-    from kafka.protocol.parser import KafkaProtocol
-    from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
-
     host, _, port = address.rpartition(":")
     host = host.strip("[]")
     sock: Any = socket.create_connection((host, int(port)), timeout=timeout)
