@@ -289,10 +289,12 @@ def client_config_from_properties(
     where = source
     if not isinstance(properties, Mapping):
         raise ClientConfigError(
-            f"{where}: properties must be a mapping of str to str, got {type(properties).__name__} {_short(properties)}",
+            f"{where}: properties must be a mapping of str to str, got {type(properties).__name__} "
+            f"{_short(properties)}",
             properties,
         )
-    for k, v in properties.items():
+    given: Mapping[Any, Any] = properties  # checked: callers may pass anything
+    for k, v in given.items():
         if not isinstance(k, str) or not isinstance(v, str):
             name = k if isinstance(k, str) else repr(k)  # a key, never its value
             raise ClientConfigError(f"{where}: {name}: keys and values must be str", name)
