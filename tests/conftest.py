@@ -12,7 +12,7 @@ import pytest
 
 import server_process
 from java_oracle import oracle_kafka, oracle_kafka_zk, oracle_rocketmq4, oracle_rocketmq5  # noqa: F401  (Java's answers, per module)
-from kafka_java_cluster import kafka_java  # noqa: F401  (an Apache Kafka KRaft broker, both group protocols, per module)
+from kafka_java_cluster import kafka_java, kafka_java_secured  # noqa: F401  (an Apache Kafka KRaft broker per module; + SASL/TLS listeners)
 from rocketmq_cluster import rocketmq, rocketmq2  # noqa: F401  (a name server and 1 or 2 brokers per module)
 from rocketmq_java_cluster import rocketmq_both  # noqa: F401  (the Rust port, then the Java servers, per module)
 from spark_cluster import spark_cluster, spark_connect  # noqa: F401  (module-scoped Spark standalone cluster / Connect server)

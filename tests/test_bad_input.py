@@ -71,6 +71,7 @@ from mqbalance.fleet.rocketmq import from_json
 from mqbalance.fleet.rocketmq import live as live_mod
 from mqbalance.history import collector as history_collector_mod
 from mqbalance.history import writer as history_writer_mod
+from mqbalance.kafka import client_config as kafka_client_config
 from mqbalance.kafka import user_data
 from mqbalance.rebalance import PushConsumer, RebalanceService
 from mqbalance.rebalance.client import ConsumeFromWhere
@@ -510,6 +511,12 @@ TABLE: list[Entry] = [
     ),
     # kafka
     E("kafka.assignor", lambda name: kafka.assignor(name), name=("strategy", "range")),
+    E("kafka.client_config.parse_properties", kafka_client_config.parse_properties, text=("str", "a=b")),
+    E(
+        "kafka.client_config.client_config_from_properties",
+        kafka_client_config.client_config_from_properties,
+        properties=("mapping", {"security.protocol": "PLAINTEXT"}),
+    ),
     E(
         "kafka.Assignor.assign",
         lambda name, ppt, subs: kafka.assignor(name).assign(ppt, subs),
@@ -1320,6 +1327,13 @@ EXEMPT |= {
     "mqbalance.rocketmq.worker.*": "the runnable behind `mqbalance rocketmq-consume` (CLI walker): settings = the "
     "member's",
     "mqbalance.kafka.member.*": "the runnable behind `mqbalance kafka-consume` (CLI walker; test_kafka_live_bad_input)",
+    "mqbalance.kafka.client_config.read_properties": "reads a file (--command-config: CLI walker; "
+    "test_kafka_client_config); its text goes to parse_properties (walked)",
+    "mqbalance.kafka.client_config.load_client_config": "read_properties then client_config_from_properties "
+    "(walked; --command-config: CLI walker)",
+    "mqbalance.kafka.client_config.Secret": "a str subclass: any str is a secret",
+    "mqbalance.kafka.client_errors.*": "maps kafka-python's connection failures on a live broker "
+    "(test_java_kafka_secured)",
     "mqbalance.member_process.*": "the life cycle behind the three member commands (CLI walker), fed their configs",
     "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_records (walked)",
     "mqbalance.rocketmq.records.window_figures": "analysis of ownership_intervals' result (library-built)",

@@ -53,6 +53,9 @@ __all__ = [
     "RemotingTimeoutError",
     "RemotingFrameError",
     "BrokerResponseError",
+    "AuthenticationFailedError",
+    "TlsHandshakeError",
+    "ClientConfigError",
     "PartitionAssignorError",
     "ColumnError",
     "HistoryError",
@@ -231,6 +234,18 @@ class RemotingConnectError(RemotingError):
     server before it answered."""
 
 
+class AuthenticationFailedError(RemotingError):
+    """The server refused the client's credentials (a Kafka broker: SASL authentication failed —
+    a wrong user name or password, or a mechanism the listener does not enable). The message
+    names the server and the mechanism, never the secret."""
+
+
+class TlsHandshakeError(RemotingConnectError):
+    """The TLS handshake with the server failed: its certificate is not trusted by the given CA,
+    does not match the host name, or the server wanted a client certificate. The message says
+    which, from the TLS library's verdict."""
+
+
 class RemotingTimeoutError(RemotingError):
     """The server accepted the request but sent no answer within the request's timeout."""
 
@@ -380,6 +395,20 @@ class FencedCommitError(CommitFailedError):
 
 class RebalanceFailedError(CoordinationError):
     """Every rebalance attempt met a claim conflict (Kafka's ``ConsumerRebalanceFailedException``)."""
+
+
+class ClientConfigError(InvalidInputError):
+    """A Kafka client properties file (``--command-config``) that cannot be used: a key mqbalance's
+    Kafka clients do not support, a value out of range, a key store that is not PEM, a file it
+    names that cannot be read. ``.value`` is the key (never the value: it may be a secret);
+    ``.path`` the properties file."""
+
+    def __init__(self, message: str, value: Any = None, path: str | None = None) -> None:
+        super().__init__(message, value)
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message, self.value, self.path))
 
 
 class UsageError(InvalidInputError):

@@ -187,10 +187,23 @@ class KafkaGroup:
         *,
         impl: str = "mqbalance",
         extra_topics: tuple[str, ...] = (),
+        bootstrap: str | None = None,
+        command_config: Path | None = None,
     ) -> Member:
+        """``bootstrap`` (default: the broker's) with ``command_config``, a client properties file: a
+        secured listener."""
         records = self.dir / f"{name}.jsonl"
         s, h, p = self.timeouts
-        cmd = [str(MQBALANCE), "kafka-consume", "--bootstrap", self.broker.bootstrap, "--group", self.group]
+        cmd = [
+            str(MQBALANCE),
+            "kafka-consume",
+            "--bootstrap",
+            bootstrap or self.broker.bootstrap,
+            "--group",
+            self.group,
+        ]
+        if command_config is not None:
+            cmd += ["--command-config", str(command_config)]
         cmd += [a for t in topics for a in ("--topic", t)] + [a for t in extra_topics for a in ("--extra-topic", t)]
         cmd += ["--assignor", assignor, "--impl", impl, "--client-id", name, "--record", str(records)]
         cmd += ["--session-timeout-ms", str(s), "--heartbeat-interval-ms", str(h), "--max-poll-interval-ms", str(p)]

@@ -12,6 +12,12 @@ module failed.
 Fixture: ``kafka_java`` (one broker per test module), registered in ``conftest.py``. Its API mirrors
 the Tansu fixture's (``bootstrap``, ``pid``, ``log_tail``) and adds ``create_topic``.
 
+``KafkaJavaBroker(secured=True)`` (fixture ``kafka_java_secured``) adds one listener per security
+protocol beside the plaintext one the fixture itself uses: SASL_SSL with SCRAM-SHA-256 and -512
+(user ``alice``, both stored by ``kafka-storage format --add-scram``), SASL_PLAINTEXT with PLAIN
+(user ``bob``), SSL with ``ssl.client.auth=required`` (mutual TLS); certificates made by the fixture
+(:mod:`tls_pki`), passwords random per broker (:attr:`KafkaJavaBroker.secured`).
+
 Example:
     >>> # with KafkaJavaBroker() as b: b.create_topic("t", 6); print(b.bootstrap, b.timings)
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -36,6 +43,7 @@ import pytest
 from java_harness import java_command
 from kafka_cluster import KafkaGroup, _serves, free_port
 from server_process import ServerProcess, wait_for
+from tls_pki import Pki, make_pki
 
 VERSION = "4.4.0"
 BROKER_HEAP_MB = 512
@@ -96,13 +104,62 @@ def random_cluster_id() -> str:
             return text
 
 
+class SecuredListeners:
+    """The secured listeners of a ``KafkaJavaBroker(secured=True)``: their addresses by security
+    protocol, the users and passwords the broker knows, and the certificates."""
+
+    def __init__(self, directory: Path) -> None:
+        self.pki: Pki = make_pki(directory / "pki")
+        self.ports = {p: free_port() for p in ("SASL_SSL", "SASL_PLAINTEXT", "SSL")}
+        self.scram_user, self.scram_password = "alice", secrets.token_urlsafe(16)
+        self.plain_user, self.plain_password = "bob", secrets.token_urlsafe(16)
+
+    def bootstrap(self, protocol: str) -> str:
+        """``127.0.0.1:PORT`` of the listener of ``protocol`` (SASL_SSL, SASL_PLAINTEXT, SSL)."""
+        return f"127.0.0.1:{self.ports[protocol]}"
+
+    def listeners(self) -> list[str]:
+        return [f"{name}://127.0.0.1:{self.ports[p]}" for name, p in LISTENER_NAMES.items()]
+
+    def settings(self) -> dict[str, str]:
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        plain = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+        plain += f' user_{self.plain_user}="{self.plain_password}";'
+        return {
+            "listener.name.secure.sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+            "listener.name.secure.scram-sha-256.sasl.jaas.config": scram,
+            "listener.name.secure.scram-sha-512.sasl.jaas.config": scram,
+            "listener.name.saslplain.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.saslplain.plain.sasl.jaas.config": plain,
+            "listener.name.mtls.ssl.client.auth": "required",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(self.pki.server_pem),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.pki.ca),
+        }
+
+    def scram_arguments(self) -> list[str]:
+        """``kafka-storage format`` arguments storing ``alice``'s SCRAM credentials (both hashes)."""
+        return [
+            a
+            for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+            for a in ("--add-scram", f"{m}=[name={self.scram_user},password={self.scram_password}]")
+        ]
+
+
+#: listener name -> security protocol of a secured broker's extra listeners
+LISTENER_NAMES = {"SECURE": "SASL_SSL", "SASLPLAIN": "SASL_PLAINTEXT", "MTLS": "SSL"}
+
+
 class KafkaJavaBroker:
     """``with KafkaJavaBroker() as b: b.bootstrap`` — one KRaft broker+controller on
     ``127.0.0.1:<free port>``; ``b.timings`` holds the seconds the storage format, the start (until an
-    admin request is answered) and the group coordinator's readiness took."""
+    admin request is answered) and the group coordinator's readiness took. ``secured=True`` adds the
+    listeners of :class:`SecuredListeners` (``b.secured``)."""
 
-    def __init__(self, *, start_timeout: float = 120.0) -> None:
+    def __init__(self, *, start_timeout: float = 120.0, secured: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="mqbalance-kafka-java-"))
+        self.secured = SecuredListeners(self.dir) if secured else None
         self.port, self.controller_port = free_port(), free_port()
         self.start_timeout = start_timeout
         self.cluster_id = random_cluster_id()
@@ -131,13 +188,19 @@ class KafkaJavaBroker:
             return ""
 
     def _write_config(self) -> Path:
-        settings = {
-            **SETTINGS,
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "log.dirs": str(self.dir / "data"),
-        }
+        listeners = [f"PLAINTEXT://127.0.0.1:{self.port}"]
+        settings = {**SETTINGS, "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}"}
+        if self.secured is not None:
+            listeners += self.secured.listeners()
+            settings["listener.security.protocol.map"] += "".join(f",{n}:{p}" for n, p in LISTENER_NAMES.items())
+            settings.update(self.secured.settings())
+        settings.update(
+            {
+                "listeners": ",".join([*listeners, f"CONTROLLER://127.0.0.1:{self.controller_port}"]),
+                "advertised.listeners": ",".join(listeners),
+                "log.dirs": str(self.dir / "data"),
+            }
+        )
         config = self.dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         (self.dir / "log4j2.properties").write_text(LOG4J2.format(log=self.log))
@@ -156,7 +219,11 @@ class KafkaJavaBroker:
         t0 = time.monotonic()
         fmt = ServerProcess(
             "kafka storage format",
-            [*self._java("kafka.tools.StorageTool", 128), "format", "-t", self.cluster_id, "-c", str(config)],
+            [
+                *self._java("kafka.tools.StorageTool", 128),
+                *("format", "-t", self.cluster_id, "-c", str(config)),
+                *(self.secured.scram_arguments() if self.secured is not None else ()),
+            ],
             log=self.dir / "format.log",
         )
         fmt.start()
@@ -260,13 +327,24 @@ class KafkaJavaBroker:
 def kafka_java(request: pytest.FixtureRequest) -> Iterator[KafkaJavaBroker]:
     """One Apache Kafka broker (KRaft, both group protocols) per test module; its log is kept and
     its tail printed when a test of the module failed."""
+    yield from _broker(request, KafkaJavaBroker())
+
+
+@pytest.fixture(scope="module")
+def kafka_java_secured(request: pytest.FixtureRequest) -> Iterator[KafkaJavaBroker]:
+    """``kafka_java`` with the secured listeners (:class:`SecuredListeners`: SASL_SSL with SCRAM,
+    SASL_PLAINTEXT with PLAIN, SSL with client certificates) beside the plaintext one."""
+    yield from _broker(request, KafkaJavaBroker(secured=True))
+
+
+def _broker(request: pytest.FixtureRequest, broker: KafkaJavaBroker) -> Iterator[KafkaJavaBroker]:
     failed = request.session.testsfailed
-    broker = KafkaJavaBroker()
     with broker:
         t = broker.timings
+        pki = f", certificates made in {broker.secured.pki.seconds:.1f} s" if broker.secured is not None else ""
         print(
             f"\nApache Kafka {VERSION}: storage formatted in {t['format_s']:.1f} s, serving in "
-            f"{t['start_s']:.1f} s, group coordinator in {t['coordinator_s']:.1f} s"
+            f"{t['start_s']:.1f} s, group coordinator in {t['coordinator_s']:.1f} s{pki}"
         )
         yield broker
         if request.session.testsfailed > failed:
@@ -323,15 +401,21 @@ class MixedKafkaGroup(KafkaGroup):
         protocol: str = "classic",
         instance_id: str | None = None,
         metadata_max_age_ms: int = 2_000,
+        bootstrap: str | None = None,
+        command_config: Path | None = None,
     ) -> JavaMember:
         """A Java member: ``protocol="classic"`` with client ``assignor`` (range, roundrobin, sticky,
         cooperative-sticky, or ``everyone``: deliberately wrong, every partition to every member) or
         ``protocol="consumer"`` with the broker's ``assignor`` (uniform, range). A long
-        ``metadata_max_age_ms`` keeps it from seeing new partitions for that long."""
+        ``metadata_max_age_ms`` keeps it from seeing new partitions for that long. ``bootstrap`` (default:
+        the broker's plaintext listener) with ``command_config``, a client properties file: a secured
+        listener."""
         records = self.dir / f"{name}.jsonl"
         s, h, p = self.timeouts
         argv = [*java_command("kafka", "io.mqbalance.harness.kafka.KafkaMember", heap_mb=CLIENT_HEAP_MB)]
-        argv += ["--bootstrap", self.broker.bootstrap, "--group", self.group, "--client-id", name]
+        argv += ["--bootstrap", bootstrap or self.broker.bootstrap, "--group", self.group, "--client-id", name]
+        if command_config is not None:
+            argv += ["--command-config", str(command_config)]
         argv += [a for t in topics for a in ("--topic", t)] + ["--protocol", protocol, "--record", str(records)]
         argv += ["--assignor" if protocol == "classic" else "--remote-assignor", assignor]
         argv += ["--session-timeout-ms", str(s), "--heartbeat-interval-ms", str(h), "--max-poll-interval-ms", str(p)]

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mqbalance.exceptions import UsageError
 
@@ -144,6 +144,28 @@ def acl_credentials() -> AclCredentials | None:
     if not access or not secret:
         raise UsageError(f"set both {' and '.join(ACL_VARIABLES)}, or neither", None)
     return AclCredentials(access, secret)
+
+
+def add_command_config(p: argparse.ArgumentParser, *, requires: str = "") -> None:
+    """``--command-config FILE``: a Kafka client properties file, as Kafka's own tools take it."""
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help=(f"{requires}" if requires else "")
+        + "a Kafka client properties file for a secured cluster, as Kafka's tools take it: security.protocol "
+        "(SSL, SASL_PLAINTEXT, SASL_SSL), sasl.mechanism (PLAIN, SCRAM-SHA-256/512), sasl.jaas.config, "
+        "ssl.truststore.location / ssl.keystore.location with type PEM, ssl.key.password, "
+        "ssl.endpoint.identification.algorithm (secrets go in this file, never on the command line)",
+    )
+
+
+def command_config(args: argparse.Namespace) -> dict[str, Any]:
+    """kafka-python's security settings from ``--command-config`` (none when it is not given)."""
+    if not args.command_config:
+        return {}
+    from mqbalance.kafka.client_config import load_client_config
+
+    return load_client_config(args.command_config)
 
 
 def warn(message: str, lines: list[str] | None = None) -> None:

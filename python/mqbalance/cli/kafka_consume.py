@@ -1,6 +1,6 @@
 """``mqbalance kafka-consume --bootstrap HOST:PORT[,HOST:PORT] --group G --topic T [--topic ...]
 --assignor range|roundrobin|sticky|cooperative-sticky [--impl mqbalance|kafka-python]
-[--record FILE]`` — one kafka-python consumer-group member on a real Kafka-protocol broker
+[--record FILE] [--command-config FILE]`` — one kafka-python consumer-group member on a real Kafka-protocol broker
 (:mod:`mqbalance.kafka.member`) until SIGTERM/SIGINT (or ``--duration``), recording what it was
 assigned and processed; SIGUSR1 adds ``--extra-topic`` to its subscription."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from mqbalance.cli._common import Command
+from mqbalance.cli._common import Command, add_command_config, command_config
 from mqbalance.cli._member import add_member_options, member_settings
 
 __all__ = ["COMMAND"]
@@ -20,6 +20,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from mqbalance.kafka.member import ASSIGNOR_CLASSES, IMPLEMENTATIONS
 
     p.add_argument("--bootstrap", required=True, help="brokers, HOST:PORT[,HOST:PORT...]")
+    add_command_config(p)
     add_member_options(p, client_id_help="client id (default: mqbalance-PID)", record_folder=RECORDS)
     p.add_argument("--assignor", default="range", choices=list(ASSIGNOR_CLASSES[IMPLEMENTATIONS[0]]))
     p.add_argument(
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         max_poll_interval_ms=args.max_poll_interval_ms,
         extra_topics=list(args.extra_topic or ()),
         connect_timeout=args.connect_timeout,
+        client_config=command_config(args),
     )
     return run_kafka_member(cfg)
 

@@ -2,7 +2,8 @@
 cluster (topics, routes, groups, connections, reported strategies, committed offsets) into a
 snapshot (:mod:`mqbalance.fleet.rocketmq.live`): JSON, or the Parquet layout for any other ``-o``.
 ``mqbalance snapshot --bootstrap HOST:PORT[,HOST:PORT] -o fleet.json`` reads a live Kafka cluster
-instead (:mod:`mqbalance.fleet.kafka.live`). Brokers that did not answer are listed in the
+instead (:mod:`mqbalance.fleet.kafka.live`), a secured one with ``--command-config FILE`` (a Kafka
+client properties file: SASL PLAIN/SCRAM, TLS with PEM files). Brokers that did not answer are listed in the
 snapshot and on stderr (exit 4 with ``--fail-on-partial``)."""
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mqbalance.cli._common import Command, acl_credentials, add_live_options, add_quiet, at_least, request_timeout
+from mqbalance.cli._common import (
+    Command,
+    acl_credentials,
+    add_command_config,
+    add_live_options,
+    add_quiet,
+    at_least,
+    command_config,
+    request_timeout,
+)
 from mqbalance.cli._fleet import warn_partial
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
@@ -31,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT[,HOST:PORT]",
         help="read the live Kafka cluster behind these brokers instead (kafka-python's admin client; -o must be .json)",
     )
+    add_command_config(p, requires="with --bootstrap: ")
     p.add_argument(
         "--group",
         action="append",
@@ -71,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give --namesrv (RocketMQ) or --bootstrap (Kafka), one of them", args.namesrv)
     if args.group and not args.bootstrap:
         raise UsageError("--group goes with --bootstrap (a RocketMQ snapshot reads every group)", args.group)
+    if args.command_config and not args.bootstrap:
+        raise UsageError("--command-config goes with --bootstrap (a Kafka client properties file)", args.command_config)
+    client_config = command_config(args) if args.bootstrap else {}
     timeout = request_timeout(args)
     at_least(args.lag_time_budget, 0, "--lag-time-budget")
     out = Path(args.out)
@@ -78,14 +92,16 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"-o {out}: a Kafka snapshot is written as JSON (-o fleet.json)", str(out))
     _check_out(out)  # before the cluster is read, which may take minutes
     say = Progress(quiet=args.quiet, stream=sys.stderr)
-    data, snap = _read(args, timeout, say)  # validated before anything is written
+    data, snap = _read(args, timeout, say, client_config)  # validated before anything is written
     write_snapshot(data, snap, out)
     print(f"{out}: {read_summary(data, snap)}")
     warn_partial(snap)
     return 4 if args.fail_on_partial and snap.error_lines() else 0
 
 
-def _read(args: argparse.Namespace, timeout: float, say: Progress) -> tuple[dict[str, Any], AnySnapshot]:
+def _read(
+    args: argparse.Namespace, timeout: float, say: Progress, client_config: dict[str, Any]
+) -> tuple[dict[str, Any], AnySnapshot]:
     """The live cluster's data as read, and the snapshot of it (the reader of ``--bootstrap``
     needs kafka-python, imported only then)."""
     if args.bootstrap:
@@ -93,7 +109,12 @@ def _read(args: argparse.Namespace, timeout: float, say: Progress) -> tuple[dict
         from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict
 
         data = read_kafka_cluster(
-            args.bootstrap, timeout=timeout, groups=args.group, progress=say, lag_time_budget=args.lag_time_budget
+            args.bootstrap,
+            timeout=timeout,
+            groups=args.group,
+            progress=say,
+            lag_time_budget=args.lag_time_budget,
+            client_config=client_config,
         )
         return data, kafka_snapshot_from_dict(data, f"kafka://{args.bootstrap}")
     from mqbalance.fleet import snapshot_from_dict

@@ -30,7 +30,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ from kafka.structs import OffsetAndMetadata
 from mqbalance._validate import number
 from mqbalance.exceptions import InvalidInputError, RemotingConnectError
 from mqbalance.kafka import kafka_python
+from mqbalance.kafka.client_errors import explained_failures
 from mqbalance.member_process import MemberProcess, Write, run_member_process
 
 __all__ = ["KafkaMemberConfig", "run_kafka_member", "check_bootstrap", "key", "ASSIGNOR_CLASSES", "IMPLEMENTATIONS"]
@@ -92,6 +93,8 @@ class KafkaMemberConfig:
     connect_timeout: float = 5.0
     extra_topics: list[str] = field(default_factory=list)
     """Topics added to the subscription on SIGUSR1 (a running member changing its subscription)."""
+    client_config: Mapping[str, Any] = field(default_factory=dict)
+    """kafka-python's security settings (:func:`mqbalance.kafka.client_config.load_client_config`)."""
 
     def __post_init__(self) -> None:
         if self.implementation not in ASSIGNOR_CLASSES:
@@ -209,6 +212,7 @@ def _consumer(cfg: KafkaMemberConfig, instance: Any) -> Any:
         metadata_max_age_ms=2_000,
         request_timeout_ms=max(cfg.max_poll_interval_ms + 5_000, 30_000),
         bootstrap_timeout_ms=int(cfg.connect_timeout * 1000),
+        **cfg.client_config,
     )
 
 
@@ -246,11 +250,14 @@ class _KafkaConsumerMember(MemberProcess):
 
     def connect(self) -> None:
         """A bootstrap address that does not answer is a
-        :class:`~mqbalance.exceptions.RemotingConnectError`; then the consumer subscribes."""
+        :class:`~mqbalance.exceptions.RemotingConnectError` (a refused SASL login an
+        :class:`~mqbalance.exceptions.AuthenticationFailedError`, a failed TLS handshake a
+        :class:`~mqbalance.exceptions.TlsHandshakeError`); then the consumer subscribes."""
         cfg = self.cfg
         check_bootstrap(cfg.bootstrap, cfg.connect_timeout)
         try:
-            self.consumer = _consumer(cfg, self.instance)
+            with explained_failures(cfg.bootstrap, cfg.client_config):
+                self.consumer = _consumer(cfg, self.instance)
         except KafkaTimeoutError:  # accepted the connection, never answered a Kafka request
             raise RemotingConnectError(
                 f"no Kafka broker answered at {cfg.bootstrap} within {cfg.connect_timeout:g} s (connected, no answer)",

@@ -19,7 +19,12 @@ What is read, and with which request:
 A group read while it rebalances keeps its state (``PreparingRebalance``, ``CompletingRebalance``)
 and whatever the broker returned. A request that fails is recorded in ``errors`` (with the group
 where there is one) and the rest is still read; only a bootstrap where no broker answers is an
-error (:class:`~mqbalance.exceptions.RemotingConnectError`, within ``timeout``).
+error (:class:`~mqbalance.exceptions.RemotingConnectError`, within ``timeout``), and so is a
+refused SASL login or a failed TLS handshake (:mod:`mqbalance.kafka.client_errors`).
+
+A secured cluster is read with ``client_config``: kafka-python's security settings, as
+:func:`mqbalance.kafka.client_config.load_client_config` makes them from a Kafka client properties
+file (``--command-config``), given to every client this reader creates.
 
 Brokers that return members without their metadata (Tansu 0.6.0 answers DescribeGroups with empty
 client ids, hosts, metadata and assignments) give members whose ``subscription`` and
@@ -38,7 +43,7 @@ import base64
 import struct
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka import KafkaAdminClient
@@ -48,10 +53,11 @@ from kafka.protocol.consumer import OffsetSpec
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from kafka.structs import TopicPartition
 
-from mqbalance.exceptions import RemotingConnectError
+from mqbalance.exceptions import RemotingConnectError, RemotingError
 from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 from mqbalance.fleet.kafka.messages import ConsumerGroupDescribeRequest
 from mqbalance.fleet.kafka.snapshot import KAFKA_KIND
+from mqbalance.kafka.client_errors import explained_failures
 from mqbalance.kafka.member import check_bootstrap
 
 __all__ = ["read_kafka_cluster"]
@@ -169,6 +175,7 @@ def read_kafka_cluster(
     groups: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
     lag_time_budget: int = 1000,
+    client_config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The Kafka snapshot of the cluster at ``bootstrap`` (``HOST:PORT[,HOST:PORT…]``), as the JSON
     object :func:`~mqbalance.fleet.kafka.snapshot.kafka_snapshot_from_dict` validates.
@@ -176,16 +183,21 @@ def read_kafka_cluster(
     ``groups``: group ids to describe besides those ListGroups returns (a broker may not list a
     group it holds no offsets for yet — Tansu 0.6.0 does not — or ACLs may hide it).
     ``lag_time_budget``: lagging partitions whose oldest unconsumed record is read (:mod:`.lag_time`),
-    most lagging first."""
+    most lagging first. ``client_config``: kafka-python's security settings (``security_protocol``,
+    ``sasl_*``, ``ssl_*``) for every client."""
     say = progress or (lambda _msg: None)
+    config = dict(client_config or {})
     check_bootstrap(bootstrap, timeout)
     errors: list[dict[str, str]] = []
     try:
-        admin = _Admin(
-            bootstrap_servers=bootstrap.split(","),
-            client_id="mqbalance-snapshot",
-            request_timeout_ms=int(timeout * 1000),
-        )
+        with explained_failures(bootstrap, config):
+            admin = _Admin(
+                bootstrap_servers=bootstrap.split(","),
+                client_id="mqbalance-snapshot",
+                request_timeout_ms=int(timeout * 1000),
+                bootstrap_timeout_ms=int(timeout * 1000),
+                **config,
+            )
     except KafkaError as e:
         raise RemotingConnectError(
             f"no Kafka broker answered at {bootstrap} within {timeout:g} s ({e})", bootstrap
@@ -194,11 +206,18 @@ def read_kafka_cluster(
         data = _read(admin, say, errors, groups)
     finally:
         admin.close()
-    _lag_times(data, bootstrap, timeout, lag_time_budget, say)
+    _lag_times(data, bootstrap, timeout, lag_time_budget, say, config)
     return data
 
 
-def _lag_times(data: dict[str, Any], bootstrap: str, timeout: float, budget: int, say: Callable[[str], None]) -> None:
+def _lag_times(
+    data: dict[str, Any],
+    bootstrap: str,
+    timeout: float,
+    budget: int,
+    say: Callable[[str], None],
+    config: Mapping[str, Any],
+) -> None:
     """Lag seconds (:mod:`.lag_time`): ``lagTimes``, the timestamp of the record at each lagging
     partition's committed offset, and ``readAt``, when (ms)."""
     committed = {(o["group"], o["topic"], o["partition"]): o["offset"] for o in data["offsets"]}
@@ -206,8 +225,9 @@ def _lag_times(data: dict[str, Any], bootstrap: str, timeout: float, budget: int
     positions = plan_reads(committed, ends, budget=budget)
     data["readAt"] = int(time.time() * 1000)
     try:
-        found = read_record_times(bootstrap, positions, timeout=max(timeout, 5.0))
-    except KafkaError as e:
+        with explained_failures(bootstrap, config):
+            found = read_record_times(bootstrap, positions, timeout=max(timeout, 5.0), **config)
+    except (KafkaError, RemotingError) as e:
         data["errors"].append({"request": "Fetch", "error": f"lag seconds: {type(e).__name__}: {e}"})
         found = {}
     data["lagTimes"] = [

@@ -13,6 +13,10 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
+import java.io.IOException;
+import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,11 +39,13 @@ import java.util.concurrent.CountDownLatch;
  *             [--protocol consumer --remote-assignor uniform|range]
  *             [--instance-id ID] --record FILE
  *             [--session-timeout-ms N --heartbeat-interval-ms N --max-poll-interval-ms N]
- *             [--metadata-max-age-ms N]
+ *             [--metadata-max-age-ms N] [--command-config FILE]
  * </pre>
  *
  * {@code everyone} is {@link EveryoneAssignor}, deliberately wrong (for the audit's tests). A long
  * {@code --metadata-max-age-ms} keeps the member from seeing new partitions for that long.
+ * {@code --command-config} is a client properties file (security settings, as Kafka's own tools take
+ * it), loaded before the options above.
  *
  * <p>Records: {@code start}, {@code g} (classic: each generation completed, from the assignor; consumer
  * protocol: each assignment change, {@code gen} the member epoch), {@code L} (classic leader),
@@ -62,6 +68,13 @@ public final class KafkaMember {
         }
         this.classic = protocol.equals("classic");
         Properties p = new Properties();
+        if (args.containsKey("command-config")) {
+            try (Reader in = Files.newBufferedReader(Path.of(one("command-config", null)))) {
+                p.load(in);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
         p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, one("bootstrap", null));
         p.put(ConsumerConfig.GROUP_ID_CONFIG, one("group", null));
         p.put(ConsumerConfig.CLIENT_ID_CONFIG, one("client-id", null));
