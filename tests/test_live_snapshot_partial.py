@@ -73,9 +73,8 @@ def test_a_silent_broker_is_recorded_not_waited_for(cluster: RocketMQCluster, tm
         assert written["meta"]["unreachableBrokers"] == ["broker-b"]
         # lag seconds read of broker-a (GET_CONSUME_STATS, one PULL_MESSAGE), none asked of broker-b
         [lagging] = written["lagTimes"]
-        assert (lagging["brokerName"], lagging["queueId"], lagging["committed"], lagging["maxOffset"]) == (
-            "broker-a", 0, 1, 3
-        )
+        where = (lagging["brokerName"], lagging["queueId"], lagging["committed"], lagging["maxOffset"])
+        assert where == ("broker-a", 0, 1, 3), lagging
         assert lagging["state"] == "exact" and lagging["storeTimestamp"] <= lagging["readAt"]
         assert len(written["errors"]) == 1
     finally:
