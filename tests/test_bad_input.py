@@ -763,6 +763,12 @@ TABLE: list[Entry] = [
         previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
     ),
     E(
+        "fleet.drains",
+        lambda snapshot, previous: mqbalance.fleet.drains(snapshot, previous),
+        snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
+        previous=("object?", from_json.snapshot_from_dict(_SNAPSHOT)),
+    ),
+    E(
         "fleet.check_snapshots",
         lambda snapshot, previous: mqbalance.fleet.check_snapshots(snapshot, previous),
         snapshot=("object", from_json.snapshot_from_dict(_SNAPSHOT)),
@@ -1360,6 +1366,8 @@ EXEMPT |= {
     "mqbalance.remoting.api.TopicConfigs": "record decoded from a broker's answer",
     "mqbalance.history.causes.*": "analysis of a history's rows, which the writer checked (history: CLI walker)",
     "mqbalance.history.drain.*": "analysis of the offsets readings the watcher wrote (library-built)",
+    "mqbalance.fleet.drain.*": "analysis of the offsets readings of checked snapshots (fleet.drains, fleet.audit: "
+    "walked)",
     "mqbalance.history.job.data_bytes": "opens the history as analyse does (history: CLI walker)",
     "mqbalance.scaling.advise": "walked through `mqbalance scale` (CLI walker: every option's bad values)",
     "mqbalance.scaling.measured_load": "walked through `mqbalance scale --history` (CLI walker)",
@@ -1762,6 +1770,8 @@ CLI: dict[str, list[list[str]]] = {
         ["audit", "--out", "{unwritable}"],
         ["audit", "--fail-on", "nonsense", "--out", "{tmp}/a"],
         ["audit", "{textparquet}", "--out", "{tmp}/a"],
+        ["audit", "--lag-time-budget", "-1", "--out", "{tmp}/a"],
+        ["audit", "--lag-time-budget", "x", "--out", "{tmp}/a"],
     ],
     "simulate": [
         ["simulate", f"{{{n}}}", "--out", "{tmp}/s"]

@@ -5,7 +5,8 @@ catch up while the real ``mqbalance watch`` process serves ``mqbalance_group_dra
 estimate it serves once its window holds no production is compared with the drain observed (the
 first moment every committed offset reached its queue's max offset, polled by the test): the
 median absolute error must be ≤ 20 % (issue 35). So must ``mqbalance scale --history``'s
-prediction at the current count, from the rate per consumer it measures in the history.
+prediction at the current count, from the rate per consumer it measures in the history, and the
+audit's time to drain between two live snapshots (``audit --previous``).
 
 ``--work-ms`` is per *pulled batch* (up to 32 messages), and one member pulls its queues in turn:
 a member holding 2 queues consumes about ``32 / (2 * work_ms)`` messages per second per queue —
@@ -14,6 +15,7 @@ builds a lag (every reading finds committed = max offset): the burst must outpac
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import socket
@@ -30,10 +32,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_cluster import MQBALANCE
+from mqbalance.fleet import drains, load_any_snapshot
 from mqbalance.history.analysis import ms
 from mqbalance.history.writer import read_ticks
 from mqbalance.record_files import load_records
-from mqbalance.remoting import BrokerClient
+from mqbalance.remoting import BrokerClient, ConsumerData
 from mqbalance.scaling import advise, measured_load
 from rocketmq_cluster import RocketMQCluster
 
@@ -230,3 +233,115 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
     # the watcher saw the backlog and then its end: idle (0) after the drain
     assert max(g.get("mqbalance_group_lag", 0) for _a, g in samples) > 0, samples
     assert samples[-1][1].get("mqbalance_group_drain_seconds") == 0.0, samples[-3:]
+
+
+class Paced:
+    """The test's own consumer and producer on a 4-queue topic, paced by the wall clock: group
+    ``drains`` commits ``CONSUME`` messages a second on every queue (never past its max offset),
+    queue 0 gets ``PRODUCE`` more a second; group ``stopped`` never commits (production goes on:
+    it never drains); group ``caught_up`` holds an idle topic at its end. The moment ``drains``
+    commits its last queue's max offset is recorded (the drain observed)."""
+
+    CONSUME, PRODUCE, BURST = 20.0, 5.0, (300, 300, 300, 100)
+
+    def __init__(self, cluster: RocketMQCluster) -> None:
+        tag = uuid.uuid4().hex[:6]
+        self.topic, self.idle_topic = f"T-audit-{tag}", f"T-idle-{tag}"
+        self.drains, self.stopped, self.caught_up = f"g-drains-{tag}", f"g-stopped-{tag}", f"g-idle-{tag}"
+        cluster.create_topic(self.topic, {"broker-a": QUEUES})
+        cluster.create_topic(self.idle_topic, {"broker-a": 1})
+        self.conn = BrokerClient(cluster.broker("broker-a").addr, timeout=20.0)  # a busy machine: generous
+        self.conn.heartbeat(
+            f"10.0.9.2@{tag}",
+            [ConsumerData(self.drains, [self.topic]), ConsumerData(self.stopped, [self.topic]),
+             ConsumerData(self.caught_up, [self.idle_topic])],
+        )  # fmt: skip
+        self.top = [0] * QUEUES
+        for q, n in enumerate(self.BURST):
+            for _ in range(n):
+                self.top[q] = self.conn.send(self.topic, q, b"m" * 64).queue_offset + 1
+        for _ in range(2):
+            self.conn.send(self.idle_topic, 0, b"i")
+        self.conn.update_offset(self.caught_up, self.idle_topic, 0, 2)
+        for q in range(QUEUES):
+            self.conn.update_offset(self.stopped, self.topic, q, 0)
+            self.conn.update_offset(self.drains, self.topic, q, 0)
+        self.drained: float | None = None
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            start, base, committed = time.time(), list(self.top), [0] * QUEUES
+            while not self.stop.wait(0.05) and self.drained is None:
+                elapsed = time.time() - start
+                while base[0] + int(self.PRODUCE * elapsed) > self.top[0]:
+                    self.top[0] = self.conn.send(self.topic, 0, b"m" * 64).queue_offset + 1
+                for q in range(QUEUES):
+                    target = min(self.top[q], int(self.CONSUME * elapsed))
+                    if target > committed[q]:
+                        self.conn.update_offset(self.drains, self.topic, q, target)
+                        committed[q] = target
+                if all(committed[q] >= self.top[q] for q in range(QUEUES)):
+                    self.drained = time.time()
+        except BaseException as e:  # noqa: BLE001  (said by the test)
+            self.error = e
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        self.conn.close()
+
+
+def test_audit_time_to_drain_from_two_live_snapshots(rocketmq: RocketMQCluster, tmp_path: Path) -> None:
+    """Two ``mqbalance snapshot --namesrv`` a few seconds apart while a group drains, then ``mqbalance
+    audit LATER --previous EARLIER``: the group's time to drain within 20 % of the drain observed
+    after the later read; a stopped group ``never``; a caught-up one ``idle``; the later snapshot
+    alone ``unknown (one reading)``."""
+    p = Paced(rocketmq)
+    paths = [tmp_path / "before.json", tmp_path / "after.json"]
+    try:
+        for i, path in enumerate(paths):
+            if i:
+                time.sleep(3.0)  # rates over a few seconds
+            done = subprocess.run(
+                [str(MQBALANCE), "snapshot", "--namesrv", rocketmq.namesrv_addr, "-o", str(path), "--quiet",
+                 "--no-running-info"],
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+        deadline = time.monotonic() + 120
+        while p.drained is None and p.error is None:
+            assert time.monotonic() < deadline, (p.top, p.error)
+            time.sleep(0.1)
+    finally:
+        p.close()
+    assert p.error is None and p.drained is not None, p.error
+    read_at = max(r["readAt"] for r in json.loads(paths[1].read_text())["lagTimes"]) / 1000
+    true = p.drained - read_at
+    out = tmp_path / "audit"
+    done = subprocess.run(
+        [str(MQBALANCE), "audit", str(paths[1]), "--previous", str(paths[0]), "--out", str(out), "--quiet",
+         "--what-if", "none", "--no-assignments"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    with (out / "group_topics.csv").open() as f:
+        rows = {r["group"]: r for r in csv.DictReader(f)}
+    got = rows[p.drains]
+    print(json.dumps({"drain_s": got["drain_seconds"], "observed_s": round(true, 2), "basis": got["drain_basis"]}))
+    assert got["drain"] == "draining", got
+    assert abs(float(got["drain_seconds"]) - true) / true <= 0.20, (got, true)
+    assert rows[p.stopped]["drain"] == "never" and rows[p.caught_up]["drain"] == "idle", rows
+    ours = (p.drains, p.stopped, p.caught_up)
+    said = {
+        (d["group"], d["drain"]) for d in json.loads((out / "findings.json").read_text())["drain"] if d["group"] in ours
+    }
+    assert said == {(p.drains, "draining"), (p.stopped, "never")}, said
+    page = (out / "report.html").read_text()
+    assert '<section id="drain">' in page and f"{float(got['drain_seconds']):,.1f} s" in page
+    alone = drains(load_any_snapshot(paths[1]))
+    assert alone[(p.drains, p.topic)].said() == "unknown (one reading)", alone
+    assert alone[(p.caught_up, p.idle_topic)].state == "idle", alone

@@ -10,6 +10,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -65,8 +66,13 @@ def _observed_drain(r: SimulationResult, lag: int) -> float:
     return next(t - DOWN_S for t, b in zip(s["t_s"], s["backlog"]) if t > DOWN_S and b <= lag / 100)
 
 
+#: the group of the issue's example: 16 queues under AVG, 5 consumers at 100 msg/s each, a backlog
+#: of 96,000 and 200 msg/s produced; the tests vary it with ``dataclasses.replace``
+LOAD = GroupLoad(queues=QUEUES, strategy="AVG", consumers=5, consume_rate=100.0, lag=96_000, produce_rate=200.0)
+
+
 def test_avg_steps_are_the_counts_that_lower_the_largest_share() -> None:
-    a = advise(GroupLoad(queues=16, strategy="AVG", consumers=5, consume_rate=100.0, lag=96_000, produce_rate=200.0))
+    a = advise(LOAD)
     assert [(s.consumers, s.max_share) for s in a.steps] == [(1, 16), (2, 8), (3, 6), (4, 4), (6, 3), (8, 2), (16, 1)]
     assert a.current.max_share == 4 and a.recommended.consumers == 16  # no target: drain fastest
 
@@ -75,8 +81,8 @@ def test_avg_steps_are_the_counts_that_lower_the_largest_share() -> None:
 def test_never_recommends_more_consumers_without_a_smaller_largest_share(strategy: str) -> None:
     for target in (60.0, 300.0, 900.0, 1e6):
         a = advise(
-            GroupLoad(
-                queues=24, strategy=strategy, consumers=_ids(7), consume_rate=50.0, lag=50_000, produce_rate=300.0
+            replace(
+                LOAD, queues=24, strategy=strategy, consumers=_ids(7), consume_rate=50.0, lag=50_000, produce_rate=300.0
             ),
             drain_target_s=target,
             id_samples=8,
@@ -88,24 +94,23 @@ def test_never_recommends_more_consumers_without_a_smaller_largest_share(strateg
 
 
 def test_kafka_assignors_and_bad_input() -> None:
-    a = advise(GroupLoad(queues=12, strategy="range", kafka=True, consumers=5, consume_rate=10.0), drain_target_s=60)
+    idle = replace(LOAD, queues=12, strategy="range", kafka=True, consume_rate=10.0, lag=0, produce_rate=0.0)
+    a = advise(idle, drain_target_s=60)
     assert [s.consumers for s in a.steps] == [1, 2, 3, 4, 6, 12]
     assert a.current.drain_s == 0 and a.to_dict()["current"]["drain"] == "idle"
+    small = GroupLoad(queues=4, strategy="AVG", consumers=1, consume_rate=1.0)
     with pytest.raises(UnsupportedStrategyError):
-        advise(GroupLoad(queues=4, strategy="CONFIG", consumers=1, consume_rate=1.0))
+        advise(replace(small, strategy="CONFIG"))
     with pytest.raises(UnknownStrategyError):
-        advise(GroupLoad(queues=4, strategy="nope", consumers=1, consume_rate=1.0))
+        advise(replace(small, strategy="nope"))
     with pytest.raises(InvalidInputError, match="consume_rate"):
-        advise(GroupLoad(queues=4, strategy="AVG", consumers=1, consume_rate=0.0))
+        advise(replace(small, consume_rate=0.0))
     with pytest.raises(InvalidInputError, match="lag"):
-        advise(GroupLoad(queues=4, strategy="AVG", consumers=1, consume_rate=1.0, lag=[1, 2]))
+        advise(replace(small, lag=[1, 2]))
 
 
 def test_production_outpacing_every_count_is_never() -> None:
-    a = advise(
-        GroupLoad(queues=4, strategy="AVG", consumers=2, consume_rate=10.0, lag=100, produce_rate=50.0),
-        drain_target_s=60,
-    )
+    a = advise(replace(LOAD, queues=4, consumers=2, consume_rate=10.0, lag=100, produce_rate=50.0), drain_target_s=60)
     assert a.current.drain_s is None and a.recommended.drain_s is None and not a.meets_target
 
 
@@ -118,12 +123,8 @@ def test_advice_holds_in_the_simulator(strategy: str, target_s: int) -> None:
     now = _run(strategy, _ids(5))
     rate, lag, produced = _measured(now, strategy, _ids(5))
     assert lag > 0 and rate > 0
-    a = advise(
-        GroupLoad(
-            queues=QUEUES, strategy=strategy, consumers=5, consume_rate=rate, lag=lag, produce_rate=produced, topic="T"
-        ),
-        drain_target_s=target_s,
-    )
+    measured = replace(LOAD, strategy=strategy, consume_rate=rate, lag=lag, produce_rate=produced, topic="T")
+    a = advise(measured, drain_target_s=target_s)
     assert a.meets_target and a.recommended.drain_s is not None
     assert abs(_observed_drain(now, lag) - a.current.drain_s) <= 0.15 * a.current.drain_s  # type: ignore[operator]
     then = _run(strategy, _ids(a.recommended.consumers))
@@ -139,8 +140,8 @@ def test_consistent_hash_plan_holds_for_the_ids_the_group_gets() -> None:
     current = _ids(5)
     now = _run("CONSISTENT_HASH", current)
     rate, lag, produced = _measured(now, "CONSISTENT_HASH", current)
-    load = GroupLoad(
-        queues=QUEUES,
+    load = replace(
+        LOAD,
         strategy="CONSISTENT_HASH",
         consumers=current,
         consume_rate=rate,
@@ -154,17 +155,7 @@ def test_consistent_hash_plan_holds_for_the_ids_the_group_gets() -> None:
     then = _run("CONSISTENT_HASH", grown, duration_s=2500)
     observed = _observed_drain(then, lag)
     assert observed <= a.recommended.drain_s * 1.15, (observed, a.to_dict())
-    exact = advise(
-        GroupLoad(
-            queues=QUEUES,
-            strategy="CONSISTENT_HASH",
-            consumers=grown,
-            consume_rate=rate,
-            lag=lag,
-            produce_rate=produced,
-            topic="T",
-        )
-    ).current
+    exact = advise(replace(load, consumers=grown)).current
     assert exact.drain_s is not None and math.isfinite(exact.drain_s)
     assert abs(observed - exact.drain_s) <= 0.15 * exact.drain_s, (observed, exact)
 

@@ -27,7 +27,7 @@ def entry_by_entry(data, source="<snapshot>"):
     qd, br = from_json._queue_rows(topics, source)
     groups = checks.get_field(data, "groups", dict, source)
     cn, sb, specs = from_json._group_rows(groups, source)
-    of, er = from_json._extra_rows(data, source)
+    of, er, lt = (from_json._extra_rows(data, source, table) for table in ("offsets", "errors", "lag_times"))
     return snapshot_model.Snapshot(
         source,
         snapshot_model.table_of("queue_data", qd),
@@ -37,6 +37,7 @@ def entry_by_entry(data, source="<snapshot>"):
         *snapshot_model.strategy_codes(specs),
         snapshot_model.table_of("offsets", of),
         snapshot_model.table_of("errors", er),
+        snapshot_model.table_of("lag_times", lt),
     )
 
 

@@ -122,6 +122,16 @@ def add_live_options(p: argparse.ArgumentParser, *, required: bool) -> None:
     )
 
 
+def add_lag_time_budget(p: argparse.ArgumentParser) -> None:
+    """``--lag-time-budget``: how many lagging queues/partitions a live read reads lag seconds of."""
+    p.add_argument(
+        "--lag-time-budget",
+        type=int,
+        default=1000,
+        help="lagging queues/partitions whose oldest unconsumed message is read, most lagging first (default: 1000)",
+    )
+
+
 def request_timeout(args: argparse.Namespace) -> float:
     """``--timeout`` of :func:`add_live_options` (default 3 s), > 0."""
     timeout = 3.0 if args.timeout is None else args.timeout

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from mqbalance.cli._common import (
     Command,
+    add_lag_time_budget,
     add_out,
     add_quiet,
     add_spark_options,
@@ -34,7 +35,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from mqbalance.fleet import DEFAULT_WHAT_IF, KAFKA_WHAT_IF
 
     add_fleet_input(p)
-    p.add_argument("--previous", help="an earlier snapshot, for churn")
+    p.add_argument(
+        "--previous",
+        help="an earlier snapshot of the same cluster: for churn, and the rates of time to drain",
+    )
+    add_lag_time_budget(p)
     add_out(p, "out/audit")
     add_spark_options(p)
     p.add_argument("--partitions", type=int, help="Spark partitions of the work (default: one per core)")
@@ -115,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--fail-on: unknown kind(s) {unknown}; known: {', '.join(FINDING_KINDS)}", unknown)
     say = Progress(quiet=args.quiet)
     writable_dir(args.out, "--out")
-    given = fleet_input(args, say)
+    at_least(args.lag_time_budget, 0, "--lag-time-budget")
+    given = fleet_input(args, say, args.lag_time_budget)
     if given is not None:
         snap, prev = given, load_any_snapshot(args.previous) if args.previous else None
     else:

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from mqbalance.cli._common import (
     Command,
-    acl_credentials,
     add_command_config,
+    add_lag_time_budget,
     add_live_options,
     add_quiet,
     at_least,
     command_config,
     request_timeout,
 )
-from mqbalance.cli._fleet import warn_partial
+from mqbalance.cli._fleet import read_rocketmq, warn_partial
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
 
@@ -52,12 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "-o", "--out", required=True, help="fleet.json (JSON) or a directory, e.g. fleet.parquet (Parquet layout)"
     )
     add_quiet(p)
-    p.add_argument(
-        "--lag-time-budget",
-        type=int,
-        default=1000,
-        help="lagging queues/partitions whose oldest unconsumed message is read, most lagging first (default: 1000)",
-    )
+    add_lag_time_budget(p)
     p.add_argument(
         "--fail-on-partial", action="store_true", help="exit 4 when some broker or request could not be read"
     )
@@ -117,20 +112,7 @@ def _read(
             client_config=client_config,
         )
         return data, kafka_snapshot_from_dict(data, f"kafka://{args.bootstrap}")
-    from mqbalance.fleet import snapshot_from_dict
-    from mqbalance.fleet.rocketmq.lag_time import read_lag_times
-    from mqbalance.fleet.rocketmq.live import read_cluster
-
-    data = read_cluster(
-        args.namesrv,
-        timeout=timeout,
-        running_info=not args.no_running_info,
-        progress=say,
-        credentials=acl_credentials(),
-    )
-    data["lagTimes"] = read_lag_times(data, timeout=timeout, budget=args.lag_time_budget)
-    say(f"lag seconds: {sum(1 for r in data['lagTimes'] if r['storeTimestamp'] is not None):,} lagging queues read")
-    return data, snapshot_from_dict(data, f"rocketmq://{args.namesrv}")
+    return read_rocketmq(args, timeout, say, args.lag_time_budget)
 
 
 COMMAND = Command(

@@ -6,7 +6,8 @@ One call per step, whatever the kind (the snapshot says which it is):
 * :func:`load_any_snapshot` — a RocketMQ snapshot (JSON file or Parquet directory) or a Kafka
   one (a JSON file marked ``"kind": "kafka"``);
 * :func:`audit` — the audit in-process: rows, :class:`Finding` s and :class:`Totals`;
-  :func:`audit_on_spark` — the same in Spark's executors;
+  :func:`audit_on_spark` — the same in Spark's executors; both with the time to drain of each
+  (group, topic) at the rates since a previous snapshot (:func:`drains`, :mod:`~mqbalance.fleet.drain`);
 * :func:`what_if_for` — the candidate strategies (RocketMQ) or assignors (Kafka) of a
   ``--what-if`` option for a snapshot;
 * :func:`write_outputs` — the report (JSON, CSV, Markdown, HTML, plots) of either kind;
@@ -18,7 +19,7 @@ One call per step, whatever the kind (the snapshot says which it is):
 The modules, bottom to top: each imports only modules to its left, and nothing calls back up
 (each kind's subpackage is layered inside too, see its docs)::
 
-    findings, shipping  <  spark  <  rocketmq, kafka  <  report  <  mqbalance.fleet
+    findings, shipping  <  spark, drain  <  rocketmq, kafka  <  report  <  mqbalance.fleet
 
 * :class:`~mqbalance.exceptions.SnapshotError` — for both kinds;
 * :mod:`~mqbalance.fleet.findings` — the rules written once for both kinds: per-pair rows,
@@ -27,6 +28,7 @@ The modules, bottom to top: each imports only modules to its left, and nothing c
 * :mod:`mqbalance.fleet.rocketmq` — RocketMQ's snapshot model, readers, live reader, assignment
   engine, facts and Spark job;
 * :mod:`mqbalance.fleet.kafka` — Kafka's snapshot model, live reader, facts and what-if, Spark job;
+* :mod:`~mqbalance.fleet.drain` — time to drain between two snapshots, for either kind;
 * :mod:`~mqbalance.fleet.report` — JSON/CSV/Markdown/HTML outputs and plots;
 * :mod:`~mqbalance.fleet.spark` — Spark sessions (imported on demand), and
   :mod:`~mqbalance.fleet.shipping` — this Python environment shipped to the executors.
@@ -44,6 +46,7 @@ from typing import Any
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import SnapshotError
+from mqbalance.fleet.drain import Drain, pair_drains, with_drain
 from mqbalance.fleet.findings import (
     FINDING_KINDS,
     AssignmentTable,
@@ -68,6 +71,7 @@ from mqbalance.fleet.rocketmq.audit import audit_snapshot, summarise
 from mqbalance.fleet.rocketmq.example import HAZARD_GROUPS, example_fleet, example_pair, scaled_fleet
 from mqbalance.fleet.rocketmq.files import load_snapshot, write_parquet
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
+from mqbalance.fleet.rocketmq.lag_time import offset_readings
 from mqbalance.fleet.rocketmq.snapshot import Connection, ConsumerGroup, MessageModel, Snapshot
 from mqbalance.fleet.rocketmq.spark import assign_fleet, audit_fleet
 from mqbalance.fleet.rocketmq.what_if import DEFAULT_WHAT_IF, what_if_candidates
@@ -83,6 +87,7 @@ __all__ = [
     "AuditResult",
     "Connection",
     "ConsumerGroup",
+    "Drain",
     "Finding",
     "FindingKind",
     "KafkaSnapshot",
@@ -102,6 +107,7 @@ __all__ = [
     "audits_on_spark",
     "check_snapshots",
     "describe",
+    "drains",
     "example_fleet",
     "example_pair",
     "load_any_snapshot",
@@ -174,8 +180,30 @@ def audit(
     queues are assigned (a Kafka snapshot carries its assignment)."""
     check_snapshots(snapshot, previous)
     if isinstance(snapshot, KafkaSnapshot):
-        return audit_kafka(snapshot, previous, what_if)  # type: ignore[arg-type]  # it checks the names
-    return audit_snapshot(snapshot, what_if=what_if, previous=previous, progress=progress)  # type: ignore[arg-type]
+        result = audit_kafka(snapshot, previous, what_if)  # type: ignore[arg-type]  # it checks the names
+    else:
+        result = audit_snapshot(snapshot, what_if=what_if, previous=previous, progress=progress)  # type: ignore[arg-type]
+    return with_drain(result, drains(snapshot, previous))
+
+
+def _readings(snapshot: AnySnapshot) -> dict[Any, tuple[int, int, int]]:
+    if isinstance(snapshot, KafkaSnapshot):
+        return snapshot.offset_readings()
+    return offset_readings(snapshot.lag_times, snapshot.offsets, snapshot.errors)
+
+
+def drains(snapshot: AnySnapshot, previous: AnySnapshot | None = None) -> dict[tuple[str, str], Drain]:
+    """Per (group, topic) whose offsets ``snapshot`` read (a live snapshot's lag-seconds read:
+    committed and max offsets at one time), its time to drain at the rates since ``previous``, an
+    earlier snapshot of the same cluster (:func:`mqbalance.fleet.drain.pair_drains`; without it,
+    ``unknown`` for a lagging pair: one reading has no rates).
+
+    >>> snap = snapshot_from_dict(example_fleet(7, groups=12), "example")
+    >>> drains(snap)  # a file without offsets read: nothing to say
+    {}
+    """
+    check_snapshots(snapshot, previous)
+    return pair_drains(_readings(snapshot), None if previous is None else _readings(previous))
 
 
 def audit_on_spark(
@@ -194,15 +222,17 @@ def audit_on_spark(
     :func:`mqbalance.fleet.kafka.spark.audit_kafka_on_spark`. Equal to :func:`audit`."""
     check_snapshots(snapshot, previous)
     if isinstance(snapshot, KafkaSnapshot):
-        return audit_kafka_on_spark(spark, snapshot, previous, what_if, partitions=partitions)  # type: ignore[arg-type]
-    return audit_fleet(
-        spark,
-        snapshot,
-        partitions=partitions,
-        previous=previous,  # type: ignore[arg-type]
-        what_if=what_if,
-        assignments_dir=assignments_dir,
-    )
+        result = audit_kafka_on_spark(spark, snapshot, previous, what_if, partitions=partitions)  # type: ignore[arg-type]
+    else:
+        result = audit_fleet(
+            spark,
+            snapshot,
+            partitions=partitions,
+            previous=previous,  # type: ignore[arg-type]
+            what_if=what_if,
+            assignments_dir=assignments_dir,
+        )
+    return with_drain(result, drains(snapshot, previous))
 
 
 def describe(snapshot: AnySnapshot) -> str:

@@ -165,6 +165,11 @@ class PairRow:
     #: the type of the timestamp it comes from (Kafka: ``CreateTime`` or ``LogAppendTime``)
     lag_s: float | None = None
     lag_timestamp: str | None = None
+    #: time to drain (:mod:`mqbalance.fleet.drain`): ``draining``, ``never``, ``idle`` or
+    #: ``unknown``, the seconds (draining) and what the estimate stands on (``None``: no offsets read)
+    drain: str | None = None
+    drain_s: float | None = None
+    drain_basis: str | None = None
 
     @classmethod
     def of(
@@ -246,6 +251,9 @@ _PAIR_COLUMNS = (
     ("lag", "lag"),
     ("lag_seconds", "lag_s"),
     ("lag_timestamp", "lag_timestamp"),
+    ("drain", "drain"),
+    ("drain_seconds", "drain_s"),
+    ("drain_basis", "drain_basis"),
 )
 
 

@@ -1,6 +1,7 @@
 """Audit outputs: findings as JSON and CSV, the per-(group, topic) table as CSV, a report in
 Markdown and HTML (from ``templates/report.html``) and PNG plots; with candidate strategies
-tried, a "what if groups switched strategy" section and ``what_if.csv``.
+tried, a "what if groups switched strategy" section and ``what_if.csv``; with offsets read, a
+"time to drain" section (and ``drain`` in findings.json) for the lagging pairs.
 
 >>> import tempfile
 >>> from mqbalance.fleet.findings import AuditResult, Totals
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, WhatIfRow
+from mqbalance.fleet.findings import AuditResult, Finding, FindingKind, PairRow, WhatIfRow
 
 __all__ = ["CandidateSummary", "what_if_summary", "write_outputs"]
 
@@ -262,6 +263,74 @@ def _what_if_html(result: AuditResult) -> str:
     )
 
 
+#: the order the drain section lists lagging pairs in: those that never drain first
+_DRAIN_ORDER = {"never": 0, "unknown": 1, "draining": 2}
+
+
+def _draining(result: AuditResult) -> list[PairRow]:
+    """The lagging pairs with a time to drain: never first, then unknown, then the longest."""
+    rows = [r for r in result.rows if r.drain is not None and r.drain != "idle"]
+    return sorted(rows, key=lambda r: (_DRAIN_ORDER.get(r.drain or "", 3), -(r.drain_s or 0), r.group, r.topic))
+
+
+def _drain_said(r: PairRow) -> str:
+    if r.drain == "draining" and r.drain_s is not None:
+        return f"{r.drain_s:,.1f} s"
+    return f"unknown ({r.drain_basis})" if r.drain == "unknown" else r.drain or ""
+
+
+def _drain_json(result: AuditResult) -> list[dict[str, Any]]:
+    return [
+        {"group": r.group, "topic": r.topic, "lag": r.lag, "lag_seconds": r.lag_s, "drain": r.drain,
+         "drain_seconds": r.drain_s, "basis": r.drain_basis}
+        for r in _draining(result)
+    ]  # fmt: skip
+
+
+_DRAIN_INTRO = (
+    "Seconds until the lag reaches zero at the rates between this snapshot and the previous one "
+    "(per queue; a topic drains when its last queue does): never when production keeps up with "
+    "consumption; unknown without an earlier reading (one snapshot has no rates: give --previous)."
+)
+
+
+def _drain_cells(r: PairRow) -> list[str]:
+    lag_s = "" if r.lag_s is None else f"{r.lag_s:,.1f}"
+    return [r.group, r.topic, f"{r.lag or 0:,}", lag_s, _drain_said(r), r.drain_basis or ""]
+
+
+def _drain_markdown(result: AuditResult) -> list[str]:
+    rows = _draining(result)
+    if not rows:
+        return []
+    lines = ["", "## Time to drain", "", _DRAIN_INTRO, ""]
+    lines += ["| group | topic | lag | lag (s) | time to drain | basis |", "|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(_drain_cells(r)) + " |" for r in rows[:TOP_PER_KIND]]
+    if len(rows) > TOP_PER_KIND:
+        lines.append(f"| … {len(rows) - TOP_PER_KIND:,} more in findings.json | | | | | |")
+    return lines
+
+
+def _drain_html(result: AuditResult) -> str:
+    rows = _draining(result)
+    if not rows:
+        return ""
+    body = "\n".join(
+        "<tr>" + "".join(
+            f'<td class="n">{html.escape(c)}</td>' if i in (2, 3, 4) else f"<td>{html.escape(c)}</td>"
+            for i, c in enumerate(_drain_cells(r))
+        ) + "</tr>"
+        for r in rows[:TOP_PER_KIND]
+    )  # fmt: skip
+    more = len(rows) - TOP_PER_KIND
+    tail = f'<p class="more">… {more:,} more in findings.json</p>' if more > 0 else ""
+    return (
+        f'<section id="drain">\n<h2>Time to drain</h2>\n<p>{html.escape(_DRAIN_INTRO)}</p>\n<table>\n'
+        "<tr><th>group</th><th>topic</th><th>lag</th><th>lag (s)</th><th>time to drain</th><th>basis</th></tr>\n"
+        f"{body}\n</table>{tail}\n</section>"
+    )
+
+
 def _markdown(result: AuditResult, source: str, images: list[str], snapshot_errors: Sequence[str] = ()) -> str:
     lines = [f"# mqbalance audit — {source}", ""]
     if snapshot_errors:
@@ -283,6 +352,7 @@ def _markdown(result: AuditResult, source: str, images: list[str], snapshot_erro
         lines += [f"| {f.group} | {f.topic or ''} | {f.count:,} | {f.detail} |" for f in found[:TOP_PER_KIND]]
         if len(found) > TOP_PER_KIND:
             lines.append(f"| … {len(found) - TOP_PER_KIND:,} more in findings.csv | | | |")
+    lines += _drain_markdown(result)
     lines += _what_if_markdown(result)
     lines += [""] + [f"![{img}]({img})" for img in images]
     return "\n".join(lines) + "\n"
@@ -319,6 +389,7 @@ def _html(result: AuditResult, source: str, images: list[str]) -> str:
         ),
         summary=summary,
         findings="\n".join(sections) or "<p>none</p>",
+        drain=_drain_html(result),
         what_if=_what_if_html(result),
         images="\n".join(f'<p><img src="{html.escape(i)}" alt="{html.escape(i)}"></p>' for i in images),
     )
@@ -361,6 +432,7 @@ def write_outputs(
                 "source": source,
                 "totals": result.totals.to_dict(),
                 "findings": findings,
+                "drain": _drain_json(result),
                 "snapshot_errors": list(snapshot_errors),
             },
             indent=2,

@@ -394,6 +394,8 @@ class Collector:
                 errors=len(gaps),
                 offsets_read=due_offsets,
                 now_ms=round(start_wall * 1000),
+                previous=self.state,
+                changed_queues=changed_queues,
             )
         self.state = new
         self.ticks += 1

@@ -28,6 +28,11 @@ Per group and topic (labels ``group``, ``topic``):
 For the watcher: ``mqbalance_watch_ticks_total``, ``mqbalance_watch_skipped_ticks_total``,
 ``mqbalance_watch_read_errors_total`` and ``mqbalance_watch_tick_seconds`` (a histogram).
 
+The per-group counts of members and owners are kept between ticks and updated from the tick's
+changes (the connections that came and went, the queues whose owners the collector computed
+again), so a tick that changed a few groups sets only their gauges; a tick that does not say what
+changed (the first) counts every connection and owner.
+
 >>> m = WatchMetrics()
 >>> m.ticks.inc()
 >>> b"mqbalance_watch_ticks_total 1.0" in m.exposition()
@@ -39,7 +44,7 @@ from __future__ import annotations
 import contextlib
 from collections import Counter as Tally
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
@@ -97,6 +102,11 @@ class WatchMetrics:
         self.errors = Counter("mqbalance_watch_read_errors", "reads that failed (gaps)", registry=r)
         self.duration = Histogram("mqbalance_watch_tick_seconds", "tick duration", registry=r)
         self._groups: set[str] = set()
+        #: per group: connections, queues owned by nobody, queues owned twice or more (as gauged)
+        self._members: Tally[str] = Tally()
+        self._unowned: Tally[str] = Tally()
+        self._double: Tally[str] = Tally()
+        self._counted = False
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> Any:
         """Serve ``/metrics`` on ``addr:port`` in a daemon thread; the server."""
@@ -116,25 +126,31 @@ class WatchMetrics:
         errors: int,
         offsets_read: bool,
         now_ms: int | None = None,
+        previous: Any = None,
+        changed_queues: Collection[tuple[str, str, str, int]] | None = None,
     ) -> None:
         """Update from one tick: the collector's new state, the offsets before it and the events;
-        ``now_ms``: the tick's wall-clock time (lag seconds are measured against it)."""
+        ``now_ms``: the tick's wall-clock time (lag seconds are measured against it);
+        ``previous``: the state before the tick and ``changed_queues`` the queues whose owners may
+        have changed (the per-group counts follow them; without them, every owner is counted)."""
         self.ticks.inc()
         self.skipped.inc(skipped)
         self.errors.inc(errors)
         self.duration.observe(duration_s)
-        members = Tally(k[0] for k in state.members)
-        unowned = Tally(q[0] for q, (_o, n) in state.ownership.items() if n == 0)
-        double = Tally(q[0] for q, (_o, n) in state.ownership.items() if n >= 2)
-        groups = set(state.groups) | set(members)
+        touched: set[str] | None = None  # None: every group
+        if previous is None or changed_queues is None or not self._counted:
+            self._count_all(state)
+        else:
+            touched = self._count_changes(previous, state, changed_queues)
+        groups = set(state.groups) | {g for g, n in self._members.items() if n}
         for g in self._groups - groups:
             for gauge in (self.members, self.unowned, self.double, self.lag, self.stuck):
                 with contextlib.suppress(KeyError):
                     gauge.remove(g)
-        for g in groups:
-            self.members.labels(g).set(members[g])
-            self.unowned.labels(g).set(unowned[g])
-            self.double.labels(g).set(double[g])
+        for g in groups if touched is None else (groups - self._groups) | (touched & groups):
+            self.members.labels(g).set(self._members[g])
+            self.unowned.labels(g).set(self._unowned[g])
+            self.double.labels(g).set(self._double[g])
         if offsets_read:
             lag: Tally[str] = Tally()
             stuck: Tally[str] = Tally()
@@ -156,6 +172,36 @@ class WatchMetrics:
         for g in {r["group"] for r in events.get("members", ()) if r.get("event") in ("join", "leave")}:
             self.rebalances.labels(g).inc()
         self._groups = groups
+
+    def _count_all(self, state: Any) -> None:
+        """Count every connection and owner of ``state``."""
+        self._counted = True
+        self._members = Tally(k[0] for k in state.members)
+        self._unowned = Tally(q[0] for q, (_o, n) in state.ownership.items() if n == 0)
+        self._double = Tally(q[0] for q, (_o, n) in state.ownership.items() if n >= 2)
+
+    def _count_changes(self, previous: Any, state: Any, changed: Collection[tuple[str, str, str, int]]) -> set[str]:
+        """Follow the tick's changes from ``previous`` to ``state``: the connections that came and
+        went, the owners of the ``changed`` queues. The groups whose counts changed."""
+        touched: set[str] = set()
+        if state.members is not previous.members:  # an incomplete read keeps the last membership
+            for key in state.members.keys() - previous.members.keys():
+                self._members[key[0]] += 1
+                touched.add(key[0])
+            for key in previous.members.keys() - state.members.keys():
+                self._members[key[0]] -= 1
+                touched.add(key[0])
+        for q in changed:
+            before, now = previous.ownership.get(q), state.ownership.get(q)
+            if before is not None:
+                self._unowned[q[0]] -= before[1] == 0
+                self._double[q[0]] -= before[1] >= 2
+            if now is not None:
+                self._unowned[q[0]] += now[1] == 0
+                self._double[q[0]] += now[1] >= 2
+            if before != now:
+                touched.add(q[0])
+        return touched
 
     def _lag_seconds(self, state: Any, now_ms: int) -> None:
         worst: dict[tuple[str, str], tuple[float, bool]] = {}

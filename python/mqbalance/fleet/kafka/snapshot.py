@@ -131,6 +131,19 @@ class KafkaSnapshot:
             return None
         return max(0.0, (self.read_at_ms - found[0]) / 1000)
 
+    def offset_readings(self) -> dict[tuple[str, str, int], tuple[int, int, int]]:
+        """Per partition with a committed and a log-end offset, ``(ms, committed, log end)`` at the
+        read (``read_at_ms``), for time to drain (:mod:`mqbalance.fleet.drain`); nothing without a
+        read time."""
+        if self.read_at_ms is None:
+            return {}
+        at = self.read_at_ms
+        return {
+            (g, t, p): (at, c, self.end_offsets[(t, p)])
+            for (g, t, p), c in self.committed.items()
+            if (t, p) in self.end_offsets
+        }
+
     def error_lines(self) -> list[str]:
         """One line per read error, for people."""
         return [

@@ -156,8 +156,7 @@ def snapshot_from_dict(
         codes, distinct = strategy_codes(specs)
     else:
         connections, subscriptions, codes, distinct = fast
-    of, er = _extra_rows(data, source)
-    lt = _lag_time_rows(data, source)
+    of, er, lt = (_extra_rows(data, source, table) for table in ("offsets", "errors", "lag_times"))
     return Snapshot(
         source,
         queue_data,
@@ -308,53 +307,37 @@ def _group_rows(
     return cn, sb, specs
 
 
-def _extra_rows(data: dict[str, Any], source: str) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
-    """The optional ``offsets`` and ``errors`` rows of a live snapshot, checked entry by entry."""
-    of: dict[str, list[Any]] = {c: [] for c in SCHEMAS["offsets"].names}
-    for k, o in enumerate(get_field(data, "offsets", list, source, optional=True) or []):
-        w = f"{source}: offsets[{k}]"
-        row_o = (
-            get_field(o, "group", str, w),
-            get_field(o, "topic", str, w),
-            get_field(o, "brokerName", str, w),
-            get_field(o, "queueId", int, w),
-            get_field(o, "offset", int, w),
-        )
-        for c, v in zip(of, row_o):
-            of[c].append(v)
-    er: dict[str, list[Any]] = {c: [] for c in SCHEMAS["errors"].names}
-    for k, e in enumerate(get_field(data, "errors", list, source, optional=True) or []):
-        w = f"{source}: errors[{k}]"
-        row_e = (
-            get_field(e, "broker", str, w, optional=True),
-            get_field(e, "address", str, w, optional=True),
-            get_field(e, "request", str, w, optional=True),
-            get_field(e, "error", str, w),
-        )
-        for c, v in zip(er, row_e):
-            er[c].append(v)
-    return of, er
+#: the optional lists of a live snapshot: per table, its JSON list and each column's
+#: ``(key, type, optional)`` in the table's order
+_EXTRA_LISTS: dict[str, tuple[str, tuple[tuple[str, type, bool], ...]]] = {
+    "offsets": (
+        "offsets",
+        (("group", str, False), ("topic", str, False), ("brokerName", str, False), ("queueId", int, False),
+         ("offset", int, False)),
+    ),
+    "errors": (
+        "errors",
+        (("broker", str, True), ("address", str, True), ("request", str, True), ("error", str, False)),
+    ),
+    "lag_times": (
+        "lagTimes",
+        (("group", str, False), ("topic", str, False), ("brokerName", str, False), ("queueId", int, False),
+         ("committed", int, False), ("maxOffset", int, False), ("storeTimestamp", int, True), ("state", str, False),
+         ("readAt", int, False)),
+    ),
+}  # fmt: skip
 
 
-def _lag_time_rows(data: dict[str, Any], source: str) -> dict[str, list[Any]]:
-    """The optional ``lagTimes`` rows of a live snapshot (lag seconds), checked entry by entry."""
-    lt: dict[str, list[Any]] = {c: [] for c in SCHEMAS["lag_times"].names}
-    for k, o in enumerate(get_field(data, "lagTimes", list, source, optional=True) or []):
-        w = f"{source}: lagTimes[{k}]"
-        row = (
-            get_field(o, "group", str, w),
-            get_field(o, "topic", str, w),
-            get_field(o, "brokerName", str, w),
-            get_field(o, "queueId", int, w),
-            get_field(o, "committed", int, w),
-            get_field(o, "maxOffset", int, w),
-            get_field(o, "storeTimestamp", int, w, optional=True),
-            get_field(o, "state", str, w),
-            get_field(o, "readAt", int, w),
-        )
-        for c, v in zip(lt, row):
-            lt[c].append(v)
-    return lt
+def _extra_rows(data: dict[str, Any], source: str, table: str) -> dict[str, list[Any]]:
+    """The columns of ``table`` (``offsets``, ``errors`` or ``lag_times``) from a live snapshot's
+    optional list (:data:`_EXTRA_LISTS`), checked entry by entry."""
+    key, fields = _EXTRA_LISTS[table]
+    out: dict[str, list[Any]] = {c: [] for c in SCHEMAS[table].names}
+    for k, entry in enumerate(get_field(data, key, list, source, optional=True) or []):
+        w = f"{source}: {key}[{k}]"
+        for c, (name, kind, optional) in zip(out, fields, strict=True):
+            out[c].append(get_field(entry, name, kind, w, optional=optional))
+    return out
 
 
 def columnar_queue_data(topics: dict[Any, Any]) -> pa.Table | None:

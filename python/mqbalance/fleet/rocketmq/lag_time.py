@@ -43,6 +43,7 @@ __all__ = [
     "UNREAD",
     "LagClock",
     "Oldest",
+    "offset_readings",
     "pair_lag",
     "read_store_time",
 ]
@@ -221,4 +222,30 @@ def pair_lag(table: Any) -> dict[tuple[str, str], tuple[int, float | None, bool]
             if worst is None or age > worst:
                 worst, carried = age, state == CARRIED
         out[(g, t)] = (lag, worst, carried)
+    return out
+
+
+def offset_readings(
+    lag_times: Any, offsets: Any, errors: Any
+) -> dict[tuple[str, str, tuple[str, int]], tuple[int, int, int]]:
+    """Per queue of a live snapshot, ``(ms, committed, max offset)`` at its lag-seconds read, for
+    time to drain (:mod:`mqbalance.fleet.drain`): a ``lag_times`` row is a lagging queue; a
+    committed offset without one was caught up at that read (its max offset is taken as the
+    committed one), unless its broker failed ``GET_CONSUME_STATS`` (the snapshot's ``errors``).
+    Nothing without lag seconds read (no read time)."""
+    columns = ("group", "topic", "broker_name", "queue_id", "committed", "max_offset", "read_at_ms")
+    rows = list(zip(*(lag_times.column(n).to_pylist() for n in columns)))
+    if not rows:
+        return {}
+    read_at = max(r[6] for r in rows)
+    out = {(g, t, (b, q)): (at, c, m) for g, t, b, q, c, m, at in rows}
+    failed = {
+        b
+        for b, r in zip(*(errors.column(n).to_pylist() for n in ("broker_name", "request")))
+        if r == "GET_CONSUME_STATS"
+    }
+    keys = ("group", "topic", "broker_name", "queue_id", "offset")
+    for g, t, b, q, c in zip(*(offsets.column(n).to_pylist() for n in keys)):
+        if b not in failed:
+            out.setdefault((g, t, (b, q)), (read_at, c, c))
     return out
