@@ -279,7 +279,9 @@ def load_kafka_state(root: str | Path) -> KafkaState:
 
 
 def _gap(request: str, error: BaseException | str, *, address: str = "", node: str = "") -> dict[str, Any]:
-    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    text = str(error)
+    if not isinstance(error, str) and not text.startswith(type(error).__name__):
+        text = f"{type(error).__name__}: {text}"
     return {"broker_name": node, "address": address, "request": request, "error": " ".join(str(text).split())[:500]}
 
 
@@ -388,8 +390,9 @@ class KafkaCollector(TickLoop):
         listed: dict[str, str] | None = None
         try:
             admin = self._admin()
+            groups = admin.list_groups()  # raises before anything is taken as listed
             listed = {}
-            for g in admin.list_groups():
+            for g in groups:
                 kind = str(g.get("group_type") or "classic").lower()
                 if kind in GROUP_TYPES:
                     listed[g["group_id"]] = kind
