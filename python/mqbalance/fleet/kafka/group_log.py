@@ -21,7 +21,7 @@ are never decoded.
 >>> value = bytes.fromhex("0003" "0008") + b"consumer" + bytes.fromhex("00000003" "0005") + b"range" + bytes.fromhex(
 ...     "0002") + b"j1" + bytes.fromhex("0000019a00000000" "00000000")
 >>> decode_group_key(key), decode_group_value(value)
-('gc', GroupRecord(protocol_type='consumer', generation=3, protocol='range', leader='j1', state_ms=1762840330240))
+('gc', GroupRecord(protocol_type='consumer', generation=3, protocol='range', leader='j1', state_ms=1760936591360))
 >>> decode_group_key(b"\\x00\\x01\\x00\\x02gc\\x00\\x01t\\x00\\x00\\x00\\x00") is None  # an offset commit
 True
 """
