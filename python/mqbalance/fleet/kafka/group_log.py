@@ -34,6 +34,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafka import KafkaConsumer
+from kafka.structs import TopicPartition
+
 from mqbalance.exceptions import InvalidInputError
 
 __all__ = ["GROUP_METADATA_KEY", "OFFSETS_TOPIC", "GroupLog", "GroupRecord", "decode_group_key", "decode_group_value"]
@@ -126,9 +129,6 @@ class GroupLog:
         self._partitions: list[Any] = []
 
     def _open(self) -> Any:
-        from kafka import KafkaConsumer
-        from kafka.structs import TopicPartition
-
         settings = {
             "client_id": "mqbalance-watch-group-log",
             "request_timeout_ms": max(1000, int(self.timeout * 1000)),
