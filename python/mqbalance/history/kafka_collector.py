@@ -592,11 +592,14 @@ class KafkaCollector(TickLoop):
         return out
 
     def _generations(self, new: KafkaState, gaps: list[dict[str, Any]]) -> None:
-        """Classic groups' generations from the coordinator's records (:class:`GroupLog`)."""
+        """Classic groups' generations from the coordinator's records (:class:`GroupLog`), once
+        it has read to the end (until then, the generations as they were)."""
         try:
             self.group_log.update()
         except (KafkaError, InvalidInputError) as e:
             gaps.append(_gap("Fetch __consumer_offsets", e, address=self.bootstrap))
+        if not self.group_log.caught_up:  # an older record may still be followed by a newer one
+            return
         for g, v in list(new.groups.items()):
             if v.group_type != "classic":
                 continue
