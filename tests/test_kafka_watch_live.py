@@ -127,8 +127,10 @@ def owners(state: KafkaState, group: str) -> dict[int, str | None]:
 
 
 def agrees(out: Path, group: str, members: list[JavaMember], *, classic: bool) -> bool:
-    """The watched state of ``group`` equals what its live members report: every partition's owner
-    (and, classic, the generation)."""
+    """The members have settled — every partition owned, each by one of them, as they report it —
+    and the watched state of ``group`` says the same: every partition's owner, the members (and,
+    classic, the generation). A transient report (a member that has revoked and not yet been given
+    its new partitions) is not settled: the wait goes on."""
     given = [last_given(m) for m in members]
     if any(g is None for g in given):
         return False
@@ -139,6 +141,8 @@ def agrees(out: Path, group: str, members: list[JavaMember], *, classic: bool) -
             topic, p = key.split("/")
             if topic == TOPIC:
                 expected[int(p)] = g["mid"]
+    if None in expected.values():
+        return False
     state = load_kafka_state(out)
     view = state.groups.get(group)
     if view is None or owners(state, group) != expected:
