@@ -96,7 +96,12 @@ def measure_ticks(bootstrap: str, ticks: int, offsets: bool) -> dict[str, Any]:
     c = KafkaCollector(bootstrap, out / "h", interval=1, offsets_interval=0.01 if offsets else 10**6)
     try:
         first = c.tick()
-        rows = [c.tick() for _ in range(ticks)]
+        c.tick()  # the first comparison with a previous tick: every group is decoded once more
+        rows, cpu = [], []
+        for _ in range(ticks):
+            t = time.thread_time()  # the watcher's own thread (kafka-python parses on its network thread)
+            rows.append(c.tick())
+            cpu.append((time.thread_time() - t) * 1000)
     finally:
         c.close()
     ms = [r.duration_s * 1000 for r in rows]
@@ -104,6 +109,8 @@ def measure_ticks(bootstrap: str, ticks: int, offsets: bool) -> dict[str, Any]:
         "first_tick": {"ms": round(first.duration_s * 1000), "events": first.events, "bytes": first.bytes_written},
         "unchanged_ms_median": round(statistics.median(ms), 1),
         "unchanged_ms_min_max": [round(min(ms), 1), round(max(ms), 1)],
+        "unchanged_thread_cpu_ms_median": round(statistics.median(cpu), 1),
+        "unchanged_thread_cpu_ms_min_max": [round(min(cpu), 1), round(max(cpu), 1)],
         "unchanged_events": sorted({r.events for r in rows}),
         "unchanged_bytes": sorted({r.bytes_written for r in rows}),
         "requests_per_tick": sorted(set(_requests(out / "h"))),
