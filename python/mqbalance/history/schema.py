@@ -78,7 +78,7 @@ MARKER_FILE = "_mqbalance_history.json"
 #: bumped on any change a reader of an older version would misread; a reader refuses a newer one.
 #: 2: ownership events may be ``remove`` (a queue no longer the group's), which version 1 readers
 #: would count as owned by nobody. A writer appending to a version-1 history marks it 2.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: the Hive partition columns of every table (directories ``date=YYYY-MM-DD/hour=HH``, UTC)
 PARTITION_COLUMNS = ("date", "hour")
 
@@ -124,6 +124,11 @@ TABLES: dict[str, pa.Schema] = {
             pa.field("message_model", pa.string()),
             pa.field("subscriptions", pa.list_(pa.string())),
             pa.field("strategy", pa.string()),
+            pa.field("group_type", pa.string()),
+            pa.field("state", pa.string()),
+            pa.field("protocol_type", pa.string()),
+            pa.field("generation", pa.int32()),
+            pa.field("assignment_epoch", pa.int32()),
         ]
     ),
     "members": pa.schema(
@@ -136,6 +141,10 @@ TABLES: dict[str, pa.Schema] = {
             pa.field("language", pa.string()),
             pa.field("version", pa.int32()),
             pa.field("strategy", pa.string()),
+            pa.field("member_id", pa.string()),
+            pa.field("instance_id", pa.string()),
+            pa.field("member_epoch", pa.int32()),
+            pa.field("rack", pa.string()),
         ]
     ),
     "ownership": pa.schema(
@@ -145,6 +154,7 @@ TABLES: dict[str, pa.Schema] = {
             *_QUEUE,
             pa.field("owner", pa.string()),
             pa.field("processes", pa.int16(), nullable=False),
+            pa.field("target_owner", pa.string()),
         ]
     ),
     "offsets": pa.schema(
@@ -156,6 +166,7 @@ TABLES: dict[str, pa.Schema] = {
             pa.field("max_offset", pa.int64()),
             pa.field("oldest_store_ms", pa.int64()),
             pa.field("lag_time", pa.string()),
+            pa.field("timestamp_type", pa.string()),
         ]
     ),
     "gaps": pa.schema(
@@ -171,8 +182,17 @@ TABLES: dict[str, pa.Schema] = {
 
 #: the values of ``event`` per table that has one
 EVENTS: dict[str, frozenset[str]] = {
-    "groups": frozenset({"appear", "disappear", "subscription", "checkpoint"}),
-    "members": frozenset({"join", "leave", "checkpoint"}),
+    "groups": frozenset({"appear", "disappear", "subscription", "state", "checkpoint"}),
+    "members": frozenset({"join", "leave", "epoch", "checkpoint"}),
     "ownership": frozenset({"change", "remove", "checkpoint"}),
     "offsets": frozenset({"change", "checkpoint"}),
 }
+
+
+def cluster_kind(root: object) -> str:
+    """The cluster kind of the history at ``root`` (provisional: kafka-watch owns this)."""
+    import json
+    from pathlib import Path
+
+    meta = json.loads((Path(str(root)) / MARKER_FILE).read_text(encoding="utf-8"))
+    return str(meta.get("cluster_kind", "rocketmq"))

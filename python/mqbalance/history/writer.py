@@ -151,8 +151,12 @@ def _table(name: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 class HistoryWriter:
     """Appends ticks to a history directory (see the module docs)."""
 
-    def __init__(self, root: str | Path, *, run_id: str) -> None:
+    def __init__(self, root: str | Path, *, run_id: str, cluster_kind: str = "rocketmq") -> None:
         self.root = open_history(root, create=True)
+        if cluster_kind != "rocketmq":  # provisional: kafka-watch owns this
+            marker = self.root / MARKER_FILE
+            meta = json.loads(marker.read_text(encoding="utf-8"))
+            _atomic_text(marker, json.dumps({**meta, "cluster_kind": cluster_kind}) + "\n")
         self.run_id = run_id
         for name in TABLES:
             (self.root / name).mkdir(exist_ok=True)
