@@ -220,7 +220,7 @@ def reading(s: int) -> bool:
 
 def write_plan(root: Path) -> Path:
     w = Watcher(root)
-    for s in range(0, 801):
+    for s in range(801):
         planted = s in (0, 50, 100, 102, 103, 200, 201, 203, 300, 301, 302, 310, 311, 400, 500, 600, 601, 610, 620,
                         630, 700, 710, 720, 730, 740, 750)  # fmt: skip
         if planted or reading(s) or s in CHECKPOINTS:
@@ -320,9 +320,11 @@ def test_consumer_protocol_episodes_keep_the_brokers_states(result: Any) -> None
 
 def test_appearing_group_and_flapping_client(result: Any) -> None:
     gn = episodes(result, "gn")
-    assert gn[50]["rebalances"] == 2 and gn[50]["generation_from"] == 0 and gn[50]["causes"] == [
-        f"joined: j1 ({HOST}, member j1)"
-    ]
+    assert (
+        gn[50]["rebalances"] == 2
+        and gn[50]["generation_from"] == 0
+        and gn[50]["causes"] == [f"joined: j1 ({HOST}, member j1)"]
+    )
     assert [(f["group"], f["client_id"], f["cycles"]) for f in result.flapping_clients] == [("gn", "f", 3)]
     assert {g["group"] for g in result.flapping_groups} == {"gc", "gk", "gn"}
 

@@ -173,8 +173,11 @@ def _kafka_span(
     tz = _tz(table)
     queue = ("topic", "broker_name", "queue_id")
     found = analyse_kafka_group(
-        _rows(table, "groups", ("ts", "event", "group_type", "state", "generation", "assignment_epoch",
-                                "subscriptions", "strategy")),  # fmt: skip
+        _rows(
+            table,
+            "groups",
+            ("ts", "event", "group_type", "state", "generation", "assignment_epoch", "subscriptions", "strategy"),
+        ),  # fmt: skip
         _rows(table, "members", ("ts", "event", "member_id", "client_id", "client_addr", "instance_id")),
         _rows(table, "ownership", ("ts", "event", *queue, "owner", "processes")),
         _rows(table, "offsets", ("ts", *queue, "committed", "max_offset", *LAG)),

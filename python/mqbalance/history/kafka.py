@@ -287,7 +287,9 @@ def analyse_kafka_group(
         swaps = [r for r in replaced if a <= r["ts"] < b and inc_at.get(r["ts"], 0) > 0]
         why = kafka_causes(
             joined=joined,
-            left=[{**m, "vanished": vanished(m["member_id"], m["ts"], ownership, offsets, offset_readings)} for m in left],
+            left=[
+                {**m, "vanished": vanished(m["member_id"], m["ts"], ownership, offsets, offset_readings)} for m in left
+            ],  # fmt: skip
             replaced=swaps,
             subscriptions=[c for c in sub_changes if a <= c["ts"] < b],
             partitions=[c for c in added if a <= c["ts"] < b],
@@ -328,11 +330,13 @@ def analyse_kafka_group(
                     "start": a,
                     "end": max(moments, default=a),
                     "group_type": start["group_type"],
-                    "generation_from": before[-1]["generation"] if before else (start["generation"] or 0) - start["inc"],
+                    "generation_from": (
+                        before[-1]["generation"] if before else (start["generation"] or 0) - start["inc"]
+                    ),
                 },
             )
         )
-    pairs = [{"ts": c["ts"], "event": c["event"], "client_id": c["client_id"], "client_addr": c["member_id"]} for c in changes]
+    pairs = [{**c, "client_addr": c["member_id"]} for c in changes]  # a client id's connections: its members
     out += [("flapping", f) for f in flapping(pairs, min_cycles=0, since=since) if f["joins"] or f["leaves"]]
     instances = [
         {"ts": ms(r["ts"]), "event": r["event"], "client_id": r["instance_id"], "client_addr": r["member_id"]}
@@ -376,4 +380,3 @@ def analyse_kafka_group(
         owners: dict[tuple[str, str, int], int] = {q: n for _t, q, n in timeline}
         out += [("health", h) for h in health(offsets, readings, owners)]
     return out
-

@@ -152,9 +152,7 @@ def combine_spans(
     counts: dict[str, int] = {}
     for e in result.episodes:
         counts[e["group"]] = counts.get(e["group"], 0) + 1
-    result.groups = [
-        {"group": g, **row, "episodes": counts.get(g, 0)} for g, row in sorted(per_group.items())
-    ]
+    result.groups = [{"group": g, **row, "episodes": counts.get(g, 0)} for g, row in sorted(per_group.items())]
     result.fenced.sort(key=lambda f: (f["group"], f["at"], f["instance_id"]))
     result.flapping_groups = sorted(
         ({"group": g, "episodes": n} for g, n in counts.items() if n >= min_episodes),
