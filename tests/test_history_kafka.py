@@ -34,7 +34,7 @@ class Watcher:
     ownership ``change``/``remove``, offsets ``change`` at offsets ticks), or a checkpoint."""
 
     def __init__(self, root: Path) -> None:
-        self.w = HistoryWriter(root, run_id="plan", cluster_kind="kafka")
+        self.w = HistoryWriter(root, run_id="plan", kind="kafka")
         self.groups: dict[str, dict[str, Any]] = {}
         self.members: dict[tuple[str, str], dict[str, Any]] = {}
         self.owners: dict[tuple[str, str, int], dict[str, Any]] = {}
@@ -157,8 +157,10 @@ def plan(w: Watcher, s: int) -> None:
     elif s == 600:  # c7 joins with instance id s2 ...
         w.join(gc, "m7", "c7", "s2")
         w.group(gc, state="PreparingRebalance")
-    elif s == 601:
-        w.group(gc, state="Stable", generation=8)
+    elif s == 601:  # Stable before its generation is read (the coordinator's record a tick later)
+        w.group(gc, state="Stable")
+    elif s == 602:
+        w.group(gc, generation=8)
     elif s in (610, 620, 630):  # ... and a second process with s2 takes it, again and again
         old, new = {610: ("m7", "m8"), 620: ("m8", "m9"), 630: ("m9", "m10")}[s]
         w.leave(gc, old)
@@ -221,7 +223,7 @@ def reading(s: int) -> bool:
 def write_plan(root: Path) -> Path:
     w = Watcher(root)
     for s in range(801):
-        planted = s in (0, 50, 100, 102, 103, 200, 201, 203, 300, 301, 302, 310, 311, 400, 500, 600, 601, 610, 620,
+        planted = s in (0, 50, 100, 102, 103, 200, 201, 203, 300, 301, 302, 310, 311, 400, 500, 600, 601, 602, 610, 620,
                         630, 700, 710, 720, 730, 740, 750)  # fmt: skip
         if planted or reading(s) or s in CHECKPOINTS:
             plan(w, s)
@@ -286,6 +288,7 @@ def test_classic_episodes_name_members_times_and_causes(result: Any) -> None:
     ]
     assert gc[500]["rebalances"] == 3 and gc[500]["causes"] == ["unknown"] and gc[500]["rebalancing_s"] == 0.0
     assert gc[600]["causes"] == [f"joined: c7 ({HOST}, member m7, instance s2)"]
+    assert (gc[600]["rebalances"], gc[600]["rebalancing_s"], gc[600]["generation_to"]) == (1, 1.0, 8)
     assert gc[620]["causes"] == [
         f"fenced: instance s2, member m8 replaced by c7b ({HOST}, member m9, instance s2)",
         "shared instance id: s2",

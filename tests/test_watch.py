@@ -26,7 +26,7 @@ from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.exceptions import HistoryError
 from mqbalance.history.analysis import episodes
 from mqbalance.history.collector import Collector, FleetState, _apply, checkpoint, diff, load_state
-from mqbalance.history.schema import MARKER_FILE, SCHEMA_VERSION, TABLES
+from mqbalance.history.schema import MARKER_FILE, SCHEMA_VERSION, TABLES, cluster_kind
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
 from mqbalance.remoting import BrokerClient, ConsumerData
 from rocketmq_cluster import RocketMQCluster, free_port
@@ -231,8 +231,30 @@ def test_a_writer_marks_an_older_history_with_its_version(tmp_path: Path) -> Non
     open_history(old, create=False)
     assert json.loads((old / MARKER_FILE).read_text())["schema_version"] == 1
     open_history(old, create=True)
-    assert json.loads((old / MARKER_FILE).read_text()) == {"format": "mqbalance-history", "schema_version": 2}
-    assert SCHEMA_VERSION == 2
+    assert json.loads((old / MARKER_FILE).read_text()) == {"format": "mqbalance-history", "schema_version": 3}
+    assert SCHEMA_VERSION == 3
+    assert cluster_kind(old) == "rocketmq"  # written before kinds: RocketMQ's
+
+
+def test_a_history_holds_one_kind_of_cluster(tmp_path: Path) -> None:
+    """A new history is marked with its watcher's kind; a watcher of the other kind refuses it in
+    one line, in the API and at the CLI (exit 2)."""
+    HistoryWriter(tmp_path / "k", run_id="r", kind="kafka").close()
+    HistoryWriter(tmp_path / "r", run_id="r").close()
+    assert cluster_kind(tmp_path / "k") == "kafka" and cluster_kind(tmp_path / "r") == "rocketmq"
+    with pytest.raises(HistoryError, match="holds a Kafka history; a RocketMQ watcher needs its own directory"):
+        HistoryWriter(tmp_path / "k", run_id="r2")
+    with pytest.raises(HistoryError, match="holds a RocketMQ history; a Kafka watcher needs its own directory"):
+        open_history(tmp_path / "r", create=True, kind="kafka")
+    with pytest.raises(HistoryError, match="cluster kind"):
+        open_history(tmp_path / "x", create=True, kind="pulsar")
+    got = subprocess.run(
+        [str(MQBALANCE), "watch", "--namesrv", "127.0.0.1:1", "--out", str(tmp_path / "k")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert got.returncode == 2 and got.stderr.count("\n") == 1 and "holds a Kafka history" in got.stderr, got.stderr
 
 
 def test_a_directory_that_is_not_a_history_is_refused_in_one_line(tmp_path: Path) -> None:

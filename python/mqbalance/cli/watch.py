@@ -1,7 +1,8 @@
-"""``mqbalance watch --namesrv HOST:PORT --out DIR [--interval 10s] [--offsets-interval 60s]`` —
-watch a live RocketMQ cluster until stopped: every change of membership and queue ownership, and
-the offsets, into a history dataset (:mod:`mqbalance.history`), continued after a restart;
-Prometheus metrics with ``--metrics-port``."""
+"""``mqbalance watch (--namesrv HOST:PORT | --bootstrap HOST:PORT[,…]) --out DIR [--interval 10s]
+[--offsets-interval 60s]`` — watch a live RocketMQ cluster (:mod:`mqbalance.history.collector`) or
+Kafka cluster (:mod:`mqbalance.history.kafka_collector`) until stopped: every change of membership
+and ownership, the generations and states, and the offsets, into a history dataset
+(:mod:`mqbalance.history`), continued after a restart; Prometheus metrics with ``--metrics-port``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import signal
 import sys
 import threading
 
-from mqbalance.cli._common import Command, add_live_options, add_quiet, at_least, duration_s
+from mqbalance.cli._common import Command, add_live_options, add_quiet, at_least, duration_s, request_timeout
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
 
@@ -18,7 +19,12 @@ __all__ = ["COMMAND"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_live_options(p, required=True)
+    add_live_options(p, required=False)
+    p.add_argument(
+        "--bootstrap",
+        metavar="HOST:PORT[,HOST:PORT]",
+        help="watch the Kafka cluster behind these brokers (instead of --namesrv)",
+    )
     p.add_argument("--out", required=True, help="the history directory (created, or continued after a restart)")
     p.add_argument("--interval", default="10s", help="membership and ownership every (default: 10s)")
     p.add_argument("--offsets-interval", default="60s", help="committed and max offsets every (default: 60s)")
@@ -37,8 +43,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mqbalance.history.collector import Collector
+    from mqbalance.history.kafka_collector import KafkaCollector
     from mqbalance.history.metrics import WatchMetrics
+    from mqbalance.history.ticking import TickLoop
 
+    if bool(args.namesrv) == bool(args.bootstrap):
+        raise UsageError("give --namesrv (RocketMQ) or --bootstrap (Kafka), one of them", args.namesrv)
+    if args.bootstrap and args.no_running_info:
+        raise UsageError("--no-running-info goes with --namesrv (RocketMQ)", args.bootstrap)
     at_least(args.lag_time_budget, 0, "--lag-time-budget")
     say = Progress(quiet=args.quiet, stream=sys.stderr)
     metrics = None
@@ -46,26 +58,31 @@ def run(args: argparse.Namespace) -> int:
         if not 0 < args.metrics_port < 65536:
             raise UsageError(f"--metrics-port: must be 1-65535, got {args.metrics_port}", args.metrics_port)
         metrics = WatchMetrics()
-    collector = Collector(
-        args.namesrv,
-        args.out,
-        interval=duration_s(args.interval, "--interval"),
-        offsets_interval=duration_s(args.offsets_interval, "--offsets-interval"),
-        checkpoint_every=duration_s(args.checkpoint_every, "--checkpoint-every"),
-        retain=duration_s(args.retain, "--retain"),
-        timeout=args.timeout,
-        running_info=not args.no_running_info,
-        say=say,
-        metrics=metrics,
-        lag_time_budget=args.lag_time_budget,
-    )
+    common = {
+        "interval": duration_s(args.interval, "--interval"),
+        "offsets_interval": duration_s(args.offsets_interval, "--offsets-interval"),
+        "checkpoint_every": duration_s(args.checkpoint_every, "--checkpoint-every"),
+        "retain": duration_s(args.retain, "--retain"),
+        "timeout": request_timeout(args),
+        "say": say,
+        "metrics": metrics,
+        "lag_time_budget": args.lag_time_budget,
+    }
+    collector: TickLoop
+    if args.bootstrap:
+        collector = KafkaCollector(args.bootstrap, args.out, **common)
+    else:
+        collector = Collector(args.namesrv, args.out, running_info=not args.no_running_info, **common)
     if metrics is not None:
         metrics.serve(args.metrics_port, args.metrics_addr)
         say(f"metrics on http://{args.metrics_addr}:{args.metrics_port}/metrics")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda _s, _f: stop.set())
-    say(f"watching {args.namesrv} into {args.out} (continuing after tick {collector.writer.last_tick})")
+    say(
+        f"watching {args.bootstrap or args.namesrv} into {args.out} "
+        f"(continuing after tick {collector.writer.last_tick})"
+    )
     ticks = collector.run(stop)
     say(f"stopped after {ticks} tick(s); last tick {collector.writer.last_tick}")
     return 0
@@ -73,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     "watch",
-    "watch a live RocketMQ cluster: membership and queue ownership changes into a history dataset",
+    "watch a live RocketMQ (--namesrv) or Kafka (--bootstrap) cluster: membership, ownership and "
+    "generation changes into a history dataset",
     add_arguments,
     run,
 )

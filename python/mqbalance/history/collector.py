@@ -31,10 +31,8 @@ it), so the first tick of the new run writes only what changed while the collect
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -42,20 +40,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
-from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingError
+from mqbalance.exceptions import MQBalanceError, RemotingError
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 from mqbalance.fleet.rocketmq.lag_time import NO_LAG, LagClock, Oldest
 from mqbalance.fleet.rocketmq.live import ClusterReader
 from mqbalance.history.metrics import WatchMetrics
-from mqbalance.history.schema import TABLES
-from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
+from mqbalance.history.ticking import Observation, TickLoop, TickResult, replay, seconds
 from mqbalance.remoting import BrokerClient, NameServer
 from mqbalance.remoting.client import RemotingClient
 
-__all__ = ["Collector", "FleetState", "TickResult", "diff", "load_state"]
+__all__ = ["Collector", "FleetState", "TickResult", "diff", "load_state"]  # TickResult: ticking's, re-exported
 
 Queue = tuple[str, str, str, int]  # group, topic, broker name, queue id
 
@@ -168,26 +163,7 @@ def checkpoint(state: FleetState) -> dict[str, list[dict[str, Any]]]:
 
 def load_state(root: str | Path) -> FleetState:
     """The state at the last committed tick of a history: its last checkpoint, then the changes."""
-    path = open_history(root, create=False)
-    ticks = read_ticks(path)
-    if ticks.num_rows == 0:
-        return FleetState()
-    ids = ticks.column("tick_id").to_pylist()
-    flags = ticks.column("checkpoint").to_pylist()
-    points = [i for i, f in zip(ids, flags, strict=True) if f]
-    if not points:
-        return FleetState()
-    start, last = max(points), max(ids)
-    state = FleetState()
-    for name in ("groups", "members", "ownership", "offsets"):
-        files = []
-        for f in (path / name).glob("date=*/hour=*/part-*.parquet"):
-            tick = int(f.name[5:17])
-            if start <= tick <= last:
-                files.append((tick, f))
-        for _tick, f in sorted(files):
-            for r in pq.read_table(f, schema=TABLES[name]).to_pylist():
-                _apply(state, name, r)
+    state: FleetState = replay(root, FleetState(), _apply)
     return state
 
 
@@ -226,30 +202,9 @@ def _source(spec: Mapping[str, Any], routes: Mapping[str, Any]) -> tuple[Any, ..
     return rest, conns, [routes.get(t) for t in spec.get("subscriptions", ())]
 
 
-def _seconds(value: Any, name: str, *, minimum: float = 0.01) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not minimum <= value <= 10**7:
-        raise InvalidInputError(
-            f"{name} must be a number of seconds between {minimum:g} and 10^7, got {value!r}", value
-        )
-    return float(value)
-
-
-@dataclass
-class TickResult:
-    """What one tick did."""
-
-    tick_id: int
-    kind: str
-    events: int
-    bytes_written: int
-    duration_s: float
-    errors: int
-    skipped_before: int
-    state: FleetState
-
-
-class Collector:
-    """Watches the cluster behind ``namesrv`` into the history at ``out`` (see the module docs)."""
+class Collector(TickLoop):
+    """Watches the cluster behind ``namesrv`` into the history at ``out`` (see the module docs;
+    the tick loop is :class:`~mqbalance.history.ticking.TickLoop`'s)."""
 
     def __init__(
         self,
@@ -269,25 +224,25 @@ class Collector:
         lag_time_budget: int = 256,
     ) -> None:
         self.namesrv = namesrv
-        self.interval = _seconds(interval, "interval")
-        self.offsets_interval = _seconds(offsets_interval, "offsets interval")
-        self.checkpoint_every = _seconds(checkpoint_every, "checkpoint interval")
-        self.retain = None if retain is None else _seconds(retain, "retain", minimum=1.0)
-        self.timeout = _seconds(timeout, "timeout")
+        self.timeout = seconds(timeout, "timeout")
         NameServer(namesrv, timeout=self.timeout).close()  # the addresses are checked now, not at the first tick
+        super().__init__(
+            out,
+            kind="rocketmq",
+            interval=interval,
+            offsets_interval=offsets_interval,
+            checkpoint_every=checkpoint_every,
+            retain=retain,
+            wall=wall,
+            monotonic=monotonic,
+            say=say,
+            metrics=metrics,
+        )
         self.running_info = running_info
-        self.wall, self.monotonic, self.say = wall, monotonic, say
-        self.metrics = metrics
-        self.writer = HistoryWriter(out, run_id=uuid.uuid4().hex[:12])
-        self.state = load_state(self.writer.root)
-        self.last_checkpoint: float | None = None
-        self.last_offsets: float | None = None
-        self.last_seen: tuple[float, float] | None = None  # (wall, monotonic) at the last tick
-        self.skipped = 0
+        self.state: FleetState = load_state(self.writer.root)
         #: brokers listed before (name -> address, when last listed): one that disappears from the
         #: cluster list is a gap for BROKER_MEMORY_S, not the end of every group it served
         self.brokers_seen: dict[str, tuple[str, float]] = {}
-        self.ticks = 0
         #: lag seconds: the oldest unconsumed message per lagging queue, read bounded per offsets tick
         self.lag_clock = LagClock(budget=lag_time_budget, timeout=self.timeout)
         self.lag_clock.known = {  # a restart re-reads nothing whose committed offset did not move
@@ -301,15 +256,9 @@ class Collector:
         for q in self.state.ownership:  # a restart: the owners rebuilt from the dataset
             self.queues_of[q[0]].append(q)
 
-    def tick(self) -> TickResult:
-        """Read the cluster once and write what changed."""
-        start_mono, start_wall = self.monotonic(), self.wall()
-        jump = 0
-        if self.last_seen is not None:
-            jump = round(((start_wall - self.last_seen[0]) - (start_mono - self.last_seen[1])) * 1000)
-        self.last_seen = (start_wall, start_mono)
-        due_offsets = self.last_offsets is None or start_mono - self.last_offsets >= self.offsets_interval - 1e-6
-        due_checkpoint = self.last_checkpoint is None or start_mono - self.last_checkpoint >= self.checkpoint_every
+    def observe(self, due_offsets: bool) -> Observation:
+        """Read the cluster once: membership and owners, offsets when due."""
+        start_mono = self.tick_started
         sent = RemotingClient.requests_sent
         try:
             data = self.reader.read(running_info=self.running_info, offsets=due_offsets)
@@ -349,56 +298,14 @@ class Collector:
             gaps += failed
             new.offsets = offsets
             gaps += self._lag_time(data, new)
-        events = (
-            checkpoint(new) if due_checkpoint else diff(self.state, new, offsets=due_offsets, queues=changed_queues)
-        )
-        if gaps:
-            events["gaps"] = gaps
-        changed = len(
-            {r["group"] for name in ("groups", "members", "ownership") for r in events.get(name, ()) if "group" in r}
-        )
-        tick_id = self.writer.last_tick + 1
-        kind = "both" if due_offsets else "membership"
         requests = RemotingClient.requests_sent - sent  # this process's requests during the tick
-        duration = self.monotonic() - start_mono
-        written = self.writer.commit_tick(
-            tick_id,
-            dt.datetime.fromtimestamp(start_wall, dt.UTC),
-            events,
-            {
-                "kind": kind,
-                "checkpoint": due_checkpoint,
-                "duration_ms": max(0, round(duration * 1000)),
-                "skipped_before": self.skipped,
-                "clock_jump_ms": jump,
-                "groups": len(new.groups),
-                "changed_groups": changed if not due_checkpoint else 0,
-                "requests": requests,
-                "errors": len(gaps),
-            },
-        )
-        skipped, self.skipped = self.skipped, 0
-        if due_checkpoint:
-            self.last_checkpoint = start_mono
-        if due_offsets:
-            self.last_offsets = start_mono
-        if self.retain is not None:
-            self.writer.prune(dt.datetime.fromtimestamp(start_wall, dt.UTC), dt.timedelta(seconds=self.retain))
-        if self.metrics is not None:
-            self.metrics.observe(
-                new,
-                self.state.offsets,
-                events,
-                duration_s=duration,
-                skipped=skipped,
-                errors=len(gaps),
-                offsets_read=due_offsets,
-                now_ms=round(start_wall * 1000),
-            )
-        self.state = new
-        self.ticks += 1
-        n = sum(len(v) for k, v in events.items() if k != "gaps")
-        return TickResult(tick_id, kind, n, written, duration, len(gaps), skipped, new)
+        return Observation(new, gaps, due_offsets, requests, hint=changed_queues)
+
+    def changes(self, old: FleetState, observation: Observation) -> dict[str, list[dict[str, Any]]]:
+        return diff(old, observation.state, offsets=observation.offsets_read, queues=observation.hint)
+
+    def whole(self, state: FleetState) -> dict[str, list[dict[str, Any]]]:
+        return checkpoint(state)
 
     def _membership(self, data: Mapping[str, Any]) -> tuple[FleetState, set[Queue]]:
         """The groups, members and owners a complete read shows, and the queues whose owners may
@@ -496,25 +403,5 @@ class Collector:
         state.oldest = {q: (o.store_ms, o.state) for q, o in found.items() if o.state != NO_LAG}
         return failed
 
-    def run(self, stop: threading.Event) -> int:
-        """Tick on schedule until ``stop`` is set; the ticks run."""
-        next_at = self.monotonic()
-        while not stop.is_set():
-            result = self.tick()
-            self.say(
-                f"tick {result.tick_id}: {result.events} change(s), {result.bytes_written:,} bytes, "
-                f"{result.duration_s * 1000:.0f} ms" + (f", {result.errors} gap(s)" if result.errors else "")
-            )
-            next_at += self.interval
-            now = self.monotonic()
-            if now > next_at:  # the tick overran: start at the next slot, count the ones missed
-                missed = int((now - next_at) // self.interval) + 1
-                self.skipped += missed
-                next_at += missed * self.interval
-            stop.wait(max(0.0, next_at - self.monotonic()))
-        self.close()
-        return self.ticks
-
-    def close(self) -> None:
+    def close_reader(self) -> None:
         self.reader.close()
-        self.writer.close()

@@ -13,12 +13,15 @@ goes down (the group deleted and made again, or converted between protocols) cou
 is the new base.
 
 **Episodes.** A classic rebalance goes ``PreparingRebalance`` (old generation) →
-``CompletingRebalance`` (new generation) → ``Stable``; a consumer-protocol one bumps the group
-epoch at once and goes ``Assigning`` / ``Reconciling`` → ``Stable``. An episode starts at a
-generation increase, unless the previous observation was ``PreparingRebalance`` (then the increase
-belongs to the episode that state started), or when the group enters ``PreparingRebalance``. Each
-decision reads only the observation before, so a history read a span at a time (each span from
-its last checkpoint) gives the episodes it gives whole. An episode lasts until the next one; it
+``CompletingRebalance`` → ``Stable`` (the watcher reads a classic group's generation from the
+coordinator's records, written as it becomes Stable, so the new generation shows at the end or a
+tick later); a consumer-protocol one bumps the group epoch at once and goes ``Assigning`` /
+``Reconciling`` → ``Stable``. An episode starts when the group enters ``PreparingRebalance`` and
+waits for its generation increase, or at an increase no episode waits for. Each decision reads the
+observation before and whether an episode waits; where a span's rows start (its last checkpoint)
+a classic group in ``PreparingRebalance`` or ``CompletingRebalance`` is taken as waiting — so a
+history read a span at a time gives the episodes it gives whole, but for a checkpoint taken
+between a rebalance's new generation and its Stable. An episode lasts until the next one; it
 has its ``rebalances`` (the increments in it), the generations before and after, the states seen
 in it (as the broker names them: ``Assigning`` and ``Reconciling`` are states, not "unknown"), the
 time until the group was settled again (``Stable``, ``Empty`` or ``Dead``: ``rebalancing_s``,
@@ -68,6 +71,9 @@ __all__ = [
 SETTLED = frozenset({"stable", "empty", "dead"})
 #: the classic state in which the group still has its old generation
 _PREPARING = "preparingrebalance"
+#: the classic states of a rebalance whose new generation may not be known yet (the watcher reads
+#: classic generations from the coordinator's records, written as the group becomes Stable)
+_REBALANCING = frozenset({_PREPARING, "completingrebalance"})
 #: a member removed while its partitions lagged and no commit on them moved for this long before
 #: (at two offsets readings or more) vanished: its session expired (seconds)
 STALL_S = 8.0
@@ -91,9 +97,11 @@ def _ticks(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per tick of a group's ``groups`` rows, in time order: ``ts`` (ms), ``state``, ``generation``,
     ``inc`` (the generation increase since the tick before: see the module docs), ``starts`` (an
-    episode starts here) and ``settles`` (the group is settled again here after rebalancing)."""
+    episode starts here), ``to_previous`` (its increase belongs to the episode before, which was
+    waiting for it) and ``settles`` (the group is settled again here after rebalancing)."""
     out: list[dict[str, Any]] = []
     prev: dict[str, Any] | None = None
+    awaiting = False  # an episode started by PreparingRebalance waits for its generation
     for r in _ticks(groups):
         gen = r.get("generation")
         appear = "appear" in r["events"]
@@ -105,9 +113,19 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         inc = max(0, int(gen) - int(base)) if gen is not None and base is not None else 0
         state = _state(r)
         fresh = prev is None or "disappear" in prev["events"]
-        starts = (inc > 0 and (fresh or _state(prev) != _PREPARING)) or (
-            state == _PREPARING and (appear or (not fresh and _state(prev) != _PREPARING))
-        )
+        if fresh:
+            awaiting = False
+        entering = state == _PREPARING and (appear or (not fresh and _state(prev) != _PREPARING))
+        starts = to_previous = False
+        if prev is None and not appear:  # where the rows start (a checkpoint): the state then
+            awaiting = state in _REBALANCING
+        elif inc > 0 and awaiting:
+            to_previous = starts = entering  # a new rebalance begins as the last one's generation comes
+            awaiting = entering
+        elif inc > 0:
+            starts, awaiting = True, state == _PREPARING
+        elif entering and not awaiting:
+            starts = awaiting = True
         settles = state in SETTLED and (inc > 0 or starts or (prev is not None and _state(prev) not in SETTLED))
         if "disappear" in r["events"] and gen is None and prev is not None:
             gen = prev.get("generation")  # remembered: a group seen again counts from here
@@ -123,6 +141,7 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
             "inc": inc,
             "changed": prev is not None and (inc > 0 or starts or state != _state(prev)),
             "starts": starts,
+            "to_previous": to_previous,
             "settles": settles,
         }
         out.append(step)
@@ -265,6 +284,7 @@ def analyse_kafka_group(
     starts = [s["ts"] for s in steps if s["starts"] and s["ts"] >= since]
     bounds = [since, *starts, last + 1 if final else until]
     inc_at = {s["ts"]: s["inc"] for s in steps}
+    step_at = {s["ts"]: s for s in steps}
     sweep = OwnershipSweep(timeline)
     added = queue_changes(ownership, since=since)
     # subscriptions and assignor compared between Stable observations only: a classic group's
@@ -282,6 +302,11 @@ def analyse_kafka_group(
     for k in range(len(bounds) - 1):
         a, b = bounds[k], bounds[k + 1]
         inside = [s for s in steps if a <= s["ts"] < b]
+        nxt = step_at.get(b)
+        handed = nxt is not None and nxt["to_previous"]  # the next start's increase is this episode's
+        counted = [s for s in inside if not (s["ts"] == a and s["to_previous"])]
+        if nxt is not None and handed:
+            counted.append(nxt)
         joined = [c for c in changes if a <= c["ts"] < b and c["event"] == "join"]
         left = [c for c in changes if a <= c["ts"] < b and c["event"] == "leave"]
         swaps = [r for r in replaced if a <= r["ts"] < b and inc_at.get(r["ts"], 0) > 0]
@@ -302,8 +327,8 @@ def analyse_kafka_group(
             if s["state"] is not None and (not states or states[-1] != s["state"]):
                 states.append(s["state"])
         row: dict[str, Any] = {
-            "rebalances": sum(s["inc"] for s in inside),
-            "generation_to": inside[-1]["generation"] if inside else None,
+            "rebalances": sum(s["inc"] for s in counted),
+            "generation_to": counted[-1]["generation"] if counted else inside[-1]["generation"] if inside else None,
             "states": states,
             "settled_at": settled,
             "joined": [_who(m) for m in joined],
@@ -331,7 +356,11 @@ def analyse_kafka_group(
                     "end": max(moments, default=a),
                     "group_type": start["group_type"],
                     "generation_from": (
-                        before[-1]["generation"] if before else (start["generation"] or 0) - start["inc"]
+                        start["generation"]
+                        if start["to_previous"]
+                        else before[-1]["generation"]
+                        if before
+                        else (start["generation"] or 0) - start["inc"]
                     ),
                 },
             )

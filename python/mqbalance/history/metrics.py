@@ -25,6 +25,11 @@ Per group and topic (labels ``group``, ``topic``):
   ``drain_window`` offsets readings (the last queue to drain); ``0`` idle (no lag), ``+Inf``
   never (production keeps up with consumption). Absent until two readings.
 
+Kafka groups (``watch --bootstrap``), per group: ``mqbalance_group_generation`` — the classic
+generation or the consumer protocol's group epoch, the broker's number (its increase over a window
+is the group's rebalances); ``mqbalance_group_assignment_epoch`` (consumer protocol); and
+``mqbalance_group_state`` — 1 for the group's current state, label ``state`` as the broker names it.
+
 For the watcher: ``mqbalance_watch_ticks_total``, ``mqbalance_watch_skipped_ticks_total``,
 ``mqbalance_watch_read_errors_total`` and ``mqbalance_watch_tick_seconds`` (a histogram).
 
@@ -97,6 +102,23 @@ class WatchMetrics:
         self.errors = Counter("mqbalance_watch_read_errors", "reads that failed (gaps)", registry=r)
         self.duration = Histogram("mqbalance_watch_tick_seconds", "tick duration", registry=r)
         self._groups: set[str] = set()
+        self.generation = Gauge(
+            "mqbalance_group_generation",
+            "Kafka: the classic generation or the consumer group epoch, the broker's number",
+            ["group"],
+            registry=r,
+        )
+        self.assignment_epoch = Gauge(
+            "mqbalance_group_assignment_epoch",
+            "Kafka consumer protocol: the target assignment epoch",
+            ["group"],
+            registry=r,
+        )
+        self.state = Gauge(
+            "mqbalance_group_state", "Kafka: 1 for the group's current state", ["group", "state"], registry=r
+        )
+        self._states: dict[str, str] = {}
+        self._epochs: set[str] = set()
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> Any:
         """Serve ``/metrics`` on ``addr:port`` in a daemon thread; the server."""
@@ -156,6 +178,31 @@ class WatchMetrics:
         for g in {r["group"] for r in events.get("members", ()) if r.get("event") in ("join", "leave")}:
             self.rebalances.labels(g).inc()
         self._groups = groups
+
+    def observe_kafka_groups(self, groups: Mapping[str, Any]) -> None:
+        """Kafka groups' generation or epoch, assignment epoch and state (views with ``state``,
+        ``generation`` and ``assignment_epoch``), after :meth:`observe`."""
+        for g in set(self._states) - set(groups):
+            with contextlib.suppress(KeyError):
+                self.state.remove(g, self._states.pop(g))
+        for g in self._epochs - set(groups):
+            for gauge in (self.generation, self.assignment_epoch):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(g)
+        self._epochs = set()
+        for g, v in groups.items():
+            state = v.state or "Unknown"
+            if self._states.get(g) not in (None, state):
+                with contextlib.suppress(KeyError):
+                    self.state.remove(g, self._states[g])
+            self._states[g] = state
+            self.state.labels(g, state).set(1)
+            if v.generation is not None:
+                self.generation.labels(g).set(v.generation)
+                self._epochs.add(g)
+            if v.assignment_epoch is not None:
+                self.assignment_epoch.labels(g).set(v.assignment_epoch)
+                self._epochs.add(g)
 
     def _lag_seconds(self, state: Any, now_ms: int) -> None:
         worst: dict[tuple[str, str], tuple[float, bool]] = {}

@@ -5,9 +5,15 @@ of record, so Spark (``spark.read.parquet(f"{root}/members")``) and any Arrow to
 (``pyarrow.dataset.dataset(..., partitioning="hive")``) read it directly::
 
     DIR/
-      _mqbalance_history.json              {"format": "mqbalance-history", "schema_version": 1, ...}
+      _mqbalance_history.json              {"format": "mqbalance-history", "schema_version": 3,
+                                            "cluster_kind": "rocketmq" | "kafka"}
       ticks/date=2026-11-25/hour=03/part-<first tick id, 12 digits>-<run id>.parquet
       groups/…   members/…   ownership/…   offsets/…   gaps/…       (same partitioning)
+
+A history holds one cluster of one kind (``cluster_kind`` in the marker; absent in histories
+written before version 3, which are RocketMQ's): a watcher of one kind refuses a directory of the
+other (:func:`cluster_kind` reads it). A Kafka partition is a queue with ``broker_name = ""`` and
+``queue_id`` = the partition.
 
 The dataset records **changes**, not copies. Each table's rows are events; a ``checkpoint`` row
 repeats the whole current state of its kind, so a reader that starts at any time finds the state
@@ -51,17 +57,43 @@ The tables (``TABLES``):
   before read them as null, and a reader that does not know them reads the rest unchanged.)
 * ``gaps`` — what could not be read at a tick: the broker, its address, the request and the error.
 
+Kafka (version 3 adds nullable columns, appended; RocketMQ rows leave them null and files written
+before read them as null):
+
+* ``groups`` — ``group_type`` (``classic`` | ``consumer``), ``state`` (the broker's own string:
+  ``Stable``, ``PreparingRebalance``, ``CompletingRebalance``, ``Empty``, ``Dead``, ``Assigning``,
+  ``Reconciling``, …), ``protocol_type``, ``generation`` (a classic group's generation id, or a
+  consumer-protocol group's group epoch: the broker's number, so the rebalances between two rows
+  are the difference even when generations in between were never seen) and ``assignment_epoch``
+  (consumer protocol's target assignment epoch). ``strategy`` is the assignor, ``subscriptions``
+  the union of the members' topics, ``message_model`` null. Event ``state``: state, generation or
+  assignment epoch changed (the row carries every column's current value).
+* ``members`` — keyed by ``member_id`` (``client_id`` = client.id, ``client_addr`` = the host the
+  broker reports), with ``instance_id`` (group.instance.id; null when dynamic), ``member_epoch``
+  (consumer protocol) and ``rack``. Event ``epoch``: a consumer-protocol member's epoch changed.
+* ``ownership`` — ``owner`` is the member id holding the partition as the broker reports the
+  assignment; ``target_owner`` the consumer protocol's target assignment (null for classic).
+* ``offsets`` — ``max_offset`` is the log-end offset; ``timestamp_type`` (``CreateTime`` |
+  ``LogAppendTime``) says which clock ``oldest_store_ms`` is on.
+* ``gaps`` — ``broker_name`` is the node id ("" for the bootstrap), ``request`` the Kafka request.
+
 >>> [f.name for f in TABLES["ownership"]][:6]
 ['ts', 'tick_id', 'event', 'group', 'topic', 'broker_name']
 >>> sorted(EVENTS["members"])
-['checkpoint', 'join', 'leave']
+['checkpoint', 'epoch', 'join', 'leave']
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pyarrow as pa
 
+from mqbalance.exceptions import HistoryError
+
 __all__ = [
+    "CLUSTER_KINDS",
     "EVENTS",
     "FORMAT",
     "MARKER_FILE",
@@ -69,6 +101,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TABLES",
     "TICK_KINDS",
+    "cluster_kind",
 ]
 
 #: the value of ``format`` in the marker file; a directory without it is not a history
@@ -78,7 +111,10 @@ MARKER_FILE = "_mqbalance_history.json"
 #: bumped on any change a reader of an older version would misread; a reader refuses a newer one.
 #: 2: ownership events may be ``remove`` (a queue no longer the group's), which version 1 readers
 #: would count as owned by nobody. A writer appending to a version-1 history marks it 2.
+#: 3: Kafka histories (``cluster_kind``), nullable columns appended, events ``state`` and ``epoch``.
 SCHEMA_VERSION = 3
+#: the kinds of cluster a history holds (``cluster_kind`` in the marker; absent: ``rocketmq``)
+CLUSTER_KINDS = ("rocketmq", "kafka")
 #: the Hive partition columns of every table (directories ``date=YYYY-MM-DD/hour=HH``, UTC)
 PARTITION_COLUMNS = ("date", "hour")
 
@@ -189,10 +225,25 @@ EVENTS: dict[str, frozenset[str]] = {
 }
 
 
-def cluster_kind(root: object) -> str:
-    """The cluster kind of the history at ``root`` (provisional: kafka-watch owns this)."""
-    import json
-    from pathlib import Path
+def cluster_kind(root: str | Path) -> str:
+    """The kind of cluster the history at ``root`` holds: ``"rocketmq"`` or ``"kafka"`` (a marker
+    without ``cluster_kind``, written before version 3, is RocketMQ's). A
+    :class:`~mqbalance.exceptions.HistoryError` when ``root`` is not a history.
 
-    meta = json.loads((Path(str(root)) / MARKER_FILE).read_text(encoding="utf-8"))
-    return str(meta.get("cluster_kind", "rocketmq"))
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / MARKER_FILE).write_text('{"format": "mqbalance-history", "schema_version": 2}')
+    >>> cluster_kind(d)
+    'rocketmq'
+    """
+    marker = Path(root) / MARKER_FILE
+    try:
+        meta = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise HistoryError(f"{root}: not a mqbalance history ({e})", str(root)) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise HistoryError(f"{root}: not a mqbalance history ({MARKER_FILE} says {meta!r:.80})", str(root))
+    kind = meta.get("cluster_kind", "rocketmq")
+    if kind not in CLUSTER_KINDS:
+        raise HistoryError(f"{root}: unknown cluster kind {kind!r} in {MARKER_FILE}", kind)
+    return str(kind)

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mqbalance.exceptions import HistoryError
-from mqbalance.history.schema import FORMAT, MARKER_FILE, SCHEMA_VERSION, TABLES
+from mqbalance.history.schema import CLUSTER_KINDS, FORMAT, MARKER_FILE, SCHEMA_VERSION, TABLES
 
 __all__ = ["FOLD_EVERY", "JOURNAL", "HistoryWriter", "open_history", "read_ticks"]
 
@@ -52,9 +52,16 @@ def _partition(ts: dt.datetime) -> str:
     return f"date={ts:%Y-%m-%d}/hour={ts:%H}"
 
 
-def open_history(root: str | Path, *, create: bool) -> Path:
+_KIND_NAMES = {"rocketmq": "RocketMQ", "kafka": "Kafka"}
+
+
+def open_history(root: str | Path, *, create: bool, kind: str | None = None) -> Path:
     """The history directory ``root``, checked (marker, format, version); created when ``create``
-    and it is absent or empty. A :class:`~mqbalance.exceptions.HistoryError` otherwise."""
+    and it is absent or empty. ``kind`` (``"rocketmq"`` or ``"kafka"``): the cluster kind it must
+    hold (a new history is marked with it; ``None``: any, a new one is RocketMQ's). A
+    :class:`~mqbalance.exceptions.HistoryError` otherwise."""
+    if kind is not None and kind not in CLUSTER_KINDS:
+        raise HistoryError(f"cluster kind must be one of {', '.join(CLUSTER_KINDS)}, got {kind!r}", kind)
     if not isinstance(root, (str, Path)) or not str(root) or "\0" in str(root):
         raise HistoryError(f"a history directory must be a non-empty path, got {root!r}", root)
     path = Path(root)
@@ -67,7 +74,8 @@ def open_history(root: str | Path, *, create: bool) -> Path:
         if not create:
             raise HistoryError(f"{path}: not a mqbalance history (no {MARKER_FILE})", str(path))
         path.mkdir(parents=True, exist_ok=True)
-        _atomic_text(marker, json.dumps({"format": FORMAT, "schema_version": SCHEMA_VERSION}) + "\n")
+        meta = {"format": FORMAT, "schema_version": SCHEMA_VERSION, "cluster_kind": kind or "rocketmq"}
+        _atomic_text(marker, json.dumps(meta) + "\n")
         return path
     try:
         meta = json.loads(marker.read_text(encoding="utf-8"))
@@ -81,6 +89,13 @@ def open_history(root: str | Path, *, create: bool) -> Path:
             f"{path}: schema version {version!r} is newer than this mqbalance reads ({SCHEMA_VERSION}); "
             "upgrade mqbalance",
             version,
+        )
+    held = meta.get("cluster_kind", "rocketmq")
+    if kind is not None and held != kind:
+        raise HistoryError(
+            f"{path} holds a {_KIND_NAMES.get(str(held), repr(held))} history; "
+            f"a {_KIND_NAMES[kind]} watcher needs its own directory",
+            str(path),
         )
     if create and version < SCHEMA_VERSION:
         # what this writer adds may use the newer events: an older reader must refuse the directory
@@ -151,12 +166,8 @@ def _table(name: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 class HistoryWriter:
     """Appends ticks to a history directory (see the module docs)."""
 
-    def __init__(self, root: str | Path, *, run_id: str, cluster_kind: str = "rocketmq") -> None:
-        self.root = open_history(root, create=True)
-        if cluster_kind != "rocketmq":  # provisional: kafka-watch owns this
-            marker = self.root / MARKER_FILE
-            meta = json.loads(marker.read_text(encoding="utf-8"))
-            _atomic_text(marker, json.dumps({**meta, "cluster_kind": cluster_kind}) + "\n")
+    def __init__(self, root: str | Path, *, run_id: str, kind: str = "rocketmq") -> None:
+        self.root = open_history(root, create=True, kind=kind)
         self.run_id = run_id
         for name in TABLES:
             (self.root / name).mkdir(exist_ok=True)
