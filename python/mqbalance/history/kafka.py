@@ -7,7 +7,8 @@ runs in process and in Spark's executors (:mod:`mqbalance.history.job`).
 
 **Rebalances.** The group's rebalance count is the sum of its generation (epoch) increments
 between consecutive observations: exact, generations never observed included (a jump from 4 to 7
-is 3). A group that *appears* counts from 0 (a new group's first generations are rebalances too);
+is 3). A group that *appears* counts from 0 (a new group's first generations are rebalances too; a
+classic group's generation is unknown — null — until the coordinator records its first one);
 one already there when the data starts counts from its first generation seen. A generation that
 goes down (the group deleted and made again, or converted between protocols) counts nothing and
 is the new base.
@@ -105,12 +106,14 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     for r in _ticks(groups):
         gen = r.get("generation")
         appear = "appear" in r["events"]
-        if appear:
-            before = prev.get("generation") if prev is not None else None
-            base = before if before is not None and gen is not None and gen >= before else 0
+        before = prev.get("generation") if prev is not None else None
+        if appear:  # a new group counts from 0; one seen again from where it was
+            base = before if before is not None and (gen is None or gen >= before) else 0
         else:
-            base = prev.get("generation") if prev is not None else gen
+            base = before if prev is not None else gen
         inc = max(0, int(gen) - int(base)) if gen is not None and base is not None else 0
+        if gen is None:  # not known yet (a classic group before its first record): the base carries
+            gen = base
         state = _state(r)
         fresh = prev is None or "disappear" in prev["events"]
         if fresh:
@@ -127,8 +130,6 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         elif entering and not awaiting:
             starts = awaiting = True
         settles = state in SETTLED and (inc > 0 or starts or (prev is not None and _state(prev) not in SETTLED))
-        if "disappear" in r["events"] and gen is None and prev is not None:
-            gen = prev.get("generation")  # remembered: a group seen again counts from here
         step = {
             "ts": r["ts"],
             "state": r.get("state"),
