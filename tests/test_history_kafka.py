@@ -284,9 +284,9 @@ def test_classic_episodes_name_members_times_and_causes(result: Any) -> None:
     assert join["joined"] == [["c3", HOST, "m3", None]] and join["left"] == []
     assert join["causes"] == [f"joined: c3 ({HOST}, member m3)"]
     assert gc[200]["causes"] == [f"left: c3 ({HOST}, member m3)"] and gc[200]["rebalancing_s"] == 1.0
-    # c2 killed at 290: no commit on its lagging partitions at the 4 readings of the 8 s before its removal
+    # c2 killed at 290: no commit on its lagging partitions at the 2 readings of the 4 s before its removal
     assert gc[310]["causes"] == [
-        f"vanished: c2 ({HOST}, member m2): no commit at 4 offsets readings over 8 s on its lagging partitions"
+        f"vanished: c2 ({HOST}, member m2): no commit at 2 offsets readings over 4 s on its lagging partitions"
     ]
     assert gc[500]["rebalances"] == 3 and gc[500]["causes"] == ["unknown"] and gc[500]["rebalancing_s"] == 0.0
     assert gc[600]["causes"] == [f"joined: c7 ({HOST}, member m7, instance s2)"]

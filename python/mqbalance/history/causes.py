@@ -33,7 +33,7 @@ id and instance id (:func:`member_name`), from :func:`kafka_causes`:
 
 * ``joined: MEMBER``; ``left: MEMBER`` — removed, gracefully or not: the broker's group
   description says nothing of which; ``vanished: MEMBER: EVIDENCE`` — removed after its
-  partitions lagged with no commit at two offsets readings or more over the last 8 s
+  partitions lagged with no commit at two offsets readings or more over the last 4 s
   (:func:`mqbalance.history.kafka.vanished`): a killed consumer whose session expired (a live
   one commits what it consumes, and on a graceful close);
 * ``fenced: instance I, member A replaced by MEMBER`` — a static member's id taken by a new one

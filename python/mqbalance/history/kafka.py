@@ -76,8 +76,10 @@ _PREPARING = "preparingrebalance"
 #: classic generations from the coordinator's records, written as the group becomes Stable)
 _REBALANCING = frozenset({_PREPARING, "completingrebalance"})
 #: a member removed while its partitions lagged and no commit on them moved for this long before
-#: (at two offsets readings or more) vanished: its session expired (seconds)
-STALL_S = 8.0
+#: (at two offsets readings or more) vanished: its session expired (seconds; shorter than any
+#: session timeout — the broker's minimum is 6 s by default — and than a live consumer's pause
+#: between commits is long, as it commits what it consumes and on a graceful close)
+STALL_S = 4.0
 
 
 def _state(row: Mapping[str, Any] | None) -> str:
@@ -217,14 +219,14 @@ def vanished(
     """Why member ``member_id``, removed at ``t`` (ms), vanished rather than left, or ``None`` when
     the evidence cannot tell: it held partitions that lagged and whose committed offsets did not
     move at any offsets reading (``readings``, ms) over the last :data:`STALL_S` before its
-    removal, at two readings or more — a consumer that is alive commits what it consumes (the
-    Java consumer every 5 s by default) and commits on a graceful close; one killed stops, and the
-    broker removes it when its session expires. ``ownership`` and ``offsets`` in time order.
+    removal, at two readings or more — a consumer that is alive commits what it consumes and
+    commits on a graceful close; one killed stops, and the broker removes it when its session
+    expires (seconds later: 45 s by default). ``ownership`` and ``offsets`` in time order.
 
     >>> own = [{"ts": 0, "event": "checkpoint", "topic": "t", "broker_name": "", "queue_id": 0, "owner": "m"}]
     >>> offs = [{"ts": 0, "topic": "t", "broker_name": "", "queue_id": 0, "committed": 5, "max_offset": 9}]
-    >>> vanished("m", 20_000, own, offs, [10_000, 14_000, 18_000])
-    'no commit at 2 offsets readings over 6 s on its lagging partitions'
+    >>> vanished("m", 20_000, own, offs, [10_000, 14_000, 16_000, 18_000])
+    'no commit at 2 offsets readings over 4 s on its lagging partitions'
     """
     held = {q for q, o in _owner_before(ownership, t).items() if o == member_id}
     within = [r for r in readings if t - STALL_S * 1000 <= r < t]
