@@ -199,6 +199,16 @@ def plan(w: Watcher, s: int) -> None:
         w.join("gn", "j1", "j1")
     elif s == 52:
         w.group("gn", state="Stable", generation=2)
+    elif s == 650:  # j2 joins; the group is Stable at 651 before its generation's record is read ...
+        w.join("gn", "j2", "j2")
+        w.group("gn", state="PreparingRebalance")
+    elif s == 651:
+        w.group("gn", state="Stable")
+    elif s == 652:  # ... and j2 leaves before that: both generations come at 653
+        w.leave("gn", "j2")
+        w.group("gn", state="PreparingRebalance")
+    elif s == 653:
+        w.group("gn", state="Stable", generation=4)
     elif s in (700, 720, 740):
         w.join("gn", f"f-{s}", "f")
         w.group("gn", generation=w.groups["gn"]["generation"] + 1)
@@ -225,8 +235,8 @@ def reading(s: int) -> bool:
 def write_plan(root: Path) -> Path:
     w = Watcher(root)
     for s in range(801):
-        planted = s in (0, 50, 52, 100, 102, 103, 200, 201, 203, 300, 301, 302, 310, 311, 400, 500, 600, 601, 602, 610, 620,
-                        630, 700, 710, 720, 730, 740, 750)  # fmt: skip
+        planted = s in (0, 50, 52, 100, 102, 103, 200, 201, 203, 300, 301, 302, 310, 311, 400, 500, 600, 601, 602,
+                        610, 620, 630, 650, 651, 652, 653, 700, 710, 720, 730, 740, 750)  # fmt: skip
         if planted or reading(s) or s in CHECKPOINTS:
             plan(w, s)
             if reading(s):
@@ -268,7 +278,7 @@ def test_rebalance_count_is_the_sum_of_generation_increments(result: Any) -> Non
     assert counts == {
         "gc": (1 + 1 + 1 + 3 + 1 + 1, 6, 9, "Stable"),
         "gk": (5, 5, 8, "Stable"),
-        "gn": (2 + 6, 7, 8, "Stable"),
+        "gn": (2 + 2 + 6, 1 + 2 + 6, 10, "Stable"),
     }
     for g in result.groups:  # the episodes' rebalances add up to the group's count
         assert sum(e["rebalances"] for e in result.episodes if e["group"] == g["group"]) == g["rebalances"]
@@ -330,6 +340,14 @@ def test_appearing_group_and_flapping_client(result: Any) -> None:
         and gn[50]["generation_from"] == 0
         and gn[50]["causes"] == [f"joined: j1 ({HOST}, member j1)"]
     )
+    # a rebalance that starts before the last one's generation is read is an episode of its own
+    assert [(gn[t]["rebalances"], gn[t]["generation_to"], gn[t]["rebalancing_s"]) for t in (650, 652)] == [
+        (1, 3, 1.0),
+        (1, 4, 1.0),
+    ]
+    assert gn[650]["causes"] == [f"joined: j2 ({HOST}, member j2)"] and gn[652]["causes"] == [
+        f"left: j2 ({HOST}, member j2)"
+    ]
     assert [(f["group"], f["client_id"], f["cycles"]) for f in result.flapping_clients] == [("gn", "f", 3)]
     assert {g["group"] for g in result.flapping_groups} == {"gc", "gk", "gn"}
 
@@ -366,4 +384,4 @@ def test_history_cli_on_a_kafka_history(planted: Path, tmp_path: Path) -> None:
     )
     assert got.returncode == 0, got.stderr
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
-    assert summary["rebalances"] == {"gc": 8, "gk": 5, "gn": 8} and summary["episodes"] == 18
+    assert summary["rebalances"] == {"gc": 8, "gk": 5, "gn": 10} and summary["episodes"] == 20

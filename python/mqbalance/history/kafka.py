@@ -18,7 +18,10 @@ is the new base.
 coordinator's records, written as it becomes Stable, so the new generation shows at the end or a
 tick later); a consumer-protocol one bumps the group epoch at once and goes ``Assigning`` /
 ``Reconciling`` → ``Stable``. An episode starts when the group enters ``PreparingRebalance`` and
-waits for its generation increase, or at an increase no episode waits for. Each decision reads the
+waits for its generation increase, or at an increase no episode waits for. A waiting episode
+that settles is given one increment then (a classic rebalance that reaches Stable or Empty made a
+generation), which the increase read later pays back: a rebalance that starts before the
+record of the last one is read is an episode of its own. Each decision reads the
 observation before and whether an episode waits; where a span's rows start (its last checkpoint)
 a classic group in ``PreparingRebalance`` or ``CompletingRebalance`` is taken as waiting — so a
 history read a span at a time gives the episodes it gives whole, but for a checkpoint taken
@@ -46,7 +49,7 @@ ids).
 ...         for t, e, s, g in [(0, "checkpoint", "Stable", 4), (10, "state", "PreparingRebalance", 4),
 ...                            (12, "state", "CompletingRebalance", 5), (13, "state", "Stable", 5),
 ...                            (50, "state", "Stable", 8)]]
->>> [(s["ts"], s["inc"], s["starts"], s["settles"]) for s in generation_steps(rows) if s["starts"] or s["inc"]]
+>>> [(s["ts"], s["inc"], s["starts"], s["settles"]) for s in generation_steps(rows) if s["starts"] or s["raw"]]
 [(10, 0, True, False), (12, 1, False, False), (50, 3, True, True)]
 """
 
@@ -98,13 +101,16 @@ def _ticks(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per tick of a group's ``groups`` rows, in time order: ``ts`` (ms), ``state``, ``generation``,
-    ``inc`` (the generation increase since the tick before: see the module docs), ``starts`` (an
+    """Per tick of a group's ``groups`` rows, in time order: ``ts`` (ms), ``state``, ``generation``
+    (as known, ``known_generation``, and with the increments given ahead of the record:
+    ``generation``), ``raw`` (the generation increase since the tick before), ``inc`` (the
+    increase this tick's episode counts: see the module docs), ``starts`` (an
     episode starts here), ``to_previous`` (its increase belongs to the episode before, which was
     waiting for it) and ``settles`` (the group is settled again here after rebalancing)."""
     out: list[dict[str, Any]] = []
     prev: dict[str, Any] | None = None
     awaiting = False  # an episode started by PreparingRebalance waits for its generation
+    debt = 0  # increments already given to settled episodes whose generation was not read yet
     for r in _ticks(groups):
         gen = r.get("generation")
         appear = "appear" in r["events"]
@@ -113,13 +119,14 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
             base = before if before is not None and (gen is None or gen >= before) else 0
         else:
             base = before if prev is not None else gen
-        inc = max(0, int(gen) - int(base)) if gen is not None and base is not None else 0
+        raw = max(0, int(gen) - int(base)) if gen is not None and base is not None else 0
         if gen is None:  # not known yet (a classic group before its first record): the base carries
             gen = base
         state = _state(r)
         fresh = prev is None or "disappear" in prev["events"]
         if fresh:
-            awaiting = False
+            awaiting, debt = False, 0
+        inc, debt = max(0, raw - debt), max(0, debt - raw)
         entering = state == _PREPARING and (appear or (not fresh and _state(prev) != _PREPARING))
         starts = to_previous = False
         if prev is None and not appear:  # where the rows start (a checkpoint): the state then
@@ -132,15 +139,21 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         elif entering and not awaiting:
             starts = awaiting = True
         settles = state in SETTLED and (inc > 0 or starts or (prev is not None and _state(prev) not in SETTLED))
+        if settles and awaiting and not starts:
+            # a classic rebalance that settled has a new generation (at least one): given now, the
+            # coordinator's record that says so (read a tick later) pays it back
+            inc, debt, awaiting = inc + 1, debt + 1, False
         step = {
             "ts": r["ts"],
             "state": r.get("state"),
-            "generation": gen,
+            "generation": None if gen is None else int(gen) + debt,
+            "known_generation": gen,
             "group_type": r.get("group_type"),
             "assignment_epoch": r.get("assignment_epoch"),
             "subscriptions": sorted(r.get("subscriptions") or []),
             "strategy": r.get("strategy"),
             "events": sorted(r["events"]),
+            "raw": raw,
             "inc": inc,
             "changed": prev is not None and (inc > 0 or starts or state != _state(prev)),
             "starts": starts,
@@ -400,10 +413,10 @@ def analyse_kafka_group(
         (
             "kafka_group",
             {
-                "rebalances": sum(s["inc"] for s in steps if s["ts"] >= since),
+                "rebalances": sum(s["raw"] for s in steps if s["ts"] >= since),
                 "group_type": end.get("group_type"),
                 "state": end.get("state"),
-                "generation": end.get("generation"),
+                "generation": end.get("known_generation"),
                 "assignment_epoch": end.get("assignment_epoch"),
             },
         )
