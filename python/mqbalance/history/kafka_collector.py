@@ -48,9 +48,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kafka.errors import KafkaError
+from kafka.errors import for_code as error_for_code
+from kafka.protocol.consumer import OffsetSpec
+from kafka.structs import TopicPartition
+
 from mqbalance.exceptions import InvalidInputError
+from mqbalance.fleet.kafka.group_log import GroupLog
+from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
+from mqbalance.fleet.kafka.live import _Admin, _decode_member, _describe_consumer_groups
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.ticking import Observation, TickLoop, replay, seconds
+from mqbalance.kafka.member import check_bootstrap
 
 __all__ = [
     "GroupView",
@@ -279,7 +288,9 @@ def load_kafka_state(root: str | Path) -> KafkaState:
 
 
 def _gap(request: str, error: BaseException | str, *, address: str = "", node: str = "") -> dict[str, Any]:
-    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    text = str(error)
+    if not isinstance(error, str) and not text.startswith(type(error).__name__):
+        text = f"{type(error).__name__}: {text}"
     return {"broker_name": node, "address": address, "request": request, "error": " ".join(str(text).split())[:500]}
 
 
@@ -324,8 +335,6 @@ class KafkaCollector(TickLoop):
         lag_time_budget: int = 256,
         client_config: Mapping[str, Any] | None = None,
     ) -> None:
-        from mqbalance.fleet.kafka.group_log import GroupLog
-        from mqbalance.kafka.member import check_bootstrap
 
         if not isinstance(bootstrap, str) or not bootstrap.strip():
             raise InvalidInputError(f"bootstrap must be HOST:PORT[,HOST:PORT…], got {bootstrap!r}", bootstrap)
@@ -360,8 +369,6 @@ class KafkaCollector(TickLoop):
 
     def _admin(self) -> Any:
         if self.admin is None:
-            from mqbalance.fleet.kafka.live import _Admin
-
             self.admin = _Admin(
                 bootstrap_servers=self.bootstrap.split(","),
                 **client_settings(self.client_config, client_id="mqbalance-watch", timeout=self.timeout),
@@ -379,7 +386,6 @@ class KafkaCollector(TickLoop):
     # --- a tick ----------------------------------------------------------------------------------
 
     def observe(self, due_offsets: bool) -> Observation:
-        from kafka.errors import KafkaError
 
         sent = self.counter.sent
         gaps: list[dict[str, Any]] = []
@@ -388,8 +394,9 @@ class KafkaCollector(TickLoop):
         listed: dict[str, str] | None = None
         try:
             admin = self._admin()
+            groups = admin.list_groups()  # raises before anything is taken as listed
             listed = {}
-            for g in admin.list_groups():
+            for g in groups:
                 kind = str(g.get("group_type") or "classic").lower()
                 if kind in GROUP_TYPES:
                     listed[g["group_id"]] = kind
@@ -424,10 +431,6 @@ class KafkaCollector(TickLoop):
     ) -> dict[str, dict[str, Any]]:
         """DescribeGroups and ConsumerGroupDescribe into ``new.groups`` and ``new.members``; per
         group, its members' assignments and the consumer protocol's targets."""
-        from kafka.errors import KafkaError
-        from kafka.errors import for_code as error_for_code
-
-        from mqbalance.fleet.kafka.live import _decode_member, _describe_consumer_groups
 
         classic = sorted(g for g, kind in listed.items() if kind == "classic")
         modern = sorted(g for g, kind in listed.items() if kind == "consumer")
@@ -515,7 +518,6 @@ class KafkaCollector(TickLoop):
 
     def _generations(self, new: KafkaState, gaps: list[dict[str, Any]]) -> None:
         """Classic groups' generations from the coordinator's records (:class:`GroupLog`)."""
-        from kafka.errors import KafkaError
 
         try:
             self.group_log.update()
@@ -533,7 +535,6 @@ class KafkaCollector(TickLoop):
     ) -> None:
         """Every partition of the described groups' subscribed topics: who holds it as the broker
         reports (and the consumer protocol's target)."""
-        from kafka.errors import KafkaError
 
         topics = sorted({t for g in described for t in new.groups[g].subscriptions})
         if topics:  # one Metadata request (a partition count may grow)
@@ -565,9 +566,6 @@ class KafkaCollector(TickLoop):
     def _offsets(self, admin: Any, new: KafkaState, gaps: list[dict[str, Any]]) -> bool:
         """Committed (OffsetFetch) and log-end (ListOffsets) offsets of every partition a group
         holds or has committed on; ``False`` when neither could be read."""
-        from kafka.errors import KafkaError
-        from kafka.protocol.consumer import OffsetSpec
-        from kafka.structs import TopicPartition
 
         committed: dict[Queue, int] = {}
         fetched = True
@@ -600,9 +598,6 @@ class KafkaCollector(TickLoop):
         """Lag seconds of the lagging partitions: an exact reading kept while the committed offset
         stays; the others read, most lagging first, within the budget; an earlier reading not read
         again is carried (an upper bound); none is ``unread``."""
-        from kafka.errors import KafkaError
-
-        from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 
         old = self.state
         oldest: dict[Queue, tuple[int | None, str]] = {}

@@ -21,7 +21,7 @@ are never decoded.
 >>> value = bytes.fromhex("0003" "0008") + b"consumer" + bytes.fromhex("00000003" "0005") + b"range" + bytes.fromhex(
 ...     "0002") + b"j1" + bytes.fromhex("0000019a00000000" "00000000")
 >>> decode_group_key(key), decode_group_value(value)
-('gc', GroupRecord(protocol_type='consumer', generation=3, protocol='range', leader='j1', state_ms=1762840330240))
+('gc', GroupRecord(protocol_type='consumer', generation=3, protocol='range', leader='j1', state_ms=1760936591360))
 >>> decode_group_key(b"\\x00\\x01\\x00\\x02gc\\x00\\x01t\\x00\\x00\\x00\\x00") is None  # an offset commit
 True
 """
@@ -33,6 +33,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from kafka import KafkaConsumer
+from kafka.structs import TopicPartition
 
 from mqbalance.exceptions import InvalidInputError
 
@@ -126,9 +129,6 @@ class GroupLog:
         self._partitions: list[Any] = []
 
     def _open(self) -> Any:
-        from kafka import KafkaConsumer
-        from kafka.structs import TopicPartition
-
         settings = {
             "client_id": "mqbalance-watch-group-log",
             "request_timeout_ms": max(1000, int(self.timeout * 1000)),
