@@ -213,6 +213,16 @@ def member_changes(members: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str,
     return changes, replaced
 
 
+def _first_list(members: Iterable[Mapping[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """The members of a group's first checkpoint among its rows (none when its rows start with
+    changes), with its time."""
+    rows = sorted(members, key=lambda r: ms(r["ts"]))
+    if not rows or rows[0]["event"] != "checkpoint":
+        return []
+    t = ms(rows[0]["ts"])
+    return [(t, _member(r)) for r in rows if ms(r["ts"]) == t and r.get("member_id") is not None]
+
+
 def _owner_before(ownership: Sequence[Mapping[str, Any]], t: int) -> dict[tuple[str, str, int], str | None]:
     owner: dict[tuple[str, str, int], str | None] = {}
     for r in ownership:
@@ -383,10 +393,18 @@ def analyse_kafka_group(
         )
     pairs = [{**c, "client_addr": c["member_id"]} for c in changes]  # a client id's connections: its members
     out += [("flapping", f) for f in flapping(pairs, min_cycles=0, since=since) if f["joins"] or f["leaves"]]
+    # instance ids over member ids, from the member lists' differences (a member that left at a
+    # checkpoint tick is gone there) and the first list, replacements as a leave and a join
+    listed = [{**m, "ts": t, "event": "checkpoint"} for t, m in _first_list(members)]
+    listed += changes + [
+        {**r[side], "ts": r["ts"], "event": event}
+        for r in replaced
+        for side, event in (("old", "leave"), ("new", "join"))
+    ]
     instances = [
-        {"ts": ms(r["ts"]), "event": r["event"], "client_id": r["instance_id"], "client_addr": r["member_id"]}
-        for r in members
-        if r.get("instance_id") and r.get("member_id")
+        {"ts": r["ts"], "event": r["event"], "client_id": r["instance_id"], "client_addr": r["member_id"]}
+        for r in listed
+        if r.get("instance_id")
     ]
     for iid, (moves, twice) in id_moves(instances, end=until, since=since).items():
         out.append(("id_moves", {"client_id": iid, "swaps": moves, "twice": twice}))
