@@ -2,8 +2,9 @@
 ``kafka_java`` broker of the tests: 4.4.0, KRaft, one node), and of following ``__consumer_offsets``
 for the classic generations.
 
-* ``--groups G --members M --partitions P``: one topic of P partitions, G classic groups of M
-  members each (kafka-python consumers, one thread each, in this process: they join, are given
+* ``--groups G --members M --partitions P [--first-groups F]``: one topic of P partitions, G
+  classic groups of M members each (first F, measured, then the rest: the per-group cost is the
+  difference) (kafka-python consumers, one thread each, in this process: they join, are given
   their partitions and heartbeat; the broker's DescribeGroups carries every assignment). Then the
   watcher's ticks (:class:`~mqbalance.history.kafka_collector.KafkaCollector`, in process): the
   first (a checkpoint), then ``--ticks`` unchanged ones (membership; offsets at every tick with
@@ -12,7 +13,7 @@ for the classic generations.
   1,000 partitions at a time), then the time :class:`~mqbalance.fleet.kafka.group_log.GroupLog`
   takes to read the topic from its start (skipping them by their key) and to follow 1,000 more.
 
-    python benches/kafka_watch_tick.py --groups 20 --members 5 --partitions 1000 --commits 100000
+    python benches/kafka_watch_tick.py --first-groups 5 --groups 25 --members 2 --partitions 1000 --commits 50000
 
 Prints one JSON object. Needs the Java harness (``make java``).
 """
@@ -39,30 +40,38 @@ TOPIC = "bench"
 
 
 class Members:
-    """G × M kafka-python consumers polling in threads until :meth:`close`."""
+    """Classic members (kafka-python consumers, one polling thread each) until :meth:`close`."""
 
-    def __init__(self, bootstrap: str, groups: int, members: int) -> None:
-        from kafka import KafkaConsumer
-
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
         self.stop = threading.Event()
         self.consumers: list[Any] = []
         self.threads: list[threading.Thread] = []
-        for g in range(groups):
+        self.groups = 0
+
+    def add(self, groups: int, members: int) -> None:
+        """``groups`` more groups of ``members`` members each."""
+        from kafka import KafkaConsumer
+
+        for g in range(self.groups, self.groups + groups):
             for m in range(members):
                 c = KafkaConsumer(
                     TOPIC,
-                    bootstrap_servers=bootstrap,
+                    bootstrap_servers=self.bootstrap,
                     group_id=f"bench-{g:03d}",
                     client_id=f"b{g:03d}-{m}",
                     enable_auto_commit=False,
-                    session_timeout_ms=30_000,
-                    heartbeat_interval_ms=3_000,
+                    session_timeout_ms=45_000,
+                    heartbeat_interval_ms=5_000,
                     max_poll_interval_ms=300_000,
+                    request_timeout_ms=120_000,
+                    bootstrap_timeout_ms=300_000,
                 )
                 self.consumers.append(c)
                 t = threading.Thread(target=self._poll, args=(c,), daemon=True)
                 t.start()
                 self.threads.append(t)
+        self.groups += groups
 
     def _poll(self, consumer: Any) -> None:
         while not self.stop.is_set():
@@ -149,9 +158,11 @@ def measure_log(bootstrap: str, admin: Any, partitions: int, commits: int) -> di
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--groups", type=int, default=20)
+    p.add_argument("--first-groups", type=int, help="measure at this many groups first, then at --groups")
     p.add_argument("--members", type=int, default=5)
     p.add_argument("--partitions", type=int, default=1000)
     p.add_argument("--ticks", type=int, default=10)
+    p.add_argument("--settle-s", type=float, default=300.0, help="wait this long at most for every group Stable")
     p.add_argument("--commits", type=int, default=0)
     p.add_argument("--offsets", action="store_true", help="read offsets at every tick too")
     args = p.parse_args()
@@ -159,16 +170,20 @@ def main() -> int:
     with KafkaJavaBroker() as broker:
         admin = broker.admin()
         broker.create_topic(TOPIC, args.partitions)
-        t0 = time.monotonic()
-        members = Members(broker.bootstrap, args.groups, args.members)
+        members = Members(broker.bootstrap)
         try:
-            deadline = time.monotonic() + 600
-            while not settled(admin, args.groups, args.members):
-                if time.monotonic() > deadline:
-                    raise SystemExit("the groups did not settle within 600 s")
-                time.sleep(1)
-            result["groups_settled_s"] = round(time.monotonic() - t0, 1)
-            result["ticks"] = measure_ticks(broker.bootstrap, args.ticks, args.offsets)
+            sizes = [args.groups] if args.first_groups is None else [args.first_groups, args.groups]
+            for size in sizes:
+                t0 = time.monotonic()
+                members.add(size - members.groups, args.members)
+                deadline = time.monotonic() + args.settle_s
+                while not settled(admin, size, args.members) and time.monotonic() < deadline:
+                    time.sleep(2)  # a busy machine may never see every group Stable at once: measure anyway
+                result[f"{size}_groups"] = {
+                    "settled_s": round(time.monotonic() - t0, 1),
+                    **measure_ticks(broker.bootstrap, args.ticks, args.offsets),
+                }
+                print(json.dumps(result[f"{size}_groups"]), file=sys.stderr, flush=True)
             if args.commits:
                 result["group_log"] = measure_log(broker.bootstrap, admin, args.partitions, args.commits)
         finally:

@@ -70,6 +70,8 @@ from mqbalance.fleet.rocketmq import files as snapshot_files
 from mqbalance.fleet.rocketmq import from_json
 from mqbalance.fleet.rocketmq import live as live_mod
 from mqbalance.history import collector as history_collector_mod
+from mqbalance.history import kafka_collector as history_kafka_mod
+from mqbalance.history import schema as history_schema_mod
 from mqbalance.history import writer as history_writer_mod
 from mqbalance.kafka import user_data
 from mqbalance.rebalance import PushConsumer, RebalanceService
@@ -948,6 +950,12 @@ TABLE: list[Entry] = [
     ),
     E("history.writer.read_ticks", lambda root: history_writer_mod.read_ticks(root), root=("str", _HISTORY)),
     E("history.collector.load_state", lambda root: history_collector_mod.load_state(root), root=("str", _HISTORY)),
+    E(
+        "history.kafka_collector.load_kafka_state",
+        lambda root: history_kafka_mod.load_kafka_state(root),
+        root=("str", _HISTORY),
+    ),
+    E("history.schema.cluster_kind", lambda root: history_schema_mod.cluster_kind(root), root=("str", _HISTORY)),
     # rebalance
     E(
         "rebalance.RebalanceService",
@@ -1217,6 +1225,18 @@ EXEMPT: dict[str, str] = {
     "mqbalance.history.collector.TickResult": "result type of Collector.tick",
     "mqbalance.history.collector.diff": "compares two FleetStates the collector built",
     "mqbalance.history.writer.HistoryWriter": "the collector's writer; its directory: open_history (walked)",
+    "mqbalance.history.kafka_collector.KafkaCollector": "reads a live Kafka cluster every tick "
+    "(test_kafka_watch_live; the CLI walker)",
+    "mqbalance.history.kafka_collector.KafkaState": "the Kafka collector's state, built by it",
+    "mqbalance.history.kafka_collector.GroupView": "part of KafkaState, built by the collector",
+    "mqbalance.history.kafka_collector.MemberView": "part of KafkaState, built by the collector",
+    "mqbalance.history.kafka_collector.kafka_diff": "compares two KafkaStates the collector built",
+    "mqbalance.history.kafka_collector.client_settings": "the collector's kafka-python settings: its own over the "
+    "security settings the CLI read",
+    "mqbalance.history.ticking.*": "the tick loop both collectors share (test_watch, test_kafka_watch_live); "
+    "replay is walked through load_state and load_kafka_state",
+    "mqbalance.fleet.kafka.group_log.*": "follows and decodes the broker's records in __consumer_offsets, not user "
+    "values (test_kafka_watch_live)",
     "mqbalance.fleet.kafka.snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka.snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka.snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",

@@ -5,10 +5,11 @@ group coordinator's log: ``Stabilized group G generation N``, ``[GroupId G] Bump
 N``) and the members' own (each records its member id, generation or epoch, and the partitions it
 was given):
 
-* a classic group scaled up twice, one member leaving gracefully and one killed (``kill -9``: its
-  session expires): joins and leaves by member id, the generation rows ending at the broker's last
-  generation (the history's rebalance count is the broker's), the owner of every partition as the
-  members report it; a consumer-protocol group (KIP-848): group epoch, member epochs, assignment;
+* a classic group scaled up twice (one member static: its ``group.instance.id`` recorded), one
+  member leaving gracefully and one killed (``kill -9``: its session expires): joins and leaves by
+  member id, the generation rows ending at the broker's last generation (the history's rebalance
+  count is the broker's), the owner of every partition as the members report it; a
+  consumer-protocol group (KIP-848): group epoch, member epochs, assignment;
 * a restart of the watcher: a checkpoint equal to the state before, and no false event after it;
 * an unchanged tick writes its tick row only (under 1 KB);
 * the broker stopped: ``gaps`` rows, membership and ownership carried (nobody "left");
@@ -196,7 +197,7 @@ def test_watch_a_classic_and_a_consumer_protocol_group(produced: KafkaJavaBroker
             j1 = classic.start_java("j1", [TOPIC], "range")
             n1 = modern.start_java("n1", [TOPIC], "uniform", protocol="consumer")
             wait_for("j1 alone", lambda: agrees(out, CLASSIC, [j1], classic=True), timeout=WAIT)
-            j2 = classic.start_java("j2", [TOPIC], "range")
+            j2 = classic.start_java("j2", [TOPIC], "range", instance_id="j2-static")  # a static member
             wait_for("j1 and j2", lambda: agrees(out, CLASSIC, [j1, j2], classic=True), timeout=WAIT)
             j3 = classic.start_java("j3", [TOPIC], "range")
             wait_for("j1, j2 and j3", lambda: agrees(out, CLASSIC, [j1, j2, j3], classic=True), timeout=WAIT)
@@ -234,7 +235,8 @@ def test_watch_a_classic_and_a_consumer_protocol_group(produced: KafkaJavaBroker
             assert left == {(CLASSIC, i) for m in (j1, j3) for i in ids[m]} | {(MODERN, i) for i in ids[n2]}, left
             assert {r["client_id"] for r in members if r["group"] == CLASSIC} == {"j1", "j2", "j3"}
             epoch_rows = [r for r in members if r["group"] == MODERN and r["member_epoch"] is not None]
-            assert epoch_rows and all(r["instance_id"] is None for r in members)
+            statics = {r["member_id"]: r["instance_id"] for r in members if r["instance_id"] is not None}
+            assert statics == dict.fromkeys(ids[j2], "j2-static"), statics
             n1_epochs = [r["member_epoch"] for r in epoch_rows if r["member_id"] in ids[n1]]
             (n1_id,) = ids[n1]
             assert n1_epochs == sorted(n1_epochs) and n1_epochs[-1] == state.members[(MODERN, n1_id)].member_epoch

@@ -1,9 +1,10 @@
-"""A RocketMQ cluster watched over time: the history dataset, the collector that writes it and the
-analysis that reads it.
+"""A RocketMQ or Kafka cluster watched over time: the history dataset, the collectors that write
+it and the analysis that reads it.
 
 * :mod:`~mqbalance.history.schema` — the dataset's layout and Arrow schemas (versioned);
-* :mod:`~mqbalance.history.writer`, :mod:`~mqbalance.history.collector`,
-  :mod:`~mqbalance.history.metrics` — the dataset written by ``mqbalance watch``;
+* :mod:`~mqbalance.history.writer`, :mod:`~mqbalance.history.ticking` (the loop both watchers
+  share), :mod:`~mqbalance.history.collector` (RocketMQ), :mod:`~mqbalance.history.kafka_collector`
+  (Kafka), :mod:`~mqbalance.history.metrics` — the dataset written by ``mqbalance watch``;
 * :mod:`~mqbalance.history.analysis` — per group: episodes, flapping, duplicated ids, queue health;
 * :mod:`~mqbalance.history.job` — the analysis on Spark, a span at a time;
   :mod:`~mqbalance.history.spans` — the spans' rows put together into one result;

@@ -184,12 +184,15 @@ _SUBSCRIPTION = ("group_type", "protocol_type", "strategy", "subscriptions")
 _STATE = ("state", "generation", "assignment_epoch")
 
 
-def kafka_diff(old: KafkaState, new: KafkaState, *, offsets: bool) -> dict[str, list[dict[str, Any]]]:
+def kafka_diff(
+    old: KafkaState, new: KafkaState, *, offsets: bool, groups: set[str] | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """The events that turn ``old`` into ``new`` (offsets only when ``offsets``): groups
     ``appear``/``disappear``, ``subscription`` (type, protocol type, assignor or topics changed)
     and ``state`` (state, generation or assignment epoch changed), each row with every current
     value; members ``join``/``leave``/``epoch`` (an attribute of the same member id changed);
-    owners ``change``/``remove``; offsets ``change``."""
+    owners ``change``/``remove``; offsets ``change``. ``groups``: only these groups' members and
+    owners may have changed (the others are not compared)."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for g, v in sorted(new.groups.items()):
         before = old.groups.get(g)
@@ -202,15 +205,19 @@ def kafka_diff(old: KafkaState, new: KafkaState, *, offsets: bool) -> dict[str, 
             out["groups"].append(_group_row("state", g, v))
     for g in sorted(old.groups.keys() - new.groups.keys()):
         out["groups"].append(_group_row("disappear", g, old.groups[g]))
-    for key, m in sorted(new.members.items()):
+
+    def mine(keys: Any) -> Any:
+        return keys if groups is None else [k for k in keys if k[0] in groups]
+
+    for key, m in sorted((k, new.members[k]) for k in mine(new.members)):
         was = old.members.get(key)
         if was is None:
             out["members"].append(_member_row("join", key, m))
         elif was != m:
             out["members"].append(_member_row("epoch", key, m))
-    for key in sorted(old.members.keys() - new.members.keys()):
+    for key in sorted(set(mine(old.members)) - new.members.keys()):
         out["members"].append(_member_row("leave", key, old.members[key]))
-    for q in sorted(new.ownership.keys() | old.ownership.keys()):
+    for q in sorted(set(mine(new.ownership)) | set(mine(old.ownership))):
         if q not in new.ownership:
             out["ownership"].append({**_owner_row("remove", q, old), "owner": None, "processes": 0})
         elif old.ownership.get(q) != new.ownership[q] or old.targets.get(q) != new.targets.get(q):
@@ -364,6 +371,14 @@ class KafkaCollector(TickLoop):
         self.admin: Any = None
         self.group_log = GroupLog(bootstrap, timeout=self.timeout, config=self.client_config)
         self.partition_counts: dict[str, int] = {}
+        #: per group: what its members and owners were last built from, and their keys in the state
+        self.sources: dict[str, Any] = {}
+        self.members_of: dict[str, list[tuple[str, str]]] = {}
+        self.queues_of: dict[str, list[Queue]] = {}
+        for k in self.state.members:  # a restart: rebuilt from the dataset
+            self.members_of.setdefault(k[0], []).append(k)
+        for q in self.state.ownership:
+            self.queues_of.setdefault(q[0], []).append(q)
 
     # --- clients ---------------------------------------------------------------------------------
 
@@ -386,7 +401,10 @@ class KafkaCollector(TickLoop):
     # --- a tick ----------------------------------------------------------------------------------
 
     def observe(self, due_offsets: bool) -> Observation:
-
+        """Read the cluster once (see the module docs). A group whose description (raw member
+        bytes, state, epochs) and topics' partition counts are those of the last tick keeps its
+        members and owners without being decoded again: an unchanged tick costs the requests and
+        a comparison per group, and only the changed groups are compared event by event."""
         sent = self.counter.sent
         gaps: list[dict[str, Any]] = []
         old = self.state
@@ -405,17 +423,35 @@ class KafkaCollector(TickLoop):
             self._drop_admin()
         if listed is None:  # nothing read: everything as it was
             new.groups, new.members, new.ownership, new.targets = old.groups, old.members, old.ownership, old.targets
-            return Observation(new, gaps, False, self.counter.sent - sent)
-        carried: set[str] = set()
-        described = self._describe(admin, listed, new, gaps, carried)
-        self._generations(new, gaps)
-        self._owners(admin, described, new, gaps)
-        for g in carried:  # a group that could not be described: as it was
+            return Observation(new, gaps, False, self.counter.sent - sent, hint=set())
+        self._partition_counts(admin, sorted({t for v in old.groups.values() for t in v.subscriptions}), gaps)
+        kept: set[str] = set()  # carried (not read) or unchanged: as they were
+        described = self._describe(admin, listed, new, gaps, kept)
+        for g in kept:
             if g in old.groups:
-                new.groups[g] = old.groups[g]
-            new.members.update({k: v for k, v in old.members.items() if k[0] == g})
-            new.ownership.update({q: v for q, v in old.ownership.items() if q[0] == g})
-            new.targets.update({q: v for q, v in old.targets.items() if q[0] == g})
+                new.groups.setdefault(g, old.groups[g])
+            for k in self.members_of.get(g, ()):
+                new.members[k] = old.members[k]
+            for q in self.queues_of.get(g, ()):
+                new.ownership[q] = old.ownership[q]
+                if q in old.targets:
+                    new.targets[q] = old.targets[q]
+        self._generations(new, gaps)
+        missing = sorted({t for g in described for t in new.groups[g].subscriptions} - self.partition_counts.keys())
+        self._partition_counts(admin, missing, gaps)
+        self._owners(described, new)
+        changed = (set(described) | old.groups.keys() | new.groups.keys()) - kept
+        for g in changed:
+            self.members_of.pop(g, None)
+            self.queues_of.pop(g, None)
+        for k in new.members:
+            if k[0] in changed:
+                self.members_of.setdefault(k[0], []).append(k)
+        for q in new.ownership:
+            if q[0] in changed:
+                self.queues_of.setdefault(q[0], []).append(q)
+        for g in set(self.sources) - new.groups.keys():
+            del self.sources[g]
         offsets_read = False
         if due_offsets and self.admin is not None:
             offsets_read = self._offsets(self.admin, new, gaps)
@@ -424,14 +460,28 @@ class KafkaCollector(TickLoop):
         # the group log's consumer, once opened, is counted too
         if self.group_log.client is not None:
             self.counter.wrap(self.group_log.client)
-        return Observation(new, gaps, offsets_read, self.counter.sent - sent)
+        return Observation(new, gaps, offsets_read, self.counter.sent - sent, hint=changed)
+
+    def _partition_counts(self, admin: Any, topics: list[str], gaps: list[dict[str, Any]]) -> None:
+        """One Metadata request for ``topics``' partition counts (a count may grow)."""
+        if not topics:
+            return
+        try:
+            for t in admin.describe_topics(topics):
+                self.partition_counts[t["name"]] = 0 if t.get("error_code") else len(t["partitions"])
+        except KafkaError as e:
+            gaps.append(_gap("Metadata", e, address=self.bootstrap))
+
+    def _counts(self, topics: tuple[str, ...]) -> tuple[int, ...]:
+        return tuple(self.partition_counts.get(t, -1) for t in topics)
 
     def _describe(
-        self, admin: Any, listed: Mapping[str, str], new: KafkaState, gaps: list[dict[str, Any]], carried: set[str]
+        self, admin: Any, listed: Mapping[str, str], new: KafkaState, gaps: list[dict[str, Any]], kept: set[str]
     ) -> dict[str, dict[str, Any]]:
         """DescribeGroups and ConsumerGroupDescribe into ``new.groups`` and ``new.members``; per
-        group, its members' assignments and the consumer protocol's targets."""
-
+        changed group, its members' assignments and the consumer protocol's targets. Groups that
+        could not be read or did not change go into ``kept``."""
+        old = self.state
         classic = sorted(g for g, kind in listed.items() if kind == "classic")
         modern = sorted(g for g, kind in listed.items() if kind == "consumer")
         out: dict[str, dict[str, Any]] = {}
@@ -441,7 +491,7 @@ class KafkaCollector(TickLoop):
                 raw = admin.describe_groups(classic)
             except KafkaError as e:
                 gaps.append(_gap("DescribeGroups", e, address=self.bootstrap))
-                carried.update(classic)
+                kept.update(classic)
         for g in classic:
             d = raw.get(g)
             if d is None:
@@ -451,9 +501,25 @@ class KafkaCollector(TickLoop):
                 continue
             if d.error_code:
                 gaps.append(_gap("DescribeGroups", f"{g}: {error_for_code(d.error_code).__name__}"))
-                carried.add(g)
+                kept.add(g)
                 continue
-            before = self.state.groups.get(g)
+            before = old.groups.get(g)
+            source: Any = (
+                "classic",
+                d.group_state,
+                d.protocol_type,
+                d.protocol_data,
+                tuple(
+                    (m.member_id, m.client_id, m.client_host, getattr(m, "group_instance_id", None),
+                     bytes(m.member_metadata or b""), bytes(m.member_assignment or b""))
+                    for m in d.members
+                ),
+                self._counts(before.subscriptions) if before is not None else None,
+            )  # fmt: skip
+            if before is not None and self.sources.get(g) == source:
+                kept.add(g)
+                continue
+            self.sources[g] = source
             members = [_decode_member(m) for m in d.members]
             subs = sorted({t for m in members for t in (m["subscription"] or ())})
             assigned = {t for m in members for t in (m["assignment"] or {})}
@@ -479,7 +545,7 @@ class KafkaCollector(TickLoop):
                 found = _describe_consumer_groups(admin, sorted(modern))
             except KafkaError as e:
                 gaps.append(_gap("ConsumerGroupDescribe", e, address=self.bootstrap))
-                carried.update(modern)
+                kept.update(modern)
                 found = {}
             for g in sorted(modern):
                 d = found.get(g)
@@ -487,13 +553,15 @@ class KafkaCollector(TickLoop):
                     continue
                 if d.error_code:
                     gaps.append(_gap("ConsumerGroupDescribe", f"{g}: {error_for_code(d.error_code).__name__}"))
-                    carried.add(g)
+                    kept.add(g)
                     continue
+                before = old.groups.get(g)
                 assignment: dict[str, dict[str, list[int]]] = {}
                 target: dict[str, dict[str, list[int]]] = {}
                 subs_set: set[str] = set()
+                views = {}
                 for m in d.members:
-                    new.members[(g, m.member_id)] = MemberView(
+                    views[(g, m.member_id)] = MemberView(
                         m.client_id or "", m.client_host or "", m.instance_id or None, m.member_epoch, m.rack_id or None
                     )
                     assignment[m.member_id] = {
@@ -504,7 +572,7 @@ class KafkaCollector(TickLoop):
                     }
                     subs_set.update(m.subscribed_topic_names or ())
                     subs_set.update(assignment[m.member_id])
-                new.groups[g] = GroupView(
+                view = GroupView(
                     "consumer",
                     d.group_state,
                     "consumer",
@@ -513,36 +581,35 @@ class KafkaCollector(TickLoop):
                     d.group_epoch,
                     d.assignment_epoch,
                 )
+                source = (view, views, assignment, target, self._counts(view.subscriptions))
+                if before is not None and self.sources.get(g) == source:
+                    kept.add(g)
+                    continue
+                self.sources[g] = source
+                new.groups[g] = view
+                new.members.update(views)
                 out[g] = {"assignment": assignment, "target": target}
         return out
 
     def _generations(self, new: KafkaState, gaps: list[dict[str, Any]]) -> None:
-        """Classic groups' generations from the coordinator's records (:class:`GroupLog`)."""
-
+        """Classic groups' generations from the coordinator's records (:class:`GroupLog`), once
+        it has read to the end (until then, the generations as they were)."""
         try:
             self.group_log.update()
         except (KafkaError, InvalidInputError) as e:
             gaps.append(_gap("Fetch __consumer_offsets", e, address=self.bootstrap))
+        if not self.group_log.caught_up:  # an older record may still be followed by a newer one
+            return
         for g, v in list(new.groups.items()):
             if v.group_type != "classic":
                 continue
             record = self.group_log.groups.get(g)
-            if record is not None:
+            if record is not None and record.generation != v.generation:
                 new.groups[g] = v._replace(generation=record.generation)
 
-    def _owners(
-        self, admin: Any, described: Mapping[str, Mapping[str, Any]], new: KafkaState, gaps: list[dict[str, Any]]
-    ) -> None:
+    def _owners(self, described: Mapping[str, Mapping[str, Any]], new: KafkaState) -> None:
         """Every partition of the described groups' subscribed topics: who holds it as the broker
         reports (and the consumer protocol's target)."""
-
-        topics = sorted({t for g in described for t in new.groups[g].subscriptions})
-        if topics:  # one Metadata request (a partition count may grow)
-            try:
-                for t in admin.describe_topics(topics):
-                    self.partition_counts[t["name"]] = 0 if t.get("error_code") else len(t["partitions"])
-            except KafkaError as e:
-                gaps.append(_gap("Metadata", e, address=self.bootstrap))
         for g, got in described.items():
             holders: dict[tuple[str, int], list[str]] = defaultdict(list)
             for member, parts in sorted(got["assignment"].items()):
@@ -646,7 +713,7 @@ class KafkaCollector(TickLoop):
     # --- events and metrics ------------------------------------------------------------------------
 
     def changes(self, old: KafkaState, observation: Observation) -> dict[str, list[dict[str, Any]]]:
-        return kafka_diff(old, observation.state, offsets=observation.offsets_read)
+        return kafka_diff(old, observation.state, offsets=observation.offsets_read, groups=observation.hint)
 
     def whole(self, state: KafkaState) -> dict[str, list[dict[str, Any]]]:
         return kafka_checkpoint(state)

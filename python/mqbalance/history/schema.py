@@ -236,6 +236,8 @@ def cluster_kind(root: str | Path) -> str:
     >>> cluster_kind(d)
     'rocketmq'
     """
+    if not isinstance(root, (str, Path)) or not str(root) or "\0" in str(root):
+        raise HistoryError(f"a history directory must be a non-empty path, got {root!r}", root)
     marker = Path(root) / MARKER_FILE
     try:
         meta = json.loads(marker.read_text(encoding="utf-8"))

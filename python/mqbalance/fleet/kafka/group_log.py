@@ -124,6 +124,9 @@ class GroupLog:
         self.bootstrap, self.timeout, self.config = bootstrap, timeout, dict(config or {})
         self.groups: dict[str, GroupRecord] = {}
         self.records = self.group_records = self.bytes = 0
+        #: the end offsets were reached at least once: :attr:`groups` holds each group's latest
+        #: record (before, an older record of the log may still be followed by a newer one)
+        self.caught_up = False
         self.seconds = 0.0
         self._consumer: Any = None
         self._partitions: list[Any] = []
@@ -190,6 +193,7 @@ class GroupLog:
                     if consumer.position(tp) >= ends[tp]:
                         left.discard(tp)
                 left = {tp for tp in left if consumer.position(tp) < ends[tp]}
+            self.caught_up = self.caught_up or not left
         finally:
             self.seconds += time.monotonic() - t0
         return changed
