@@ -23,6 +23,8 @@ from mqbalance.history.job import analyse
 from mqbalance.history.report import write_history_outputs
 from mqbalance.history.writer import HistoryWriter
 
+pytestmark = pytest.mark.java
+
 T0 = dt.datetime(2026, 11, 25, 1, 0, tzinfo=dt.UTC)
 HOST = "/127.0.0.1"
 
