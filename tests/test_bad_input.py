@@ -1229,6 +1229,8 @@ EXEMPT: dict[str, str] = {
     "checked on the driver by the same function (test_kafka_fleet_spark)",
     "mqbalance.history.analysis.*": "pure functions over a group's rows, called by the job on the dataset it read "
     "(test_history, with Burrow's cases)",
+    "mqbalance.history.kafka.*": "pure functions over a Kafka group's rows, called by the job on the dataset it read "
+    "(test_history_kafka)",
     "mqbalance.history.job.analyse": "starts Spark; its directory is checked by open_history (walked), the CLI walker",
     "mqbalance.history.spans.HistoryResult": "result type of analyse",
     "mqbalance.history.report.write_history_outputs": "writes a HistoryResult built by the library; paths: CLI walker",

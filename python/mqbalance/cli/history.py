@@ -101,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         "duplicate_ids": len(result.duplicate_ids),
         "health": dict(Counter(h["status"] for h in result.health)),
     }
+    if result.cluster_kind == "kafka":  # the broker's generation / epoch increments, per group
+        summary["rebalances"] = {g["group"]: g["rebalances"] for g in result.groups}
+        summary["fenced"] = len(result.fenced)
     Path(args.out, "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(summary))
     return 0

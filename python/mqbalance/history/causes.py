@@ -27,6 +27,25 @@ The causes of an episode, in this order, each naming what the evidence shows:
   (:func:`mqbalance.history.spans.combine_spans`);
 * ``unknown`` when none of these shows.
 
+**Kafka** (:mod:`mqbalance.history.kafka`): an episode is a generation (group epoch) change and
+its causes use the same kinds where they mean the same, naming members by client id, host, member
+id and instance id (:func:`member_name`), from :func:`kafka_causes`:
+
+* ``joined: MEMBER``; ``left: MEMBER`` — removed, gracefully or not: the broker's group
+  description says nothing of which; ``vanished: MEMBER: EVIDENCE`` — removed after its
+  partitions lagged with no commit at two offsets readings or more over the last 4 s
+  (:func:`mqbalance.history.kafka.vanished`): a killed consumer whose session expired (a live
+  one commits what it consumes, and on a graceful close);
+* ``fenced: instance I, member A replaced by MEMBER`` — a static member's id taken by a new one
+  (a restart within the session timeout, or another process with the same instance id) in the
+  tick the generation moved; ``shared instance id: I`` — the episode falls in a period in which
+  the instance id moved between members again and again (:mod:`mqbalance.history.spans`);
+* ``subscription changed: +T -U`` (the union of the members' topics) or ``assignor A -> B``;
+* ``partitions added: T (N)`` / ``partitions removed: T (N)`` — a topic's partition count
+  changed, a topic was created or deleted;
+* ``unknown`` when none of these shows (e.g. a member's changed metadata, or a rebalance the
+  watcher's ticks did not see the cause of).
+
 >>> rows = [{"ts": 0, "event": "checkpoint", "topic": "T", "broker_name": "b", "queue_id": 0},
 ...         {"ts": 5, "event": "change", "topic": "T", "broker_name": "b", "queue_id": 1}]
 >>> [(c["ts"], c["event"], c["queue"]) for c in queue_changes(rows, since=0)]
@@ -42,7 +61,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
-__all__ = ["causes", "changes", "held_at", "internal", "members_at", "queue_changes"]
+__all__ = ["causes", "changes", "held_at", "internal", "kafka_causes", "member_name", "members_at", "queue_changes"]
 
 Queue = tuple[str, str, int]
 
@@ -170,3 +189,56 @@ def held_at(ownership: Iterable[Mapping[str, Any]], t: int) -> set[Queue]:
         else:
             held.add(q)
     return held
+
+
+def member_name(m: Mapping[str, Any]) -> str:
+    """A Kafka member as causes name it: ``CLIENT (HOST, member ID[, instance I])``.
+
+    >>> member_name({"client_id": "c1", "client_addr": "/10.0.0.1", "member_id": "c1-7f", "instance_id": None})
+    'c1 (/10.0.0.1, member c1-7f)'
+    """
+    instance = f", instance {m['instance_id']}" if m.get("instance_id") else ""
+    return f"{m['client_id']} ({m['client_addr']}, member {m['member_id']}{instance})"
+
+
+def kafka_causes(
+    *,
+    joined: Sequence[Mapping[str, Any]],
+    left: Sequence[Mapping[str, Any]],
+    replaced: Sequence[Mapping[str, Any]],
+    subscriptions: Sequence[Mapping[str, Any]],
+    partitions: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The causes of a Kafka episode (see the module docs) from its member changes (``left``
+    rows carry ``vanished``: the evidence of a session expiry, or ``None``), its static
+    replacements (``instance_id``, ``old`` and ``new`` members), the changes of the group's
+    subscriptions and assignor (``before`` and ``after``: ``(topics, assignor)``) and its
+    :func:`queue_changes`.
+
+    >>> m = {"client_id": "c2", "client_addr": "/10.0.0.2", "member_id": "c2-1", "instance_id": None}
+    >>> kafka_causes(joined=[m], left=[{**m, "member_id": "c2-0", "vanished": "no commit for 9 s"}], replaced=[],
+    ...              subscriptions=[], partitions=[{"event": "queue_added", "queue": ("T", "", 3)}])[1:]
+    ['vanished: c2 (/10.0.0.2, member c2-0): no commit for 9 s', 'partitions added: T (1)']
+    """
+    out = [f"joined: {member_name(m)}" for m in joined]
+    out += [f"left: {member_name(m)}" for m in left if not m.get("vanished")]
+    out += [f"vanished: {member_name(m)}: {m['vanished']}" for m in left if m.get("vanished")]
+    out += [
+        f"fenced: instance {r['instance_id']}, member {r['old']['member_id']} replaced by {member_name(r['new'])}"
+        for r in replaced
+    ]
+    for r in subscriptions:
+        (before, old), (after, new) = r["before"], r["after"]
+        gained, lost = sorted(set(after) - set(before)), sorted(set(before) - set(after))
+        moved = [f"+{t}" for t in gained] + [f"-{t}" for t in lost]
+        if moved:
+            out.append(f"subscription changed: {' '.join(moved)}")
+        if old != new:
+            out.append(f"subscription changed: assignor {old} -> {new}")
+    for kind, word in (("queue_added", "added"), ("queue_removed", "removed")):
+        per: dict[str, int] = defaultdict(int)
+        for r in partitions:
+            if r["event"] == kind:
+                per[r["queue"][0]] += 1
+        out += [f"partitions {word}: {topic} ({n})" for topic, n in sorted(per.items())]
+    return out or ["unknown"]

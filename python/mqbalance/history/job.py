@@ -39,7 +39,8 @@ from mqbalance.history.analysis import (
     owner_timeline,
 )
 from mqbalance.history.causes import causes, changes, held_at, members_at
-from mqbalance.history.schema import TABLES
+from mqbalance.history.kafka import STALL_S, analyse_kafka_group
+from mqbalance.history.schema import TABLES, cluster_kind
 from mqbalance.history.spans import HistoryResult, combine_spans
 from mqbalance.history.writer import open_history, read_ticks
 
@@ -64,6 +65,13 @@ _COLUMNS = {
     "max_offset": pa.int64(),
     "oldest_store_ms": pa.int64(),
     "lag_time": pa.string(),
+    # Kafka (schema version 3; null for RocketMQ): :mod:`mqbalance.history.kafka`
+    "member_id": pa.string(),
+    "instance_id": pa.string(),
+    "group_type": pa.string(),
+    "state": pa.string(),
+    "generation": pa.int32(),
+    "assignment_epoch": pa.int32(),
 }
 
 
@@ -89,12 +97,22 @@ def _json_default(value: Any) -> Any:
 
 
 def _analyse_span(
-    table: pa.Table, since: int, until: int, final: bool, readings: Sequence[int], window: float
+    table: pa.Table,
+    since: int,
+    until: int,
+    final: bool,
+    readings: Sequence[int],
+    window: float,
+    kind: str = "rocketmq",
+    offset_readings: Sequence[int] = (),
 ) -> pa.Table:
     """One group over ``[since, until)`` ms (``final``: the last span, also health). Rows before
     ``since`` (from the last checkpoint on) give the state there; the ``prefix`` row is what the
-    previous span's last episode goes on with until this span's first one."""
+    previous span's last episode goes on with until this span's first one. ``kind``: the
+    history's cluster kind (Kafka groups: :func:`mqbalance.history.kafka.analyse_kafka_group`)."""
     group = table.column("group")[0].as_py() if table.num_rows else ""
+    if kind == "kafka":
+        return _kafka_span(table, group, since, until, final, readings, offset_readings)
     members = _rows(table, "members", ("ts", "event", "client_id", "client_addr", "strategy"))
     ownership = _rows(table, "ownership", ("ts", "event", "topic", "broker_name", "queue_id", "processes"))
     group_rows = _rows(table, "groups", ("ts", "event", "subscriptions", "strategy"))
@@ -137,6 +155,49 @@ def _analyse_span(
             "group": [group] * len(out),
             "kind": [k for k, _ in out],
             "row": [json.dumps(v, default=_json_default) for _, v in out],
+        },
+        schema=_OUT,
+    )
+
+
+def _kafka_span(
+    table: pa.Table,
+    group: str,
+    since: int,
+    until: int,
+    final: bool,
+    readings: Sequence[int],
+    offset_readings: Sequence[int],
+) -> pa.Table:
+    """:func:`_analyse_span` of a Kafka group."""
+    tz = _tz(table)
+    queue = ("topic", "broker_name", "queue_id")
+    found = analyse_kafka_group(
+        _rows(
+            table,
+            "groups",
+            ("ts", "event", "group_type", "state", "generation", "assignment_epoch", "subscriptions", "strategy"),
+        ),  # fmt: skip
+        _rows(table, "members", ("ts", "event", "member_id", "client_id", "client_addr", "instance_id")),
+        _rows(table, "ownership", ("ts", "event", *queue, "owner", "processes")),
+        _rows(table, "offsets", ("ts", *queue, "committed", "max_offset", *LAG)),
+        since=since,
+        until=until,
+        final=final,
+        readings=readings,
+        offset_readings=offset_readings,
+    )
+    for kind, row in found:
+        if kind == "episode":
+            row["start"], row["end"] = _time(row["start"], tz), _time(row["end"], tz)
+            del row["last"]
+        elif kind == "fenced":
+            row["at"] = _time(row["at"], tz)
+    return pa.table(
+        {
+            "group": [group] * len(found),
+            "kind": [k for k, _ in found],
+            "row": [json.dumps(v, default=_json_default) for _, v in found],
         },
         schema=_OUT,
     )
@@ -214,9 +275,10 @@ def analyse(
             raise HistoryError(f"{name} must be an integer >= 1, got {value!r}", value)
     if not isinstance(span, dt.timedelta) or span <= dt.timedelta(0):
         raise HistoryError(f"span must be a positive timedelta, got {span!r}", span)
+    kind = cluster_kind(path)
     ticks = read_ticks(path)
     ids, times, kinds, checkpoints = (ticks.column(n).to_pylist() for n in ("tick_id", "ts", "kind", "checkpoint"))
-    result = HistoryResult([], [], [], [], [])
+    result = HistoryResult([], [], [], [], [], cluster_kind=kind)
     lo = max([times[0], start] if start else times[:1], default=None)
     hi = min([times[-1], end] if end else times[-1:], default=None)
     if lo is None or hi is None or hi < lo:
@@ -252,7 +314,11 @@ def analyse(
                 for name in ("groups", "members", "ownership")
                 if (files := _files(listed[name], checkpoint_at(since), last))
             ]
-            if final and readings:
+            if kind == "kafka":
+                # every span: a member removed while its partitions stopped committing vanished
+                if files := _files(listed["offsets"], checkpoint_at(since), last):
+                    inputs.append(("offsets", files, None))
+            elif final and readings:
                 # the offsets at the window's start: the last checkpoint before it and the changes after
                 start_ts = dt.datetime.fromtimestamp(readings[0] / 1000, dt.UTC)
                 if files := _files(listed["offsets"], checkpoint_at(start_ts), last):
@@ -268,13 +334,19 @@ def analyse(
                 final=final,
                 readings=readings,
                 window=window,
+                kind=kind,
+                offset_readings=[
+                    int(t.timestamp() * 1000)
+                    for t, k in zip(times, kinds, strict=True)
+                    if k in ("offsets", "both") and since - dt.timedelta(seconds=STALL_S) <= t <= until
+                ],
             )
             got = per_group(inputs, groups, until, run)
             parts += [
                 (g, kind, json.loads(row))
                 for g, kind, row in zip(*(got.column(c).to_pylist() for c in ("group", "kind", "row")), strict=True)
             ]
-    return combine_spans(parts, window, min_cycles, min_episodes)
+    return combine_spans(parts, window, min_cycles, min_episodes, cluster_kind=kind)
 
 
 def data_bytes(root: str | Path) -> int:

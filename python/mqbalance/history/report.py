@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from mqbalance.history.causes import member_name
 from mqbalance.history.schema import TABLES
 from mqbalance.history.spans import HistoryResult
 from mqbalance.history.writer import read_ticks
@@ -26,7 +27,7 @@ __all__ = ["write_history_outputs"]
 def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str | Path | None = None) -> dict[str, Path]:
     """Parquet and CSV per table (episodes, flapping clients and groups, health, duplicate ids),
     ``report.md`` and ``episodes_per_hour.png``; with the history's ``root``, also ``ownership.png``
-    (the group with the most episodes: one row per queue, a colour per process, gaps where nobody
+    (the group with the most episodes that has queues: one row per queue, a colour per process, gaps where nobody
     owns a queue, red where two do) and ``lag.png`` (total lag over time of the five groups with
     the most lag at the end). The paths by name."""
     directory = Path(out)
@@ -38,6 +39,7 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
         ("flapping_groups", result.flapping_groups),
         ("health", result.health),
         ("duplicate_ids", result.duplicate_ids),
+        *((("groups", result.groups), ("fenced", result.fenced)) if result.cluster_kind == "kafka" else ()),
     ):
         flat = [{k: json.dumps(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows]
         table = pa.Table.from_pylist(flat) if flat else pa.table({"group": pa.array([], pa.string())})
@@ -47,6 +49,7 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
     statuses: dict[str, int] = {}
     for h in result.health:
         statuses[h["status"]] = statuses.get(h["status"], 0) + 1
+    kafka = result.cluster_kind == "kafka"
     lines = [
         "# mqbalance history",
         "",
@@ -56,35 +59,25 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
             f"{len(result.flapping_groups):,}"
         ),
         "- queue health: " + (", ".join(f"{k} {v:,}" for k, v in sorted(statuses.items())) or "no offsets"),
-        f"- duplicated client ids: {len(result.duplicate_ids):,} periods",
-        "",
-        "## Worst episodes (queue-seconds owned by nobody)",
-        "",
-        (
-            "| group | start | joined | left | causes | queue changes | owned again after (s) | nobody (queue-s) "
-            "| twice (queue-s) |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|",
+        f"- {'shared instance ids' if kafka else 'duplicated client ids'}: {len(result.duplicate_ids):,} periods",
     ]
-    for e in sorted(result.episodes, key=lambda e: -e["unowned_queue_s"])[:20]:
-        lines.append(
-            f"| {e['group']} | {e['start']} | {_who(e['joined'])} | {_who(e['left'])} | {'; '.join(_causes(e))} "
-            f"| {e['queue_changes']} | {e['owned_again_s']} | {e['unowned_queue_s']} | {e['double_owned_queue_s']} |"
-        )
-    lines += ["", "## Duplicated client ids", "", "| group | client id | addresses | start | end | seconds | how |"]
+    if kafka:
+        lines += ["", "## Rebalances per group (generation / group epoch increments)", ""]
+        lines += _markdown(*_kafka_groups(result)) + ["", "## Static members replaced (the old member fenced)", ""]
+        lines += _markdown(*_fenced(result))
+    lines += ["", "## Worst episodes (queue-seconds owned by nobody)", ""]
+    lines += _markdown(*_episodes(result))
+    title = "Shared instance ids" if kafka else "Duplicated client ids"
+    ids = "instance id | member ids" if kafka else "client id | addresses"
+    lines += ["", f"## {title}", "", f"| group | {ids} | start | end | seconds | how |"]
     lines += ["|---|---|---|---|---|---|---|"]
     for d in result.duplicate_ids[:50]:
         lines.append(
             f"| {d['group']} | {d['client_id']} | {', '.join(d['addresses'])} | {d['start']} | {d['end']} "
             f"| {d['seconds']} | {d['how']} |"
         )
-    lines += ["", "## Queues not OK", "", "| group | topic | broker | queue | status | lag | lag (s) | drain |"]
-    lines += ["|---|---|---|---|---|---|---|---|"]
-    for h in [h for h in result.health if h["status"] != "OK"][:50]:
-        lines.append(
-            f"| {h['group']} | {h['topic']} | {h['broker_name']} | {h['queue_id']} | {h['status']} | {h['lag']} "
-            f"| {_lag_s(h)} | {_drain(h)} |"
-        )
+    lines += ["", f"## {'Partitions' if kafka else 'Queues'} not OK", ""]
+    lines += _markdown(*_health(result))
     images = [_plot(result, directory)]
     if root is not None:
         images += [_ownership_plot(result, Path(root), directory), _lag_plot(result, Path(root), directory)]
@@ -100,14 +93,109 @@ def write_history_outputs(result: HistoryResult, out: str | Path, *, root: str |
 
 
 def _who(members: Sequence[Sequence[str]]) -> str:
-    """Connections ``[client id, address]`` as ``id (address), ...`` (the first 5, then how many more)."""
-    named = [f"{cid} ({addr})" for cid, addr in members[:5]]
+    """Connections ``[client id, address]`` as ``id (address), ...`` (the first 5, then how many
+    more); Kafka members ``[client id, host, member id, instance id]`` as
+    :func:`~mqbalance.history.causes.member_name` names them."""
+    named = [
+        f"{m[0]} ({m[1]})"
+        if len(m) == 2
+        else member_name({"client_id": m[0], "client_addr": m[1], "member_id": m[2], "instance_id": m[3]})
+        for m in members[:5]
+    ]
     return ", ".join(named + ([f"and {len(members) - 5} more"] if len(members) > 5 else [])) or "–"
 
 
+def _markdown(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)] + [
+        "| " + " | ".join(str(c) for c in row) + " |" for row in rows
+    ]
+
+
+def _episodes(result: HistoryResult) -> tuple[list[str], list[list[Any]]]:
+    """The worst 20 episodes (most queue-seconds owned by nobody): headers and rows."""
+    worst = sorted(result.episodes, key=lambda e: -e["unowned_queue_s"])[:20]
+    if result.cluster_kind != "kafka":
+        headers = ["group", "start", "joined", "left", "causes", "queue changes", "owned again after (s)",
+                   "nobody (queue-s)", "twice (queue-s)"]  # fmt: skip
+        return headers, [
+            [
+                e["group"],
+                e["start"],
+                _who(e["joined"]),
+                _who(e["left"]),
+                "; ".join(_causes(e)),
+                e["queue_changes"],
+                e["owned_again_s"],
+                e["unowned_queue_s"],
+                e["double_owned_queue_s"],
+            ]  # fmt: skip
+            for e in worst
+        ]
+    headers = ["group", "start", "protocol", "generation", "rebalances", "states", "joined", "left", "causes",
+               "rebalancing (s)", "partition owner changes", "owned again after (s)", "nobody (partition-s)",
+               "twice (partition-s)"]  # fmt: skip
+    return headers, [
+        [
+            e["group"],
+            e["start"],
+            e["group_type"],
+            f"{e['generation_from']} → {e['generation_to']}",
+            e["rebalances"],
+            " → ".join(e["states"]),
+            _who(e["joined"]),
+            _who(e["left"]),
+            "; ".join(_causes(e)),
+            e["rebalancing_s"],
+            e["queue_changes"],
+            e["owned_again_s"],
+            e["unowned_queue_s"],
+            e["double_owned_queue_s"],
+        ]  # fmt: skip
+        for e in worst
+    ]
+
+
+def _kafka_groups(result: HistoryResult) -> tuple[list[str], list[list[Any]]]:
+    """A Kafka history's groups: protocol, last state as the broker names it, generation (group
+    epoch), rebalances counted and episodes."""
+    headers = ["group", "protocol", "state", "generation", "rebalances", "episodes"]
+    rows = [[g["group"], g["group_type"], g["state"], g["generation"], g["rebalances"], g["episodes"]]
+            for g in result.groups]  # fmt: skip
+    return headers, rows
+
+
+def _fenced(result: HistoryResult) -> tuple[list[str], list[list[Any]]]:
+    """Static members whose member id a new one took: a restart within the session timeout
+    (no rebalance) or another process with the same instance id."""
+    headers = ["group", "instance id", "fenced member", "by member", "at", "rebalances"]
+    rows = [[f["group"], f["instance_id"], f"{f['member_id']} ({f['client_id']})",
+             f"{f['by_member_id']} ({f['by_client_id']})", f["at"], f["rebalances"]]
+            for f in result.fenced[:50]]  # fmt: skip
+    return headers, rows
+
+
+def _health(result: HistoryResult) -> tuple[list[str], list[list[Any]]]:
+    """The queues (Kafka: partitions) not OK: headers and rows."""
+    sick = [h for h in result.health if h["status"] != "OK"][:50]
+    if result.cluster_kind == "kafka":
+        return ["group", "topic", "partition", "status", "lag", "lag (s)", "drain"], [
+            [h["group"], h["topic"], h["queue_id"], h["status"], h["lag"], _lag_s(h), _drain(h)] for h in sick
+        ]
+    return ["group", "topic", "broker", "queue", "status", "lag", "lag (s)", "drain"], [
+        [h["group"], h["topic"], h["broker_name"], h["queue_id"], h["status"], h["lag"], _lag_s(h), _drain(h)]
+        for h in sick
+    ]
+
+
 def _causes(e: Mapping[str, Any]) -> list[str]:
-    """An episode's causes but those its joined and left columns already say."""
-    return [c for c in e.get("causes", ["unknown"]) if not c.startswith(("joined:", "left:"))] or ["membership"]
+    """An episode's causes but those its joined and left columns already say (a Kafka episode
+    keeps their kinds: ``joined``, ``left``)."""
+    causes = e.get("causes", ["unknown"])
+    kept = [c for c in causes if not c.startswith(("joined:", "left:"))]
+    if "generation_from" in e:
+        kinds = [k for k in ("joined", "left") if any(c.startswith(k + ":") for c in causes)]
+        return kinds + kept
+    return kept or ["membership"]
 
 
 def _lag_s(h: Mapping[str, Any]) -> str:
@@ -133,12 +221,25 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[str]) -> str:
     """The report as one HTML page (the Markdown report's content, with the plots inline), from
     ``templates/report.html``."""
-    worst = sorted(result.episodes, key=lambda e: -e["unowned_queue_s"])[:20]
-    sick = [h for h in result.health if h["status"] != "OK"][:50]
+    kafka = result.cluster_kind == "kafka"
     template = Template(resources.files("mqbalance.history").joinpath("templates/report.html").read_text("utf-8"))
+    extra = ""
+    if kafka:
+        extra = (
+            "<h2 id='groups'>Rebalances per group (generation / group epoch increments)</h2>\n"
+            + _table(*_kafka_groups(result))
+            + "\n<h2 id='fenced'>Static members replaced (the old member fenced)</h2>\n"
+            + _table(*_fenced(result))
+        )
     return template.substitute(
         summary=_table(
-            ["rebalance episodes", "flapping client ids", "flapping groups", "duplicated ids", "queue health"],
+            [
+                "rebalance episodes",
+                "flapping client ids",
+                "flapping groups",
+                "shared instance ids" if kafka else "duplicated ids",
+                "queue health",
+            ],  # fmt: skip
             [
                 [
                     len(result.episodes),
@@ -149,33 +250,10 @@ def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[s
                 ]
             ],
         ),
-        episodes=_table(
-            [
-                "group",
-                "start",
-                "joined",
-                "left",
-                "causes",
-                "queue changes",
-                "owned again after (s)",
-                "nobody (queue-s)",
-                "twice (queue-s)",
-            ],  # fmt: skip
-            [
-                [
-                    e["group"],
-                    e["start"],
-                    _who(e["joined"]),
-                    _who(e["left"]),
-                    "; ".join(_causes(e)),
-                    e["queue_changes"],
-                    e["owned_again_s"],
-                    e["unowned_queue_s"],
-                    e["double_owned_queue_s"],
-                ]  # fmt: skip
-                for e in worst
-            ],
-        ),
+        kafka=extra,
+        duplicates_title="Shared instance ids" if kafka else "Duplicated client ids",
+        health_title="Partitions not OK" if kafka else "Queues not OK",
+        episodes=_table(*_episodes(result)),
         flapping_clients=_table(
             ["group", "client id", "joins", "leaves", "cycles"],
             [[f["group"], f["client_id"], f["joins"], f["leaves"], f["cycles"]] for f in result.flapping_clients],
@@ -188,13 +266,7 @@ def _html(result: HistoryResult, statuses: Mapping[str, int], images: Sequence[s
                 for d in result.duplicate_ids[:50]
             ],
         ),  # fmt: skip
-        health=_table(
-            ["group", "topic", "broker", "queue", "status", "lag", "lag (s)", "drain"],
-            [
-                [h["group"], h["topic"], h["broker_name"], h["queue_id"], h["status"], h["lag"], _lag_s(h), _drain(h)]
-                for h in sick
-            ],
-        ),  # fmt: skip
+        health=_table(*_health(result)),
         images="".join(f"<p><img src='{html.escape(i)}' alt='{html.escape(i)}'></p>\n" for i in images),
     )
 
@@ -245,8 +317,10 @@ def _ownership_plot(result: HistoryResult, root: Path, directory: Path) -> str |
         counts[e["group"]] = counts.get(e["group"], 0) + 1
     if not counts:
         return None
-    group = min(counts, key=lambda g: (-counts[g], g))
-    rows = _group_rows(root, "ownership", {group})
+    rows: list[dict[str, Any]] = []
+    for group in sorted(counts, key=lambda g: (-counts[g], g))[:5]:  # the first of them with owners
+        if rows := _group_rows(root, "ownership", {group}):
+            break
     if not rows:
         return None
     import matplotlib
@@ -281,13 +355,18 @@ def _ownership_plot(result: HistoryResult, root: Path, directory: Path) -> str |
     ax.set_yticks(range(len(queues)), [f"{t}/{b}/{i}" for t, b, i in queues], fontsize=6)
     from matplotlib.patches import Patch
 
+    what = ("Partition", "member") if result.cluster_kind == "kafka" else ("Queue", "process")
     shown = owners[:LEGEND_OWNERS]
-    handles = [Patch(color=colour[o], label=o) for o in shown]
+    label = {o: o for o in owners}
+    if result.cluster_kind == "kafka":  # owners are member ids: named with their client ids
+        clients = {r["member_id"]: r["client_id"] for r in _group_rows(root, "members", {group}) if r["member_id"]}
+        label = {o: f"{clients.get(o, '?')} (member {o if len(o) <= 14 else o[:6] + '…' + o[-6:]})" for o in owners}
+    handles = [Patch(color=colour[o], label=label[o]) for o in shown]
     if len(owners) > len(shown):
-        handles.append(Patch(color="#ffffff", label=f"and {len(owners) - len(shown)} more processes"))
+        handles.append(Patch(color="#ffffff", label=f"and {len(owners) - len(shown)} more {what[1]}s"))
     handles.append(Patch(facecolor="#ffffff", hatch="////", edgecolor="#d62728", label="owned by two or more"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, title="owner", frameon=False)
-    ax.set_title(f"Queue ownership over time: {group} (colour per process; gaps: nobody; hatched red: two)")
+    ax.set_title(f"{what[0]} ownership over time: {group} (colour per {what[1]}; gaps: nobody; hatched red: two)")
     fig.autofmt_xdate()
     fig.tight_layout()
     fig.savefig(directory / "ownership.png", dpi=100)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mqbalance.history.analysis import (
@@ -21,23 +21,37 @@ __all__ = ["HistoryResult"]
 @dataclass
 class HistoryResult:
     """Per group: episodes, flapping client ids, queue health, duplicated-client-id periods; and
-    the groups ranked by episodes."""
+    the groups ranked by episodes. A Kafka history (``cluster_kind`` ``"kafka"``) also has, per
+    group, its rebalance count and last state (``groups``) and its static members replaced
+    (``fenced``); its ``duplicate_ids`` are shared instance ids (``client_id`` holds the instance
+    id, ``addresses`` the member ids)."""
 
     episodes: list[dict[str, Any]]
     flapping_clients: list[dict[str, Any]]
     flapping_groups: list[dict[str, Any]]
     health: list[dict[str, Any]]
     duplicate_ids: list[dict[str, Any]]
+    cluster_kind: str = "rocketmq"
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    fenced: list[dict[str, Any]] = field(default_factory=list)
 
 
 def combine_spans(
-    parts: Sequence[tuple[str, str, dict[str, Any]]], window: float, min_cycles: int, min_episodes: int
+    parts: Sequence[tuple[str, str, dict[str, Any]]],
+    window: float,
+    min_cycles: int,
+    min_episodes: int,
+    *,
+    cluster_kind: str = "rocketmq",
 ) -> HistoryResult:
     """The spans' rows, in span order, as one result: an episode still open at a span's end goes
     on with the next span's prefix (and its first episode, when that starts less than ``window``
-    after the open one's last change); flapping counts add up; each client id's moves are read
-    across the spans as one."""
-    result = HistoryResult([], [], [], [], [])
+    after the open one's last change; a Kafka episode is one generation change: never joined
+    with the next); flapping counts add up; each client id's moves are read across the spans as
+    one; a Kafka group's rebalances add up."""
+    kafka = cluster_kind == "kafka"
+    result = HistoryResult([], [], [], [], [], cluster_kind=cluster_kind)
+    per_group: dict[str, dict[str, Any]] = {}
     open_episode: dict[str, dict[str, Any]] = {}  # per group: the episode its next prefix goes on with
     latest: dict[str, dict[str, Any]] = {}  # per group: its last episode so far
     joins: dict[tuple[str, str], list[int]] = {}
@@ -51,6 +65,8 @@ def combine_spans(
                 e["queue_changes"] += row["queue_changes"]
                 if e["owned_at"] is None:
                     e["owned_at"] = row["owned_at"]
+                if kafka:
+                    _kafka_goes_on(e, row)
                 if row["has_episodes"]:
                     del open_episode[group]
                     e["_join_next"] = True  # the next episode may coalesce with it
@@ -59,7 +75,8 @@ def combine_spans(
             prev = latest.get(group)
             start = dt.datetime.fromisoformat(row["start"])
             if (
-                prev is not None
+                not kafka
+                and prev is not None
                 and prev.pop("_join_next", False)
                 and (start - dt.datetime.fromisoformat(prev["end"])) < dt.timedelta(seconds=window)
             ):
@@ -82,6 +99,11 @@ def combine_spans(
             cycle = joins.setdefault((group, row["client_id"]), [0, 0])
             cycle[0] += row["joins"]
             cycle[1] += row["leaves"]
+        elif kind == "kafka_group":
+            seen = per_group.get(group)
+            per_group[group] = {**row, "rebalances": row["rebalances"] + (seen["rebalances"] if seen else 0)}
+        elif kind == "fenced":
+            result.fenced.append({"group": group, **row})
         elif kind == "id_moves":
             swaps, twice = moves.setdefault((group, row["client_id"]), ([], []))
             swaps += row["swaps"]
@@ -95,6 +117,9 @@ def combine_spans(
         e["owned_again_s"] = None if owned_at is None else (owned_at - start_ms) / 1000
         e["unowned_queue_s"] = round(e["unowned_queue_s"], 3)
         e["double_owned_queue_s"] = round(e["double_owned_queue_s"], 3)
+        if kafka:
+            settled_at = e.pop("settled_at")
+            e["rebalancing_s"] = None if settled_at is None else (settled_at - start_ms) / 1000
     result.episodes.sort(key=lambda e: (e["group"], e["start"]))
     numbers: dict[str, int] = {}
     for e in result.episodes:
@@ -120,12 +145,15 @@ def combine_spans(
         first, last = dt.datetime.fromisoformat(e["start"]), dt.datetime.fromisoformat(e["end"])
         e["duplicated_ids"] = sorted({c for a, b, c in when_dup.get(e["group"], []) if a <= last and b >= first})
         if "causes" in e:
-            e["causes"] = _merged(e["causes"], [f"duplicated id: {c}" for c in e["duplicated_ids"]])
+            shared = "shared instance id" if kafka else "duplicated id"
+            e["causes"] = _merged(e["causes"], [f"{shared}: {c}" for c in e["duplicated_ids"]])
     result.health.sort(key=lambda h: (h["group"], h["topic"], h["broker_name"], h["queue_id"]))
     result.duplicate_ids.sort(key=lambda d: (d["group"], d["start"], d["client_id"]))
     counts: dict[str, int] = {}
     for e in result.episodes:
         counts[e["group"]] = counts.get(e["group"], 0) + 1
+    result.groups = [{"group": g, **row, "episodes": counts.get(g, 0)} for g, row in sorted(per_group.items())]
+    result.fenced.sort(key=lambda f: (f["group"], f["at"], f["instance_id"]))
     result.flapping_groups = sorted(
         ({"group": g, "episodes": n} for g, n in counts.items() if n >= min_episodes),
         key=lambda r: (-r["episodes"], r["group"]),
@@ -141,8 +169,29 @@ def _owned_at(e: Mapping[str, Any]) -> int | None:
 
 
 #: the order an episode's causes are listed in (:mod:`mqbalance.history.causes`), by their kind
-_CAUSE_ORDER = ("joined", "left", "subscription changed", "broker gone", "queues added", "queues removed",
-                "strategies differ", "duplicated id", "unknown")  # fmt: skip
+_CAUSE_ORDER = ("joined", "left", "vanished", "fenced", "subscription changed", "broker gone", "queues added",
+                "queues removed", "partitions added", "partitions removed", "strategies differ", "duplicated id",
+                "shared instance id", "unknown")  # fmt: skip
+
+
+def _kafka_goes_on(e: dict[str, Any], row: Mapping[str, Any]) -> None:
+    """A Kafka episode open at a span's end goes on with the next span's prefix: its generation
+    increments, states, member changes, causes and the time it settled."""
+    e["rebalances"] += row["rebalances"]
+    if row["generation_to"] is not None:
+        e["generation_to"] = row["generation_to"]
+    for state in row["states"]:
+        if not e["states"] or e["states"][-1] != state:
+            e["states"].append(state)
+    e["joined"] += row["joined"]
+    e["left"] += row["left"]
+    if row["joined"] or row["left"] or row["rebalances"] or row["causes"] != ["unknown"]:
+        e["causes"] = _merged(e["causes"], row["causes"])
+    if e["settled_at"] is None:
+        e["settled_at"] = row["settled_at"]
+    if row["last"] is not None:
+        last = dt.datetime.fromtimestamp(row["last"] / 1000, dt.UTC)
+        e["end"] = max(dt.datetime.fromisoformat(e["end"]), last).isoformat()
 
 
 def _merged(first: Sequence[str], second: Sequence[str]) -> list[str]:

@@ -1,0 +1,216 @@
+"""End to end on Apache Kafka itself (``kafka_java``: one KRaft broker, both group protocols): the
+real ``mqbalance watch --bootstrap`` process watches a classic group and a consumer-protocol group
+of Java ``KafkaConsumer`` members (``MixedKafkaGroup.start_java``) through scripted churn — scale
+up, ``kill -9`` (the session expires), a graceful scale-down, a static member restarted inside its
+session timeout and one restarted after it — while a producer keeps the partitions busy; then
+``mqbalance history``. The history's rebalance count per group must equal the broker's own, read
+from its log (``org.apache.kafka.coordinator.group`` at INFO: ``Stabilized group G generation N``,
+``Group G with generation N is now empty``, ``Bumped group epoch to N``), and every episode must
+name its members and a cause. Each step waits on what the watcher recorded, never a fixed sleep."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+from kafka_cluster import MQBALANCE
+from kafka_java_cluster import KafkaJavaBroker, MixedKafkaGroup
+from mqbalance.exceptions import MQBalanceError
+from mqbalance.history.writer import read_ticks
+from server_process import ServerProcess, wait_for
+
+pytestmark = pytest.mark.java
+
+TOPIC = "churn"
+CLASSIC, MODERN = "hk-classic", "hk-consumer"
+WAIT_S = 120.0
+
+
+def recorded(history: Path, group: str) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
+    """The group's last ``groups`` row and its members (member id -> row) as the watcher has
+    recorded them so far (committed ticks only: the last checkpoint, then the changes)."""
+    try:
+        last = max(read_ticks(history).column("tick_id").to_pylist(), default=0)
+    except MQBalanceError:
+        return None, {}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for name in ("groups", "members"):
+        found = []
+        for f in sorted((history / name).glob("date=*/hour=*/part-*.parquet")):
+            if int(f.name[5:17]) <= last:
+                found += [r for r in pq.read_table(f).to_pylist() if r["group"] == group]
+        rows[name] = sorted(found, key=lambda r: r["tick_id"])
+    state = rows["groups"][-1] if rows["groups"] else None
+    members: dict[str, dict[str, Any]] = {}
+    tick = None
+    for r in rows["members"]:
+        if r["event"] == "checkpoint" and r["tick_id"] != tick:
+            members = {}
+        tick = r["tick_id"]
+        if r["event"] == "leave":
+            members.pop(r["member_id"], None)
+        else:
+            members[r["member_id"]] = r
+    return state, members
+
+
+def settled(history: Path, group: str, clients: set[str]) -> bool:
+    """The watcher recorded ``group`` Stable with exactly these client ids, its generation known."""
+    state, members = recorded(history, group)
+    return (
+        state is not None
+        and state["state"] == "Stable"
+        and state["generation"] is not None
+        and sorted(m["client_id"] for m in members.values()) == sorted(clients)
+    )
+
+
+def wait_settled(history: Path, group: str, clients: set[str]) -> None:
+    wait_for(f"{group} Stable with {sorted(clients)}", lambda: settled(history, group, clients), timeout=WAIT_S)
+
+
+def broker_generations(log: str, group: str) -> int:
+    """The group's last generation (classic) or group epoch (consumer protocol) in the broker's log."""
+    g = re.escape(group)
+    found = [int(n) for n in re.findall(rf"Stabilized group {g} generation (\d+)", log)]
+    found += [int(n) for n in re.findall(rf"Group {g} with generation (\d+) is now empty", log)]
+    found += [int(n) for n in re.findall(rf"\[GroupId {g}\] Bumped group epoch to (\d+)", log)]
+    return max(found, default=0)
+
+
+def test_history_counts_the_brokers_rebalances_and_names_every_episode(
+    kafka_java: KafkaJavaBroker, tmp_path: Path
+) -> None:
+    from kafka import KafkaProducer
+
+    kafka_java.create_topic(TOPIC, 4)
+    history = tmp_path / "history"
+    watch = ServerProcess(
+        "mqbalance watch --bootstrap",
+        [
+            str(MQBALANCE),
+            "watch",
+            "--bootstrap",
+            kafka_java.bootstrap,
+            "--out",
+            str(history),
+            "--interval",
+            "1s",
+            "--offsets-interval",
+            "1s",
+            "--quiet",
+        ],  # fmt: skip
+        log=tmp_path / "watch.log",
+    )
+    stop = threading.Event()
+    producer = KafkaProducer(bootstrap_servers=kafka_java.bootstrap, linger_ms=5)
+
+    def produce() -> None:  # the partitions stay busy: a member that stops committing falls behind
+        while not stop.wait(0.02):
+            for p in range(4):
+                producer.send(TOPIC, b"m", partition=p)
+
+    feeder = threading.Thread(target=produce, daemon=True)
+    dynamic = MixedKafkaGroup(kafka_java, CLASSIC, tmp_path, session_timeout_ms=6000, heartbeat_interval_ms=500,
+                              max_poll_interval_ms=30_000)  # fmt: skip
+    # a static member with a long session: restarted within it, the broker keeps its place
+    patient = MixedKafkaGroup(kafka_java, CLASSIC, tmp_path, session_timeout_ms=45_000, heartbeat_interval_ms=500,
+                              max_poll_interval_ms=30_000)  # fmt: skip
+    modern = MixedKafkaGroup(kafka_java, MODERN, tmp_path)
+    watch.start()
+    try:
+        feeder.start()
+        wait_for("the watcher's first tick", lambda: history.exists() and _ticks(history) > 0, timeout=WAIT_S,
+                 server=watch)  # fmt: skip
+        with dynamic, patient, modern:
+            dynamic.start_java("j1", [TOPIC], "range")  # the first member: the classic group's leader
+            wait_settled(history, CLASSIC, {"j1"})
+            dynamic.start_java("j2", [TOPIC], "range")
+            patient.start_java("s-in", [TOPIC], "range", instance_id="static-in")
+            dynamic.start_java("s-out", [TOPIC], "range", instance_id="static-out")
+            modern.start_java("k1", [TOPIC], "uniform", protocol="consumer")
+            modern.start_java("k2", [TOPIC], "uniform", protocol="consumer")
+            wait_settled(history, CLASSIC, {"j1", "j2", "s-in", "s-out"})
+            wait_settled(history, MODERN, {"k1", "k2"})
+            # scale up
+            dynamic.start_java("j3", [TOPIC], "range")
+            modern.start_java("k3", [TOPIC], "uniform", protocol="consumer")
+            wait_settled(history, CLASSIC, {"j1", "j2", "j3", "s-in", "s-out"})
+            wait_settled(history, MODERN, {"k1", "k2", "k3"})
+            # kill -9: the broker removes them when their sessions expire
+            dynamic.members["j2"].kill()
+            modern.members["k2"].kill()
+            wait_settled(history, CLASSIC, {"j1", "j3", "s-in", "s-out"})
+            wait_settled(history, MODERN, {"k1", "k3"})
+            # scale down, gracefully
+            assert dynamic.members["j3"].stop() == 0 and modern.members["k3"].stop() == 0
+            wait_settled(history, CLASSIC, {"j1", "s-in", "s-out"})
+            wait_settled(history, MODERN, {"k1"})
+            # static member restarted inside its session timeout: a new member id in its place
+            old = {m for m, r in recorded(history, CLASSIC)[1].items() if r["client_id"] == "s-in"}
+            patient.members["s-in"].kill()
+            patient.start_java("s-in", [TOPIC], "range", instance_id="static-in")
+
+            def replaced() -> bool:
+                return settled(history, CLASSIC, {"j1", "s-in", "s-out"}) and not old & set(
+                    recorded(history, CLASSIC)[1]
+                )
+
+            wait_for("static-in under a new member id", replaced, timeout=WAIT_S)
+            # static member restarted after its session timeout: it left, then joins again
+            dynamic.members["s-out"].kill()
+            wait_settled(history, CLASSIC, {"j1", "s-in"})
+            dynamic.start_java("s-out", [TOPIC], "range", instance_id="static-out")
+            wait_settled(history, CLASSIC, {"j1", "s-in", "s-out"})
+            now = _ticks(history)
+            wait_for("two more ticks", lambda: _ticks(history) >= now + 2, timeout=WAIT_S)
+            watch.stop()
+            # the broker's account up to here (the members stopped after the watcher change the groups)
+            log = kafka_java.log.read_text(errors="replace")
+    finally:
+        watch.stop()
+        stop.set()
+        feeder.join(10)
+        producer.close(5)
+    out = tmp_path / "report"
+    got = subprocess.run([str(MQBALANCE), "history", str(history), "--out", str(out), "--quiet"], capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    broker = {g: broker_generations(log, g) for g in (CLASSIC, MODERN)}
+    print(f"\nrebalances: history {summary['rebalances']}, broker {broker}")
+    assert broker[CLASSIC] > 0 and broker[MODERN] > 0, "the broker logged no generation: see its log level"
+    assert {g: summary["rebalances"].get(g) for g in broker} == broker
+    episodes = pacsv.read_csv(out / "episodes.csv").to_pylist()
+    assert episodes
+    for e in episodes:
+        causes = json.loads(e["causes"])
+        named = json.loads(e["joined"]) + json.loads(e["left"])
+        assert causes and "unknown" not in causes, e
+        assert named or any(c.startswith("fenced:") for c in causes), e
+    fenced = pacsv.read_csv(out / "fenced.csv").to_pylist()
+    inside = [f for f in fenced if f["instance_id"] == "static-in"]
+    assert len(inside) == 1, fenced
+    print(f"static-in restarted inside its session timeout: {inside[0]['rebalances']} rebalances")
+    if inside[0]["rebalances"] == 0:  # no generation with it: not an episode, nor a cause of one
+        assert not any("fenced: instance static-in" in e["causes"] for e in episodes)
+    outside = [e for e in episodes if e["group"] == CLASSIC and "static-out" in e["joined"] + e["left"]]
+    assert len(outside) >= 3, outside  # joined, left (session expired), joined again
+    killed = [e for e in episodes if "j2" in e["left"]]
+    assert len(killed) == 1, killed
+    print(f"j2 killed: {json.loads(killed[0]['causes'])}")
+
+
+def _ticks(history: Path) -> int:
+    try:
+        return read_ticks(history).num_rows
+    except MQBalanceError:
+        return 0
