@@ -199,6 +199,33 @@ def test_plain_over_sasl_plaintext_and_mutual_tls(
     assert_no_secret(secured, *outputs)
 
 
+def test_watch_over_scram_and_tls(kafka_java_secured: KafkaJavaBroker, secured: Files, tmp_path: Path) -> None:
+    """``watch --bootstrap --command-config``: every client of the watcher (the admin client, the
+    follower of ``__consumer_offsets``) goes through SASL_SSL; its ticks read without a gap and
+    nothing it prints or writes shows the password."""
+    from mqbalance.history.writer import read_ticks
+
+    broker = kafka_java_secured
+    broker.create_topic("secured-watched", 2)
+    out = tmp_path / "history"
+    argv = ["watch", "--bootstrap", listener(broker, "SASL_SSL"), "--command-config", str(secured.scram256)]
+    proc = subprocess.Popen(
+        [str(MQBALANCE), *argv, "--out", str(out), "--interval", "1s", "--offsets-interval", "1s"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        ticks = wait_until("three ticks of the watcher", lambda: out.exists() and read_ticks(out).num_rows >= 3 or None)
+    finally:
+        proc.terminate()
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    rows = read_ticks(out).to_pylist()
+    assert len(rows) >= 3 and all(r["errors"] == 0 for r in rows), (rows, stderr)
+    assert ticks
+    written = [p.read_bytes().decode("latin-1") for p in out.rglob("*") if p.is_file()]
+    assert_no_secret(secured, stdout, stderr, *written)
+
+
 def test_failures_are_one_line_and_exit_2(kafka_java_secured: KafkaJavaBroker, secured: Files, tmp_path: Path) -> None:
     """Each failure, its words; the commands run side by side (each waits out its --timeout)."""
     broker = kafka_java_secured
@@ -232,7 +259,15 @@ def test_failures_are_one_line_and_exit_2(kafka_java_secured: KafkaJavaBroker, s
          "--group", GROUP, "--topic", TOPIC, "--record", str(tmp_path / "m.jsonl"), "--duration", "30"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    expected = {name: words for name, (_, words) in cases.items()} | {"kafka-consume, wrong password": wrong_sasl}
+    procs["watch, wrong password"] = subprocess.Popen(
+        [str(MQBALANCE), "watch", "--bootstrap", scram, "--command-config", str(secured.wrong_password),
+         "--out", str(tmp_path / "history"), "--timeout", "5"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    expected = {name: words for name, (_, words) in cases.items()} | {
+        "kafka-consume, wrong password": wrong_sasl,
+        "watch, wrong password": wrong_sasl,
+    }
     for name, proc in procs.items():
         stdout, stderr = proc.communicate(timeout=120)
         done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)

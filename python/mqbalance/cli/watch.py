@@ -11,7 +11,16 @@ import signal
 import sys
 import threading
 
-from mqbalance.cli._common import Command, add_live_options, add_quiet, at_least, duration_s, request_timeout
+from mqbalance.cli._common import (
+    Command,
+    add_command_config,
+    add_live_options,
+    add_quiet,
+    at_least,
+    command_config,
+    duration_s,
+    request_timeout,
+)
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
 
@@ -25,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT[,HOST:PORT]",
         help="watch the Kafka cluster behind these brokers (instead of --namesrv)",
     )
+    add_command_config(p, requires="with --bootstrap: ")
     p.add_argument("--out", required=True, help="the history directory (created, or continued after a restart)")
     p.add_argument("--interval", default="10s", help="membership and ownership every (default: 10s)")
     p.add_argument("--offsets-interval", default="60s", help="committed and max offsets every (default: 60s)")
@@ -49,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
 
     if bool(args.namesrv) == bool(args.bootstrap):
         raise UsageError("give --namesrv (RocketMQ) or --bootstrap (Kafka), one of them", args.namesrv)
+    if args.command_config and not args.bootstrap:
+        raise UsageError("--command-config goes with --bootstrap (Kafka)", args.command_config)
     if args.bootstrap and args.no_running_info:
         raise UsageError("--no-running-info goes with --namesrv (RocketMQ)", args.bootstrap)
     at_least(args.lag_time_budget, 0, "--lag-time-budget")
@@ -70,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     }
     collector: TickLoop
     if args.bootstrap:
-        collector = KafkaCollector(args.bootstrap, args.out, **common)
+        collector = KafkaCollector(args.bootstrap, args.out, client_config=command_config(args), **common)
     else:
         collector = Collector(args.namesrv, args.out, running_info=not args.no_running_info, **common)
     if metrics is not None:

@@ -59,6 +59,7 @@ from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 from mqbalance.fleet.kafka.live import _Admin, _decode_member, _describe_consumer_groups
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.ticking import Observation, TickLoop, replay, seconds
+from mqbalance.kafka.client_errors import explained_failures
 from mqbalance.kafka.member import check_bootstrap
 
 __all__ = [
@@ -379,8 +380,19 @@ class KafkaCollector(TickLoop):
             self.members_of.setdefault(k[0], []).append(k)
         for q in self.state.ownership:
             self.queues_of.setdefault(q[0], []).append(q)
+        self._check_access()
 
     # --- clients ---------------------------------------------------------------------------------
+
+    def _check_access(self) -> None:
+        """Connect once before the first tick: a refused login, a failed TLS handshake or a listener
+        of another security protocol is a configuration to fix, raised as its precise error
+        (:mod:`mqbalance.kafka.client_errors`); any other failure is left to the ticks (gaps)."""
+        try:
+            with explained_failures(self.bootstrap, self.client_config):
+                self._admin()
+        except KafkaError:
+            self._drop_admin()
 
     def _admin(self) -> Any:
         if self.admin is None:
