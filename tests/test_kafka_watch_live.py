@@ -296,8 +296,7 @@ def test_watch_a_classic_and_a_consumer_protocol_group(produced: KafkaJavaBroker
 
             # the broker stops: gaps, and nobody leaves
             stopped_at = second.ticks()[-1]["tick_id"]
-            assert broker.server is not None
-            broker.server.stop(timeout=30)
+            broker.stop_serving(timeout=30)
             wait_for(
                 "two ticks with gaps",
                 lambda: sum(1 for t in second.ticks() if t["tick_id"] > stopped_at and t["errors"]) >= 2,
