@@ -470,7 +470,8 @@ class RemotingClient:
                     code, fields = requests[i]
                     if self.credentials is None:  # the frame written at once (the same bytes)
                         opaque = next(self._opaque)
-                        frames.append(request_frame(code, opaque, {k: str(v) for k, v in (fields or {}).items() if v is not None}))
+                        strings = {k: str(v) for k, v in (fields or {}).items() if v is not None}
+                        frames.append(request_frame(code, opaque, strings))
                     else:
                         cmd = self._request(code, fields, b"", 0)
                         opaque = cmd.opaque
