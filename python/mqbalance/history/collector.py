@@ -15,10 +15,13 @@ monotonic clock; how far the wall clock moved against it since the last tick is 
 (``clock_jump_ms``).
 
 One :class:`~mqbalance.fleet.rocketmq.live.ClusterReader` serves every tick (its connections stay
-open; a broker's topic or group table unchanged since the last tick is not parsed again), and the
-owners are computed again only for the groups whose connections, subscriptions or subscribed
-topics' routes changed: an unchanged tick costs requests per broker and per group, not per topic
-or queue, and compares only what changed.
+open; a broker's topic or group table unchanged since the last tick is not parsed again, nor a
+group's connection list whose bytes it had before), and the owners are computed again only for the
+groups whose connections, subscriptions or subscribed topics' routes changed (a group whose answer
+says what it said when its owners were computed keeps its state without being looked at again):
+an unchanged tick costs requests per broker and per group, not per topic or queue, and compares
+only what changed. After each checkpoint the state is frozen out of the garbage collector's reach
+(:func:`gc.freeze`; :meth:`Collector.close` unfreezes it).
 
 On a restart the state is rebuilt from the dataset (the last checkpoint and the changes after
 it), so the first tick of the new run writes only what changed while the collector was away.
@@ -229,11 +232,11 @@ def _source(spec: Mapping[str, Any], routes: Mapping[str, Any]) -> tuple[Any, ..
 
 def _settle_heap() -> None:
     """After a checkpoint: collect the cyclic garbage, then freeze what is left (:func:`gc.freeze`:
-    the fleet's state and the reader's caches, a million objects at 10^6 queues) so that the
+    the fleet's state and the reader's caches, ~500,000 objects at 10^6 queues) so that the
     garbage collector's full passes during the next ticks do not walk it again (measured at 10^6
     queues: one such pass took 0.6–2 s, more than the rest of an unchanged tick). What a tick
     drops is still freed by reference counting; cyclic garbage among frozen objects waits for the
-    next checkpoint."""
+    next checkpoint (or :meth:`Collector.close`, which unfreezes)."""
     gc.unfreeze()
     gc.collect()
     gc.freeze()
@@ -559,3 +562,4 @@ class Collector:
     def close(self) -> None:
         self.reader.close()
         self.writer.close()
+        gc.unfreeze()  # what the checkpoints froze is collected as usual again
