@@ -56,7 +56,8 @@ from mqbalance.fleet.rocketmq.live import ClusterReader
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
-from mqbalance.remoting import BrokerClient, NameServer
+from mqbalance.remoting import BrokerClient, NameServer, RequestCode, ResponseCode
+from mqbalance.remoting.api import parse_consume_stats
 from mqbalance.remoting.client import RemotingClient
 
 __all__ = ["Collector", "FleetState", "TickResult", "diff", "load_state"]
@@ -515,11 +516,17 @@ class Collector:
             addr = addresses[broker]
             try:
                 with BrokerClient(addr, timeout=self.timeout) as client:
-                    for group, b in asks:
-                        if b == broker:
-                            got = client.consume_stats(group)
-                            with lock:
-                                tops.update({q: top for q, (top, _c) in got.items()})
+                    # pipelined on the connection; read in order, the first failure ends the broker's
+                    groups = [group for group, b in asks if b == broker]
+                    requests = [(int(RequestCode.GET_CONSUME_STATS), {"consumerGroup": g}) for g in groups]
+                    for answer in client.client.invoke_many(requests, window=64):
+                        if isinstance(answer, RemotingError):
+                            raise answer
+                        if answer.code != ResponseCode.SUCCESS:
+                            raise client.client.response_error(RequestCode.GET_CONSUME_STATS, answer)
+                        got = parse_consume_stats(answer.body, addr=addr)
+                        with lock:
+                            tops.update({q: top for q, (top, _c) in got.items()})
             except (RemotingError, MQBalanceError, OSError) as e:
                 with lock:
                     failed.append(
