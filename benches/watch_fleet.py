@@ -231,6 +231,7 @@ def measure(fleet: Fleet, out: Path, repeats: int, say: Callable[[str], None] = 
     unchanged ones and ``repeats`` where 10 % of the groups gained a member."""
     collector = Collector(fleet.cluster.namesrv_addr, out, interval=10, offsets_interval=10**6, timeout=30.0)
     rows: dict[str, list[dict[str, Any]]] = {"unchanged": [], "10 % of groups changed": []}
+    floors: dict[str, list[dict[str, Any]]] = {"lists": [], "all": []}
 
     def tick() -> dict[str, Any]:
         with fleet.quiet:
@@ -253,6 +254,9 @@ def measure(fleet: Fleet, out: Path, repeats: int, say: Callable[[str], None] = 
         for k in range(repeats):
             rows["unchanged"].append(tick())
             say(f"round {k + 1}/{repeats}: unchanged tick {rows['unchanged'][-1]}")
+            floors["lists"].append(floor(fleet))  # right after the tick: the same load on the machine
+            floors["all"].append(floor_all(fleet))
+            say(f"round {k + 1}/{repeats}: floors {floors['lists'][-1]['s']:.2f} s, {floors['all'][-1]['s']:.2f} s")
             extra = f"10.9.1.{k}@extra{k}"
             with fleet.quiet:
                 fleet.heartbeat(extra, [g for g in range(n) if g % 10 == k % 10])
@@ -273,7 +277,7 @@ def measure(fleet: Fleet, out: Path, repeats: int, say: Callable[[str], None] = 
             fresh.close()
     finally:
         collector.close()
-    return {"first": first, "rows": rows, "same_as_fresh": same}
+    return {"first": first, "rows": rows, "same_as_fresh": same, "floors": floors}
 
 
 def summary(xs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -409,10 +413,7 @@ def main(argv: list[str] | None = None) -> int:
             say(f"fleet built: {fleet.timings}")
             with tempfile.TemporaryDirectory() as tmp:
                 got = measure(fleet, Path(tmp) / "h", args.repeats, say)
-            floors, alls = [], []
-            for _ in range(args.repeats):  # interleaved, as the load on the machine moves
-                floors.append(floor(fleet))
-                alls.append(floor_all(fleet))
+            floors, alls = got["floors"]["lists"], got["floors"]["all"]
             say(f"floor (the connection lists alone, unparsed): {floors}")
             say(f"floor (every request of the tick at once, unparsed): {alls}")
             base = None
@@ -431,6 +432,13 @@ def main(argv: list[str] | None = None) -> int:
     result["floor_all_requests_s"] = statistics.median(f["s"] for f in alls)
     result["floor_all_requests_range_s"] = [min(f["s"] for f in alls), max(f["s"] for f in alls)]
     result["floor_all_requests_bytes"] = alls[0]["bytes"]
+    # each unchanged tick over the floors measured right after it (paired: the same load)
+    result["paired_ratio_all"] = statistics.median(
+        t["s"] / f["s"] for t, f in zip(got["rows"]["unchanged"], alls, strict=True)
+    )
+    result["paired_ratio_lists"] = statistics.median(
+        t["s"] / f["s"] for t, f in zip(got["rows"]["unchanged"], floors, strict=True)
+    )
     result["floor_all_requests"] = alls[0]["requests"]
     result["build"] = {"cluster_start_s": started, **fleet.timings}
     result["fleet"] = {
@@ -474,14 +482,16 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "",
         (
-            f"floors, same run, median of {args.repeats} (min–max), interleaved: every request of an unchanged tick "
+            f"floors, same run, median of {args.repeats} (min–max), each right after an unchanged tick: "
+            f"every request of an unchanged tick "
             f"({result['floor_all_requests']:,}, {result['floor_all_requests_bytes'] / 2**20:.1f} MiB of answers) "
             f"sent at once, answers received but not parsed: {result['floor_all_requests_s']:.2f} s "
             f"({result['floor_all_requests_range_s'][0]:.2f}–{result['floor_all_requests_range_s'][1]:.2f}) — the "
             f"unchanged tick is {u['median_s'] / result['floor_all_requests_s']:.2f}× it; the {len(fleet.groups):,} "
             f"connection lists alone (pipelined to one broker, not parsed): {result['floor_connection_lists_s']:.2f} s "
             f"({result['floor_connection_lists_range_s'][0]:.2f}–{result['floor_connection_lists_range_s'][1]:.2f}), "
-            f"the tick {u['median_s'] / result['floor_connection_lists_s']:.1f}× it"
+            f"the tick {u['median_s'] / result['floor_connection_lists_s']:.1f}× it; median of each tick over the "
+            f"floors right after it: {result['paired_ratio_all']:.2f}× and {result['paired_ratio_lists']:.1f}×"
         ),
     ]
     if base is not None:
