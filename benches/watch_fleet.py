@@ -231,6 +231,7 @@ def measure(fleet: Fleet, out: Path, repeats: int, say: Callable[[str], None] = 
     unchanged ones and ``repeats`` where 10 % of the groups gained a member."""
     collector = Collector(fleet.cluster.namesrv_addr, out, interval=10, offsets_interval=10**6, timeout=30.0)
     rows: dict[str, list[dict[str, Any]]] = {"unchanged": [], "10 % of groups changed": []}
+    floors: dict[str, list[dict[str, Any]]] = {"lists": [], "all": []}
 
     def tick() -> dict[str, Any]:
         with fleet.quiet:
@@ -240,13 +241,22 @@ def measure(fleet: Fleet, out: Path, repeats: int, say: Callable[[str], None] = 
 
     try:
         with fleet.quiet:
-            fleet.refresh()  # the first tick is long (every offset read, the checkpoint written)
-        first = tick()
+            fleet.refresh()
+        # the first tick is long (every offset read, the checkpoint written): longer than the 2
+        # minutes a broker keeps a silent client on a loaded machine, so the members keep
+        # heartbeating during it (its requests count theirs too)
+        sent = RemotingClient.requests_sent
+        first = row(collector.tick(), RemotingClient.requests_sent - sent)
+        with fleet.quiet:
+            fleet.refresh()
         say(f"first tick (checkpoint): {first['s']:.2f} s, {first['bytes']:,} bytes, {first['requests']:,} requests")
         n = len(fleet.groups)
         for k in range(repeats):
             rows["unchanged"].append(tick())
             say(f"round {k + 1}/{repeats}: unchanged tick {rows['unchanged'][-1]}")
+            floors["lists"].append(floor(fleet))  # right after the tick: the same load on the machine
+            floors["all"].append(floor_all(fleet))
+            say(f"round {k + 1}/{repeats}: floors {floors['lists'][-1]['s']:.2f} s, {floors['all'][-1]['s']:.2f} s")
             extra = f"10.9.1.{k}@extra{k}"
             with fleet.quiet:
                 fleet.heartbeat(extra, [g for g in range(n) if g % 10 == k % 10])
@@ -267,7 +277,7 @@ def measure(fleet: Fleet, out: Path, repeats: int, say: Callable[[str], None] = 
             fresh.close()
     finally:
         collector.close()
-    return {"first": first, "rows": rows, "same_as_fresh": same}
+    return {"first": first, "rows": rows, "same_as_fresh": same, "floors": floors}
 
 
 def summary(xs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -334,6 +344,45 @@ def floor(fleet: Fleet) -> dict[str, Any]:
     return {"s": s, "requests": len(requests), "answered": sum(1 for r in got if not isinstance(r, Exception))}
 
 
+def floor_all(fleet: Fleet) -> dict[str, Any]:
+    """The floor of the whole unchanged tick: every request it sends — the name server's cluster
+    info, topic list and one route per broker; each broker's topic table and group table; every
+    group's connection list of the first broker — all sent at once (one connection each to the
+    name server and to every broker, the connection lists pipelined), the responses received
+    and matched but not parsed: what the servers and the sockets cost, not our reading."""
+    brokers = fleet.cluster.brokers
+    ns_requests: list[tuple[int, dict[str, Any] | None]] = [
+        (int(RequestCode.GET_BROKER_CLUSTER_INFO), None),
+        (int(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), None),
+        *[(int(RequestCode.GET_ROUTEINFO_BY_TOPIC), {"topic": fleet.topics[k]}) for k in range(len(brokers))],
+    ]
+    tables = [(int(RequestCode.GET_ALL_TOPIC_CONFIG), None), (int(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG), None)]
+    lists = [(int(RequestCode.GET_CONSUMER_CONNECTION_LIST), {"consumerGroup": g}) for g in fleet.groups]
+    with fleet.quiet:
+        clients = [RemotingClient(fleet.cluster.namesrv_addr, timeout=60.0)]
+        clients += [RemotingClient(b.addr, timeout=60.0) for b in brokers]
+        try:
+            work = [(clients[0], ns_requests)] + [
+                (c, tables + (lists if k == 0 else [])) for k, c in enumerate(clients[1:])
+            ]
+            for c, _r in work:
+                c.invoke_many(lists[:100] if c is clients[1] else [(int(RequestCode.GET_BROKER_CLUSTER_INFO), None)])
+            t = time.monotonic()
+            with ThreadPoolExecutor(len(work)) as pool:
+                got = list(pool.map(lambda w: w[0].invoke_many(w[1], window=256), work))
+            s = time.monotonic() - t
+        finally:
+            for c in clients:
+                c.close()
+    answers = [r for rs in got for r in rs]
+    return {
+        "s": s,
+        "requests": len(answers),
+        "bytes": sum(len(r.body) for r in answers if not isinstance(r, Exception)),
+        "answered": sum(1 for r in answers if not isinstance(r, Exception)),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--impl", choices=("java", "rust"), default="java")
@@ -364,8 +413,9 @@ def main(argv: list[str] | None = None) -> int:
             say(f"fleet built: {fleet.timings}")
             with tempfile.TemporaryDirectory() as tmp:
                 got = measure(fleet, Path(tmp) / "h", args.repeats, say)
-            floors = [floor(fleet) for _ in range(3)]
+            floors, alls = got["floors"]["lists"], got["floors"]["all"]
             say(f"floor (the connection lists alone, unparsed): {floors}")
+            say(f"floor (every request of the tick at once, unparsed): {alls}")
             base = None
             if not args.no_baseline:
                 with fleet.quiet:
@@ -378,6 +428,18 @@ def main(argv: list[str] | None = None) -> int:
     result["same_owners_as_a_fresh_collector"] = got["same_as_fresh"]
     result["baseline_read"] = base
     result["floor_connection_lists_s"] = statistics.median(f["s"] for f in floors)
+    result["floor_connection_lists_range_s"] = [min(f["s"] for f in floors), max(f["s"] for f in floors)]
+    result["floor_all_requests_s"] = statistics.median(f["s"] for f in alls)
+    result["floor_all_requests_range_s"] = [min(f["s"] for f in alls), max(f["s"] for f in alls)]
+    result["floor_all_requests_bytes"] = alls[0]["bytes"]
+    # each unchanged tick over the floors measured right after it (paired: the same load)
+    result["paired_ratio_all"] = statistics.median(
+        t["s"] / f["s"] for t, f in zip(got["rows"]["unchanged"], alls, strict=True)
+    )
+    result["paired_ratio_lists"] = statistics.median(
+        t["s"] / f["s"] for t, f in zip(got["rows"]["unchanged"], floors, strict=True)
+    )
+    result["floor_all_requests"] = alls[0]["requests"]
     result["build"] = {"cluster_start_s": started, **fleet.timings}
     result["fleet"] = {
         "impl": args.impl,
@@ -391,7 +453,11 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python", "benches/watch_fleet.py", *(argv if argv is not None else sys.argv[1:])])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(
-        json.dumps({"result": result, "raw": got["rows"], "command": command}, indent=1) + "\n"
+        json.dumps(
+            {"result": result, "raw": got["rows"], "floors": {"lists": floors, "all": alls}, "command": command},
+            indent=1,
+        )
+        + "\n"
     )
     f = result["fleet"]
     lines = [
@@ -416,9 +482,16 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "",
         (
-            f"floor, same run: the {len(fleet.groups):,} connection-list requests alone (pipelined to one broker, "
-            f"answers not parsed), median of 3: {result['floor_connection_lists_s']:.2f} s — the unchanged tick is "
-            f"{u['median_s'] / result['floor_connection_lists_s']:.1f}× it"
+            f"floors, same run, median of {args.repeats} (min–max), each right after an unchanged tick: "
+            f"every request of an unchanged tick "
+            f"({result['floor_all_requests']:,}, {result['floor_all_requests_bytes'] / 2**20:.1f} MiB of answers) "
+            f"sent at once, answers received but not parsed: {result['floor_all_requests_s']:.2f} s "
+            f"({result['floor_all_requests_range_s'][0]:.2f}–{result['floor_all_requests_range_s'][1]:.2f}) — the "
+            f"unchanged tick is {u['median_s'] / result['floor_all_requests_s']:.2f}× it; the {len(fleet.groups):,} "
+            f"connection lists alone (pipelined to one broker, not parsed): {result['floor_connection_lists_s']:.2f} s "
+            f"({result['floor_connection_lists_range_s'][0]:.2f}–{result['floor_connection_lists_range_s'][1]:.2f}), "
+            f"the tick {u['median_s'] / result['floor_connection_lists_s']:.1f}× it; median of each tick over the "
+            f"floors right after it: {result['paired_ratio_all']:.2f}× and {result['paired_ratio_lists']:.1f}×"
         ),
     ]
     if base is not None:

@@ -79,7 +79,11 @@ def test_routes_from_the_brokers_tables_equal_the_name_servers(
         by_broker = reader.read(running_info=False)
         requests = RemotingClient.requests_sent - sent
         assert reader.routes_from == "brokers"
+        tokens = dict(reader.group_tokens)
         again = reader.read(running_info=False)  # the tables parsed once: the same answer
+        # each group's answer says the same as before (a Java broker may list its connections in
+        # another order): the same token, and an answer seen before is not parsed again
+        assert reader.group_tokens == tokens and sorted(tokens) == sorted(again["groups"])
     assert by_broker["errors"] == [] and set(per_topic["topics"]) >= {"Both", "OnlyA", "ReadOnly", "WriteOnly"}
     assert _same(by_broker) == _same(per_topic) == _same(again)
     assert [q["perm"] for q in by_broker["topics"]["ReadOnly"]["queueDatas"]] == [4]
@@ -111,6 +115,7 @@ def test_an_unchanged_tick_costs_no_more_with_more_topics(
     try:
         collector.tick()  # the checkpoint
         unchanged = collector.tick()
+        tokens = dict(collector.reader.group_tokens)
         before = read_ticks_requests(tmp_path / "h")
         more = [f"More{i:03d}" for i in range(200)]
         if _has_batch(clients[0]):
@@ -128,6 +133,8 @@ def test_an_unchanged_tick_costs_no_more_with_more_topics(
         try:
             extra.heartbeat("10.0.0.3@c3", [ConsumerData("g-both", ["Both"])])
             changed = collector.tick()
+            now = collector.reader.group_tokens
+            assert {g for g in tokens if now.get(g) != tokens[g]} == {"g-both"}  # the others kept as they were
             fresh = Collector(cluster.namesrv_addr, tmp_path / "fresh", interval=1)
             try:
                 check = fresh.tick()

@@ -47,7 +47,7 @@ from mqbalance.exceptions import (
     RemotingTimeoutError,
 )
 from mqbalance.remoting.codes import RequestCode, ResponseCode, code_name
-from mqbalance.remoting.frame import MAX_FRAME_BYTES, RemotingCommand, decode_payload, frame_length
+from mqbalance.remoting.frame import MAX_FRAME_BYTES, RemotingCommand, decode_payload, frame_length, request_frame
 
 __all__ = ["AclCredentials", "RemotingClient", "RequestHandler"]
 
@@ -164,11 +164,39 @@ def check_max_frame_bytes(value: int) -> int:
     return limit
 
 
+class _Done:
+    """A one-shot flag a waiter can wait on: :class:`threading.Event`'s ``set`` / ``is_set`` /
+    ``wait`` on one lock (an event builds a condition, a lock and a deque: a tick of 10^4
+    pipelined requests makes one per request)."""
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._set = False
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        if self._set:
+            return True
+        if self._lock.acquire(timeout=max(0.0, timeout)):
+            self._lock.release()
+        return self._set
+
+
 class _Pending:
     __slots__ = ("done", "error", "response")
 
     def __init__(self) -> None:
-        self.done = threading.Event()
+        self.done = _Done()
         self.response: RemotingCommand | None = None
         self.error: RemotingError | None = None
 
@@ -440,9 +468,18 @@ class RemotingClient:
                 conn = self._connection()
                 for i in chunk:
                     code, fields = requests[i]
-                    cmd = self._request(code, fields, b"", 0)
-                    sent.append((i, cmd.opaque, conn.register(cmd.opaque)))
-                    frames.append(cmd.encode())
+                    if self.credentials is None:  # the frame written at once (the same bytes)
+                        opaque = next(self._opaque)
+                        strings = {k: str(v) for k, v in (fields or {}).items() if v is not None}
+                        frames.append(request_frame(code, opaque, strings))
+                    else:
+                        cmd = self._request(code, fields, b"", 0)
+                        opaque = cmd.opaque
+                        frames.append(cmd.encode())
+                    sent.append((i, opaque, conn.register(opaque)))
+                if self.credentials is None:
+                    with _SENT_LOCK:
+                        RemotingClient.requests_sent += len(chunk)
                 conn.send(b"".join(frames))
             except RemotingError as e:
                 for i in chunk:

@@ -34,6 +34,13 @@ __all__ = ["MAX_FRAME_BYTES", "RemotingCommand", "frame_length", "loads_json"]
 #: the largest declared frame we accept (Java's and the Rust server's ``frameMaxLength``: 16 MiB)
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 
+#: the header's JSON writer (one, not one per frame as ``json.dumps`` with options builds)
+_HEADER_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+#: a str as JSON text, as the header's writer writes it (UTF-8, not ASCII-escaped)
+_json_text = json.encoder.encode_basestring
+_LANGUAGE_JSON = _json_text(LANGUAGE)
+
 _FLAG_RESPONSE = 1
 _FLAG_ONEWAY = 2
 _SERIALIZE_JSON = 0
@@ -67,7 +74,7 @@ class RemotingCommand:
 
     def encode(self) -> bytes:
         """The whole frame, length prefix included."""
-        header = json.dumps(
+        header = _HEADER_JSON.encode(
             {
                 "code": self.code,
                 "language": self.language,
@@ -77,9 +84,7 @@ class RemotingCommand:
                 "remark": self.remark,
                 "extFields": {k: str(v) for k, v in self.ext_fields.items()},
                 "serializeTypeCurrentRPC": "JSON",
-            },
-            separators=(",", ":"),
-            ensure_ascii=False,
+            }
         ).encode("utf-8")
         total = 4 + len(header) + len(self.body)
         if total > MAX_FRAME_BYTES:
@@ -96,6 +101,26 @@ class RemotingCommand:
         if len(frame) - 4 != length:
             raise RemotingFrameError(f"frame declares {length} bytes after its prefix but has {len(frame) - 4}", None)
         return decode_payload(frame[4:])
+
+
+def request_frame(code: int, opaque: int, ext_fields: dict[str, str]) -> bytes:
+    """The frame of a request without a body (``ext_fields`` strings, as :meth:`RemotingCommand.encode`
+    sends them), byte for byte what ``RemotingCommand(code, opaque=opaque, ext_fields=ext_fields).encode()``
+    gives, written without building the command (pipelined reads send 10^4 of them a tick).
+
+    >>> fields = {"consumerGroup": "g"}
+    >>> request_frame(203, 7, fields) == RemotingCommand(203, opaque=7, ext_fields=fields).encode()
+    True
+    """
+    ext = ",".join(_json_text(k) + ":" + _json_text(v) for k, v in ext_fields.items())
+    header = (
+        f'{{"code":{int(code)},"language":{_LANGUAGE_JSON},"version":{VERSION},"opaque":{int(opaque)},"flag":0,'
+        f'"remark":null,"extFields":{{{ext}}},"serializeTypeCurrentRPC":"JSON"}}'
+    ).encode()
+    total = 4 + len(header)
+    if total > MAX_FRAME_BYTES:
+        raise RemotingFrameError(f"frame of {total} bytes is beyond the limit of {MAX_FRAME_BYTES} bytes", None)
+    return struct.pack(">II", total, (_SERIALIZE_JSON << 24) | len(header)) + header
 
 
 def frame_length(prefix: bytes, *, max_frame_bytes: int = MAX_FRAME_BYTES) -> int:

@@ -66,7 +66,7 @@ from mqbalance.fleet.rocketmq.snapshot import Snapshot, auditable_strategy
 from mqbalance.remoting import AclCredentials, BrokerClient, ConsumerConnectionInfo, NameServer, ResponseCode
 from mqbalance.remoting.api import ClusterInfo, TopicConfigs, strategy_from_running_info
 from mqbalance.remoting.codes import RequestCode
-from mqbalance.remoting.frame import loads_json
+from mqbalance.remoting.frame import RemotingCommand, loads_json
 
 __all__ = ["ROUTE_SOURCES", "ClusterReader", "live_snapshot", "read_cluster", "read_summary"]
 
@@ -186,6 +186,32 @@ class _RouteTemplate:
         return out
 
 
+#: the most answers of one group kept by their bytes (its connections listed in different orders)
+_ANSWERS_PER_GROUP = 8
+
+
+class _Answer:
+    """One connection-list answer of a group: what it parsed to, what it says regardless of the
+    order of its connections (:attr:`meaning`), and the snapshot entry built from it once (reads
+    without running info: the entry depends on nothing else)."""
+
+    __slots__ = ("entry", "info", "meaning")
+
+    def __init__(self, info: ConsumerConnectionInfo) -> None:
+        self.info = info
+        self.meaning = (
+            info.message_model,
+            tuple(sorted(info.subscriptions)),
+            tuple(
+                sorted(
+                    (c.client_id, c.client_addr or "", c.language or "", c.version is None, c.version or 0)
+                    for c in info.connections
+                )
+            ),
+        )
+        self.entry: dict[str, Any] | None = None
+
+
 class _Reader:
     def __init__(
         self,
@@ -209,6 +235,17 @@ class _Reader:
         self.built: tuple[Any, dict[str, Any]] | None = None
         #: how the last read got its routes: "brokers" or "name-server" (and why)
         self.routes_from = ""
+        #: each group's connection-list answers by their bytes (a Java broker lists a group's
+        #: connections in another order at another request: each order is one answer), and what
+        #: each says: (broker, group) -> {body: _Answer}
+        self.answers: dict[tuple[str, str], dict[bytes, _Answer]] = {}
+        #: the routes last handed out, sorted, and what they were sorted from
+        self.sorted_routes: tuple[dict[str, Any], dict[str, Any]] | None = None
+        #: per group online in the last read, a token equal between reads when its answer says the
+        #: same (same broker, connections in any order, subscriptions, message model)
+        self.tokens: dict[str, tuple[str, Any]] = {}
+        #: the groups the brokers' tables listed in the last read
+        self.last_groups: list[str] = []
 
     def error(self, broker: _Broker | None, request: str, e: BaseException) -> None:
         row = {
@@ -438,46 +475,98 @@ class _Reader:
 
         return self.call(broker, "GET_ALL_SUBSCRIPTIONGROUP_CONFIG", read) or []
 
+    def _ask(self, broker: _Broker, groups: list[str]) -> dict[str, RemotingCommand | RemotingError]:
+        """``GET_CONSUMER_CONNECTION_LIST`` of each of ``groups``, pipelined on the broker's
+        connection: each group's response (any code) or error."""
+        code = int(RequestCode.GET_CONSUMER_CONNECTION_LIST)
+        requests = [(code, {"consumerGroup": g}) for g in groups]
+        answers = broker.get().client.invoke_many(requests, window=max(1, self.workers) * 32)
+        return dict(zip(groups, answers, strict=True))
+
     def _connections(
-        self, groups: list[str], brokers: list[_Broker]
-    ) -> dict[str, tuple[_Broker, ConsumerConnectionInfo]]:
+        self,
+        groups: list[str],
+        brokers: list[_Broker],
+        early: tuple[_Broker, dict[str, RemotingCommand | RemotingError]] | None = None,
+    ) -> dict[str, tuple[_Broker, _Answer]]:
         """Each group's connections from the first broker (by name) that has it online: every
-        group asked of the first broker, pipelined; those it does not have online, of the next."""
-        found: dict[str, tuple[_Broker, ConsumerConnectionInfo]] = {}
+        group asked of the first broker, pipelined; those it does not have online, of the next.
+        ``early``: the answers a broker already gave in this read (asked while the group tables
+        were read). An answer whose bytes equal one this group got from the broker before is not
+        parsed again."""
+        found: dict[str, tuple[_Broker, _Answer]] = {}
         remaining = list(groups)
+        code = RequestCode.GET_CONSUMER_CONNECTION_LIST
         for b in brokers:
             if not remaining:
                 break
             if b.down is not None:
                 continue
+            given = early[1] if early is not None and early[0] is b else {}
             try:
-                answers = b.get().consumer_connections_many(remaining, window=max(1, self.workers) * 32)
+                answers = self._ask(b, [g for g in remaining if g not in given])
             except RemotingError as e:
                 self.broker_down(b, "GET_CONSUMER_CONNECTION_LIST", e)
                 continue
             left = []
-            for group, got in zip(remaining, answers, strict=True):
-                if isinstance(got, ConsumerConnectionInfo):
-                    found[group] = (b, got)
-                    continue
-                if isinstance(got, BrokerResponseError):
-                    self.error(b, f"GET_CONSUMER_CONNECTION_LIST {group}", got)
-                elif isinstance(got, RemotingError):
+            for group in remaining:
+                got = given[group] if group in given else answers[group]
+                if isinstance(got, RemotingError):
                     self.broker_down(b, f"GET_CONSUMER_CONNECTION_LIST {group}", got)
+                elif got.code == ResponseCode.SUCCESS:
+                    try:
+                        found[group] = (b, self._answer(b, group, got.body))
+                        continue
+                    except RemotingFrameError as e:
+                        self.broker_down(b, f"GET_CONSUMER_CONNECTION_LIST {group}", e)
+                elif got.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    self.error(b, f"GET_CONSUMER_CONNECTION_LIST {group}", b.get().client.response_error(code, got))
                 left.append(group)
             remaining = left
             self.say(f"consumer connections: {len(found):,}/{len(groups):,} after broker {b.name}")
         return found
 
+    def _answer(self, broker: _Broker, group: str, body: bytes) -> _Answer:
+        """The group's answer ``body`` from ``broker``, parsed the first time these bytes come."""
+        known = self.answers.get((broker.name, group))
+        if known is None:
+            known = self.answers[(broker.name, group)] = {}
+        got = known.get(body)
+        if got is None:
+            try:
+                data = loads_json(body) if body else {}
+            except RemotingFrameError as e:
+                raise RemotingFrameError(
+                    f"{broker.addr}: body of the GET_CONSUMER_CONNECTION_LIST response is {e}", broker.addr
+                ) from None
+            got = _Answer(ConsumerConnectionInfo.from_json(data))
+            if len(known) >= _ANSWERS_PER_GROUP:
+                known.clear()
+            known[body] = got
+        return got
+
     def _members(
         self, brokers: list[_Broker], offsets: bool
-    ) -> tuple[set[str], list[dict[str, Any]], dict[str, tuple[_Broker, ConsumerConnectionInfo]]]:
-        """Every broker's groups (and committed offsets, when ``offsets``), then each group's
-        connections."""
+    ) -> tuple[set[str], list[dict[str, Any]], dict[str, tuple[_Broker, _Answer]]]:
+        """Every broker's groups (the brokers asked at once; and committed offsets, when
+        ``offsets``), then each group's connections."""
         groups: set[str] = set()
         offset_rows: list[dict[str, Any]] = []
+        # while the brokers' group tables are read, the first broker is asked the connections of
+        # the groups the last read listed (those listed now and not then are asked after)
+        first = next((b for b in brokers if b.down is None), None)
+        early: tuple[_Broker, dict[str, RemotingCommand | RemotingError]] | None = None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqbalance-groups") as pool:
+            tables = pool.submit(_pool_map, self._groups, brokers, min(len(brokers), self.workers))
+            if first is not None and self.last_groups:
+                try:
+                    early = (first, self._ask(first, self.last_groups))
+                except RemotingError:
+                    early = None  # asked again below, where a broker that fails is recorded
+            for listed in tables.result():
+                groups.update(listed)
+        self.last_groups = sorted(groups)
         for b in brokers:
-            groups.update(self._groups(b))
             if not offsets:
                 continue
             table = self.call(b, "GET_ALL_CONSUMER_OFFSET", lambda c: c.all_consumer_offsets())
@@ -487,7 +576,7 @@ class _Reader:
                     for q, o in sorted(queues.items())
                 ]
         self.say(f"{len(groups):,} consumer groups, {len(offset_rows):,} committed offsets on {len(brokers)} broker(s)")
-        return groups, offset_rows, self._connections(sorted(groups), brokers)
+        return groups, offset_rows, self._connections(self.last_groups, brokers, early)
 
     def _read(self, info: ClusterInfo, brokers: list[_Broker], running_info: bool, offsets: bool) -> dict[str, Any]:
         say = self.say
@@ -499,7 +588,9 @@ class _Reader:
             groups, offset_rows, found = self._members(brokers, offsets)
             routes = pending.result()
         say(f"read {len(routes):,} topic routes of {len(topics):,} topics (from the {self.routes_from})")
-        online = [(g, b, c) for g, (b, c) in sorted(found.items()) if c.connections]
+        online = [(g, b, a.info) for g, (b, a) in sorted(found.items()) if a.info.connections]
+        for key in [k for k in self.answers if k[1] not in groups]:  # groups gone: their answers too
+            del self.answers[key]
         reported: dict[tuple[str, str], str] = {}
         if running_info:
             asks = [(g, b, c.client_id) for g, b, info in online for c in info.connections if b is not None]
@@ -527,34 +618,24 @@ class _Reader:
             _pool_map(ask, asks, self.workers, _Ticker(say, "consumer running info", len(asks)))
             say(f"{len(reported):,} of {len(asks):,} clients reported their strategy")
         out_groups: dict[str, Any] = {}
-        for group, _b, conn_info in online:
-            assert conn_info is not None
-            rows = []
-            for c in conn_info.connections:
-                row: dict[str, Any] = {"clientId": c.client_id}
-                if c.client_addr:
-                    row["clientAddr"] = c.client_addr
-                if c.language:
-                    row["language"] = c.language
-                if c.version is not None:
-                    row["version"] = c.version
-                name = reported.get((group, c.client_id))
-                if name is not None:
-                    row["strategy"] = as_reported(name, f"{group}/{c.client_id}")
-                rows.append(row)
-            model = conn_info.message_model if conn_info.message_model in ("CLUSTERING", "BROADCASTING") else None
-            out_groups[group] = {
-                "messageModel": model or "CLUSTERING",
-                "subscriptions": sorted(conn_info.subscriptions),
-                "strategy": "AVG",
-                "connections": rows,
-            }
+        self.tokens = {}
+        for group, b, conn_info in online:
+            if not running_info:  # the entry depends on the answer alone: built once per answer
+                answer = found[group][1]
+                if answer.entry is None:
+                    answer.entry = _group_entry(group, conn_info, reported)
+                out_groups[group] = answer.entry
+                self.tokens[group] = (b.name, answer.meaning)
+            else:
+                out_groups[group] = _group_entry(group, conn_info, reported)
         say(
             f"{len(out_groups):,} groups online with {sum(len(g['connections']) for g in out_groups.values()):,} "
             f"connections; {len(self.errors)} read error(s)"
         )
+        if self.sorted_routes is None or self.sorted_routes[0] is not routes:
+            self.sorted_routes = (routes, dict(sorted(routes.items())))
         return {
-            "topics": dict(sorted(routes.items())),
+            "topics": self.sorted_routes[1],
             "groups": out_groups,
             "offsets": offset_rows,
             "errors": self.errors,
@@ -567,6 +648,31 @@ class _Reader:
                 "groupsOffline": len(groups) - len(out_groups),
             },
         }
+
+
+def _group_entry(group: str, conn_info: ConsumerConnectionInfo, reported: dict[tuple[str, str], str]) -> dict[str, Any]:
+    """A group's snapshot entry: its connections (every one the broker listed, in its order, with
+    the strategy its client reported), subscriptions and message model."""
+    rows = []
+    for c in conn_info.connections:
+        row: dict[str, Any] = {"clientId": c.client_id}
+        if c.client_addr:
+            row["clientAddr"] = c.client_addr
+        if c.language:
+            row["language"] = c.language
+        if c.version is not None:
+            row["version"] = c.version
+        name = reported.get((group, c.client_id))
+        if name is not None:
+            row["strategy"] = as_reported(name, f"{group}/{c.client_id}")
+        rows.append(row)
+    model = conn_info.message_model if conn_info.message_model in ("CLUSTERING", "BROADCASTING") else None
+    return {
+        "messageModel": model or "CLUSTERING",
+        "subscriptions": sorted(conn_info.subscriptions),
+        "strategy": "AVG",
+        "connections": rows,
+    }
 
 
 def as_reported(name: str, where: str) -> str | dict[str, str]:
@@ -628,6 +734,15 @@ class ClusterReader:
     @property
     def routes_from(self) -> str:
         return self._reader.routes_from
+
+    @property
+    def group_tokens(self) -> dict[str, Any]:
+        """Per group online in the last read (without running info), a token equal to the one of
+        an earlier read when the group's answer said the same then: the same broker, the same
+        connections in any order, subscriptions and message model. The read hands out the same
+        entry object for an answer it had before, and the same ``topics`` object while the routes
+        did not change: treat what :meth:`read` returns as read-only."""
+        return self._reader.tokens
 
     def read(self, *, running_info: bool = True, offsets: bool = True) -> dict[str, Any]:
         """The cluster as a JSON snapshot (see :func:`read_cluster`); ``offsets=False`` leaves the
