@@ -119,8 +119,11 @@ chromium:
 	         "or set MQBALANCE_CHROMIUM to a Chromium binary" >&2; exit 1; \
 	  fi; }
 
+# Test files run on TEST_WORKERS processes (pytest-xdist), a whole file per process: module-scoped
+# servers start once per file, and most of a live test's time is waiting on servers, not CPU.
+TEST_WORKERS ?= 2
 test-python: setup zookeeper rocketmq chromium iproute2 java
-	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 tests benches
+	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 -n $(TEST_WORKERS) --dist loadfile tests benches
 
 test: lint docs test-rust test-python
 
