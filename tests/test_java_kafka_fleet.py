@@ -20,7 +20,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from kafka_cluster import MQBALANCE
 from kafka_java_cluster import KafkaJavaBroker, MixedKafkaGroup
 from mqbalance.fleet.kafka.snapshot import KafkaSnapshot, load_kafka_snapshot
 from mqbalance.record_files import load_records
+from server_process import wait_for
 
 pytestmark = pytest.mark.java
 
@@ -71,16 +71,6 @@ def latest_generations(group: MixedKafkaGroup) -> dict[str, dict[str, Any]]:
     return {n: [r for r in rows if r["e"] == "g"][-1] for n, rows in recs.items() if any(r["e"] == "g" for r in rows)}
 
 
-def wait_until(what: str, check: Any) -> Any:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {DEADLINE:g} s waiting for {what}")
-
-
 def committed(broker: KafkaJavaBroker, group: str) -> dict[tuple[str, int], int]:
     got = broker.admin().list_group_offsets({group: None})[group]
     return {(tp.topic, tp.partition): om.offset for tp, om in got.items()}
@@ -93,8 +83,10 @@ def test_full_members_then_idle_and_lag_found_live(kafka_java: KafkaJavaBroker, 
         group.start_java("j1", ["f-idle"], "sticky")
         group.start("p1", ["f-idle"], "sticky")
         group.start_java("j2", ["f-idle"], "sticky")
-        wait_until(
-            "everything committed", lambda: committed(kafka_java, "fleet-idle") == {("f-idle", 0): 5, ("f-idle", 1): 4}
+        wait_for(
+            "everything committed",
+            lambda: committed(kafka_java, "fleet-idle") == {("f-idle", 0): 5, ("f-idle", 1): 4},
+            timeout=DEADLINE,
         )
 
         def settled_snapshot() -> KafkaSnapshot | None:
@@ -108,7 +100,7 @@ def test_full_members_then_idle_and_lag_found_live(kafka_java: KafkaJavaBroker, 
                 return None
             return snap if len({g["gen"] for g in gens.values()}) == 1 else None
 
-        snap = wait_until("a snapshot of the settled group", settled_snapshot)
+        snap = wait_for("a snapshot of the settled group", settled_snapshot, timeout=DEADLINE)
         recorded = {g["mid"]: (n, g) for n, g in latest_generations(group).items()}
         for m in group.members.values():
             assert m.stop() == 0
@@ -144,7 +136,7 @@ def test_consumer_protocol_group_is_described_with_its_members(kafka_java: Kafka
             from_broker = {m.member_id: sorted(f"{t}/{p}" for t, p in m.assignment or ()) for m in read.members}
             return snap if from_broker == held and sum(map(len, held.values())) == 2 else None
 
-        snap = wait_until("a snapshot of the settled consumer-protocol group", settled_snapshot)
+        snap = wait_for("a snapshot of the settled consumer-protocol group", settled_snapshot, timeout=DEADLINE)
         for m in group.members.values():
             assert m.stop() == 0
     read = snap.groups["fleet-848"]
@@ -159,12 +151,13 @@ def test_unassigned_partitions_found_live(kafka_java: KafkaJavaBroker, tmp_path:
     with MixedKafkaGroup(kafka_java, "fleet-grow", tmp_path) as group:
         for n in ("j1", "j2"):
             group.start_java(n, ["f-grow"], "range", metadata_max_age_ms=600_000)
-        wait_until(
+        wait_for(
             "both members assigned",
             lambda: (
                 (gens := latest_generations(group)).keys() == {"j1", "j2"}
                 and sorted(q for g in gens.values() for q in g["q"]) == ["f-grow/0", "f-grow/1"]
             ),
+            timeout=DEADLINE,
         )
         kafka_java.add_partitions("f-grow", 4)
         snap = snapshot(kafka_java, tmp_path / "live.json")
@@ -190,7 +183,7 @@ def test_double_assigned_partitions_found_live(kafka_java: KafkaJavaBroker, tmp_
             read = snap.groups["fleet-dup"]
             return snap if read.state == "Stable" and len(read.members) == 2 else None
 
-        wait_until("both members holding every partition", double)
+        wait_for("both members holding every partition", double, timeout=DEADLINE)
         found = audit(tmp_path / "live.json", "fleet-dup")
         for m in group.members.values():
             assert m.stop() == 0
@@ -209,7 +202,11 @@ def test_rebalancing_group_found_live(kafka_java: KafkaJavaBroker, tmp_path: Pat
         max_poll_interval_ms=60_000,
     ) as group:
         stopped = group.start_java("j1", ["f-rebal"], "range")
-        wait_until("j1 assigned", lambda: len(latest_generations(group).get("j1", {}).get("q", [])) == 2)
+        wait_for(
+            "j1 assigned",
+            lambda: len(latest_generations(group).get("j1", {}).get("q", [])) == 2,
+            timeout=DEADLINE,
+        )
         os.kill(stopped.server.pid, signal.SIGSTOP)
         try:
             group.start("p1", ["f-rebal"], "range")
@@ -219,7 +216,7 @@ def test_rebalancing_group_found_live(kafka_java: KafkaJavaBroker, tmp_path: Pat
                 state = snap.groups["fleet-rebal"].state if "fleet-rebal" in snap.groups else None
                 return snap if state in ("PreparingRebalance", "CompletingRebalance") else None
 
-            snap = wait_until("the group seen rebalancing", rebalancing)
+            snap = wait_for("the group seen rebalancing", rebalancing, timeout=DEADLINE)
             found = audit(tmp_path / "live.json", "fleet-rebal")
         finally:
             os.kill(stopped.server.pid, signal.SIGCONT)

@@ -29,6 +29,7 @@ from kafka import KafkaProducer
 
 from kafka_cluster import MQBALANCE
 from kafka_java_cluster import KafkaJavaBroker, MixedKafkaGroup, SecuredListeners
+from server_process import wait_for
 
 pytestmark = pytest.mark.java
 
@@ -120,16 +121,6 @@ def produce(broker: KafkaJavaBroker, per_partition: dict[int, int]) -> None:
     producer.close(10)
 
 
-def wait_until(what: str, check: Any) -> Any:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {DEADLINE:g} s waiting for {what}")
-
-
 def command_line(pid: int, word: str) -> str | None:
     """The command line of process ``pid`` once it holds ``word`` (after the exec)."""
     text = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -153,7 +144,11 @@ def test_scram_over_tls_java_and_mqbalance_members_then_a_snapshot(
     with MixedKafkaGroup(broker, GROUP, tmp_path) as group:
         group.start_java("j1", [TOPIC], "range", bootstrap=address, command_config=secured.scram512)
         m = group.start("p1", [TOPIC], "range", bootstrap=address, command_config=secured.scram256)
-        cmdline = wait_until("the member's command line", lambda: command_line(m.proc.pid, "kafka-consume"))
+        cmdline = wait_for(
+            "the member's command line",
+            lambda: command_line(m.proc.pid, "kafka-consume"),
+            timeout=DEADLINE,
+        )
         assert str(secured.scram256) in cmdline
         assert_no_secret(secured, cmdline)
 
@@ -166,7 +161,7 @@ def test_scram_over_tls_java_and_mqbalance_members_then_a_snapshot(
                 return None
             return data if committed == {(TOPIC, 0): 5, (TOPIC, 1): 4, (TOPIC, 2): 3} else None
 
-        data = wait_until("both members in a settled group, everything committed", settled)
+        data = wait_for("both members in a settled group, everything committed", settled, timeout=DEADLINE)
         for member in group.members.values():
             assert member.stop() == 0
         outputs += [p.read_text(errors="replace") for p in tmp_path.glob("*.jsonl")]
@@ -214,7 +209,11 @@ def test_watch_over_scram_and_tls(kafka_java_secured: KafkaJavaBroker, secured: 
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        ticks = wait_until("three ticks of the watcher", lambda: out.exists() and read_ticks(out).num_rows >= 3 or None)
+        ticks = wait_for(
+            "three ticks of the watcher",
+            lambda: out.exists() and read_ticks(out).num_rows >= 3 or None,
+            timeout=DEADLINE,
+        )
     finally:
         proc.terminate()
         stdout, stderr = proc.communicate(timeout=60)

@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 PID_DIR = Path(tempfile.gettempdir()) / "mqbalance-test-servers"
 
@@ -174,15 +175,15 @@ def _stop_all() -> None:
         untrack(proc)
 
 
-def wait_for(condition_name: str, check: object, *, timeout: float, server: ServerProcess | None = None) -> None:
-    """Poll ``check()`` until it is true; fail naming ``condition_name`` (and the server's log tail,
-    or its exit status when it died) after ``timeout`` seconds."""
+def wait_for(condition_name: str, check: object, *, timeout: float, server: ServerProcess | None = None) -> Any:
+    """Poll ``check()`` until it is true and return what it returned; fail naming ``condition_name``
+    (and the server's log tail, or its exit status when it died) after ``timeout`` seconds."""
     assert callable(check)
     deadline = time.monotonic() + timeout
     while True:
         with contextlib.suppress(OSError):
-            if check():
-                return
+            if found := check():
+                return found
         if server is not None and not server.alive():
             raise RuntimeError(
                 f"{server.name} exited with status {server.proc.returncode if server.proc else None} before "
