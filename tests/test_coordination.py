@@ -462,7 +462,12 @@ def test_members_watch_again_after_a_dropped_connection(stack, mode):
     wait_until(lambda: settled([a, b], 12))
     sessions = [m._session.client.client_id[0] for m in (a, b)]
     server.restart(kill=True)
-    wait_until(lambda: all(m._session.client.connected for m in (a, b)) and settled([a, b], 12), timeout=30)
+    # reconnected within their sessions or not at all (the next line checks the same sessions): wait
+    # for as long as a session could still be alive, twice over, not a fixed figure
+    wait_until(
+        lambda: all(m._session.client.connected for m in (a, b)) and settled([a, b], 12),
+        timeout=2 * kw["session_timeout"],
+    )
     assert [m._session.client.client_id[0] for m in (a, b)] == sessions  # the same sessions: no re-registration
     c = start(stack, server.hosts, "g", "c", ["t"], **kw)
     wait_until(lambda: settled([a, b, c], 12) and all(len(m.assignment) == 4 for m in (a, b, c)))
