@@ -215,8 +215,9 @@ def test_leader_mode_members_do_not_wake_on_membership_changes(zk_server, zk, gr
 def test_fenced_commit_refuses_a_member_that_lost_its_partition(zk_server, zk, group, stack):
     topic = f"{group}-t"
     set_partitions(zk, topic, 2)
-    a = start(stack, zk_server.hosts, group, "a", [topic])
+    a = start(stack, zk_server.hosts, group, "a", [topic], session_timeout=6.0)  # no session loss under load
     wait_until(lambda: settled([a], 2))
+    assert a.stats.rebalances == 1  # joining is one rebalance, however its first events are batched
     p = GroupPaths(group)
     tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
     v = a.commit(tp0, 10)

@@ -304,6 +304,9 @@ class GroupMember:
             self._session.shutdown()
             self._life.set_state(MemberState.CLOSED)
             raise
+        # Queued before the event thread runs, so that it sees "start" in its first batch: were the
+        # connection's "connected" handled alone first, the member would rebalance twice on joining.
+        self._life.events.put(("start",))
         loops: tuple[tuple[str, Any, tuple[Any, ...]], ...] = (
             ("events", self._loop, ()),
             ("lease", self._session.lease_loop, (self._life.stop,)),
@@ -312,7 +315,6 @@ class GroupMember:
             t = threading.Thread(target=target, args=args, name=f"mqbalance-{name}-{self.client_id}", daemon=True)
             t.start()
             self._threads.append(t)
-        self._life.events.put(("start",))
         return self
 
     def close(self) -> None:
