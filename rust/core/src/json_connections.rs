@@ -226,6 +226,32 @@ fn write_key(out: &mut String, first: bool, key: &str) {
     out.push_str("\":");
 }
 
+/// Copies an object into the skeleton as written, except the value of the key `special`: `read`
+/// takes that one from the map (writing what stands for it). Gives whether `special` was there.
+fn copy_object_except<'de: 'a, 'a, M: MapAccess<'de>>(
+    reader: &mut Reader<'a>,
+    map: &mut M,
+    special: &str,
+    mut read: impl FnMut(&mut Reader<'a>, &mut M) -> Result<(), M::Error>,
+) -> Result<bool, M::Error> {
+    let mut seen = false;
+    reader.out.skeleton.push('{');
+    let mut first = true;
+    while let Some(key) = map.next_key::<&'de str>()? {
+        write_key(&mut reader.out.skeleton, first, key);
+        first = false;
+        if key == special {
+            read(reader, map)?;
+            seen = true;
+        } else {
+            let raw: &'de RawValue = map.next_value()?;
+            reader.out.skeleton.push_str(raw.get());
+        }
+    }
+    reader.out.skeleton.push('}');
+    Ok(seen)
+}
+
 /// The top-level object: `"groups"` read by [`Groups`], every other value copied as written.
 /// Gives whether `"groups"` was there.
 struct Top<'r, 'a> {
@@ -245,24 +271,9 @@ impl<'de: 'a, 'a> Visitor<'de> for Top<'_, 'a> {
         f.write_str("a snapshot object")
     }
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
-        let mut seen = false;
-        self.reader.out.skeleton.push('{');
-        let mut first = true;
-        while let Some(key) = map.next_key::<&'de str>()? {
-            write_key(&mut self.reader.out.skeleton, first, key);
-            first = false;
-            if key == "groups" {
-                map.next_value_seed(Groups {
-                    reader: &mut *self.reader,
-                })?;
-                seen = true;
-            } else {
-                let raw: &'de RawValue = map.next_value()?;
-                self.reader.out.skeleton.push_str(raw.get());
-            }
-        }
-        self.reader.out.skeleton.push('}');
-        Ok(seen)
+        copy_object_except(self.reader, &mut map, "groups", |reader, map| {
+            map.next_value_seed(Groups { reader })
+        })
     }
 }
 
@@ -323,25 +334,13 @@ impl<'de: 'a, 'a> Visitor<'de> for Group<'_, 'a> {
         f.write_str("a group object")
     }
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<bool, M::Error> {
-        let mut seen = false;
-        self.reader.out.skeleton.push('{');
-        let mut first = true;
-        while let Some(key) = map.next_key::<&'de str>()? {
-            write_key(&mut self.reader.out.skeleton, first, key);
-            first = false;
-            if key == "connections" {
-                map.next_value_seed(Connections {
-                    reader: &mut *self.reader,
-                })?;
-                self.reader.out.skeleton.push_str("[]");
-                seen = true;
-            } else {
-                let raw: &'de RawValue = map.next_value()?;
-                self.reader.out.skeleton.push_str(raw.get());
-            }
-        }
-        self.reader.out.skeleton.push('}');
-        Ok(seen)
+        copy_object_except(self.reader, &mut map, "connections", |reader, map| {
+            map.next_value_seed(Connections {
+                reader: &mut *reader,
+            })?;
+            reader.out.skeleton.push_str("[]");
+            Ok(())
+        })
     }
 }
 
