@@ -6,9 +6,13 @@ upgrade on Apache Kafka 4.4.0 recorded (``tests/test_history_kafka_churn_live.py
 
 from __future__ import annotations
 
+import datetime as dt
+from pathlib import Path
 from typing import Any
 
+from mqbalance.history.job import analyse
 from mqbalance.history.kafka import analyse_kafka_group
+from mqbalance.history.writer import HistoryWriter
 
 
 def _group(ts: int, event: str, kind: str, state: str, generation: int | None, strategy: str) -> dict[str, Any]:
@@ -104,3 +108,36 @@ def test_a_downgrade_counts_the_classic_generation_once_it_is_read() -> None:
     ]
     found = _analyse(groups, [_member(1000, "join", "c1-b", "c1")])
     assert found["group"]["rebalances"] == 1
+
+
+def test_the_upgrade_through_the_history_dataset_whole_and_in_spans(tmp_path: Path) -> None:
+    """The same upgrade written through the real writer and analysed as ``mqbalance history`` does
+    (in process; a span at a time gives the same)."""
+    w = HistoryWriter(tmp_path, run_id="plan", kind="kafka")
+    t0 = dt.datetime(2026, 11, 27, 12, 0, tzinfo=dt.UTC)
+    group = {"group": "gu", "protocol_type": "consumer", "subscriptions": ["t"]}
+    ticks: list[tuple[int, list[dict[str, Any]], list[dict[str, Any]]]] = [
+        (0, [{**_group(0, "checkpoint", "classic", "Stable", 3, "range")}], [
+            {**_member(0, "checkpoint", m, m[:2]), "group": "gu"} for m in ("u0-a", "u1-a")]),
+        (10, [_group(0, "state", "classic", "PreparingRebalance", 3, "range")], [
+            {**_member(0, "leave", "u0-a", "u0"), "group": "gu"}]),
+        (11, [_group(0, "state", "classic", "Stable", 4, "range")], []),
+        (20, [_group(0, e, "consumer", "Reconciling", 5, "uniform") for e in ("subscription", "state")], [
+            {**_member(0, "join", "Kq9", "u0"), "group": "gu"}]),
+        (21, [_group(0, "state", "consumer", "Stable", 5, "uniform")], []),
+    ]  # fmt: skip
+    for n, (s, groups, members) in enumerate(ticks, 1):
+        events = {"groups": [{**group, **r} for r in groups], "members": members}
+        for rows in events.values():
+            for r in rows:
+                r.pop("ts", None)
+        w.commit_tick(n, t0 + dt.timedelta(seconds=s), events, {
+            "kind": "membership", "checkpoint": s == 0, "duration_ms": 5, "skipped_before": 0, "clock_jump_ms": 0,
+            "groups": 1, "changed_groups": 1, "requests": 4, "errors": 0})  # fmt: skip
+    result = analyse(None, tmp_path, window=60)
+    assert analyse(None, tmp_path, window=60, span=dt.timedelta(seconds=7)) == result
+    assert [g["rebalances"] for g in result.groups] == [2]
+    upgrade = [e for e in result.episodes if e["causes"][0].startswith("protocol")]
+    assert [e["causes"] for e in upgrade] == [
+        ["protocol upgraded: classic -> consumer (assignor range -> uniform)", "joined: u0 (/127.0.0.1, member Kq9)"]
+    ]

@@ -438,6 +438,7 @@ class KafkaCollector(TickLoop):
             return Observation(new, gaps, False, self.counter.sent - sent, hint=set())
         self._partition_counts(admin, sorted({t for v in old.groups.values() for t in v.subscriptions}), gaps)
         kept: set[str] = set()  # carried (not read) or unchanged: as they were
+        self._read_group_log(gaps)  # before the descriptions (see _generations)
         described = self._describe(admin, listed, new, gaps, kept)
         for g in kept:
             if g in old.groups:
@@ -448,7 +449,7 @@ class KafkaCollector(TickLoop):
                 new.ownership[q] = old.ownership[q]
                 if q in old.targets:
                     new.targets[q] = old.targets[q]
-        self._generations(new, gaps)
+        self._generations(new)
         missing = sorted({t for g in described for t in new.groups[g].subscriptions} - self.partition_counts.keys())
         self._partition_counts(admin, missing, gaps)
         self._owners(described, new)
@@ -603,13 +604,20 @@ class KafkaCollector(TickLoop):
                 out[g] = {"assignment": assignment, "target": target}
         return out
 
-    def _generations(self, new: KafkaState, gaps: list[dict[str, Any]]) -> None:
-        """Classic groups' generations from the coordinator's records (:class:`GroupLog`), once
-        it has read to the end (until then, the generations as they were)."""
+    def _read_group_log(self, gaps: list[dict[str, Any]]) -> None:
+        """Read what the coordinator appended to its log since the last tick (:class:`GroupLog`)."""
         try:
             self.group_log.update()
         except (KafkaError, InvalidInputError) as e:
             gaps.append(_gap("Fetch __consumer_offsets", e, address=self.bootstrap))
+
+    def _generations(self, new: KafkaState) -> None:
+        """Classic groups' generations from the coordinator's records, read before the groups were
+        described: a generation is never newer than the state described with it, so a group in
+        ``PreparingRebalance`` is rebalancing towards a generation after the one recorded (read
+        after the descriptions, a record written between the two reads gave a rebalance's new
+        generation with the state before it, and the history took it for the one before). Once
+        the log was read to the end (until then, the generations as they were)."""
         if not self.group_log.caught_up:  # an older record may still be followed by a newer one
             return
         for g, v in list(new.groups.items()):
