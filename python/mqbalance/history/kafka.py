@@ -17,8 +17,9 @@ base; where the protocol changed, it counts from 0 (see *Protocol changes*).
 ``CompletingRebalance`` → ``Stable`` (the watcher reads a classic group's generation from the
 coordinator's records, written as it becomes Stable, so the new generation shows at the end or a
 tick later); a consumer-protocol one bumps the group epoch at once and goes ``Assigning`` /
-``Reconciling`` → ``Stable``. An episode starts when the group enters ``PreparingRebalance`` and
-waits for its generation increase, or at an increase no episode waits for. A waiting episode
+``Reconciling`` → ``Stable``. An episode starts when the group enters ``PreparingRebalance`` (or
+``CompletingRebalance`` from a settled state) and waits for its generation increase, or at an
+increase no episode waits for. A waiting episode
 that settles is given one increment then (a classic rebalance that reaches Stable or Empty made a
 generation), which the increase read later pays back: a rebalance that starts before the
 record of the last one is read is an episode of its own. Each decision reads the
@@ -144,7 +145,9 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         if fresh:
             awaiting, debt = False, 0
         inc, debt = max(0, raw - debt), max(0, debt - raw)
-        entering = state == _PREPARING and (appear or (not fresh and _state(prev) != _PREPARING))
+        # a rebalance seen from its start, or first in CompletingRebalance (its PreparingRebalance
+        # fell between two ticks)
+        entering = state in _REBALANCING and (appear or (not fresh and _state(prev) not in _REBALANCING))
         starts = to_previous = False
         if prev is None and not appear:  # where the rows start (a checkpoint): the state then
             awaiting = state in _REBALANCING
