@@ -1248,6 +1248,8 @@ EXEMPT: dict[str, str] = {
     "mqbalance.history.kafka_collector.kafka_diff": "compares two KafkaStates the collector built",
     "mqbalance.history.kafka_collector.client_settings": "the collector's kafka-python settings: its own over the "
     "security settings the CLI read",
+    "mqbalance.history.kafka_collector.described_generation": "pairs a state the broker described with records "
+    "the group log decoded (test_history_kafka_steps)",
     "mqbalance.history.ticking.*": "the tick loop both collectors share (test_watch, test_kafka_watch_live); "
     "replay is walked through load_state and load_kafka_state",
     "mqbalance.fleet.kafka.group_log.*": "follows and decodes the broker's records in __consumer_offsets, not user "

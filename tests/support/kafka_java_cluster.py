@@ -51,7 +51,9 @@ CLIENT_HEAP_MB = 256
 
 #: The broker's settings beyond listeners and directories: one node, replication factor 1, small
 #: segments, no initial rebalance delay, and session timeouts short enough for tests of both
-#: protocols (the consumer protocol's are the broker's: 6 s session, 500 ms heartbeat).
+#: protocols (the consumer protocol's are the broker's: 6 s session, 500 ms heartbeat); a running
+#: classic group may be upgraded to the consumer protocol and back (``bidirectional``: Kafka 4.4.0's
+#: default, set so that a test of the online upgrade does not depend on it).
 SETTINGS = {
     "process.roles": "broker,controller",
     "node.id": "1",
@@ -75,6 +77,7 @@ SETTINGS = {
     "group.consumer.session.timeout.ms": "6000",
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.migration.policy": "bidirectional",
 }
 
 LOG4J2 = """status = warn

@@ -40,7 +40,14 @@ id and instance id (:func:`member_name`), from :func:`kafka_causes`:
   (a restart within the session timeout, or another process with the same instance id) in the
   tick the generation moved; ``shared instance id: I`` — the episode falls in a period in which
   the instance id moved between members again and again (:mod:`mqbalance.history.spans`);
-* ``subscription changed: +T -U`` (the union of the members' topics) or ``assignor A -> B``;
+* ``protocol upgraded: classic -> consumer`` (``(assignor A -> B)`` added when the assignor
+  changed with it) — the group was converted to the consumer protocol (KIP-848) while running:
+  Kafka does it when a member using that protocol joins a classic group
+  (``group.consumer.migration.policy`` ``upgrade`` or ``bidirectional``, the default since 4.0);
+  ``protocol downgraded: consumer -> classic`` the other way (the last consumer-protocol member
+  left a group of classic members);
+* ``subscription changed: +T -U`` (the union of the members' topics) or ``assignor A -> B`` (not
+  when the protocol changed: its assignor changes with it);
 * ``partitions added: T (N)`` / ``partitions removed: T (N)`` — a topic's partition count
   changed, a topic was created or deleted;
 * ``unknown`` when none of these shows (e.g. a member's changed metadata, or a rebalance the
@@ -61,7 +68,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
-__all__ = ["causes", "changes", "held_at", "internal", "kafka_causes", "member_name", "members_at", "queue_changes"]
+__all__ = [
+    "causes",
+    "changes",
+    "held_at",
+    "internal",
+    "kafka_causes",
+    "member_name",
+    "members_at",
+    "protocol_change",
+    "queue_changes",
+]
 
 Queue = tuple[str, str, int]
 
@@ -201,6 +218,23 @@ def member_name(m: Mapping[str, Any]) -> str:
     return f"{m['client_id']} ({m['client_addr']}, member {m['member_id']}{instance})"
 
 
+def protocol_change(before: tuple[str, Any], after: tuple[str, Any]) -> str:
+    """The cause a change of a Kafka group's protocol states: ``(group type, assignor)`` before and
+    after; from ``classic`` to ``consumer`` (KIP-848) an upgrade, back a downgrade.
+
+    >>> protocol_change(("classic", "range"), ("consumer", "uniform"))
+    'protocol upgraded: classic -> consumer (assignor range -> uniform)'
+    >>> protocol_change(("consumer", "uniform"), ("classic", "uniform"))
+    'protocol downgraded: consumer -> classic'
+    """
+    (old, old_assignor), (new, new_assignor) = before, after
+    how = {("classic", "consumer"): "upgraded", ("consumer", "classic"): "downgraded"}.get((old, new), "changed")
+    text = f"protocol {how}: {old} -> {new}"
+    if old_assignor and new_assignor and old_assignor != new_assignor:
+        text += f" (assignor {old_assignor} -> {new_assignor})"
+    return text
+
+
 def kafka_causes(
     *,
     joined: Sequence[Mapping[str, Any]],
@@ -208,19 +242,22 @@ def kafka_causes(
     replaced: Sequence[Mapping[str, Any]],
     subscriptions: Sequence[Mapping[str, Any]],
     partitions: Sequence[Mapping[str, Any]],
+    protocols: Sequence[Mapping[str, Any]] = (),
 ) -> list[str]:
     """The causes of a Kafka episode (see the module docs) from its member changes (``left``
     rows carry ``vanished``: the evidence of a session expiry, or ``None``), its static
     replacements (``instance_id``, ``old`` and ``new`` members), the changes of the group's
-    subscriptions and assignor (``before`` and ``after``: ``(topics, assignor)``) and its
-    :func:`queue_changes`.
+    subscriptions and assignor (``before`` and ``after``: ``(topics, assignor)``), its
+    :func:`queue_changes` and the changes of its group protocol (``before`` and ``after``:
+    ``(group type, assignor)``), which come first.
 
     >>> m = {"client_id": "c2", "client_addr": "/10.0.0.2", "member_id": "c2-1", "instance_id": None}
     >>> kafka_causes(joined=[m], left=[{**m, "member_id": "c2-0", "vanished": "no commit for 9 s"}], replaced=[],
     ...              subscriptions=[], partitions=[{"event": "queue_added", "queue": ("T", "", 3)}])[1:]
     ['vanished: c2 (/10.0.0.2, member c2-0): no commit for 9 s', 'partitions added: T (1)']
     """
-    out = [f"joined: {member_name(m)}" for m in joined]
+    out = [protocol_change(r["before"], r["after"]) for r in protocols]
+    out += [f"joined: {member_name(m)}" for m in joined]
     out += [f"left: {member_name(m)}" for m in left if not m.get("vanished")]
     out += [f"vanished: {member_name(m)}: {m['vanished']}" for m in left if m.get("vanished")]
     out += [

@@ -10,15 +10,16 @@ between consecutive observations: exact, generations never observed included (a 
 is 3). A group that *appears* counts from 0 (a new group's first generations are rebalances too; a
 classic group's generation is unknown — null — until the coordinator records its first one);
 one already there when the data starts counts from its first generation seen. A generation that
-goes down (the group deleted and made again, or converted between protocols) counts nothing and
-is the new base.
+goes down (the group deleted and made again between two ticks) counts nothing and is the new
+base; where the protocol changed, it counts from 0 (see *Protocol changes*).
 
 **Episodes.** A classic rebalance goes ``PreparingRebalance`` (old generation) →
 ``CompletingRebalance`` → ``Stable`` (the watcher reads a classic group's generation from the
 coordinator's records, written as it becomes Stable, so the new generation shows at the end or a
 tick later); a consumer-protocol one bumps the group epoch at once and goes ``Assigning`` /
-``Reconciling`` → ``Stable``. An episode starts when the group enters ``PreparingRebalance`` and
-waits for its generation increase, or at an increase no episode waits for. A waiting episode
+``Reconciling`` → ``Stable``. An episode starts when the group enters ``PreparingRebalance`` (or
+``CompletingRebalance`` from a settled state) and waits for its generation increase, or at an
+increase no episode waits for. A waiting episode
 that settles is given one increment then (a classic rebalance that reaches Stable or Empty made a
 generation), which the increase read later pays back: a rebalance that starts before the
 record of the last one is read is an episode of its own. Each decision reads the
@@ -32,6 +33,16 @@ time until the group was settled again (``Stable``, ``Empty`` or ``Dead``: ``reb
 ``None`` when not before the next episode), who joined and left (client id, host, member id,
 instance id), the partition owner changes and the time until every partition was owned again, as
 for RocketMQ (:func:`mqbalance.history.analysis.episodes_on_timeline`).
+
+**Protocol changes.** Kafka converts a running classic group to the consumer protocol when a
+member using that protocol joins it (KIP-848's online upgrade, ``group.consumer.migration.policy``
+``upgrade`` or ``bidirectional``, the default since Kafka 4.0), and back when the last such member
+leaves a group of classic members: the group keeps its members (their member ids) and its number
+— the group epoch continues from the classic generation (and the other way), so the increments
+count across the change as before it. The episode in which the group's type changes has the cause
+``protocol upgraded: classic -> consumer`` (or ``downgraded``; with the assignor when it changed,
+and no ``subscription changed: assignor …`` for that). An *empty* group is not converted but made
+anew on the other protocol: its number starts again, and counts from 0 (as a group that appears).
 
 **Members.** A member is its member id. Joins and leaves are the differences between the member
 lists of consecutive ticks (checkpoint ticks included). A static member (``group.instance.id``)
@@ -111,14 +122,21 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
     prev: dict[str, Any] | None = None
     awaiting = False  # an episode started by PreparingRebalance waits for its generation
     debt = 0  # increments already given to settled episodes whose generation was not read yet
+    converted = False  # the protocol changed, and no generation of the new one was seen yet
     for r in _ticks(groups):
         gen = r.get("generation")
         appear = "appear" in r["events"]
         before = prev.get("generation") if prev is not None else None
+        kind, kind_before = r.get("group_type"), (prev or {}).get("group_type")
+        converted = converted or (kind is not None and kind_before is not None and kind != kind_before)
         if appear:  # a new group counts from 0; one seen again from where it was
             base = before if before is not None and (gen is None or gen >= before) else 0
         else:
             base = before if prev is not None else gen
+        if converted and gen is not None and gen != base:
+            converted = False  # the new protocol's first number: from the old one, or anew
+            if not appear and base is not None and gen < base:
+                base = 0  # a group made anew on the other protocol (an empty one converted): from 0
         raw = max(0, int(gen) - int(base)) if gen is not None and base is not None else 0
         if gen is None:  # not known yet (a classic group before its first record): the base carries
             gen = base
@@ -127,7 +145,9 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         if fresh:
             awaiting, debt = False, 0
         inc, debt = max(0, raw - debt), max(0, debt - raw)
-        entering = state == _PREPARING and (appear or (not fresh and _state(prev) != _PREPARING))
+        # a rebalance seen from its start, or first in CompletingRebalance (its PreparingRebalance
+        # fell between two ticks)
+        entering = state in _REBALANCING and (appear or (not fresh and _state(prev) not in _REBALANCING))
         starts = to_previous = False
         if prev is None and not appear:  # where the rows start (a checkpoint): the state then
             awaiting = state in _REBALANCING
@@ -314,16 +334,28 @@ def analyse_kafka_group(
     sweep = OwnershipSweep(timeline)
     added = queue_changes(ownership, since=since)
     # subscriptions and assignor compared between Stable observations only: a classic group's
-    # description carries no member metadata while it rebalances, and an Empty one has no members
+    # description carries no member metadata while it rebalances, and an Empty one has no members;
+    # across a change of protocol the assignor changes with it (the protocol's cause says so)
     sub_changes = []
-    seen: tuple[list[str], Any] | None = None
+    seen: tuple[list[str], Any, Any] | None = None
     for s in steps:
         if _state(s) != "stable":
             continue
-        now = (s["subscriptions"], s["strategy"])
-        if seen is not None and now != seen and s["ts"] >= since:
-            sub_changes.append({"ts": s["ts"], "before": seen, "after": now})
+        now = (s["subscriptions"], s["strategy"], s["group_type"])
+        if seen is not None and s["ts"] >= since:
+            if now[2] != seen[2] and now[0] != seen[0]:
+                sub_changes.append({"ts": s["ts"], "before": (seen[0], None), "after": (now[0], None)})
+            elif now[2] == seen[2] and now[:2] != seen[:2]:
+                sub_changes.append({"ts": s["ts"], "before": seen[:2], "after": now[:2]})
         seen = now
+    protocols = []  # the group converted between the classic and the consumer protocol (KIP-848)
+    kind: tuple[Any, Any] | None = None
+    for s in steps:
+        if s["group_type"] is None:
+            continue
+        if kind is not None and s["group_type"] != kind[0] and s["ts"] >= since:
+            protocols.append({"ts": s["ts"], "before": kind, "after": (s["group_type"], s["strategy"])})
+        kind = (s["group_type"], s["strategy"])
     out: list[tuple[str, dict[str, Any]]] = []
     for k in range(len(bounds) - 1):
         a, b = bounds[k], bounds[k + 1]
@@ -344,6 +376,7 @@ def analyse_kafka_group(
             replaced=swaps,
             subscriptions=[c for c in sub_changes if a <= c["ts"] < b],
             partitions=[c for c in added if a <= c["ts"] < b],
+            protocols=[c for c in protocols if a <= c["ts"] < b],
         )
         idle_s, dup_s, owned_at = sweep.integrate(a, b)
         moments = [s["ts"] for s in inside if s["changed"]] + [c["ts"] for c in joined + left]

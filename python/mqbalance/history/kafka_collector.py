@@ -54,7 +54,7 @@ from kafka.protocol.consumer import OffsetSpec
 from kafka.structs import TopicPartition
 
 from mqbalance.exceptions import InvalidInputError
-from mqbalance.fleet.kafka.group_log import GroupLog
+from mqbalance.fleet.kafka.group_log import GroupLog, GroupRecord
 from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 from mqbalance.fleet.kafka.live import _Admin, _decode_member, _describe_consumer_groups
 from mqbalance.history.metrics import WatchMetrics
@@ -68,6 +68,7 @@ __all__ = [
     "KafkaState",
     "MemberView",
     "client_settings",
+    "described_generation",
     "kafka_diff",
     "load_kafka_state",
 ]
@@ -295,6 +296,24 @@ def load_kafka_state(root: str | Path) -> KafkaState:
 # --- reading -----------------------------------------------------------------------------------------
 
 
+def described_generation(state: str | None, earlier: GroupRecord | None, latest: GroupRecord | None) -> int | None:
+    """The generation of a classic group described in ``state``, from the coordinator's records of
+    it read before the description (``earlier``, at the last tick) and after it (``latest``);
+    ``None`` when there is none. The coordinator writes a generation's record when the leader's
+    assignment is stored, and only then makes the group ``Stable``: read after the description,
+    the record of a group described settled is its generation (or a newer one). A group described
+    in ``PreparingRebalance`` still has the generation before, and a record read after the
+    description may be the new one this rebalance made meanwhile: the earlier record is its
+    generation (the history counts the rebalance when the group is settled again).
+
+    >>> r3, r4 = (GroupRecord("consumer", n, "range", "m1", None) for n in (3, 4))
+    >>> described_generation("Stable", r3, r4), described_generation("PreparingRebalance", r3, r4)
+    (4, 3)
+    """
+    record = earlier if str(state or "").lower() == "preparingrebalance" else latest
+    return None if record is None else record.generation
+
+
 def _gap(request: str, error: BaseException | str, *, address: str = "", node: str = "") -> dict[str, Any]:
     text = str(error)
     if not isinstance(error, str) and not text.startswith(type(error).__name__):
@@ -438,6 +457,7 @@ class KafkaCollector(TickLoop):
             return Observation(new, gaps, False, self.counter.sent - sent, hint=set())
         self._partition_counts(admin, sorted({t for v in old.groups.values() for t in v.subscriptions}), gaps)
         kept: set[str] = set()  # carried (not read) or unchanged: as they were
+        earlier = dict(self.group_log.groups)  # the records as of the last tick (see _generations)
         described = self._describe(admin, listed, new, gaps, kept)
         for g in kept:
             if g in old.groups:
@@ -448,7 +468,8 @@ class KafkaCollector(TickLoop):
                 new.ownership[q] = old.ownership[q]
                 if q in old.targets:
                     new.targets[q] = old.targets[q]
-        self._generations(new, gaps)
+        self._read_group_log(gaps)
+        self._generations(new, earlier)
         missing = sorted({t for g in described for t in new.groups[g].subscriptions} - self.partition_counts.keys())
         self._partition_counts(admin, missing, gaps)
         self._owners(described, new)
@@ -603,21 +624,25 @@ class KafkaCollector(TickLoop):
                 out[g] = {"assignment": assignment, "target": target}
         return out
 
-    def _generations(self, new: KafkaState, gaps: list[dict[str, Any]]) -> None:
-        """Classic groups' generations from the coordinator's records (:class:`GroupLog`), once
-        it has read to the end (until then, the generations as they were)."""
+    def _read_group_log(self, gaps: list[dict[str, Any]]) -> None:
+        """Read what the coordinator appended to its log since the last tick (:class:`GroupLog`)."""
         try:
             self.group_log.update()
         except (KafkaError, InvalidInputError) as e:
             gaps.append(_gap("Fetch __consumer_offsets", e, address=self.bootstrap))
+
+    def _generations(self, new: KafkaState, earlier: Mapping[str, GroupRecord]) -> None:
+        """Classic groups' generations from the coordinator's records (:func:`described_generation`:
+        ``earlier`` the records as of the last tick, the latest read after the descriptions), once
+        the log was read to the end (until then, the generations as they were)."""
         if not self.group_log.caught_up:  # an older record may still be followed by a newer one
             return
         for g, v in list(new.groups.items()):
             if v.group_type != "classic":
                 continue
-            record = self.group_log.groups.get(g)
-            if record is not None and record.generation != v.generation:
-                new.groups[g] = v._replace(generation=record.generation)
+            generation = described_generation(v.state, earlier.get(g), self.group_log.groups.get(g))
+            if generation is not None and generation != v.generation:
+                new.groups[g] = v._replace(generation=generation)
 
     def _owners(self, described: Mapping[str, Mapping[str, Any]], new: KafkaState) -> None:
         """Every partition of the described groups' subscribed topics: who holds it as the broker

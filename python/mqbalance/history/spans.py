@@ -169,9 +169,10 @@ def _owned_at(e: Mapping[str, Any]) -> int | None:
 
 
 #: the order an episode's causes are listed in (:mod:`mqbalance.history.causes`), by their kind
-_CAUSE_ORDER = ("joined", "left", "vanished", "fenced", "subscription changed", "broker gone", "queues added",
-                "queues removed", "partitions added", "partitions removed", "strategies differ", "duplicated id",
-                "shared instance id", "unknown")  # fmt: skip
+_CAUSE_ORDER = ("protocol upgraded", "protocol downgraded", "protocol changed", "joined", "left", "vanished",
+                "fenced", "subscription changed", "broker gone", "queues added", "queues removed",
+                "partitions added", "partitions removed", "strategies differ", "duplicated id", "shared instance id",
+                "unknown")  # fmt: skip
 
 
 def _kafka_goes_on(e: dict[str, Any], row: Mapping[str, Any]) -> None:
