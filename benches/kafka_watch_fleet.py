@@ -67,7 +67,7 @@ from mqbalance.history.kafka_collector import KafkaCollector, KafkaState  # noqa
 from mqbalance.kafka import Subscription, assignor  # noqa: E402
 
 #: request versions (Apache Kafka 4.4.0 answers all of them; kafka-python 3.0.12 encodes them)
-JOIN_V, SYNC_V, HEARTBEAT_V, COMMIT_V, LEAVE_V = 9, 5, 4, 8, 5
+JOIN_V, SYNC_V, HEARTBEAT_V, COMMIT_V, LEAVE_V, PRODUCE_V = 9, 5, 4, 8, 5, 9
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID = 79, 27, 22, 25
 #: the broker settings of the benchmark's own broker: idle members stay for an hour
 BROKER_SETTINGS = {"group.max.session.timeout.ms": "3600000"}
@@ -366,21 +366,58 @@ def make_topics(broker: Any, topics: int, per_topic: int, prefix: str = "fleet")
 
 
 def produce(bootstrap: str, partitions: Mapping[str, int], records: int) -> tuple[dict[tuple[str, int], int], float]:
-    """``records`` records to every partition; the log-end offsets (ListOffsets) and the seconds it took."""
-    from kafka import KafkaAdminClient, KafkaProducer
+    """``records`` records to every partition (one Produce per topic, acks=1, from one connection:
+    kafka-python 3.0.12's producer left batches of a 1,000-partition flush unanswered here); the
+    log-end offsets (ListOffsets) and the seconds it took."""
+    from kafka import KafkaAdminClient
     from kafka.protocol.consumer import OffsetSpec
+    from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+    from kafka.record.memory_records import MemoryRecordsBuilder
     from kafka.structs import TopicPartition
 
+    def batch(p: int) -> bytes:
+        builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
+        now = int(time.time() * 1000)
+        for r in range(records):
+            builder.append(now, f"{p}-{r}".encode(), b"x" * 64)
+        builder.close()
+        return bytes(builder.buffer())
+
+    async def send_all() -> None:
+        conn = await Connection.open(bootstrap, "fleet-producer")
+        try:
+            todo = {(t, p) for t, n in partitions.items() for p in range(n)}
+            deadline = time.monotonic() + 120
+            while todo:  # a new topic's partitions may not lead yet (NOT_LEADER_OR_FOLLOWER): again
+                failed: set[int] = set()
+                for t in sorted({t for t, _p in todo}):
+                    ps = sorted(p for tt, p in todo if tt == t)
+                    data = ProduceRequest.TopicProduceData(
+                        name=t,
+                        partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(index=p, records=batch(p))
+                                        for p in ps],
+                    )  # fmt: skip
+                    response = await conn.call(
+                        ProduceRequest(transactional_id=None, acks=1, timeout_ms=60_000, topic_data=[data]),
+                        ProduceResponse,
+                        PRODUCE_V,
+                    )
+                    for r in response.responses:
+                        for pr in r.partition_responses:
+                            if pr.error_code == 0:
+                                todo.discard((r.name, pr.index))
+                            else:
+                                failed.add(pr.error_code)
+                if todo and (failed - {3, 6} or time.monotonic() > deadline):
+                    raise GroupProtocolError(f"Produce: errors {sorted(failed)} on {len(todo)} partitions")
+                if todo:
+                    await asyncio.sleep(0.5)
+        finally:
+            await conn.close()
+
     t0 = time.monotonic()
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=65536, request_timeout_ms=60_000)
-    try:
-        for t, n in partitions.items():
-            for p in range(n):
-                for r in range(records):
-                    producer.send(t, value=b"x" * 64, key=f"{p}-{r}".encode(), partition=p)
-        producer.flush(120)
-    finally:
-        producer.close()
+    if records:
+        asyncio.run(send_all())
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60_000)
     try:
         tps = [TopicPartition(t, p) for t, n in partitions.items() for p in range(n)]
