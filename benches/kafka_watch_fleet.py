@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -103,10 +104,8 @@ class Connection:
 
     async def close(self) -> None:
         self.writer.close()
-        try:
+        with contextlib.suppress(OSError):
             await self.writer.wait_closed()
-        except OSError:
-            pass
 
 
 @dataclass
@@ -159,7 +158,9 @@ class Fleet:
         self.session_ms = int(session_timeout_s * 1000)
         self.parallel, self.prefix, self.say = parallel, prefix, say
         self.groups: dict[str, FleetGroup] = {}
-        self.metadata = bytes(ConsumerProtocolSubscription(version=0, topics=sorted(partitions), user_data=b"").encode())
+        self.metadata = bytes(
+            ConsumerProtocolSubscription(version=0, topics=sorted(partitions), user_data=b"").encode()
+        )
         self.requests = 0
         self.done = {"synced": 0, "committed": 0}
         self.seconds = 0.0
@@ -270,9 +271,7 @@ class Fleet:
             mine = {tp.topic: sorted(tp.partitions) for tp in got.assigned_partitions}
             synced[i] = (generation, member_id, mine, joins)
             # heartbeat until the whole group has synced in one generation (or rejoin)
-            while not (
-                len(synced) == self.n_members and len({s[0] for s in synced.values()}) == 1
-            ):
+            while not (len(synced) == self.n_members and len({s[0] for s in synced.values()}) == 1):
                 await asyncio.sleep(0.3)
                 hb = await self._call(
                     conn,
@@ -332,9 +331,7 @@ class Fleet:
                 for g in self.groups.values():
                     ids = [LeaveGroupRequest.MemberIdentity(member_id=m, group_instance_id=None) for m in g.members]
                     if ids:
-                        await conn.call(
-                            LeaveGroupRequest(group_id=g.name, members=ids), LeaveGroupResponse, LEAVE_V
-                        )
+                        await conn.call(LeaveGroupRequest(group_id=g.name, members=ids), LeaveGroupResponse, LEAVE_V)
             finally:
                 await conn.close()
 
@@ -347,6 +344,7 @@ class Fleet:
 def make_topics(broker: Any, topics: int, per_topic: int, prefix: str = "fleet") -> tuple[dict[str, int], float]:
     """``topics`` topics of ``per_topic`` partitions in one CreateTopics, every partition led; the seconds it took."""
     from kafka.admin import NewTopic
+
     from server_process import wait_for
 
     names = {f"{prefix}-t{t:02d}": per_topic for t in range(topics)}
@@ -357,7 +355,9 @@ def make_topics(broker: Any, topics: int, per_topic: int, prefix: str = "fleet")
     def led() -> bool:
         described = admin.describe_topics(list(names))
         return len(described) == len(names) and all(
-            not d["error_code"] and len(d["partitions"]) == per_topic and all(p["leader_id"] >= 0 for p in d["partitions"])
+            not d["error_code"]
+            and len(d["partitions"]) == per_topic
+            and all(p["leader_id"] >= 0 for p in d["partitions"])
             for d in described
         )
 
@@ -475,11 +475,15 @@ def _stats(values: list[float], digits: int = 1) -> dict[str, Any]:
 
 
 def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
-    wall, cpu, observe, written, events, requests = [], [], [], [], [], []
+    """``n`` ticks: wall time, the watcher thread's CPU, the process's CPU (kafka-python decodes
+    answers on its own network thread; nothing else runs in this process meanwhile), bytes, events,
+    requests."""
+    wall, cpu, process, observe, written, events = [], [], [], [], [], []
     for _ in range(n):
-        t, tc = time.perf_counter(), time.thread_time()
+        t, tc, tp = time.perf_counter(), time.thread_time(), time.process_time()
         r = c.tick()
         cpu.append((time.thread_time() - tc) * 1000)
+        process.append((time.process_time() - tp) * 1000)
         wall.append((time.perf_counter() - t) * 1000)
         observe.append(r.duration_s * 1000)
         written.append(r.bytes_written)
@@ -491,6 +495,7 @@ def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
         "wall_ms": _stats(wall),
         "read_and_compare_ms": _stats(observe),
         "thread_cpu_ms": _stats(cpu),
+        "process_cpu_ms": _stats(process),
         "bytes_written": sorted(set(written)),
         "events": sorted(set(events)),
         "requests": sorted(set(requests)),
@@ -498,7 +503,39 @@ def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
     }
 
 
-def measure(bootstrap: str, fleet: Fleet, out: Path, *, ticks: int, rounds: int, say: Callable[[str], None]) -> dict[str, Any]:
+def _profile(c: KafkaCollector, path: Path, ticks: int) -> dict[str, str]:
+    """cProfile of ``ticks`` unchanged ticks of each kind: the top of each, by cumulative time."""
+    import cProfile
+    import io
+    import pstats
+
+    written = {}
+    for kind, every in (("membership", 10**6), ("with_offsets", 0.01)):
+        c.offsets_interval = every
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(ticks):
+            c.tick()
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(40)
+        target = path / f"profile_{kind}.txt"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text.getvalue())
+        written[kind] = str(target)
+    return written
+
+
+def measure(
+    bootstrap: str,
+    fleet: Fleet,
+    out: Path,
+    *,
+    ticks: int,
+    rounds: int,
+    say: Callable[[str], None],
+    profile: Path | None = None,
+) -> dict[str, Any]:
     """The first tick (checked against the fleet), then ``rounds`` × (``ticks`` membership ticks,
     ``ticks`` ticks reading offsets too), every one unchanged."""
     result: dict[str, Any] = {"rounds": []}
@@ -540,11 +577,17 @@ def measure(bootstrap: str, fleet: Fleet, out: Path, *, ticks: int, rounds: int,
                 f"{membership['bytes_written']} / {both['bytes_written']} bytes, load {load:.1f}"
             )
         result["correct_after"] = not check(c.state, fleet, offsets=True)
+        if profile is not None:
+            result["profile"] = _profile(c, profile, ticks)
     finally:
         c.close()
     for kind in ("membership", "with_offsets"):
         meds = [r[kind]["wall_ms"]["median"] for r in result["rounds"]]
-        result[f"{kind}_wall_ms_median_of_rounds"] = {"median": statistics.median(meds), "min": min(meds), "max": max(meds)}
+        result[f"{kind}_wall_ms_median_of_rounds"] = {
+            "median": statistics.median(meds),
+            "min": min(meds),
+            "max": max(meds),
+        }
     return result
 
 
@@ -579,7 +622,10 @@ def run(args: argparse.Namespace, bootstrap: str, broker: Any, say: Callable[[st
             "joins_per_member": round(sum(joins) / max(1, len(fleet.groups) * args.members), 2),
         }
         out = Path(tempfile.mkdtemp(prefix="mqbalance-watch-fleet-")) / "h"
-        result["ticks"] = measure(bootstrap, fleet, out, ticks=args.ticks, rounds=args.rounds, say=say)
+        result["ticks"] = measure(
+            bootstrap, fleet, out, ticks=args.ticks, rounds=args.rounds, say=say,
+            profile=args.out if args.profile else None,
+        )  # fmt: skip
     finally:
         fleet.leave()
     result["load_avg_end"] = [round(x, 1) for x in os.getloadavg()]
@@ -598,6 +644,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--parallel", type=int, default=10, help="groups forming at a time")
     p.add_argument("--session-timeout-s", type=float, default=3600.0)
+    p.add_argument("--profile", action="store_true", help="then cProfile the ticks into --out/profile_*.txt")
     p.add_argument("--out", type=Path, default=Path("benches/kafka_watch_fleet_results"))
     args = p.parse_args()
 
