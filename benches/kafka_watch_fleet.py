@@ -503,26 +503,38 @@ def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
     }
 
 
-def _profile(c: KafkaCollector, path: Path, ticks: int) -> dict[str, str]:
-    """cProfile of ``ticks`` unchanged ticks of each kind: the top of each, by cumulative time."""
+def _profiler(path: Path | None) -> Any:
+    if path is None:
+        return None
     import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    return prof
+
+
+def _dump(prof: Any, target: Path) -> None:
     import io
     import pstats
 
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(40)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text.getvalue())
+
+
+def _profile(c: KafkaCollector, path: Path, ticks: int) -> dict[str, str]:
+    """cProfile of ``ticks`` unchanged ticks of each kind (the first tick's is ``profile_first.txt``):
+    the top of each, by cumulative time."""
     written = {}
     for kind, every in (("membership", 10**6), ("with_offsets", 0.01)):
         c.offsets_interval = every
-        prof = cProfile.Profile()
-        prof.enable()
+        prof = _profiler(path)
         for _ in range(ticks):
             c.tick()
-        prof.disable()
-        text = io.StringIO()
-        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(40)
-        target = path / f"profile_{kind}.txt"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text.getvalue())
-        written[kind] = str(target)
+        _dump(prof, path / f"profile_{kind}.txt")
+        written[kind] = str(path / f"profile_{kind}.txt")
     return written
 
 
@@ -542,9 +554,12 @@ def measure(
     c = KafkaCollector(bootstrap, out, interval=1, offsets_interval=10**6, timeout=30.0)
     try:
         load0 = os.getloadavg()
+        prof = _profiler(profile)
         t = time.perf_counter()
         first = c.tick()
         first_ms = (time.perf_counter() - t) * 1000
+        if prof is not None and profile is not None:
+            _dump(prof, profile / "profile_first.txt")
         second = c.tick()  # the generations once the group log has been read to its end
         result["first_tick"] = {
             "wall_ms": round(first_ms),

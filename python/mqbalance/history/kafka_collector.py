@@ -224,7 +224,7 @@ def kafka_diff(
             out["ownership"].append({**_owner_row("remove", q, old), "owner": None, "processes": 0})
         elif old.ownership.get(q) != new.ownership[q] or old.targets.get(q) != new.targets.get(q):
             out["ownership"].append(_owner_row("change", q, new))
-    if offsets:
+    if offsets and (new.offsets != old.offsets or new.oldest != old.oldest or new.ts_types != old.ts_types):
         moved = [
             q
             for q, v in new.offsets.items()
