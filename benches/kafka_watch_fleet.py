@@ -91,13 +91,18 @@ class Connection:
         reader, writer = await asyncio.open_connection(host, int(port))
         return cls(reader, writer, client_id)
 
-    async def call(self, request: Any, response_class: Any, version: int) -> Any:
+    async def call_raw(self, request: Any, version: int) -> bytes:
+        """The answer's bytes (its header included), undecoded."""
         self.correlation += 1
         request.with_header(correlation_id=self.correlation, client_id=self.client_id)
         self.writer.write(request.encode(version=version, header=True, framed=True))
         await self.writer.drain()
         (size,) = struct.unpack(">i", await self.reader.readexactly(4))
-        response = response_class.decode(await self.reader.readexactly(size), version=version, header=True)
+        return await self.reader.readexactly(size)
+
+    async def call(self, request: Any, response_class: Any, version: int) -> Any:
+        raw = await self.call_raw(request, version)
+        response = response_class.decode(raw, version=version, header=True)
         if response.header.correlation_id != self.correlation:
             raise GroupProtocolError(f"correlation id {response.header.correlation_id}, expected {self.correlation}")
         return response
@@ -503,6 +508,37 @@ def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
     }
 
 
+def offset_fetch_floor(bootstrap: str, groups: list[str], n: int) -> dict[str, Any]:
+    """What no watcher reading committed offsets with OffsetFetch avoids: ``n`` OffsetFetch v8 of
+    every group (one request, as the watcher sends it) on a connection of its own, timed to the
+    last byte of the answer (the broker's work and the transfer), and kafka-python's decoding of
+    that answer (the watcher's client decodes it on its network thread)."""
+    from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+
+    group = OffsetFetchRequest.OffsetFetchRequestGroup
+
+    async def fetch() -> tuple[list[float], bytes]:
+        conn = await Connection.open(bootstrap, "fleet-floor")
+        times, raw = [], b""
+        try:
+            for _ in range(n):
+                request = OffsetFetchRequest(groups=[group(group_id=g, topics=None) for g in groups])
+                t = time.perf_counter()
+                raw = await conn.call_raw(request, 8)
+                times.append((time.perf_counter() - t) * 1000)
+        finally:
+            await conn.close()
+        return times, raw
+
+    times, raw = asyncio.run(fetch())
+    decode = []
+    for _ in range(n):
+        t = time.perf_counter()
+        OffsetFetchResponse.decode(raw, version=8, header=True)
+        decode.append((time.perf_counter() - t) * 1000)
+    return {"round_trip_ms": _stats(times), "decode_ms": _stats(decode), "answer_bytes": len(raw)}
+
+
 def _profiler(path: Path | None) -> Any:
     if path is None:
         return None
@@ -583,22 +619,24 @@ def measure(
             membership = _ticks(c, ticks)
             c.offsets_interval = 0.01
             both = _ticks(c, ticks)
-            row = {"load_avg_1m": round(load, 1), "membership": membership, "with_offsets": both}
+            floor = offset_fetch_floor(bootstrap, sorted(fleet.groups), ticks)
+            row = {"load_avg_1m": round(load, 1), "membership": membership, "with_offsets": both, "floor": floor}
             result["rounds"].append(row)
             say(
                 f"round {k + 1}: membership tick {membership['wall_ms']['median']} ms "
                 f"({membership['wall_ms']['min']}–{membership['wall_ms']['max']}), with offsets "
                 f"{both['wall_ms']['median']} ms ({both['wall_ms']['min']}–{both['wall_ms']['max']}), "
-                f"{membership['bytes_written']} / {both['bytes_written']} bytes, load {load:.1f}"
+                f"{membership['bytes_written']} / {both['bytes_written']} bytes; OffsetFetch alone "
+                f"{floor['round_trip_ms']['median']} ms + decoding {floor['decode_ms']['median']} ms; load {load:.1f}"
             )
         result["correct_after"] = not check(c.state, fleet, offsets=True)
         if profile is not None:
             result["profile"] = _profile(c, profile, ticks)
     finally:
         c.close()
-    for kind in ("membership", "with_offsets"):
-        meds = [r[kind]["wall_ms"]["median"] for r in result["rounds"]]
-        result[f"{kind}_wall_ms_median_of_rounds"] = {
+    for kind, key in (("membership", "wall_ms"), ("with_offsets", "wall_ms"), ("floor", "round_trip_ms")):
+        meds = [r[kind][key]["median"] for r in result["rounds"]]
+        result[f"{kind}_{key}_median_of_rounds"] = {
             "median": statistics.median(meds),
             "min": min(meds),
             "max": max(meds),

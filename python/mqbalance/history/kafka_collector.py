@@ -704,8 +704,9 @@ class KafkaCollector(TickLoop):
                 fetched = False
         if not fetched:
             return False
-        keys = set(new.ownership) | set(committed)
-        tps = [TopicPartition(t, p) for t, p in sorted({(q[1], q[3]) for q in keys})]
+        offsets: dict[Queue, tuple[int | None, int | None]] = dict.fromkeys(committed, (None, None))
+        offsets.update(dict.fromkeys(new.ownership, (None, None)))  # every key once, filled below
+        tps = [TopicPartition(t, p) for t, p in sorted({(q[1], q[3]) for q in offsets})]
         ends: dict[tuple[str, int], int] = {}
         if tps:
             try:
@@ -714,7 +715,8 @@ class KafkaCollector(TickLoop):
             except KafkaError as e:
                 gaps.append(_gap("ListOffsets", e, address=self.bootstrap))
                 ends = {(q[1], q[3]): v[1] for q, v in self.state.offsets.items() if v[1] is not None}
-        new.offsets = {q: (committed.get(q), ends.get((q[1], q[3]))) for q in keys}
+        committed_of, end_of = committed.get, ends.get
+        new.offsets = {q: (committed_of(q), end_of((q[1], q[3]))) for q in offsets}
         return True
 
     def _lag_time(self, new: KafkaState, gaps: list[dict[str, Any]]) -> None:
