@@ -583,11 +583,20 @@ def measure(
     rounds: int,
     say: Callable[[str], None],
     profile: Path | None = None,
+    baseline: Any = None,
 ) -> dict[str, Any]:
     """The first tick (checked against the fleet), then ``rounds`` × (``ticks`` membership ticks,
-    ``ticks`` ticks reading offsets too), every one unchanged."""
+    ``ticks`` ticks reading offsets too), every one unchanged. ``baseline``: another
+    ``KafkaCollector`` class (e.g. ``main``'s, :func:`load_baseline`), its ticks taken right after
+    ours in every round, on its own dataset, checked the same way."""
     result: dict[str, Any] = {"rounds": []}
     c = KafkaCollector(bootstrap, out, interval=1, offsets_interval=10**6, timeout=30.0)
+    b = None
+    if baseline is not None:
+        b = baseline(bootstrap, out.parent / "baseline", interval=1, offsets_interval=10**6, timeout=30.0)
+        b.tick()
+        b.tick()
+        result["baseline_correct"] = not check(b.state, fleet, offsets=True)
     try:
         load0 = os.getloadavg()
         prof = _profiler(profile)
@@ -621,6 +630,17 @@ def measure(
             both = _ticks(c, ticks)
             floor = offset_fetch_floor(bootstrap, sorted(fleet.groups), ticks)
             row = {"load_avg_1m": round(load, 1), "membership": membership, "with_offsets": both, "floor": floor}
+            if b is not None:
+                b.offsets_interval = 10**6
+                row["baseline_membership"] = _ticks(b, ticks)
+                b.offsets_interval = 0.01
+                row["baseline_with_offsets"] = _ticks(b, ticks)
+                say(
+                    f"  baseline: membership {row['baseline_membership']['wall_ms']['median']} ms, with offsets "
+                    f"{row['baseline_with_offsets']['wall_ms']['median']} ms; process CPU with offsets "
+                    f"{row['baseline_with_offsets']['process_cpu_ms']['median']} ms against ours "
+                    f"{both['process_cpu_ms']['median']} ms"
+                )
             result["rounds"].append(row)
             say(
                 f"round {k + 1}: membership tick {membership['wall_ms']['median']} ms "
@@ -634,7 +654,14 @@ def measure(
             result["profile"] = _profile(c, profile, ticks)
     finally:
         c.close()
-    for kind, key in (("membership", "wall_ms"), ("with_offsets", "wall_ms"), ("floor", "round_trip_ms")):
+        if b is not None:
+            result["baseline_correct_after"] = not check(b.state, fleet, offsets=True)
+            b.close()
+    pairs = [("membership", "wall_ms"), ("with_offsets", "wall_ms"), ("floor", "round_trip_ms")]
+    pairs += [("membership", "process_cpu_ms"), ("with_offsets", "process_cpu_ms")]
+    if b is not None:
+        pairs += [(f"baseline_{k}", m) for k in ("membership", "with_offsets") for m in ("wall_ms", "process_cpu_ms")]
+    for kind, key in pairs:
         meds = [r[kind][key]["median"] for r in result["rounds"]]
         result[f"{kind}_{key}_median_of_rounds"] = {
             "median": statistics.median(meds),
@@ -642,6 +669,19 @@ def measure(
             "max": max(meds),
         }
     return result
+
+
+def load_baseline(path: Path) -> Any:
+    """The ``KafkaCollector`` of another ``kafka_collector.py`` (e.g. ``git show
+    main:python/mqbalance/history/kafka_collector.py > /tmp/main_collector.py``), loaded beside ours."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("baseline_kafka_collector", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.KafkaCollector
 
 
 def run(args: argparse.Namespace, bootstrap: str, broker: Any, say: Callable[[str], None]) -> dict[str, Any]:
@@ -678,6 +718,7 @@ def run(args: argparse.Namespace, bootstrap: str, broker: Any, say: Callable[[st
         result["ticks"] = measure(
             bootstrap, fleet, out, ticks=args.ticks, rounds=args.rounds, say=say,
             profile=args.out if args.profile else None,
+            baseline=load_baseline(args.baseline) if args.baseline else None,
         )  # fmt: skip
     finally:
         fleet.leave()
@@ -697,6 +738,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--parallel", type=int, default=10, help="groups forming at a time")
     p.add_argument("--session-timeout-s", type=float, default=3600.0)
+    p.add_argument("--baseline", type=Path, help="another kafka_collector.py, its ticks taken beside ours")
     p.add_argument("--profile", action="store_true", help="then cProfile the ticks into --out/profile_*.txt")
     p.add_argument("--out", type=Path, default=Path("benches/kafka_watch_fleet_results"))
     args = p.parse_args()
