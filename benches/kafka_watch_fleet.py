@@ -19,12 +19,18 @@ of the tests: 4.4.0, KRaft, one node), without 1,000 member processes.
   ``watch`` runs it): the first (a checkpoint, offsets read), then ``--ticks`` unchanged
   membership ticks (``watch``'s every-``--interval`` tick) and ``--ticks`` unchanged ticks that read
   offsets too (its every-``--offsets-interval`` tick), ``--rounds`` times: median and spread of the
-  wall time of ``tick()`` (the reading, the comparison and the write), of the watcher thread's CPU,
-  bytes written, requests; the load average beside them. The first tick's state is checked against
-  the fleet: every group Stable, range, its generation, its members' ids and client ids, every
-  partition's owner and committed and log-end offsets.
+  wall time of ``tick()`` (the reading, the comparison and the write), of the watcher thread's and
+  the whole process's CPU (kafka-python decodes on its own thread), bytes written, requests; the
+  load average beside them; and the floor of the offsets tick, the same run: the OffsetFetch of
+  every group alone (round trip to its last byte) and kafka-python's decoding of its answer. The
+  first tick's state is checked against the fleet: every group Stable, range, its generation, its
+  members' ids and client ids, every partition's owner and committed and log-end offsets.
+  ``--baseline FILE`` ticks another ``kafka_collector.py`` (``main``'s) right after ours in every
+  round, on the same fleet; ``--profile`` writes cProfile tops of the first tick and of each kind.
 
     python benches/kafka_watch_fleet.py --out benches/kafka_watch_fleet_results
+    git show main:python/mqbalance/history/kafka_collector.py > /tmp/main_collector.py
+    python benches/kafka_watch_fleet.py --baseline /tmp/main_collector.py
     python benches/kafka_watch_fleet.py --bootstrap HOST:PORT ...    # a broker of yours (session
                                                                      # timeout within its maximum)
 
