@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -158,11 +158,16 @@ class KafkaJavaBroker:
     """``with KafkaJavaBroker() as b: b.bootstrap`` — one KRaft broker+controller on
     ``127.0.0.1:<free port>``; ``b.timings`` holds the seconds the storage format, the start (until an
     admin request is answered) and the group coordinator's readiness took. ``secured=True`` adds the
-    listeners of :class:`SecuredListeners` (``b.secured``)."""
+    listeners of :class:`SecuredListeners` (``b.secured``). ``settings``: broker settings over
+    :data:`SETTINGS` (e.g. ``{"group.max.session.timeout.ms": "3600000"}`` for a benchmark's idle
+    members)."""
 
-    def __init__(self, *, start_timeout: float = 120.0, secured: bool = False) -> None:
+    def __init__(
+        self, *, start_timeout: float = 120.0, secured: bool = False, settings: Mapping[str, str] | None = None
+    ) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="mqbalance-kafka-java-"))
         self.secured = SecuredListeners(self.dir) if secured else None
+        self.settings = dict(settings or {})
         self.port, self.controller_port = free_port(), free_port()
         self.start_timeout = start_timeout
         self.cluster_id = random_cluster_id()
@@ -197,6 +202,7 @@ class KafkaJavaBroker:
             listeners += self.secured.listeners()
             settings["listener.security.protocol.map"] += "".join(f",{n}:{p}" for n, p in LISTENER_NAMES.items())
             settings.update(self.secured.settings())
+        settings.update(self.settings)
         settings.update(
             {
                 "listeners": ",".join([*listeners, f"CONTROLLER://127.0.0.1:{self.controller_port}"]),

@@ -1,0 +1,55 @@
+"""The small version of ``benches/kafka_watch_fleet.py`` (``make test``): on the real Apache Kafka
+broker, 3 classic groups × 3 members formed from this process over 2 topics × 10 partitions, the
+watcher's ticks measured as the benchmark measures them and checked for what they must say — every
+group Stable with its generation, members and owners, committed and log-end offsets; nothing
+written but the tick's row when nothing changed; every member's leave once the fleet leaves — not
+for speed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_java_cluster import KafkaJavaBroker
+from kafka_watch_fleet import BROKER_SETTINGS, Fleet, check, make_topics, measure, produce
+from mqbalance.history.kafka_collector import KafkaCollector
+
+pytestmark = pytest.mark.java
+
+
+def test_watch_ticks_on_a_small_fleet_of_real_classic_groups(tmp_path: Path) -> None:
+    with KafkaJavaBroker(settings=BROKER_SETTINGS) as broker:
+        partitions, _s = make_topics(broker, 2, 10)
+        ends, _s = produce(broker.bootstrap, partitions, 2)
+        assert set(ends.values()) == {2}
+        fleet = Fleet(broker.bootstrap, partitions, groups=3, members=3, end_offsets=ends, session_timeout_s=600)
+        fleet.build()
+        assert [len(g.members) for g in fleet.groups.values()] == [3, 3, 3]
+        # range over 2 × 10 partitions: 4 + 3 + 3 per topic, sorted by member id
+        assert all(sorted(sum(map(len, a.values())) for a in g.assignment.values()) == [6, 6, 8]
+                   for g in fleet.groups.values())  # fmt: skip
+        try:
+            got = measure(broker.bootstrap, fleet, tmp_path / "h", ticks=2, rounds=1, say=lambda _m: None)
+        finally:
+            fleet.leave()
+        assert got["correct"], got["differences"]
+        assert got["correct_after"]
+        assert got["seen"] == {"groups": 3, "members": 9, "partitions_owned": 60}
+        assert got["second_tick_events"] == 0
+        row = got["rounds"][0]
+        for kind in ("membership", "with_offsets"):
+            assert row[kind]["events"] == [0]
+            assert max(row[kind]["bytes_written"]) < 1024
+        assert row["membership"]["kind"] == "membership" and row["with_offsets"]["kind"] == "both"
+        # a watcher restarted on the dataset starts from the fleet as it was; after the leave, its
+        # first tick says every member left and every group is Empty
+        c = KafkaCollector(broker.bootstrap, tmp_path / "h", interval=1, offsets_interval=10**6, timeout=30.0)
+        try:
+            assert not check(c.state, fleet, offsets=True)
+            c.tick()
+            assert {v.state for g, v in c.state.groups.items() if g in fleet.groups} == {"Empty"}
+            assert not [k for k in c.state.members if k[0] in fleet.groups]
+        finally:
+            c.close()
