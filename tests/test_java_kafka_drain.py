@@ -46,6 +46,7 @@ pytestmark = pytest.mark.java
 
 WORK_MS, POLL_RECORDS = 250, 50  # a member consumes at most 200 records a second
 WAIT = 120.0  # generous deadlines for observed events on a busy machine
+DRAIN_WINDOW = 5  # the watcher's offsets readings per drain estimate (WatchMetrics' default)
 
 
 def within(measured: float, true: float) -> bool:
@@ -291,10 +292,13 @@ def scrape(port: int) -> dict[tuple[str, str, str], float]:
     }
 
 
-def tick_times(out: Path) -> list[float]:
-    """The wall-clock start of each tick the watcher wrote (its lag seconds are measured at it)."""
+def tick_times(out: Path, *, offsets: bool = False) -> list[float]:
+    """The wall-clock start of each tick the watcher wrote (its lag seconds are measured at it);
+    ``offsets``: only the ticks that read the offsets."""
     times: list[float] = []
     for t in read_ticks(out).to_pylist():
+        if offsets and t["kind"] != "both":
+            continue
         ts = t["ts"]
         times.append(ts.timestamp() if isinstance(ts, datetime) else ts / 1000)
     return times
@@ -344,21 +348,27 @@ def test_watch_lag_seconds_and_drain_metrics(kafka_java: KafkaJavaBroker, tmp_pa
             at = min(ticks, key=lambda t: abs(value - (t - oldest)))
             ages.append((at, value, at - oldest, scraped - oldest))
             time.sleep(1.0)  # pacing, not a measurement
-        # a backlog drained by one slowed Java member: a finite drain time while it drains, 0 after
+        # a backlog drained by one slowed Java member: a finite drain time while it drains (once the
+        # watcher's window holds no production), 0 after
         with MixedKafkaGroup(kafka_java, drain_group, tmp_path) as members:
             member = members.start_java("w0", [drain_topic], "range", work_ms=WORK_MS, max_poll_records=POLL_RECORDS)
-            wait_for("the Java member's partition", lambda: len(assigned(member)) == 1, timeout=WAIT, server=member.server)
-            ends = burst(kafka_java, {drain_topic: [1_500]})[0][drain_topic]  # about 7 s of consumption
+            wait_for(
+                "the Java member's partition", lambda: len(assigned(member)) == 1, timeout=WAIT, server=member.server
+            )
+            ends = burst(kafka_java, {drain_topic: [2_500]})[0][drain_topic]  # about 12 s of consumption
+            stopped = time.time()
             drain_key = ("mqbalance_group_drain_seconds", drain_group, drain_topic)
+            drained_at: list[float] = []
 
             def drained() -> bool:
                 value = scrape(port).get(drain_key)
-                if value is not None and value > 0:
+                if value is not None:
                     drain_seen.append((time.time(), value))
-                return committed(kafka_java, drain_group).get(0, -1) >= ends[0]
+                if committed(kafka_java, drain_group).get(0, -1) >= ends[0]:
+                    drained_at.append(time.time())
+                return bool(drained_at)
 
             wait_for("the Java member to drain its backlog", drained, timeout=WAIT, server=member.server)
-            drained_at = time.time()
             assert member.stop() == 0
         wait_for(
             "the drain gauge at 0 (idle)",
@@ -369,18 +379,26 @@ def test_watch_lag_seconds_and_drain_metrics(kafka_java: KafkaJavaBroker, tmp_pa
     finally:
         status = watcher.stop(timeout=30)
     assert status == 0, watcher.log_tail()
-    # for the docs: the served age against the true age at the scrape (the gauge is a tick old), and
-    # each distinct drain time served against the drain observed after it was first seen
+    # the estimates served once the window (the last DRAIN_WINDOW offsets readings, and one more: the
+    # gauge may be a tick old) lies after the burst, until the drain observed
+    readings = tick_times(out, offsets=True)
+
+    def clean(at: float) -> bool:
+        before = [r for r in readings if r <= at]
+        return len(before) > DRAIN_WINDOW and before[-DRAIN_WINDOW - 1] >= stopped
+
+    draining = [(at, v) for at, v in drain_seen if clean(at) and at < drained_at[0]]
     served: dict[float, float] = {}
-    for at, value in drain_seen:
+    for at, value in draining:
         served.setdefault(value, at)
     report = {
         "lag_seconds_served_true_at_tick_at_scrape": [(round(v, 2), round(t, 2), round(s, 2)) for _a, v, t, s in ages],
-        "drain_served_observed": [(round(v, 1), round(drained_at - at, 1)) for v, at in served.items()],
+        "drain_served_observed": [(round(v, 2), round(drained_at[0] - at, 2)) for v, at in served.items()],
+        "never_served_before_clean": sum(1 for at, v in drain_seen if v == math.inf and not clean(at)),
     }
     print(json.dumps(report))
     for _at, value, true, _s in ages:
         assert within(value, true), report
     grown, elapsed = ages[-1][1] - ages[0][1], ages[-1][0] - ages[0][0]
     assert elapsed >= 3.0 and abs(grown - elapsed) <= 1.0, ("the age does not grow with the clock", report)
-    assert drain_seen and all(math.isfinite(v) for _a, v in drain_seen), report
+    assert draining and all(0 < v < math.inf for _a, v in draining), report
