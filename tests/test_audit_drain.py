@@ -51,7 +51,8 @@ def offsets_at(sim: Simulation, t_s: int) -> list[tuple[int, int]]:
 
 
 def rocketmq_snapshot(at_ms: int, offsets: list[tuple[int, int]], consumers: int) -> Any:
-    """A live RocketMQ snapshot of the simulated cluster: its offsets and lag-seconds rows."""
+    """A live RocketMQ snapshot of the simulated cluster: its offsets and lag-seconds rows (a
+    queue without lag has one too, state ``none``, as ``snapshot --namesrv`` writes it)."""
     data = {
         "topics": {
             TOPIC: {
@@ -81,11 +82,10 @@ def rocketmq_snapshot(at_ms: int, offsets: list[tuple[int, int]], consumers: int
                 "committed": c,
                 "maxOffset": m,
                 "storeTimestamp": None,
-                "state": "unread",
+                "state": "unread" if m > c else "none",
                 "readAt": at_ms,
             }
             for q, (c, m) in enumerate(offsets)
-            if m > c
         ],  # fmt: skip
     }
     return snapshot_from_dict(data, f"sim at {at_ms} ms")
@@ -152,6 +152,22 @@ def test_states_and_what_they_stand_on() -> None:
     assert pair_drains({("g", "t", 0): (0, 0, 20)}, {("g", "t", 0): (5_000, 10, 20)})[g].state == "unknown"
     # a snapshot without offsets read (a file, an example fleet) says nothing
     assert drains(kafka_snapshot_from_dict({"kind": "kafka", "topics": {}, "groups": {}}, "f")) == {}
+
+
+@pytest.mark.parametrize("make", [rocketmq_snapshot, kafka_snapshot], ids=["rocketmq", "kafka"])
+def test_nothing_lagging_is_idle_in_either_snapshot(make: Any) -> None:
+    """A snapshot in which nothing lags still says when its offsets were read: its pairs are
+    ``idle`` alone, as the later snapshot and as the earlier one (then the later one's lag has
+    rates: its production since)."""
+    caught_up = make(10_000, [(50, 50)] * QUEUES, 4)
+    later_idle = make(20_000, [(80, 80)] * QUEUES, 4)
+    lagging = make(20_000, [(60, 70)] * QUEUES, 4)  # 10/s consumed, 20/s produced: never
+    assert drains(caught_up)[(GROUP, TOPIC)] == Drain("idle", 0.0, "no lag")
+    assert drains(later_idle, caught_up)[(GROUP, TOPIC)] == Drain("idle", 0.0, "no lag")
+    assert drains(lagging, caught_up)[(GROUP, TOPIC)].state == "never"
+    assert drains(caught_up, make(0, [(20, 50)] * QUEUES, 4))[(GROUP, TOPIC)].state == "idle"
+    row = next(r for r in audit(later_idle, previous=caught_up).rows if (r.group, r.topic) == (GROUP, TOPIC))
+    assert (row.drain, row.drain_s, row.lag) == ("idle", 0.0, 0), row
 
 
 def test_the_outputs_say_it(tmp_path: Path) -> None:

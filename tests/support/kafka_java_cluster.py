@@ -422,13 +422,16 @@ class MixedKafkaGroup(KafkaGroup):
         metadata_max_age_ms: int = 2_000,
         bootstrap: str | None = None,
         command_config: Path | None = None,
+        work_ms: int = 0,
+        max_poll_records: int | None = None,
     ) -> JavaMember:
         """A Java member: ``protocol="classic"`` with client ``assignor`` (range, roundrobin, sticky,
         cooperative-sticky, or ``everyone``: deliberately wrong, every partition to every member) or
         ``protocol="consumer"`` with the broker's ``assignor`` (uniform, range). A long
         ``metadata_max_age_ms`` keeps it from seeing new partitions for that long. ``bootstrap`` (default:
         the broker's plaintext listener) with ``command_config``, a client properties file: a secured
-        listener."""
+        listener. ``work_ms`` with ``max_poll_records``: a slow consumer, sleeping ``work_ms`` after each
+        poll that returned records (at most about ``max_poll_records * 1000 / work_ms`` records a second)."""
         records = self.dir / f"{name}.jsonl"
         s, h, p = self.timeouts
         argv = [*java_command("kafka", "io.mqbalance.harness.kafka.KafkaMember", heap_mb=CLIENT_HEAP_MB)]
@@ -441,6 +444,10 @@ class MixedKafkaGroup(KafkaGroup):
         argv += ["--metadata-max-age-ms", str(metadata_max_age_ms)]
         if instance_id is not None:
             argv += ["--instance-id", instance_id]
+        if work_ms:
+            argv += ["--work-ms", str(work_ms)]
+        if max_poll_records is not None:
+            argv += ["--max-poll-records", str(max_poll_records)]
         server = ServerProcess(f"java member {name}", argv, log=self.dir / f"{name}.log")
         server.start()
         member = JavaMember(

@@ -17,7 +17,8 @@ Per group and topic (labels ``group``, ``topic``):
 * ``mqbalance_group_lag_seconds`` — the age of the oldest message the group has not consumed, its
   worst queue (:mod:`mqbalance.fleet.rocketmq.lag_time`: now − the store time of the message at the
   committed offset; 0 without lag). Updated every tick: between offsets readings the age grows with
-  the clock;
+  the clock, and between ticks too — a scrape adds the time since the tick to a lagging pair's
+  age, so it is not up to an ``--interval`` young;
 * ``mqbalance_group_lag_seconds_carried`` — 1 when that worst figure comes from an earlier reading
   carried forward (the per-tick read budget was spent on queues lagging more; an upper bound);
 * ``mqbalance_group_drain_seconds`` — time to drain (:mod:`mqbalance.history.drain`): seconds until
@@ -47,16 +48,53 @@ True
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import Counter as Tally
 from collections import deque
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from mqbalance.history.drain import DRAINING, IDLE, NEVER, group_drain, time_to_drain
 
 __all__ = ["WatchMetrics"]
+
+
+class LagAges(Collector):
+    """``mqbalance_group_lag_seconds`` as of each scrape: per group and topic, the worst age the
+    last tick computed plus the time since that tick when that queue lags (its oldest message
+    keeps ageing; a pair without lag stays 0).
+
+    >>> ages = LagAges(clock=iter([10.0, 12.5]).__next__)
+    >>> ages.set({("g", "t"): (30.0, True), ("g", "u"): (0.0, False)}, measured_s_ago=0.5)
+    >>> [(s.labels["topic"], s.value) for s in next(iter(ages.collect())).samples]
+    [('t', 33.0), ('u', 0.0)]
+    """
+
+    NAME, HELP = "mqbalance_group_lag_seconds", "age of the oldest unconsumed message, worst queue"
+
+    def __init__(self, *, clock: Any = time.monotonic) -> None:
+        self.clock = clock
+        self._last: tuple[dict[tuple[str, str], tuple[float, bool]], float] = ({}, 0.0)
+
+    def set(self, ages: dict[tuple[str, str], tuple[float, bool]], *, measured_s_ago: float = 0.0) -> None:
+        """The tick's ``(age, lagging)`` per ``(group, topic)``, measured ``measured_s_ago`` seconds
+        ago (at the tick's start: its reads take a while)."""
+        self._last = (dict(ages), self.clock() - max(0.0, measured_s_ago))
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily(self.NAME, self.HELP, labels=["group", "topic"])]
+
+    def collect(self) -> list[GaugeMetricFamily]:
+        ages, at = self._last
+        since = max(0.0, self.clock() - at) if ages else 0.0
+        family = GaugeMetricFamily(self.NAME, self.HELP, labels=["group", "topic"])
+        for pair, (age, lagging) in sorted(ages.items()):
+            family.add_metric(list(pair), age + since if lagging else age)
+        return [family]
 
 
 class WatchMetrics:
@@ -80,12 +118,8 @@ class WatchMetrics:
             ["group"],
             registry=r,
         )
-        self.lag_seconds = Gauge(
-            "mqbalance_group_lag_seconds",
-            "age of the oldest unconsumed message, worst queue",
-            ["group", "topic"],
-            registry=r,
-        )
+        self.lag_seconds = LagAges()
+        r.register(self.lag_seconds)
         self.lag_carried = Gauge(
             "mqbalance_group_lag_seconds_carried",
             "1 when the worst lag seconds is an earlier reading carried forward",
@@ -251,24 +285,30 @@ class WatchMetrics:
                 self._epochs.add(g)
 
     def _lag_seconds(self, state: Any, now_ms: int) -> None:
-        worst: dict[tuple[str, str], tuple[float, bool]] = {}
+        worst: dict[tuple[str, str], tuple[float, bool, bool]] = {}  # (age, lagging, carried)
         for q, (committed, top) in state.offsets.items():
             if committed is None or top is None:
                 continue
             store, how = state.oldest.get(q, (None, None))
             if top > committed and store is None:
                 continue  # lagging, not read yet: unknown, not 0
-            age = 0.0 if top <= committed or store is None else max(0.0, (now_ms - store) / 1000)
+            lagging = top > committed
+            age = max(0.0, (now_ms - store) / 1000) if lagging else 0.0
             pair = (q[0], q[1])
-            if pair not in worst or age > worst[pair][0]:
-                worst[pair] = (age, how == "carried")
+            if pair not in worst or (age, lagging) > worst[pair][:2]:
+                worst[pair] = (age, lagging, how == "carried")
         for pair in self._pairs - worst.keys():
-            for gauge in (self.lag_seconds, self.lag_carried):
-                with contextlib.suppress(KeyError):
-                    gauge.remove(*pair)
-        for pair, (age, carried) in worst.items():
-            self.lag_seconds.labels(*pair).set(age)
+            with contextlib.suppress(KeyError):
+                self.lag_carried.remove(*pair)
+        for pair, (_age, _lagging, carried) in worst.items():
             self.lag_carried.labels(*pair).set(1 if carried else 0)
+        # the ages are at ``now_ms``, the tick's start, when that is the present clock's (not a
+        # replayed or simulated time): a scrape adds the time since then
+        ago = time.time() - now_ms / 1000
+        self.lag_seconds.set(
+            {pair: (age, lagging) for pair, (age, lagging, _c) in worst.items()},
+            measured_s_ago=ago if 0 < ago < 3600 else 0.0,
+        )
         self._pairs = set(worst)
 
     def _drain(self, state: Any, now_ms: int) -> None:

@@ -174,7 +174,9 @@ def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int
     returns it, whose ``errors`` get the reads that failed): per queue with committed offsets, the
     broker's max offset (one ``GET_CONSUME_STATS`` per group and broker) and, where it lags, the
     store time of the message at the committed offset (at most ``budget`` reads, most-lagging first),
-    as the snapshot's ``lagTimes`` rows."""
+    as the snapshot's ``lagTimes`` rows. A queue without lag has its row too (state ``none``, no
+    store time): the snapshot then says when it found nothing lagging, so an audit against a later
+    or earlier snapshot calls the pair ``idle`` (:mod:`mqbalance.fleet.drain`)."""
     addresses = dict(data.get("meta", {}).get("brokers", {}))
     committed = {
         (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"]) for o in data.get("offsets", [])
@@ -204,7 +206,6 @@ def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int
         {"group": q[0], "topic": q[1], "brokerName": q[2], "queueId": q[3], "committed": offsets[q][0],
          "maxOffset": offsets[q][1], "storeTimestamp": o.store_ms, "state": o.state, "readAt": read_at}
         for q, o in sorted(found.items())
-        if o.state != NO_LAG
     ]  # fmt: skip
 
 
@@ -229,8 +230,9 @@ def offset_readings(
     lag_times: Any, offsets: Any, errors: Any
 ) -> dict[tuple[str, str, tuple[str, int]], tuple[int, int, int]]:
     """Per queue of a live snapshot, ``(ms, committed, max offset)`` at its lag-seconds read, for
-    time to drain (:mod:`mqbalance.fleet.drain`): a ``lag_times`` row is a lagging queue; a
-    committed offset without one was caught up at that read (its max offset is taken as the
+    time to drain (:mod:`mqbalance.fleet.drain`): a ``lag_times`` row is a queue whose offsets were
+    read (lagging, or state ``none``: caught up); a committed offset without one (a file written
+    when only lagging queues had rows) was caught up at that read (its max offset is taken as the
     committed one), unless its broker failed ``GET_CONSUME_STATS`` (the snapshot's ``errors``).
     Nothing without lag seconds read (no read time)."""
     columns = ("group", "topic", "broker_name", "queue_id", "committed", "max_offset", "read_at_ms")

@@ -38,7 +38,8 @@ top-level lists: ``offsets`` (committed offsets: ``{"group", "topic", "brokerNam
 "offset"}``) and ``errors`` (what could not be read: ``{"broker", "address", "request", "error"}``,
 e.g. a broker that did not answer) — and ``lagTimes`` (lag seconds: ``{"group", "topic",
 "brokerName", "queueId", "committed", "maxOffset", "storeTimestamp", "state", "readAt"}`` per
-queue with lag, :mod:`mqbalance.fleet.rocketmq.lag_time`). Files without them read as before.
+queue whose offsets were read, ``state`` ``"none"`` and no ``storeTimestamp`` for one without lag,
+:mod:`mqbalance.fleet.rocketmq.lag_time`). Files without them read as before.
 
 Parquet layout (a directory): ``queue_data.parquet`` (topic, broker_name, read_queue_nums,
 write_queue_nums, perm), ``connections.parquet`` (group, client_id, client_addr, language, version,
@@ -386,7 +387,7 @@ class Snapshot:
     offsets: pa.Table = field(default_factory=lambda: SCHEMAS["offsets"].empty_table())
     #: what a live snapshot could not read (a broker that did not answer ...): broker_name, address, request, error
     errors: pa.Table = field(default_factory=lambda: SCHEMAS["errors"].empty_table())
-    #: lag seconds (live snapshots, :mod:`mqbalance.fleet.rocketmq.lag_time`): per lagging queue,
+    #: lag seconds (live snapshots, :mod:`mqbalance.fleet.rocketmq.lag_time`): per queue read,
     #: committed and max offsets, the store time of the oldest unconsumed message, how it is known
     #: and when it was read
     lag_times: pa.Table = field(default_factory=lambda: SCHEMAS["lag_times"].empty_table())

@@ -40,12 +40,17 @@ import java.util.concurrent.CountDownLatch;
  *             [--instance-id ID] --record FILE
  *             [--session-timeout-ms N --heartbeat-interval-ms N --max-poll-interval-ms N]
  *             [--metadata-max-age-ms N] [--command-config FILE]
+ *             [--work-ms N] [--max-poll-records N]
  * </pre>
  *
  * {@code everyone} is {@link EveryoneAssignor}, deliberately wrong (for the audit's tests). A long
  * {@code --metadata-max-age-ms} keeps the member from seeing new partitions for that long.
  * {@code --command-config} is a client properties file (security settings, as Kafka's own tools take
- * it), loaded before the options above.
+ * it), loaded before the options above. {@code --work-ms N}: a slow consumer whose work on a polled
+ * batch takes N ms — it handles at most one batch that returned records every N ms (the poll and
+ * commit overlapping the wait), so with {@code --max-poll-records R} it consumes a steady
+ * {@code R * 1000 / N} records a second while it has a backlog, however loaded the machine is (as long
+ * as a poll and a commit take less than N ms).
  *
  * <p>Records: {@code start}, {@code g} (classic: each generation completed, from the assignor; consumer
  * protocol: each assignment change, {@code gen} the member epoch), {@code L} (classic leader),
@@ -58,6 +63,8 @@ public final class KafkaMember {
     private final KafkaConsumer<byte[], byte[]> consumer;
     private final boolean classic;
     private final Map<TopicPartition, Long> pending = new HashMap<>();
+    private final long workMs;
+    private long nextBatchNanos = System.nanoTime();
 
     private KafkaMember(Map<String, List<String>> args) {
         this.args = args;
@@ -67,6 +74,10 @@ public final class KafkaMember {
             throw new IllegalArgumentException("--protocol must be classic or consumer, got " + protocol);
         }
         this.classic = protocol.equals("classic");
+        this.workMs = Long.parseLong(one("work-ms", "0"));
+        if (workMs < 0) {
+            throw new IllegalArgumentException("--work-ms must be >= 0, got " + workMs);
+        }
         Properties p = new Properties();
         if (args.containsKey("command-config")) {
             try (Reader in = Files.newBufferedReader(Path.of(one("command-config", null)))) {
@@ -83,6 +94,9 @@ public final class KafkaMember {
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, one("max-poll-interval-ms", "10000"));
         p.put(ConsumerConfig.METADATA_MAX_AGE_CONFIG, one("metadata-max-age-ms", "2000"));
+        if (args.containsKey("max-poll-records")) {
+            p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, one("max-poll-records", null));
+        }
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         if (args.containsKey("instance-id")) {
@@ -165,6 +179,17 @@ public final class KafkaMember {
         });
     }
 
+    /** Wait until this batch's turn: one every {@code workMs}, not catching up after a late one. */
+    private void pace() throws InterruptedException {
+        long now = System.nanoTime();
+        if (nextBatchNanos - now > 0) {
+            long wait = nextBatchNanos - now;
+            Thread.sleep(wait / 1_000_000, (int) (wait % 1_000_000));
+            now = nextBatchNanos;
+        }
+        nextBatchNanos = now + workMs * 1_000_000;
+    }
+
     private void run(CountDownLatch done) {
         try {
             ObjectNode start = records.record("start");
@@ -198,6 +223,9 @@ public final class KafkaMember {
             try {
                 while (true) {
                     ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(100));
+                    if (workMs > 0 && !batch.isEmpty()) {
+                        pace();
+                    }
                     for (TopicPartition tp : batch.partitions()) {
                         double t0 = RecordFile.now();
                         List<ConsumerRecord<byte[], byte[]>> rs = batch.records(tp);
