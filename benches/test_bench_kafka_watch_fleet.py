@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 
 from kafka_java_cluster import KafkaJavaBroker
 from kafka_watch_fleet import BROKER_SETTINGS, Fleet, check, make_topics, measure, produce
 from mqbalance.history.kafka_collector import KafkaCollector
+from mqbalance.history.schema import TABLES
 
 pytestmark = pytest.mark.java
 
@@ -51,5 +53,13 @@ def test_watch_ticks_on_a_small_fleet_of_real_classic_groups(tmp_path: Path) -> 
             c.tick()
             assert {v.state for g, v in c.state.groups.items() if g in fleet.groups} == {"Empty"}
             assert not [k for k in c.state.members if k[0] in fleet.groups]
+            # deleted groups are no longer listed, and their coordinator confirms they are gone
+            broker.admin().delete_groups(sorted(fleet.groups))
+            c.tick()
+            assert not fleet.groups.keys() & c.state.groups.keys()
         finally:
             c.close()
+        files = sorted((tmp_path / "h" / "groups").glob("date=*/hour=*/part-*.parquet"))
+        rows = ds.dataset(files, schema=TABLES["groups"], format="parquet").to_table().to_pylist()
+        gone = [r["group"] for r in rows if r["event"] == "disappear"]
+        assert sorted(gone) == sorted(fleet.groups)

@@ -11,79 +11,23 @@ name its members and a cause. Each step waits on what the watcher recorded, neve
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
 
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 import pytest
 
 from kafka_cluster import MQBALANCE
+from kafka_history_watch import WAIT_S, broker_generations, recorded, settled, wait_settled
+from kafka_history_watch import ticks as _ticks
 from kafka_java_cluster import KafkaJavaBroker, MixedKafkaGroup
-from mqbalance.exceptions import MQBalanceError
-from mqbalance.history.writer import read_ticks
 from server_process import ServerProcess, wait_for
 
 pytestmark = pytest.mark.java
 
 TOPIC = "churn"
 CLASSIC, MODERN = "hk-classic", "hk-consumer"
-WAIT_S = 120.0
-
-
-def recorded(history: Path, group: str) -> tuple[dict[str, Any] | None, dict[str, dict[str, Any]]]:
-    """The group's last ``groups`` row and its members (member id -> row) as the watcher has
-    recorded them so far (committed ticks only: the last checkpoint, then the changes)."""
-    try:
-        last = max(read_ticks(history).column("tick_id").to_pylist(), default=0)
-    except MQBalanceError:
-        return None, {}
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for name in ("groups", "members"):
-        found = []
-        for f in sorted((history / name).glob("date=*/hour=*/part-*.parquet")):
-            if int(f.name[5:17]) <= last:
-                found += [r for r in pq.read_table(f).to_pylist() if r["group"] == group]
-        rows[name] = sorted(found, key=lambda r: r["tick_id"])
-    state = rows["groups"][-1] if rows["groups"] else None
-    members: dict[str, dict[str, Any]] = {}
-    tick = None
-    for r in rows["members"]:
-        if r["event"] == "checkpoint" and r["tick_id"] != tick:
-            members = {}
-        tick = r["tick_id"]
-        if r["event"] == "leave":
-            members.pop(r["member_id"], None)
-        else:
-            members[r["member_id"]] = r
-    return state, members
-
-
-def settled(history: Path, group: str, clients: set[str]) -> bool:
-    """The watcher recorded ``group`` Stable with exactly these client ids, its generation known."""
-    state, members = recorded(history, group)
-    return (
-        state is not None
-        and state["state"] == "Stable"
-        and state["generation"] is not None
-        and sorted(m["client_id"] for m in members.values()) == sorted(clients)
-    )
-
-
-def wait_settled(history: Path, group: str, clients: set[str]) -> None:
-    wait_for(f"{group} Stable with {sorted(clients)}", lambda: settled(history, group, clients), timeout=WAIT_S)
-
-
-def broker_generations(log: str, group: str) -> int:
-    """The group's last generation (classic) or group epoch (consumer protocol) in the broker's log."""
-    g = re.escape(group)
-    found = [int(n) for n in re.findall(rf"Stabilized group {g} generation (\d+)", log)]
-    found += [int(n) for n in re.findall(rf"Group {g} with generation (\d+) is now empty", log)]
-    found += [int(n) for n in re.findall(rf"\[GroupId {g}\] Bumped group epoch to (\d+)", log)]
-    return max(found, default=0)
 
 
 def test_history_counts_the_brokers_rebalances_and_names_every_episode(
@@ -214,10 +158,3 @@ def test_history_counts_the_brokers_rebalances_and_names_every_episode(
     killed = [e for e in episodes if "j2" in e["left"]]
     assert len(killed) == 1, killed
     print(f"j2 killed: {json.loads(killed[0]['causes'])}")
-
-
-def _ticks(history: Path) -> int:
-    try:
-        return read_ticks(history).num_rows
-    except MQBalanceError:
-        return 0

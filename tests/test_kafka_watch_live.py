@@ -311,7 +311,13 @@ def test_watch_a_classic_and_a_consumer_protocol_group(produced: KafkaJavaBroker
             ]
             assert later == [], later
             assert load_kafka_state(out).members == before.members
+            # stopped while a tick waits on the unreachable broker (up to the 30 s request timeout):
+            # the read is given up at once, nothing of that tick written
+            last = second.ticks()[-1]["tick_id"]
             second.stop()
+            log = second.server.log_tail()
+            assert f"stopped while reading tick {last + 1}: nothing written for it" in log, log
+            assert second.ticks()[-1]["tick_id"] == last
         finally:
             for w in (watcher, second):
                 if w is not None and w.server.alive():

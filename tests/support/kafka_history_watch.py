@@ -1,8 +1,7 @@
 """What a live ``mqbalance watch --bootstrap`` has recorded so far, and the broker's own account of
-a group's rebalances, for the live Kafka history tests (``tests/test_history_kafka_churn_live.py``;
-``tests/test_history_kafka_live.py`` still has its own copies of ``recorded``, ``settled`` and
-``broker_generations``): a test waits on what the watcher recorded (never a fixed sleep) and
-compares the history's rebalance count with the broker's log.
+a group's rebalances, for the live Kafka history tests (``tests/test_history_kafka_live.py``,
+``tests/test_history_kafka_churn_live.py``): a test waits on what the watcher recorded (never a
+fixed sleep) and compares the history's rebalance count with the broker's log.
 
 Example:
     >>> broker_generations("[GroupId g] Bumped group epoch to 7 with metadata hash 1.", "g")

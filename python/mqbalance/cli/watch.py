@@ -10,6 +10,7 @@ import argparse
 import signal
 import sys
 import threading
+from typing import Any
 
 from mqbalance.cli._common import (
     Command,
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from mqbalance.history.collector import Collector
     from mqbalance.history.kafka_collector import KafkaCollector
     from mqbalance.history.metrics import WatchMetrics
-    from mqbalance.history.ticking import TickLoop
+    from mqbalance.history.ticking import ReadAbandoned, TickLoop
 
     if bool(args.namesrv) == bool(args.bootstrap):
         raise UsageError("give --namesrv (RocketMQ) or --bootstrap (Kafka), one of them", args.namesrv)
@@ -89,8 +90,14 @@ def run(args: argparse.Namespace) -> int:
         metrics.serve(args.metrics_port, args.metrics_addr)
         say(f"metrics on http://{args.metrics_addr}:{args.metrics_port}/metrics")
     stop = threading.Event()
+
+    def stop_now(_signum: int, _frame: Any) -> None:
+        stop.set()
+        if collector.reading:  # a read may wait a whole --timeout on a cluster that is down: give it up
+            raise ReadAbandoned
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda _s, _f: stop.set())
+        signal.signal(sig, stop_now)
     say(
         f"watching {args.bootstrap or args.namesrv} into {args.out} "
         f"(continuing after tick {collector.writer.last_tick})"

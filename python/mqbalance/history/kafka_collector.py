@@ -69,6 +69,7 @@ __all__ = [
     "KafkaState",
     "MemberView",
     "client_settings",
+    "confirmed_gone",
     "described_generation",
     "kafka_diff",
     "load_kafka_state",
@@ -317,6 +318,21 @@ def described_generation(state: str | None, earlier: GroupRecord | None, latest:
     return None if record is None else record.generation
 
 
+def confirmed_gone(answers: Mapping[str, tuple[int, str | None]]) -> set[str]:
+    """The groups whose coordinator's answer (error code, state) to a describe says they no longer
+    exist: a classic group ``Dead``, or a group it does not know (``GROUP_ID_NOT_FOUND``). Any other
+    error (``NOT_COORDINATOR``, ``COORDINATOR_LOAD_IN_PROGRESS``, ...) or a live state is no proof.
+
+    >>> sorted(confirmed_gone({"a": (0, "Dead"), "b": (69, None), "c": (16, None), "d": (0, "Stable")}))
+    ['a', 'b']
+    """
+    return {
+        g
+        for g, (code, state) in answers.items()
+        if code == GROUP_ID_NOT_FOUND or (code == 0 and (state or "").lower() == "dead")
+    }
+
+
 def _gap(request: str, error: BaseException | str, *, address: str = "", node: str = "") -> dict[str, Any]:
     text = str(error)
     if not isinstance(error, str) and not text.startswith(type(error).__name__):
@@ -504,6 +520,9 @@ class KafkaCollector(TickLoop):
             return Observation(new, gaps, False, self.counter.sent - sent, hint=set())
         self._partition_counts(admin, sorted({t for v in old.groups.values() for t in v.subscriptions}), gaps)
         kept: set[str] = set()  # carried (not read) or unchanged: as they were
+        unlisted = sorted(g for g in old.groups if g not in listed)
+        if unlisted:
+            kept.update(self._not_confirmed_gone(admin, unlisted, gaps))
         earlier = dict(self.group_log.groups)  # the records as of the last tick (see _generations)
         described = self._describe(admin, listed, new, gaps, kept)
         for g in kept:
@@ -541,6 +560,34 @@ class KafkaCollector(TickLoop):
         if self.group_log.client is not None:
             self.counter.wrap(self.group_log.client)
         return Observation(new, gaps, offsets_read, self.counter.sent - sent, hint=changed)
+
+    def _not_confirmed_gone(self, admin: Any, unlisted: list[str], gaps: list[dict[str, Any]]) -> set[str]:
+        """Of the groups the last tick had and ListGroups no longer lists, those whose coordinator
+        does not confirm they are gone (:func:`confirmed_gone`): they are carried as they were, with
+        a gap. A coordinator that is unloading its groups — a broker stopping, a partition of
+        ``__consumer_offsets`` changing leader — lists none of them while it answers the request."""
+        kinds = {g: self.state.groups[g].group_type for g in unlisted}
+        classic = [g for g in unlisted if kinds[g] == "classic"]
+        modern = [g for g in unlisted if kinds[g] != "classic"]
+        try:
+            answers = (
+                {g: (d.error_code, d.group_state) for g, d in admin.describe_groups(classic).items()} if classic else {}
+            )
+            if modern:
+                found = _describe_consumer_groups(admin, modern)
+                answers.update({g: (d.error_code, d.group_state) for g, d in found.items()})
+        except KafkaError as e:
+            gaps.append(_gap("DescribeGroups (unlisted groups)", e, address=self.bootstrap))
+            return set(unlisted)
+        gone = confirmed_gone(answers)
+        for g in unlisted:
+            if g not in gone:
+                code, state = answers.get(g, (None, None))
+                why = error_for_code(code).__name__ if code else f"state {state}" if state else "no answer"
+                gaps.append(
+                    _gap("ListGroups", f"{g}: not listed, and its coordinator did not confirm it is gone ({why})")
+                )
+        return set(unlisted) - gone
 
     def _partition_counts(self, admin: Any, topics: list[str], gaps: list[dict[str, Any]]) -> None:
         """One Metadata request for ``topics``' partition counts (a count may grow)."""

@@ -44,10 +44,16 @@ from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.schema import TABLES
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
 
-__all__ = ["Observation", "TickLoop", "TickResult", "replay", "seconds"]
+__all__ = ["Observation", "ReadAbandoned", "TickLoop", "TickResult", "replay", "seconds"]
 
 #: the event tables a watcher's state is rebuilt from
 STATE_TABLES = ("groups", "members", "ownership", "offsets")
+
+
+class ReadAbandoned(Exception):  # noqa: N818 - what happened, not an error
+    """Raised by a stop signal's handler while a tick reads the cluster (:attr:`TickLoop.reading`):
+    the read is given up — nothing of that tick is written yet — and :meth:`TickLoop.run` returns,
+    instead of waiting for a request to an unreachable cluster to time out."""
 
 
 def seconds(value: Any, name: str, *, minimum: float = 0.01) -> float:
@@ -145,6 +151,7 @@ class TickLoop:
         self.skipped = 0
         self.ticks = 0
         self.tick_started = 0.0  # monotonic, of the tick under way
+        self.reading = False  # the tick under way is reading the cluster: nothing of it written yet
 
     # --- what a watcher implements ---------------------------------------------------------------
 
@@ -178,7 +185,11 @@ class TickLoop:
         self.last_seen = (start_wall, start_mono)
         due_offsets = self.last_offsets is None or start_mono - self.last_offsets >= self.offsets_interval - 1e-6
         due_checkpoint = self.last_checkpoint is None or start_mono - self.last_checkpoint >= self.checkpoint_every
-        seen = self.observe(due_offsets)
+        self.reading = True
+        try:
+            seen = self.observe(due_offsets)
+        finally:
+            self.reading = False
         new, gaps = seen.state, seen.gaps
         events = self.whole(new) if due_checkpoint else self.changes(self.state, seen)
         if gaps:
@@ -233,10 +244,15 @@ class TickLoop:
         return TickResult(tick_id, kind, n, written, duration, len(gaps), skipped, new)
 
     def run(self, stop: threading.Event) -> int:
-        """Tick on schedule until ``stop`` is set; the ticks run."""
+        """Tick on schedule until ``stop`` is set (or a read is abandoned, :class:`ReadAbandoned`);
+        the ticks run."""
         next_at = self.monotonic()
         while not stop.is_set():
-            result = self.tick()
+            try:
+                result = self.tick()
+            except ReadAbandoned:
+                self.say(f"stopped while reading tick {self.writer.last_tick + 1}: nothing written for it")
+                break
             self.say(
                 f"tick {result.tick_id}: {result.events} change(s), {result.bytes_written:,} bytes, "
                 f"{result.duration_s * 1000:.0f} ms" + (f", {result.errors} gap(s)" if result.errors else "")
