@@ -16,6 +16,7 @@ builds a lag (every reading finds committed = max offset): the burst must outpac
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import os
 import socket
@@ -174,7 +175,8 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
                     if cli is None:  # the same from the command line, while it drains
                         cli = subprocess.Popen(
                             [str(MQBALANCE), "scale", "--history", str(tmp_path / "h"), "--group", group,
-                             "--window", f"{WINDOW_S:g}s", "--json"],
+                             "--window", f"{WINDOW_S:g}s", "--to", dt.datetime.fromtimestamp(now, dt.UTC).isoformat(),
+                             "--json"],  # the window as of now, however late the command reads
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: os.nice(19),  # its start-up must not slow the consumers
                         )  # fmt: skip

@@ -147,11 +147,13 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
                 wait_ticks(history, 3)
         stopper.send_signal(signal.SIGKILL)
         rewinder.send_signal(signal.SIGKILL)
-        time.sleep(3)
+        # Burrow's window is the last 10 readings: all of them after the kills (no consumer left to
+        # catch up to lag 0 in one), with the reset a few readings before the end
+        wait_ticks(history, 10)
         with BrokerClient(broker.addr) as admin:
             for q in range(2):
                 admin.reset_offset("cg-rewind", TOPIC, q, 1)
-        time.sleep(5)  # a few readings after the reset: it stays inside the last 10 (Burrow's window)
+        wait_ticks(history, 3)
     finally:
         watch.send_signal(signal.SIGTERM)
         watch.wait(30)

@@ -175,3 +175,9 @@ def test_scale_command_json_is_what_an_autoscaler_reads() -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert bad.returncode == 2 and "--queues" in bad.stderr
+    alone = subprocess.run(  # a window's end needs a history to end it in
+        [sys.executable, "-m", "mqbalance.cli", "scale", "--queues", "16", "--strategy", "AVG", "--consumers", "5",
+         "--consume-rate", "100", "--to", "2026-11-25T03:00"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert alone.returncode == 2 and "--to: only with --history" in alone.stderr, alone.stderr

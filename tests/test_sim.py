@@ -75,9 +75,9 @@ def test_the_one_hour_scenario_is_fast_and_deterministic():
         64,
         1000,
     )
-    t = time.perf_counter()
+    t = time.process_time()  # this process's CPU: another job on the machine does not count
     first = simulate(s)
-    assert time.perf_counter() - t <= 10
+    assert time.process_time() - t <= 10
     assert strip(simulate(s)) == strip(first)
 
 

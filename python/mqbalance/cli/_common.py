@@ -14,6 +14,7 @@ mqbalance.exceptions.UsageError: --window: expected a duration like 10s, 5m, 2h 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 from collections.abc import Callable
@@ -130,6 +131,21 @@ def add_lag_time_budget(p: argparse.ArgumentParser) -> None:
         default=1000,
         help="lagging queues/partitions whose oldest unconsumed message is read, most lagging first (default: 1000)",
     )
+
+
+def iso_time(text: str | None, flag: str) -> dt.datetime | None:
+    """``--flag``'s ISO time (UTC unless it says otherwise), ``None`` when not given.
+
+    >>> iso_time("2026-11-25T03:00", "--to").isoformat()
+    '2026-11-25T03:00:00+00:00'
+    """
+    if text is None:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"{flag}: expected an ISO time like 2026-11-25T03:00, got {text!r}", text) from None
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def request_timeout(args: argparse.Namespace) -> float:

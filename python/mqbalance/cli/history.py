@@ -14,7 +14,16 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from mqbalance.cli._common import Command, add_out, add_quiet, add_spark_options, at_least, duration_s, spark_target
+from mqbalance.cli._common import (
+    Command,
+    add_out,
+    add_quiet,
+    add_spark_options,
+    at_least,
+    duration_s,
+    iso_time,
+    spark_target,
+)
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
 
@@ -48,16 +57,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_quiet(p)
 
 
-def _when(text: str | None, flag: str) -> dt.datetime | None:
-    if text is None:
-        return None
-    try:
-        value = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"{flag}: expected an ISO time like 2026-11-25T03:00, got {text!r}", text) from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
 def run(args: argparse.Namespace) -> int:
     from mqbalance.fleet.spark import session
     from mqbalance.history.job import analyse, data_bytes
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from mqbalance.history.writer import open_history
 
     open_history(args.dir, create=False)  # one line before Spark starts when it is not a history
-    start, end = _when(args.since, "--from"), _when(args.until, "--to")
+    start, end = iso_time(args.since, "--from"), iso_time(args.until, "--to")
     window = duration_s(args.window, "--window")
     span = dt.timedelta(seconds=duration_s(args.span, "--span"))
     at_least(args.min_cycles, 1, "--min-cycles")

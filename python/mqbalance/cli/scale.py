@@ -1,6 +1,6 @@
 """``mqbalance scale --queues N --strategy S --consumers N --consume-rate R [--lag N]
 [--produce-rate R] [--drain-target 10m] [--json]``, or ``mqbalance scale --history DIR --group G
-[--topic T] [--window 5m]``: everything measured from a ``mqbalance watch`` history
+[--topic T] [--window 5m] [--to T]``: everything measured from a ``mqbalance watch`` history
 (:func:`mqbalance.scaling.measured_load`; a flag given beside it overrides what was measured) —
 how many consumers a group needs: the counts at which the largest share per consumer drops under
 its strategy, the predicted drain time at each, and the smallest count meeting the target
@@ -12,7 +12,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from mqbalance.cli._common import Command, at_least, duration_s
+from mqbalance.cli._common import Command, at_least, duration_s, iso_time
 from mqbalance.exceptions import UsageError
 
 if TYPE_CHECKING:
@@ -41,6 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--history", help="measure everything from this `mqbalance watch` history (with --group)")
     p.add_argument("--group", help="the group to measure in --history")
     p.add_argument("--window", default="5m", help="with --history: the rates over this long (default: 5m)")
+    p.add_argument(
+        "--to", dest="until", help="with --history: the window ends here (ISO, UTC unless given; default: last tick)"
+    )
     p.add_argument("--queues", help="queue count (one broker) or BROKER:COUNT[,BROKER:COUNT]")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--strategy", help="the group's RocketMQ strategy, by its name")
@@ -63,12 +66,20 @@ def _measured(args: argparse.Namespace) -> GroupLoad | None:
     from mqbalance.scaling import measured_load
 
     if args.history is None:
-        if args.group is not None:
-            raise UsageError("--group: only with --history", args.group)
+        for flag, value in (("--group", args.group), ("--to", args.until)):
+            if value is not None:
+                raise UsageError(f"{flag}: only with --history", value)
         return None
     if args.group is None:
         raise UsageError("--history: give the --group to measure", args.history)
-    return measured_load(args.history, args.group, topic=args.topic, window_s=duration_s(args.window, "--window"))
+    until = iso_time(args.until, "--to")
+    return measured_load(
+        args.history,
+        args.group,
+        topic=args.topic,
+        window_s=duration_s(args.window, "--window"),
+        until_ms=None if until is None else round(until.timestamp() * 1000),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
