@@ -1250,6 +1250,8 @@ EXEMPT: dict[str, str] = {
     "security settings the CLI read",
     "mqbalance.history.kafka_collector.described_generation": "pairs a state the broker described with records "
     "the group log decoded (test_history_kafka_steps)",
+    "mqbalance.history.kafka_collector.confirmed_gone": "reads the coordinator's own answers to a describe "
+    "(doctest; live in test_bench_kafka_watch_fleet)",
     "mqbalance.history.ticking.*": "the tick loop both collectors share (test_watch, test_kafka_watch_live); "
     "replay is walked through load_state and load_kafka_state",
     "mqbalance.fleet.kafka.group_log.*": "follows and decodes the broker's records in __consumer_offsets, not user "

@@ -314,6 +314,7 @@ def test_watch_a_classic_and_a_consumer_protocol_group(produced: KafkaJavaBroker
             # stopped while a tick waits on the unreachable broker (up to the 30 s request timeout):
             # the read is given up at once, nothing of that tick written
             last = second.ticks()[-1]["tick_id"]
+            time.sleep(2.0)  # past the next slot (0.5 s): the next tick's read is under way, for 30 s
             second.stop()
             log = second.server.log_tail()
             assert f"stopped while reading tick {last + 1}: nothing written for it" in log, log
