@@ -39,6 +39,7 @@ from mqbalance.history.writer import read_ticks
 from mqbalance.record_files import load_records
 from mqbalance.remoting import BrokerClient, ConsumerData
 from mqbalance.scaling import advise, measured_load
+from paced_thread import PacedThread
 from rocketmq_cluster import RocketMQCluster
 
 QUEUES, WORK_MS, LAG = 4, 400, 1200  # the burst goes on until every queue is LAG behind
@@ -237,7 +238,7 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
     assert samples[-1][1].get("mqbalance_group_drain_seconds") == 0.0, samples[-3:]
 
 
-class Paced:
+class Paced(PacedThread):
     """The test's own consumer and producer on a 4-queue topic, paced by the wall clock: group
     ``drains`` commits ``CONSUME`` messages a second on every queue (never past its max offset),
     queue 0 gets ``PRODUCE`` more a second; group ``stopped`` never commits (production goes on:
@@ -247,6 +248,7 @@ class Paced:
     CONSUME, PRODUCE, BURST = 20.0, 5.0, (300, 300, 300, 100)
 
     def __init__(self, cluster: RocketMQCluster) -> None:
+        super().__init__(period=0.05)
         tag = uuid.uuid4().hex[:6]
         self.topic, self.idle_topic = f"T-audit-{tag}", f"T-idle-{tag}"
         self.drains, self.stopped, self.caught_up = f"g-drains-{tag}", f"g-stopped-{tag}", f"g-idle-{tag}"
@@ -269,31 +271,24 @@ class Paced:
             self.conn.update_offset(self.stopped, self.topic, q, 0)
             self.conn.update_offset(self.drains, self.topic, q, 0)
         self.drained: float | None = None
-        self.error: BaseException | None = None
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.started, self.base, self.committed = time.time(), list(self.top), [0] * QUEUES
+        self.start()
 
-    def _run(self) -> None:
-        try:
-            start, base, committed = time.time(), list(self.top), [0] * QUEUES
-            while not self.stop.wait(0.05) and self.drained is None:
-                elapsed = time.time() - start
-                while base[0] + int(self.PRODUCE * elapsed) > self.top[0]:
-                    self.top[0] = self.conn.send(self.topic, 0, b"m" * 64).queue_offset + 1
-                for q in range(QUEUES):
-                    target = min(self.top[q], int(self.CONSUME * elapsed))
-                    if target > committed[q]:
-                        self.conn.update_offset(self.drains, self.topic, q, target)
-                        committed[q] = target
-                if all(committed[q] >= self.top[q] for q in range(QUEUES)):
-                    self.drained = time.time()
-        except BaseException as e:  # noqa: BLE001  (said by the test)
-            self.error = e
+    def step(self) -> bool:
+        elapsed = time.time() - self.started
+        while self.base[0] + int(self.PRODUCE * elapsed) > self.top[0]:
+            self.top[0] = self.conn.send(self.topic, 0, b"m" * 64).queue_offset + 1
+        for q in range(QUEUES):
+            target = min(self.top[q], int(self.CONSUME * elapsed))
+            if target > self.committed[q]:
+                self.conn.update_offset(self.drains, self.topic, q, target)
+                self.committed[q] = target
+        if all(self.committed[q] >= self.top[q] for q in range(QUEUES)):
+            self.drained = time.time()
+        return self.drained is None
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join(30)
+        self.halt()
         self.conn.close()
 
 

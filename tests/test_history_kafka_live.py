@@ -11,7 +11,6 @@ name its members and a cause. Each step waits on what the watcher recorded, neve
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pyarrow.csv as pacsv
 import pytest
 
 from kafka_cluster import MQBALANCE
-from kafka_history_watch import WAIT_S, broker_generations, recorded, settled, wait_settled
+from kafka_history_watch import WAIT_S, rebalance_counts, recorded, settled, stop_after_two_ticks, wait_settled
 from kafka_history_watch import ticks as _ticks
 from kafka_java_cluster import KafkaJavaBroker, MixedKafkaGroup
 from server_process import ServerProcess, wait_for
@@ -114,25 +113,15 @@ def test_history_counts_the_brokers_rebalances_and_names_every_episode(
             wait_settled(history, CLASSIC, {"j1", "s-in"})
             dynamic.start_java("s-out", [TOPIC], "range", instance_id="static-out")
             wait_settled(history, CLASSIC, {"j1", "s-in", "s-out"})
-            now = _ticks(history)
-            wait_for("two more ticks", lambda: _ticks(history) >= now + 2, timeout=WAIT_S)
-            watch.stop()
-            # the broker's account up to here (the members stopped after the watcher change the groups)
-            log = kafka_java.log.read_text(errors="replace")
+            log = stop_after_two_ticks(watch, history, kafka_java.log)
     finally:
         watch.stop()
         stop.set()
         feeder.join(10)
         producer.close(5)
     out = tmp_path / "report"
-    got = subprocess.run([str(MQBALANCE), "history", str(history), "--out", str(out), "--quiet"], capture_output=True,
-                         text=True, timeout=300)  # fmt: skip
-    assert got.returncode == 0, got.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    broker = {g: broker_generations(log, g) for g in (CLASSIC, MODERN)}
-    print(f"\nrebalances: history {summary['rebalances']}, broker {broker}")
-    assert broker[CLASSIC] > 0 and broker[MODERN] > 0, "the broker logged no generation: see its log level"
-    assert {g: summary["rebalances"].get(g) for g in broker} == broker
+    counted, broker = rebalance_counts(history, out, log, (CLASSIC, MODERN), mqbalance=MQBALANCE)
+    assert counted == broker
     episodes = pacsv.read_csv(out / "episodes.csv").to_pylist()
     assert episodes
     unseen = []  # rebalances that began and settled between two ticks, with no member change seen

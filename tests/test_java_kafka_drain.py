@@ -40,6 +40,7 @@ from kafka_cluster import MQBALANCE, free_port
 from kafka_java_cluster import JavaMember, KafkaJavaBroker, MixedKafkaGroup
 from mqbalance.fleet import drains, load_any_snapshot
 from mqbalance.history.writer import MARKER_FILE, read_ticks
+from paced_thread import PacedThread
 from server_process import ServerProcess, wait_for
 
 pytestmark = pytest.mark.java
@@ -86,30 +87,24 @@ def snapshot(broker: KafkaJavaBroker, path: Path, groups: list[str]) -> None:
     assert done.returncode == 0, done.stderr
 
 
-class Steady:
+class Steady(PacedThread):
     """A producer sending ``rate`` records a second to one partition from a thread (a topic that
     keeps being produced to), with each record's send time by offset."""
 
     def __init__(self, bootstrap: str, topic: str, rate: float) -> None:
+        super().__init__(period=1 / rate)
         self.producer = KafkaProducer(bootstrap_servers=bootstrap)
-        self.topic, self.rate = topic, rate
+        self.topic = topic
         self.sent: dict[int, float] = {}
-        self.error: BaseException | None = None
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.start()
 
-    def _run(self) -> None:
-        try:
-            while not self.stop.wait(1 / self.rate):
-                at = time.time()
-                self.sent[self.producer.send(self.topic, b"s", partition=0).get(timeout=30).offset] = at
-        except BaseException as e:  # noqa: BLE001  (said by the test)
-            self.error = e
+    def step(self) -> bool:
+        at = time.time()
+        self.sent[self.producer.send(self.topic, b"s", partition=0).get(timeout=30).offset] = at
+        return True
 
     def close(self) -> None:
-        self.stop.set()
-        self.thread.join(30)
+        self.halt()
         self.producer.close(10)
 
 

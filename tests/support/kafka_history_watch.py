@@ -10,7 +10,9 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -106,3 +108,29 @@ def broker_generations(log: str, group: str) -> int:
     found += [int(n) for n in re.findall(rf"Group {g} with generation (\d+) is now empty", log)]
     found += [int(n) for n in re.findall(rf"\[GroupId {g}\] Bumped group epoch to (\d+)", log)]
     return max(found, default=0)
+
+
+def stop_after_two_ticks(watch: ServerProcess, history: Path, broker_log: Path) -> str:
+    """Let the watcher record two more ticks (everything so far is in the history), stop it, and
+    return the broker's log up to here: members stopped after the watcher still change the groups."""
+    now = ticks(history)
+    wait_for("two more ticks", lambda: ticks(history) >= now + 2, timeout=WAIT_S)
+    watch.stop()
+    return broker_log.read_text(errors="replace")
+
+
+def rebalance_counts(
+    history: Path, out: Path, log: str, groups: Iterable[str], *, mqbalance: Path
+) -> tuple[dict[str, int | None], dict[str, int]]:
+    """Run ``mqbalance history`` on the watcher's dataset into ``out``; each group's rebalance
+    count in its ``summary.json`` and the broker's (:func:`broker_generations`), side by side."""
+    got = subprocess.run([str(mqbalance), "history", str(history), "--out", str(out), "--quiet"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert got.returncode == 0, got.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    groups = list(groups)
+    counted = {g: summary["rebalances"].get(g) for g in groups}
+    broker = {g: broker_generations(log, g) for g in groups}
+    print(f"\nrebalances: history {counted}, broker {broker}")
+    assert all(broker.values()), "the broker logged no generation: see its log level"
+    return counted, broker
