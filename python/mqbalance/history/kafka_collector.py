@@ -58,6 +58,7 @@ from mqbalance.exceptions import InvalidInputError
 from mqbalance.fleet.kafka.group_log import GroupLog, GroupRecord
 from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 from mqbalance.fleet.kafka.live import _Admin, _decode_member, _describe_consumer_groups
+from mqbalance.fleet.kafka.wire import RawOffsetFetchRequest, committed_offsets, decode_offset_fetch
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.ticking import Observation, TickLoop, replay, seconds
 from mqbalance.kafka.client_errors import explained_failures
@@ -343,9 +344,10 @@ def _gap(request: str, error: BaseException | str, *, address: str = "", node: s
 def _committed_offsets(admin: Any, groups: list[str]) -> dict[Queue, int]:
     """Every committed offset of ``groups`` (OffsetFetch v8: one request per coordinator for all
     its groups), as kafka-python's ``list_group_offsets`` reads them — the same requests, the same
-    errors raised (a group's or a partition's error fails the whole reading) — without building a
-    ``TopicPartition`` and an ``OffsetAndMetadata`` per partition (100,000 of them for 100 groups
-    of 1,000 partitions). A broker without v8: ``list_group_offsets`` itself."""
+    errors raised (a group's or a partition's error fails the whole reading) — with the answer's
+    body decoded in Rust (:mod:`mqbalance.fleet.kafka.wire`: 100,000 partitions for 100 groups of
+    1,000, a 2.0 MB answer) instead of into an object per partition. A broker without v8:
+    ``list_group_offsets`` itself."""
     committed: dict[Queue, int] = {}
     if admin._manager.broker_version_data.api_version(OffsetFetchRequest) < 8:
         for g, parts in admin.list_group_offsets(dict.fromkeys(groups)).items():
@@ -360,25 +362,11 @@ def _committed_offsets(admin: Any, groups: list[str]) -> dict[Queue, int]:
             by_node[node].append(g)
         group = OffsetFetchRequest.OffsetFetchRequestGroup
         for node, ids in by_node.items():
-            request = OffsetFetchRequest(
+            request = RawOffsetFetchRequest(
                 groups=[group(group_id=g, topics=None) for g in ids], min_version=8, max_version=8
             )
-            response = await admin._manager.send(request, node_id=node)
-            if response.error_code:
-                raise error_for_code(response.error_code)(f"OffsetFetchResponse failed with response '{response}'.")
-            for d in response.groups:
-                if d.error_code:
-                    raise error_for_code(d.error_code)(f"OffsetFetchResponse failed for group '{d.group_id}'.")
-                g = d.group_id
-                for topic in d.topics:
-                    t = topic.name
-                    for p in topic.partitions:
-                        if p.error_code:
-                            raise error_for_code(p.error_code)(
-                                f"OffsetFetchResponse failed for partition {p.partition_index}"
-                            )
-                        if p.committed_offset is not None and p.committed_offset >= 0:
-                            committed[(g, t, "", p.partition_index)] = p.committed_offset
+            answer = await admin._manager.send(request, node_id=node)
+            committed.update(committed_offsets(decode_offset_fetch(answer.data, version=answer.version)))
 
     admin._manager.run(fetch)
     return committed
