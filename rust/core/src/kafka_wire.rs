@@ -202,7 +202,10 @@ impl<'a> Reader<'a> {
             return Err(self.malformed(
                 start,
                 field,
-                format!("{n} elements of at least {min_size} bytes, {} bytes left", self.left()),
+                format!(
+                    "{n} elements of at least {min_size} bytes, {} bytes left",
+                    self.left()
+                ),
             ));
         }
         Ok(n)
@@ -279,7 +282,9 @@ pub fn offset_fetch(data: &[u8], version: i16) -> Result<OffsetFetchAnswer, Wire
             });
             let parts = r.count(&|| format!("groups[{g}].topics[{t}].partitions"), 20)?;
             for p in 0..parts {
-                let at = |f: &'static str| move || format!("groups[{g}].topics[{t}].partitions[{p}].{f}");
+                let at = |f: &'static str| {
+                    move || format!("groups[{g}].topics[{t}].partitions[{p}].{f}")
+                };
                 out.partition.push(r.i32(&at("partition_index"))?);
                 out.committed_offset.push(r.i64(&at("committed_offset"))?);
                 out.leader_epoch.push(r.i32(&at("committed_leader_epoch"))?);
@@ -291,7 +296,8 @@ pub fn offset_fetch(data: &[u8], version: i16) -> Result<OffsetFetchAnswer, Wire
             }
             r.tags(&|| format!("groups[{g}].topics[{t}]._tagged_fields"))?;
         }
-        out.group_errors.push(r.i16(&|| format!("groups[{g}].error_code"))?);
+        out.group_errors
+            .push(r.i16(&|| format!("groups[{g}].error_code"))?);
         r.tags(&|| format!("groups[{g}]._tagged_fields"))?;
     }
     r.tags(&|| "_tagged_fields".into())?;
@@ -345,28 +351,46 @@ mod tests {
         let b = body();
         for n in 0..b.len() {
             let e = offset_fetch(&b[..n], 9).unwrap_err();
-            assert!(matches!(e, WireError::Truncated { .. } | WireError::Malformed { .. }), "{n}: {e}");
+            assert!(
+                matches!(e, WireError::Truncated { .. } | WireError::Malformed { .. }),
+                "{n}: {e}"
+            );
         }
         let mut longer = b.clone();
         longer.push(0);
-        assert!(matches!(offset_fetch(&longer, 8), Err(WireError::TrailingBytes { left: 1, .. })));
-        assert!(matches!(offset_fetch(&b, 10), Err(WireError::UnsupportedVersion { .. })));
+        assert!(matches!(
+            offset_fetch(&longer, 8),
+            Err(WireError::TrailingBytes { left: 1, .. })
+        ));
+        assert!(matches!(
+            offset_fetch(&b, 10),
+            Err(WireError::UnsupportedVersion { .. })
+        ));
     }
 
     #[test]
     fn names_the_field() {
         let b = body();
         let e = offset_fetch(&b[..20], 8).unwrap_err().to_string();
-        assert!(e.contains("groups[0].topics[0].partitions: 2 elements"), "{e}");
+        assert!(
+            e.contains("groups[0].topics[0].partitions: 2 elements"),
+            "{e}"
+        );
         let e = offset_fetch(&b[..51], 8).unwrap_err().to_string();
-        assert!(e.contains("truncated at byte 51 reading groups[0].topics[0]._tagged_fields"), "{e}");
+        assert!(
+            e.contains("truncated at byte 51 reading groups[0].topics[0]._tagged_fields"),
+            "{e}"
+        );
         let mut huge = b[..4].to_vec();
         huge.extend([0xff, 0xff, 0xff, 0xff, 0x0f]);
         let e = offset_fetch(&huge, 8).unwrap_err().to_string();
         assert!(e.contains("groups") && e.contains("bytes left"), "{e}");
         let mut bad = b.clone();
         bad[6] = 0xff; // group "a" -> not UTF-8
-        assert!(offset_fetch(&bad, 8).unwrap_err().to_string().contains("not UTF-8"));
+        assert!(offset_fetch(&bad, 8)
+            .unwrap_err()
+            .to_string()
+            .contains("not UTF-8"));
     }
 
     #[test]

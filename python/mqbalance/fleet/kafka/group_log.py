@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import kafka.record.default_records as kafka_records
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
@@ -134,10 +135,8 @@ def use_native_crc32c() -> None:
     >>> d.calc_crc32c(memoryview(b"123456789")) == 0xE3069283
     True
     """
-    import kafka.record.default_records as records
-
-    if callable(getattr(records, "calc_crc32c", None)):
-        records.calc_crc32c = _core.crc32c
+    if callable(getattr(kafka_records, "calc_crc32c", None)):
+        kafka_records.calc_crc32c = _core.crc32c
 
 
 class GroupLog:

@@ -135,6 +135,6 @@ class RawOffsetFetchRequest(OffsetFetchRequest, init=False):  # type: ignore[mis
 
     __slots__ = ()
 
-    @classproperty  # type: ignore[misc]
+    @classproperty  # type: ignore[untyped-decorator]
     def header_class(cls) -> type:  # noqa: N805
         return _RawOffsetFetchHeader
