@@ -14,7 +14,9 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
+from kafka.errors import NoError
 from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+from kafka.structs import OffsetAndMetadata, TopicPartition
 
 from kafka_java_cluster import KafkaJavaBroker
 from kafka_watch_fleet import BROKER_SETTINGS, Fleet, check, make_topics, measure, produce
@@ -93,6 +95,17 @@ def test_watch_ticks_on_a_small_fleet_of_real_classic_groups(tmp_path: Path) -> 
             c.tick()
             assert {v.state for g, v in c.state.groups.items() if g in fleet.groups} == {"Empty"}
             assert not [k for k in c.state.members if k[0] in fleet.groups]
+            # committed offsets that move between ticks reading offsets, and ticks where nothing
+            # moved (the answer not decoded again, the offsets kept): each reading is the broker's
+            g, t, p = sorted(fleet.groups)[0], sorted(partitions)[0], 0
+            q = (g, t, "", p)
+            c.offsets_interval = 0.01
+            for offset in (1, 1, 0, 0):
+                errors = broker.admin().alter_group_offsets(g, {TopicPartition(t, p): OffsetAndMetadata(offset)})
+                assert set(errors.values()) == {NoError}, errors
+                c.tick()
+                assert c.state.offsets[q] == (offset, 2)
+                assert sum(1 for k, v in c.state.offsets.items() if k[0] in fleet.groups and v == (2, 2)) == 3 * 20 - 1
             # deleted groups are no longer listed, and their coordinator confirms they are gone
             broker.admin().delete_groups(sorted(fleet.groups))
             c.tick()
