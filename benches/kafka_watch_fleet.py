@@ -17,12 +17,15 @@ of the tests: 4.4.0, KRaft, one node), without 1,000 member processes.
   measurement without heartbeats. ``--parallel`` groups form at a time; a progress line on stderr.
 * The watcher's ticks (:class:`~mqbalance.history.kafka_collector.KafkaCollector`, in process, as
   ``watch`` runs it): the first (a checkpoint, offsets read), then ``--ticks`` unchanged
-  membership ticks (``watch``'s every-``--interval`` tick) and ``--ticks`` unchanged ticks that read
-  offsets too (its every-``--offsets-interval`` tick), ``--rounds`` times: median and spread of the
+  membership ticks (``watch``'s every-``--interval`` tick), ``--ticks`` unchanged ticks that read
+  offsets too (its every-``--offsets-interval`` tick) and ``--ticks`` of those with the last
+  reading forgotten (``with_offsets_decoded``: the answer decoded and the offsets built again, as
+  when every committed offset moved), ``--rounds`` times: median and spread of the
   wall time of ``tick()`` (the reading, the comparison and the write), of the watcher thread's and
   the whole process's CPU (kafka-python decodes on its own thread), bytes written, requests; the
   load average beside them; and the floor of the offsets tick, the same run: the OffsetFetch of
-  every group alone (round trip to its last byte) and kafka-python's decoding of its answer. The
+  every group alone (round trip to its last byte), kafka-python's decoding of its answer and ours
+  (the same rows, checked). The
   first tick's state is checked against the fleet: every group Stable, range, its generation, its
   members' ids and client ids, every partition's owner and committed and log-end offsets.
   ``--baseline FILE`` ticks another ``kafka_collector.py`` (``main``'s) right after ours in every
@@ -487,12 +490,22 @@ def _stats(values: list[float], digits: int = 1) -> dict[str, Any]:
     }
 
 
-def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
+def _forget_offsets(c: KafkaCollector) -> None:
+    """Drop what the watcher kept of its last offsets reading (the OffsetFetch answers' bytes, the
+    basis of its offsets): the next tick decodes and builds them as when every committed offset
+    moved (without the rows a move writes)."""
+    c._offset_answers.clear()
+    c._offsets_basis = (None, None, None, None)
+
+
+def _ticks(c: KafkaCollector, n: int, before: Callable[[KafkaCollector], None] | None = None) -> dict[str, Any]:
     """``n`` ticks: wall time, the watcher thread's CPU, the process's CPU (kafka-python decodes
     answers on its own network thread; nothing else runs in this process meanwhile), bytes, events,
-    requests."""
+    requests. ``before``: called before each tick, outside the timing."""
     wall, cpu, process, observe, written, events = [], [], [], [], [], []
     for _ in range(n):
+        if before is not None:
+            before(c)
         t, tc, tp = time.perf_counter(), time.thread_time(), time.process_time()
         r = c.tick()
         cpu.append((time.thread_time() - tc) * 1000)
@@ -728,8 +741,15 @@ def measure(
             membership = _ticks(c, ticks)
             c.offsets_interval = 0.01
             both = _ticks(c, ticks)
+            rebuilt = _ticks(c, ticks, _forget_offsets)
             floor = offset_fetch_floor(bootstrap, sorted(fleet.groups), ticks)
-            row = {"load_avg_1m": round(load, 1), "membership": membership, "with_offsets": both, "floor": floor}
+            row = {
+                "load_avg_1m": round(load, 1),
+                "membership": membership,
+                "with_offsets": both,
+                "with_offsets_decoded": rebuilt,
+                "floor": floor,
+            }
             if b is not None:
                 b.offsets_interval = 10**6
                 row["baseline_membership"] = _ticks(b, ticks)
@@ -746,7 +766,8 @@ def measure(
                 f"round {k + 1}: membership tick {membership['wall_ms']['median']} ms "
                 f"({membership['wall_ms']['min']}–{membership['wall_ms']['max']}), with offsets "
                 f"{both['wall_ms']['median']} ms ({both['wall_ms']['min']}–{both['wall_ms']['max']}), "
-                f"{membership['bytes_written']} / {both['bytes_written']} bytes; OffsetFetch alone "
+                f"{membership['bytes_written']} / {both['bytes_written']} bytes; decoded again "
+                f"{rebuilt['wall_ms']['median']} ms; OffsetFetch alone "
                 f"{floor['round_trip_ms']['median']} ms + decoding {floor['decode_ms']['median']} ms (kafka-python), "
                 f"{floor['decode_rust_ms']['median']} ms (ours; {floor['read_rust_ms']['median']} ms to the "
                 f"watcher's dict); load {load:.1f}"
@@ -761,20 +782,22 @@ def measure(
             b.close()
     pairs = [("membership", "wall_ms"), ("with_offsets", "wall_ms"), ("floor", "round_trip_ms")]
     pairs += [("membership", "process_cpu_ms"), ("with_offsets", "process_cpu_ms")]
+    pairs += [("with_offsets_decoded", "wall_ms"), ("with_offsets_decoded", "process_cpu_ms")]
     if b is not None:
         pairs += [(f"baseline_{k}", m) for k in ("membership", "with_offsets") for m in ("wall_ms", "process_cpu_ms")]
     pairs += [("floor", "decode_ms"), ("floor", "decode_rust_ms"), ("floor", "read_rust_ms")]
     if b is not None:
-        for key in ("wall_ms", "process_cpu_ms"):
-            ratios = [
-                r["baseline_with_offsets"][key]["median"] / max(r["with_offsets"][key]["median"], 1e-9)
-                for r in result["rounds"]
-            ]
-            result[f"with_offsets_{key}_baseline_over_ours"] = {
-                "median": round(statistics.median(ratios), 2),
-                "min": round(min(ratios), 2),
-                "max": round(max(ratios), 2),
-            }
+        for kind in ("with_offsets", "with_offsets_decoded"):
+            for key in ("wall_ms", "process_cpu_ms"):
+                ratios = [
+                    r["baseline_with_offsets"][key]["median"] / max(r[kind][key]["median"], 1e-9)
+                    for r in result["rounds"]
+                ]
+                result[f"{kind}_{key}_baseline_over_ours"] = {
+                    "median": round(statistics.median(ratios), 2),
+                    "min": round(min(ratios), 2),
+                    "max": round(max(ratios), 2),
+                }
     for kind, key in pairs:
         meds = [r[kind][key]["median"] for r in result["rounds"]]
         result[f"{kind}_{key}_median_of_rounds"] = {
