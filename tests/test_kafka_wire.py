@@ -107,7 +107,7 @@ def outcome(f: Any, *args: Any) -> Any:
         return (type(e), str(e))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(answers, versions)
 def test_columns_equal_kafka_pythons_decoding(answer: Any, version: int) -> None:
     data = encoded(answer, version)
@@ -129,7 +129,7 @@ def test_truncated_or_extended_bytes_are_a_wire_error(answer: Any, version: int,
         decode_offset_fetch(whole + extra, version=version)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(answers, versions, st.data())
 def test_garbled_bytes_are_a_wire_error_or_what_kafka_python_reads(answer: Any, version: int, data: Any) -> None:
     whole = bytearray(encoded(answer, version))
@@ -187,3 +187,17 @@ def test_crc32c_check_value_and_bad_input() -> None:
     assert _core.crc32c(os.urandom(0)) == 0
     with pytest.raises(TypeError):
         _core.crc32c("text")  # type: ignore[arg-type]
+
+
+def test_tagged_fields_at_every_level_are_skipped_as_kafka_python_skips_them() -> None:
+    """Unknown tagged fields (KIP-482) after a partition, a topic, a group and the answer."""
+    tags = bytes([2, 0, 2, 0xAB, 0xCD, 7, 1, 0x01])  # two fields: tag 0 (2 bytes), tag 7 (1 byte)
+    partition = bytes.fromhex("00000003000000000000000900000004036d640000") + tags
+    body = bytes.fromhex("0000000002026702027402") + partition + tags + bytes(2) + tags + tags
+    ours = decode_offset_fetch(body, version=8)
+    assert rows_of_ours(ours) == rows_of_kafka_python(body, 8) == (0, [("g", 0)], [("g", "t", 3, 9, 4, 0)])
+    cut = 11 + len(partition) - len(tags) + 4  # inside the partition's first tagged field's 2 bytes
+    with pytest.raises(
+        KafkaWireError, match=r"byte 35 reading .*partitions\[0\]\._tagged_fields: needs 2 bytes, 1 left"
+    ):
+        decode_offset_fetch(body[:cut], version=8)
