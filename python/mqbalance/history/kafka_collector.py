@@ -815,7 +815,9 @@ class KafkaCollector(TickLoop):
             new.offsets = self.state.offsets
             return True
         end_of = ends.get
-        offsets = {q: (c, end_of((q[1], q[3]))) for q, c in committed.items()}
+        offsets: dict[Queue, tuple[int | None, int | None]] = {
+            q: (c, end_of((q[1], q[3]))) for q, c in committed.items()
+        }
         for q in extra:
             offsets[q] = (None, end_of((q[1], q[3])))
         new.offsets = offsets
