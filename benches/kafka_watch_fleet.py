@@ -17,16 +17,21 @@ of the tests: 4.4.0, KRaft, one node), without 1,000 member processes.
   measurement without heartbeats. ``--parallel`` groups form at a time; a progress line on stderr.
 * The watcher's ticks (:class:`~mqbalance.history.kafka_collector.KafkaCollector`, in process, as
   ``watch`` runs it): the first (a checkpoint, offsets read), then ``--ticks`` unchanged
-  membership ticks (``watch``'s every-``--interval`` tick) and ``--ticks`` unchanged ticks that read
-  offsets too (its every-``--offsets-interval`` tick), ``--rounds`` times: median and spread of the
+  membership ticks (``watch``'s every-``--interval`` tick), ``--ticks`` unchanged ticks that read
+  offsets too (its every-``--offsets-interval`` tick) and ``--ticks`` of those with the last
+  reading forgotten (``with_offsets_decoded``: the answer decoded and the offsets built again, as
+  when every committed offset moved), ``--rounds`` times: median and spread of the
   wall time of ``tick()`` (the reading, the comparison and the write), of the watcher thread's and
   the whole process's CPU (kafka-python decodes on its own thread), bytes written, requests; the
   load average beside them; and the floor of the offsets tick, the same run: the OffsetFetch of
-  every group alone (round trip to its last byte) and kafka-python's decoding of its answer. The
+  every group alone (round trip to its last byte), kafka-python's decoding of its answer and ours
+  (the same rows, checked). The
   first tick's state is checked against the fleet: every group Stable, range, its generation, its
   members' ids and client ids, every partition's owner and committed and log-end offsets.
   ``--baseline FILE`` ticks another ``kafka_collector.py`` (``main``'s) right after ours in every
-  round, on the same fleet; ``--profile`` writes cProfile tops of the first tick and of each kind.
+  round, on the same fleet; ``--profile`` writes cProfile tops of the first tick and of each kind;
+  ``--first-ticks N`` then times N pairs of first ticks of fresh watchers, with kafka-python's
+  pure-Python CRC-32C of record batches and with ours.
 
     python benches/kafka_watch_fleet.py --out benches/kafka_watch_fleet_results
     git show main:python/mqbalance/history/kafka_collector.py > /tmp/main_collector.py
@@ -485,12 +490,22 @@ def _stats(values: list[float], digits: int = 1) -> dict[str, Any]:
     }
 
 
-def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
+def _forget_offsets(c: KafkaCollector) -> None:
+    """Drop what the watcher kept of its last offsets reading (the OffsetFetch answers' bytes, the
+    basis of its offsets): the next tick decodes and builds them as when every committed offset
+    moved (without the rows a move writes)."""
+    c._offset_answers.clear()
+    c._offsets_basis = (None, None, None, None)
+
+
+def _ticks(c: KafkaCollector, n: int, before: Callable[[KafkaCollector], None] | None = None) -> dict[str, Any]:
     """``n`` ticks: wall time, the watcher thread's CPU, the process's CPU (kafka-python decodes
     answers on its own network thread; nothing else runs in this process meanwhile), bytes, events,
-    requests."""
+    requests. ``before``: called before each tick, outside the timing."""
     wall, cpu, process, observe, written, events = [], [], [], [], [], []
     for _ in range(n):
+        if before is not None:
+            before(c)
         t, tc, tp = time.perf_counter(), time.thread_time(), time.process_time()
         r = c.tick()
         cpu.append((time.thread_time() - tc) * 1000)
@@ -517,9 +532,16 @@ def _ticks(c: KafkaCollector, n: int) -> dict[str, Any]:
 def offset_fetch_floor(bootstrap: str, groups: list[str], n: int) -> dict[str, Any]:
     """What no watcher reading committed offsets with OffsetFetch avoids: ``n`` OffsetFetch v8 of
     every group (one request, as the watcher sends it) on a connection of its own, timed to the
-    last byte of the answer (the broker's work and the transfer), and kafka-python's decoding of
-    that answer (the watcher's client decodes it on its network thread)."""
+    last byte of the answer (the broker's work and the transfer); the decoding of that answer by
+    kafka-python (``main``'s watcher: its client decodes it on its network thread) and by ours
+    (:func:`~mqbalance.fleet.kafka.wire.decode_offset_fetch`, then the watcher's dict of committed
+    offsets, :func:`~mqbalance.fleet.kafka.wire.committed_offsets`); ``same_as_kafka_python``:
+    both read the same rows (every group, topic, partition, offset, epoch, error code)."""
+    import io
+
     from kafka.protocol.consumer.group import OffsetFetchRequest, OffsetFetchResponse
+
+    from mqbalance.fleet.kafka.wire import committed_offsets, decode_offset_fetch
 
     group = OffsetFetchRequest.OffsetFetchRequestGroup
 
@@ -537,12 +559,58 @@ def offset_fetch_floor(bootstrap: str, groups: list[str], n: int) -> dict[str, A
         return times, raw
 
     times, raw = asyncio.run(fetch())
-    decode = []
+    decode, ours, read = [], [], []
+    theirs: Any = None
     for _ in range(n):
         t = time.perf_counter()
-        OffsetFetchResponse.decode(raw, version=8, header=True)
+        theirs = OffsetFetchResponse.decode(raw, version=8, header=True)
         decode.append((time.perf_counter() - t) * 1000)
-    return {"round_trip_ms": _stats(times), "decode_ms": _stats(decode), "answer_bytes": len(raw)}
+    head = io.BytesIO(raw)
+    OffsetFetchResponse.parse_header(head, version=8)
+    body = raw[head.tell() :]
+    columns: Any = None
+    for _ in range(n):
+        t = time.perf_counter()
+        columns = decode_offset_fetch(body, version=8)
+        ours.append((time.perf_counter() - t) * 1000)
+        committed_offsets(columns)
+        read.append((time.perf_counter() - t) * 1000)
+    rows = [
+        (
+            d.group_id,
+            d.error_code,
+            t.name,
+            p.partition_index,
+            p.committed_offset,
+            p.committed_leader_epoch,
+            p.error_code,
+        )
+        for d in theirs.groups
+        for t in d.topics
+        for p in t.partitions
+    ]
+    mine = list(
+        zip(
+            [columns.groups[i] for i in columns.group.tolist()],
+            [int(columns.group_errors[i]) for i in columns.group.tolist()],
+            [columns.topics[i] for i in columns.topic.tolist()],
+            columns.partition.tolist(),
+            columns.committed_offset.tolist(),
+            columns.leader_epoch.tolist(),
+            columns.error_code.tolist(),
+            strict=True,
+        )
+    )
+    same = rows == mine and [d.group_id for d in theirs.groups] == columns.groups
+    return {
+        "round_trip_ms": _stats(times),
+        "decode_ms": _stats(decode),
+        "decode_rust_ms": _stats(ours, 2),
+        "read_rust_ms": _stats(read, 2),
+        "answer_bytes": len(raw),
+        "rows": len(rows),
+        "same_as_kafka_python": same,
+    }
 
 
 def _profiler(path: Path | None) -> Any:
@@ -578,6 +646,45 @@ def _profile(c: KafkaCollector, path: Path, ticks: int) -> dict[str, str]:
         _dump(prof, path / f"profile_{kind}.txt")
         written[kind] = str(path / f"profile_{kind}.txt")
     return written
+
+
+def first_ticks(bootstrap: str, out: Path, pairs: int, say: Callable[[str], None]) -> dict[str, Any]:
+    """The first tick (reading ``__consumer_offsets`` from its start, the checkpoint) of a fresh
+    watcher, ``pairs`` times with kafka-python's own CRC-32C of record batches (pure Python: what
+    ``main`` runs) and with ours (:func:`~mqbalance.fleet.kafka.group_log.use_native_crc32c`),
+    alternating: wall time of the tick and of the group log's read."""
+    import kafka.record.default_records as records
+    import kafka.record.util as record_util
+
+    import mqbalance.fleet.kafka.group_log as group_log
+
+    native = group_log.use_native_crc32c
+    got: dict[str, dict[str, list[float]]] = {}
+    try:
+        for k in range(pairs):
+            for kind in ("kafka_python_crc32c", "native_crc32c"):
+                if kind == "native_crc32c":
+                    group_log.use_native_crc32c = native
+                else:
+                    group_log.use_native_crc32c = lambda: None
+                    records.calc_crc32c = record_util.calc_crc32c
+                c = KafkaCollector(
+                    bootstrap, out / f"first-{kind}-{k}", interval=1, offsets_interval=10**6, timeout=30.0
+                )
+                try:
+                    t = time.perf_counter()
+                    c.tick()
+                    wall = (time.perf_counter() - t) * 1000
+                    row = got.setdefault(kind, {"wall_ms": [], "group_log_ms": [], "records": []})
+                    row["wall_ms"].append(round(wall))
+                    row["group_log_ms"].append(round(c.group_log.seconds * 1000))
+                    row["records"].append(c.group_log.records)
+                finally:
+                    c.close()
+                say(f"first tick with {kind}: {wall:.0f} ms ({c.group_log.seconds:.1f} s reading the group log)")
+    finally:
+        group_log.use_native_crc32c = native
+    return got
 
 
 def measure(
@@ -634,8 +741,15 @@ def measure(
             membership = _ticks(c, ticks)
             c.offsets_interval = 0.01
             both = _ticks(c, ticks)
+            rebuilt = _ticks(c, ticks, _forget_offsets)
             floor = offset_fetch_floor(bootstrap, sorted(fleet.groups), ticks)
-            row = {"load_avg_1m": round(load, 1), "membership": membership, "with_offsets": both, "floor": floor}
+            row = {
+                "load_avg_1m": round(load, 1),
+                "membership": membership,
+                "with_offsets": both,
+                "with_offsets_decoded": rebuilt,
+                "floor": floor,
+            }
             if b is not None:
                 b.offsets_interval = 10**6
                 row["baseline_membership"] = _ticks(b, ticks)
@@ -652,8 +766,11 @@ def measure(
                 f"round {k + 1}: membership tick {membership['wall_ms']['median']} ms "
                 f"({membership['wall_ms']['min']}–{membership['wall_ms']['max']}), with offsets "
                 f"{both['wall_ms']['median']} ms ({both['wall_ms']['min']}–{both['wall_ms']['max']}), "
-                f"{membership['bytes_written']} / {both['bytes_written']} bytes; OffsetFetch alone "
-                f"{floor['round_trip_ms']['median']} ms + decoding {floor['decode_ms']['median']} ms; load {load:.1f}"
+                f"{membership['bytes_written']} / {both['bytes_written']} bytes; decoded again "
+                f"{rebuilt['wall_ms']['median']} ms; OffsetFetch alone "
+                f"{floor['round_trip_ms']['median']} ms + decoding {floor['decode_ms']['median']} ms (kafka-python), "
+                f"{floor['decode_rust_ms']['median']} ms (ours; {floor['read_rust_ms']['median']} ms to the "
+                f"watcher's dict); load {load:.1f}"
             )
         result["correct_after"] = not check(c.state, fleet, offsets=True)
         if profile is not None:
@@ -665,8 +782,22 @@ def measure(
             b.close()
     pairs = [("membership", "wall_ms"), ("with_offsets", "wall_ms"), ("floor", "round_trip_ms")]
     pairs += [("membership", "process_cpu_ms"), ("with_offsets", "process_cpu_ms")]
+    pairs += [("with_offsets_decoded", "wall_ms"), ("with_offsets_decoded", "process_cpu_ms")]
     if b is not None:
         pairs += [(f"baseline_{k}", m) for k in ("membership", "with_offsets") for m in ("wall_ms", "process_cpu_ms")]
+    pairs += [("floor", "decode_ms"), ("floor", "decode_rust_ms"), ("floor", "read_rust_ms")]
+    if b is not None:
+        for kind in ("with_offsets", "with_offsets_decoded"):
+            for key in ("wall_ms", "process_cpu_ms"):
+                ratios = [
+                    r["baseline_with_offsets"][key]["median"] / max(r[kind][key]["median"], 1e-9)
+                    for r in result["rounds"]
+                ]
+                result[f"{kind}_{key}_baseline_over_ours"] = {
+                    "median": round(statistics.median(ratios), 2),
+                    "min": round(min(ratios), 2),
+                    "max": round(max(ratios), 2),
+                }
     for kind, key in pairs:
         meds = [r[kind][key]["median"] for r in result["rounds"]]
         result[f"{kind}_{key}_median_of_rounds"] = {
@@ -726,6 +857,8 @@ def run(args: argparse.Namespace, bootstrap: str, broker: Any, say: Callable[[st
             profile=args.out if args.profile else None,
             baseline=load_baseline(args.baseline) if args.baseline else None,
         )  # fmt: skip
+        if args.first_ticks:
+            result["first_ticks"] = first_ticks(bootstrap, out.parent, args.first_ticks, say)
     finally:
         fleet.leave()
     result["load_avg_end"] = [round(x, 1) for x in os.getloadavg()]
@@ -745,6 +878,9 @@ def main() -> int:
     p.add_argument("--parallel", type=int, default=10, help="groups forming at a time")
     p.add_argument("--session-timeout-s", type=float, default=3600.0)
     p.add_argument("--baseline", type=Path, help="another kafka_collector.py, its ticks taken beside ours")
+    p.add_argument(
+        "--first-ticks", type=int, default=0, help="then N pairs of first ticks: kafka-python's CRC-32C, ours"
+    )
     p.add_argument("--profile", action="store_true", help="then cProfile the ticks into --out/profile_*.txt")
     p.add_argument("--out", type=Path, default=Path("benches/kafka_watch_fleet_results"))
     args = p.parse_args()

@@ -1256,6 +1256,8 @@ EXEMPT: dict[str, str] = {
     "replay is walked through load_state and load_kafka_state",
     "mqbalance.fleet.kafka.group_log.*": "follows and decodes the broker's records in __consumer_offsets, not user "
     "values (test_kafka_watch_live)",
+    "mqbalance.fleet.kafka.wire.*": "decodes the broker's answers, not user values; truncated, garbled and random "
+    "bytes raise KafkaWireError (test_kafka_wire), the broker's own answers in test_bench_kafka_watch_fleet",
     "mqbalance.fleet.kafka.snapshot.KafkaSnapshot": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka.snapshot.KafkaGroup": "result type of kafka_snapshot_from_dict (walked)",
     "mqbalance.fleet.kafka.snapshot.KafkaMember": "result type of kafka_snapshot_from_dict (walked)",

@@ -297,6 +297,7 @@ FLEET_KAFKA = {
     "kafka.messages": 0,
     "kafka.lag_time": 0,
     "kafka.group_log": 0,
+    "kafka.wire": 0,
     "kafka.snapshot": 1,
     "kafka.live": 2,
     "kafka.audit": 2,

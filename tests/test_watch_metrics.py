@@ -70,3 +70,38 @@ def test_the_gauges_from_the_changes_equal_a_full_count() -> None:
             full.observe(new, {}, {}, **kw)  # type: ignore[arg-type]
             assert per_group(incremental) == per_group(full), seed
             state = new
+
+
+def test_kafka_epoch_gauges_follow_the_group_protocol() -> None:
+    """A consumer-protocol group downgraded to classic keeps its generation series (the classic
+    generation) and loses its assignment epoch series; a group that goes loses both; upgraded
+    again, the assignment epoch is back."""
+    from mqbalance.history.kafka_collector import GroupView
+
+    def epochs(m: WatchMetrics) -> dict[tuple[str, str], float]:
+        names = ("mqbalance_group_generation", "mqbalance_group_assignment_epoch")
+        return {
+            (s.name, s.labels["group"]): s.value
+            for family in text_string_to_metric_families(m.exposition().decode())
+            for s in family.samples
+            if s.name in names
+        }
+
+    def view(kind: str, generation: int, epoch: int | None) -> GroupView:
+        return GroupView(kind, "Stable", "consumer", "range", ("t",), generation, epoch)
+
+    m = WatchMetrics()
+    m.observe_kafka_groups({"up": view("consumer", 7, 7), "other": view("consumer", 3, 2)})
+    assert epochs(m) == {
+        ("mqbalance_group_generation", "up"): 7, ("mqbalance_group_assignment_epoch", "up"): 7,
+        ("mqbalance_group_generation", "other"): 3, ("mqbalance_group_assignment_epoch", "other"): 2,
+    }  # fmt: skip
+    m.observe_kafka_groups({"up": view("classic", 8, None), "other": view("consumer", 3, 2)})
+    assert epochs(m) == {
+        ("mqbalance_group_generation", "up"): 8,
+        ("mqbalance_group_generation", "other"): 3, ("mqbalance_group_assignment_epoch", "other"): 2,
+    }  # fmt: skip
+    m.observe_kafka_groups({"up": view("consumer", 9, 9)})
+    assert epochs(m) == {("mqbalance_group_generation", "up"): 9, ("mqbalance_group_assignment_epoch", "up"): 9}
+    m.observe_kafka_groups({})
+    assert epochs(m) == {}

@@ -248,3 +248,18 @@ def server_assign_columns(
     current_partitions: npt.NDArray[np.int64],
     kafka_version: str,
 ) -> npt.NDArray[np.int32]: ...
+def decode_offset_fetch(
+    data: bytes, /, *, version: int
+) -> tuple[
+    int,
+    list[str],
+    npt.NDArray[np.int16],
+    list[str],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.uint32],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int32],
+    npt.NDArray[np.int16],
+]: ...
+def crc32c(data: bytes | bytearray | memoryview, /) -> int: ...

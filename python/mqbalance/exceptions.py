@@ -52,6 +52,7 @@ __all__ = [
     "RemotingConnectError",
     "RemotingTimeoutError",
     "RemotingFrameError",
+    "KafkaWireError",
     "BrokerResponseError",
     "AuthenticationFailedError",
     "TlsHandshakeError",
@@ -254,6 +255,13 @@ class RemotingFrameError(RemotingError):
     """The server sent bytes that are not a remoting frame: a declared length that is negative or
     beyond the frame limit (refused before anything is allocated), a header that is not JSON, a
     connection closed in the middle of a frame."""
+
+
+class KafkaWireError(MQBalanceError, ValueError):
+    """Bytes that are not the Kafka answer they were read as: truncated inside a field, a length
+    beyond the bytes left, a null where none is allowed, a string that is not UTF-8, bytes after
+    the last field, or a version not decoded here. The message names the field and the byte
+    offset; ``.value`` is the offset (the version, for an unsupported one)."""
 
 
 class BrokerResponseError(RemotingError):

@@ -162,7 +162,9 @@ class WatchMetrics:
             "mqbalance_group_state", "Kafka: 1 for the group's current state", ["group", "state"], registry=r
         )
         self._states: dict[str, str] = {}
-        self._epochs: set[str] = set()
+        #: the groups with a generation / assignment epoch series
+        self._generations: set[str] = set()
+        self._assignment_epochs: set[str] = set()
 
     def serve(self, port: int, addr: str = "127.0.0.1") -> Any:
         """Serve ``/metrics`` on ``addr:port`` in a daemon thread; the server."""
@@ -261,15 +263,20 @@ class WatchMetrics:
 
     def observe_kafka_groups(self, groups: Mapping[str, Any]) -> None:
         """Kafka groups' generation or epoch, assignment epoch and state (views with ``state``,
-        ``generation`` and ``assignment_epoch``), after :meth:`observe`."""
+        ``generation`` and ``assignment_epoch``), after :meth:`observe`. A series goes when its
+        group does, or when the value is no longer known: a consumer-protocol group downgraded to
+        classic has no assignment epoch (its last one is not kept as if current)."""
         for g in set(self._states) - set(groups):
             with contextlib.suppress(KeyError):
                 self.state.remove(g, self._states.pop(g))
-        for g in self._epochs - set(groups):
-            for gauge in (self.generation, self.assignment_epoch):
+        for gauge, shown, field in (
+            (self.generation, self._generations, "generation"),
+            (self.assignment_epoch, self._assignment_epochs, "assignment_epoch"),
+        ):
+            for g in [g for g in shown if g not in groups or getattr(groups[g], field) is None]:
+                shown.discard(g)
                 with contextlib.suppress(KeyError):
                     gauge.remove(g)
-        self._epochs = set()
         for g, v in groups.items():
             state = v.state or "Unknown"
             if self._states.get(g) not in (None, state):
@@ -279,10 +286,10 @@ class WatchMetrics:
             self.state.labels(g, state).set(1)
             if v.generation is not None:
                 self.generation.labels(g).set(v.generation)
-                self._epochs.add(g)
+                self._generations.add(g)
             if v.assignment_epoch is not None:
                 self.assignment_epoch.labels(g).set(v.assignment_epoch)
-                self._epochs.add(g)
+                self._assignment_epochs.add(g)
 
     def _lag_seconds(self, state: Any, now_ms: int) -> None:
         worst: dict[tuple[str, str], tuple[float, bool, bool]] = {}  # (age, lagging, carried)

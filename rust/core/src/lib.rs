@@ -21,6 +21,7 @@ pub mod error;
 pub mod fault;
 pub mod json_connections;
 pub mod json_keys;
+pub mod kafka_wire;
 pub mod order;
 pub mod queues;
 pub mod ring;

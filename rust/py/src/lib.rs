@@ -1,6 +1,6 @@
 //! `mqbalance._core`: thin PyO3 bindings over `mqbalance-core`, one file per product:
 //! [`rocketmq`] (queue allocation), [`kafka`] (client-side and ZooKeeper-era assignors, sticky
-//! userData), [`server`] (Kafka's broker-side assignors), [`fault`] (producer fault tolerance).
+//! userData), [`server`] (Kafka's broker-side assignors), [`fault`] (producer fault tolerance), [`kafka_wire`] (Kafka answers decoded from their bytes).
 //!
 //! Inputs are extracted into owned Rust data with the GIL held ([`columns`]); the core then runs
 //! with the GIL released and its error mapped, through the one helper [`errors::run`]; numpy
@@ -13,6 +13,7 @@ mod errors;
 mod fault;
 mod json_reader;
 mod kafka;
+mod kafka_wire;
 mod rocketmq;
 mod server;
 
@@ -37,6 +38,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<fault::PyMQFaultStrategy>()?;
     m.add_class::<fault::PyTopicPublishInfo>()?;
     kafka::register(m)?;
+    kafka_wire::register(m)?;
     m.add_function(wrap_pyfunction!(server::server_assign, m)?)?;
     m.add_function(wrap_pyfunction!(server::server_assign_columns, m)?)?;
     m.add(

@@ -15,7 +15,9 @@ deletes the group.
 nothing committed): it reads from the log start once (the topic is compacted: one record per key
 survives), then only what was appended. Offset commits (key versions 0 and 1) and the consumer
 protocol's records (versions 3 and up) are skipped by their key's first two bytes; their values
-are never decoded.
+are never decoded. kafka-python checks every record batch's CRC-32C, in pure Python unless the
+(LGPL) ``crc32c`` package is installed: :func:`use_native_crc32c` gives it ours
+(``mqbalance._core``, the same checksum).
 
 >>> key = b"\\x00\\x02\\x00\\x02gc"
 >>> value = bytes.fromhex("0003" "0008") + b"consumer" + bytes.fromhex("00000003" "0005") + b"range" + bytes.fromhex(
@@ -34,12 +36,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import kafka.record.default_records as kafka_records
 from kafka import KafkaConsumer
 from kafka.structs import TopicPartition
 
+from mqbalance import _core
 from mqbalance.exceptions import InvalidInputError
 
-__all__ = ["GROUP_METADATA_KEY", "OFFSETS_TOPIC", "GroupLog", "GroupRecord", "decode_group_key", "decode_group_value"]
+__all__ = [
+    "GROUP_METADATA_KEY",
+    "OFFSETS_TOPIC",
+    "GroupLog",
+    "GroupRecord",
+    "decode_group_key",
+    "decode_group_value",
+    "use_native_crc32c",
+]
 
 #: the group coordinator's topic
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -112,6 +124,21 @@ def decode_group_value(value: bytes) -> GroupRecord:
     return GroupRecord(protocol_type, generation, protocol, leader, None if state_ms == -1 else state_ms)
 
 
+def use_native_crc32c() -> None:
+    """Make kafka-python check record batches' CRC-32C with ``mqbalance._core.crc32c`` (the same
+    value as its pure-Python ``kafka.record._crc32c``, checked in the tests) — what it does itself
+    when the ``crc32c`` package is installed. Process-wide and idempotent; kafka-python without
+    that function (another version) is left as it is.
+
+    >>> use_native_crc32c()
+    >>> import kafka.record.default_records as d
+    >>> d.calc_crc32c(memoryview(b"123456789")) == 0xE3069283
+    True
+    """
+    if callable(getattr(kafka_records, "calc_crc32c", None)):
+        kafka_records.calc_crc32c = _core.crc32c
+
+
 class GroupLog:
     """Follows ``__consumer_offsets`` for classic groups' generations (see the module docs).
 
@@ -132,6 +159,7 @@ class GroupLog:
         self._partitions: list[Any] = []
 
     def _open(self) -> Any:
+        use_native_crc32c()
         settings = {
             "client_id": "mqbalance-watch-group-log",
             "request_timeout_ms": max(1000, int(self.timeout * 1000)),
