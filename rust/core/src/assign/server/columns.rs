@@ -115,8 +115,15 @@ pub fn uniform_homogeneous_columns(
     let mut uses = vec![0usize; rows];
     match c.member_subscription {
         Some(ms) => {
-            for &k in ms {
-                uses[position(k, rows)?] += 1;
+            // Counted by runs (members sharing a row usually come one after another).
+            let mut i = 0;
+            while i < ms.len() {
+                let k = ms[i];
+                let start = i;
+                while i < ms.len() && ms[i] == k {
+                    i += 1;
+                }
+                uses[position(k, rows)?] += i - start;
             }
         }
         None => uses.fill(1),
@@ -158,35 +165,30 @@ pub fn uniform_homogeneous_columns(
     let mut dropped = false;
     for (m, own) in held.iter_mut().enumerate() {
         let (start, end) = bounds(c.current_offsets, m, cur_t.len())?;
+        let (rows_t, rows_p) = (&cur_t[start..end], &cur_p[start..end]);
         let m = m as u32;
-        let mut r = start;
-        while r < end {
-            let t = cur_t[r];
+        let mut r = 0;
+        while r < rows_t.len() {
+            let t = rows_t[r];
             let ti = position(t, nt)?;
             if stamp[ti] == m {
                 return None; // the topic's rows split (the general path merges them)
             }
             stamp[ti] = m;
-            let mut e = r + 1;
-            while e < end && cur_t[e] == t {
-                e += 1;
-            }
-            let parts = &cur_p[r..e];
-            if !parts.iter().all(|&p| (p as u64) < counts[ti] as u64) {
-                return None;
-            }
             let block = &mut owners[base[ti]..base[ti] + counts[ti]];
-            for &p in parts {
-                let o = &mut block[p as usize];
+            let run = r;
+            while r < rows_t.len() && rows_t[r] == t {
+                // A negative partition is a huge index: out of the block too.
+                let o = block.get_mut(rows_p[r] as usize)?;
                 twice |= *o != -1;
                 *o = m as i32;
+                r += 1;
             }
             if subscribed[ti] {
-                *own += (e - r) as i64;
+                *own += (r - run) as i64;
             } else {
                 dropped = true;
             }
-            r = e;
         }
     }
     if twice || c.current_offsets[n] as usize != cur_t.len() {
