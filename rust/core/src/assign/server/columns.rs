@@ -66,208 +66,247 @@ fn bounds(offsets: &[i64], k: usize, len: usize) -> Option<(usize, usize)> {
 /// assert_eq!(uniform_homogeneous_columns(&twice, KafkaRelease::NEWEST), None);
 /// ```
 pub fn uniform_homogeneous_columns(
-    c: &GroupColumns<'_>,
+    group: &GroupColumns<'_>,
     release: KafkaRelease,
 ) -> Option<Vec<i32>> {
-    let n = c.members;
-    let nt = c.topics.len();
-    let (cur_t, cur_p) = (c.current_topics, c.current_partitions);
-    if n == 0
-        || n > i32::MAX as usize
-        || cur_t.len() != cur_p.len()
-        || c.current_offsets.len() != n + 1
-        || c.current_offsets[0] != 0
+    let members = group.members;
+    if members == 0
+        || members > i32::MAX as usize
+        || group.current_topics.len() != group.current_partitions.len()
+        || group.current_offsets.len() != members + 1
+        || group.current_offsets[0] != 0
     {
         return None;
     }
-    // Partition counts and where each topic's block starts.
-    let mut counts = Vec::with_capacity(nt);
-    let mut base = Vec::with_capacity(nt);
-    let mut total: u64 = 0;
-    for t in c.topics {
-        let count = t.partitions?;
-        base.push(total as usize);
-        counts.push(count as usize);
-        total += u64::from(count);
-    }
-    if total > MAX_PARTITIONS {
-        return None;
-    }
-    let total = total as usize;
-    // Homogeneous: every topic subscribed by every member or by none, no row naming one twice.
-    let rows = match c.member_subscription {
-        Some(ms) if ms.len() == n => c.subscription_offsets.len().checked_sub(1)?,
-        Some(_) => return None,
-        None => n,
-    };
-    // Every row and topic as the general path checks them (used or not).
-    let so = c.subscription_offsets;
-    let subs_ok = so.len() == rows + 1
-        && so[0] == 0
-        && so[rows] == c.subscription_topics.len() as i64
-        && so.windows(2).all(|w| w[0] <= w[1])
-        && c.subscription_topics
-            .iter()
-            .all(|&t| position(t, nt).is_some());
-    if !subs_ok {
-        return None;
-    }
-    let mut uses = vec![0usize; rows];
-    match c.member_subscription {
-        Some(ms) => {
-            // Counted by runs (members sharing a row usually come one after another).
-            let mut i = 0;
-            while i < ms.len() {
-                let k = ms[i];
-                let start = i;
-                while i < ms.len() && ms[i] == k {
-                    i += 1;
-                }
-                uses[position(k, rows)?] += i - start;
-            }
-        }
-        None => uses.fill(1),
-    }
-    let first_row = c
-        .member_subscription
-        .map_or(Some(0), |ms| position(ms[0], rows))?;
-    let mut subscribers = vec![0usize; nt];
-    let mut stamp = vec![usize::MAX; nt];
-    let mut first: Vec<u32> = Vec::new();
-    for (row, &used) in uses.iter().enumerate() {
-        if used == 0 {
-            continue;
-        }
-        let (start, end) = bounds(c.subscription_offsets, row, c.subscription_topics.len())?;
-        for &t in &c.subscription_topics[start..end] {
-            let t = position(t, nt)?;
-            if stamp[t] == row {
-                return None;
-            }
-            stamp[t] = row;
-            subscribers[t] += used;
-            if row == first_row {
-                first.push(t as u32);
-            }
-        }
-    }
-    if subscribers.iter().any(|&s| s != 0 && s != n) {
-        return None;
-    }
-    let subscribed: Vec<bool> = subscribers.iter().map(|&s| s == n).collect();
-    // The fused pass: the current owners written into the result, every row checked (topic and
-    // partition in range, each partition owned once, each member's rows of a topic in one run),
-    // each member's partitions of subscribed topics counted.
-    let mut owners = vec![-1i32; total];
-    let mut held = vec![0i64; n];
-    let mut stamp = vec![u32::MAX; nt];
-    let mut twice = false;
-    let mut dropped = false;
-    for (m, own) in held.iter_mut().enumerate() {
-        let (start, end) = bounds(c.current_offsets, m, cur_t.len())?;
-        let (rows_t, rows_p) = (&cur_t[start..end], &cur_p[start..end]);
-        let m = m as u32;
-        let mut r = 0;
-        while r < rows_t.len() {
-            let t = rows_t[r];
-            let ti = position(t, nt)?;
-            if stamp[ti] == m {
-                return None; // the topic's rows split (the general path merges them)
-            }
-            stamp[ti] = m;
-            let block = &mut owners[base[ti]..base[ti] + counts[ti]];
-            let run = r;
-            while r < rows_t.len() && rows_t[r] == t {
-                // A negative partition is a huge index: out of the block too.
-                let o = block.get_mut(rows_p[r] as usize)?;
-                twice |= *o != -1;
-                *o = m as i32;
-                r += 1;
-            }
-            if subscribed[ti] {
-                *own += (r - run) as i64;
-            } else {
-                dropped = true;
-            }
-        }
-    }
-    if twice || c.current_offsets[n] as usize != cur_t.len() {
-        return None;
-    }
-    if dropped {
-        // Topics nobody subscribes to end unowned.
-        for (t, &s) in subscribed.iter().enumerate() {
-            if !s {
-                owners[base[t]..base[t] + counts[t]].fill(-1);
-            }
-        }
-    }
+    let blocks = Blocks::new(group.topics)?;
+    let (first, subscribed) = homogeneous_subscription(group)?;
+    let mut current = Current::read(group, &blocks, &subscribed)?;
     if first.is_empty() {
-        return Some(owners);
+        return Some(current.owners);
     }
     // The homogeneous builder (see `uniform::homogeneous`), over positions in the result.
-    let topic_ids: Vec<_> = first.iter().map(|&t| c.topics[t as usize].id).collect();
+    let topic_ids: Vec<_> = first.iter().map(|&t| group.topics[t as usize].id).collect();
+    let owners = &mut current.owners;
     let mut unassigned: Vec<usize> = Vec::new();
     let mut sum: i64 = 0;
     for k in java_hash_set_order(&topic_ids) {
-        let t = first[k] as usize;
-        let block = &owners[base[t]..base[t] + counts[t]];
+        let range = blocks.range(first[k] as usize);
+        let start = range.start;
+        let block = &owners[range];
         // One branch-free pass (the sign bits or-ed) before looking for the unowned ones.
-        if block.iter().fold(0i32, |a, &o| a | o) < 0 {
+        if block.iter().fold(0i32, |acc, &o| acc | o) < 0 {
             unassigned.extend(
                 (0..block.len())
                     .filter(|&p| block[p] < 0)
-                    .map(|p| base[t] + p),
+                    .map(|p| start + p),
             );
         }
-        sum += counts[t] as i64;
+        sum += block.len() as i64;
     }
-    let members = n as i64;
-    let min_quota = sum / members;
-    let mut extra = sum % members;
+    let count = members as i64;
+    let min_quota = sum / count;
+    let mut extra = sum % count;
     let extras_to_holders = release.uniform_extras_to_holders();
     let mut unfilled: Vec<(usize, i64)> = Vec::new();
-    for (m, &own) in held.iter().enumerate() {
+    for (member, &own) in current.held.iter().enumerate() {
         let mut has_extra = extra > 0;
         let mut quota = min_quota + i64::from(has_extra);
         if own <= quota {
             quota -= own;
         } else {
             // Keep the first `quota` partitions, rows in order, revoke the rest.
-            let (start, end) = (
-                c.current_offsets[m] as usize,
-                c.current_offsets[m + 1] as usize,
-            );
-            for r in start..end {
-                let t = cur_t[r] as usize;
-                if !subscribed[t] {
+            let start = group.current_offsets[member] as usize;
+            let end = group.current_offsets[member + 1] as usize;
+            for row in start..end {
+                let topic = group.current_topics[row] as usize;
+                if !subscribed[topic] {
                     continue;
                 }
                 if quota > 0 {
                     quota -= 1;
                 } else {
-                    let at = base[t] + cur_p[r] as usize;
+                    let at = blocks.base[topic] + group.current_partitions[row] as usize;
                     owners[at] = -1;
                     unassigned.push(at);
                 }
             }
         }
-        if extras_to_holders && quota > 0 && has_extra && members - m as i64 > extra {
+        if extras_to_holders && quota > 0 && has_extra && count - member as i64 > extra {
             quota -= 1;
             has_extra = false;
         }
         extra -= i64::from(has_extra);
         if quota > 0 {
-            unfilled.push((m, quota));
+            unfilled.push((member, quota));
         }
     }
     let mut next = 0usize;
-    for (m, quota) in unfilled {
+    for (member, quota) in unfilled {
         let take = (quota as usize).min(unassigned.len() - next);
         for &at in &unassigned[next..next + take] {
-            owners[at] = m as i32;
+            owners[at] = member as i32;
         }
         next += take;
     }
-    (next == unassigned.len()).then_some(owners)
+    (next == unassigned.len()).then_some(current.owners)
+}
+
+/// Where each topic's partitions start in the result, and how many it has.
+struct Blocks {
+    base: Vec<usize>,
+    counts: Vec<usize>,
+    total: usize,
+}
+
+impl Blocks {
+    /// `None` when a topic has no metadata or the group has too many partitions.
+    fn new(topics: &[ServerTopic]) -> Option<Blocks> {
+        let mut counts = Vec::with_capacity(topics.len());
+        let mut base = Vec::with_capacity(topics.len());
+        let mut total: u64 = 0;
+        for topic in topics {
+            let count = topic.partitions?;
+            base.push(total as usize);
+            counts.push(count as usize);
+            total += u64::from(count);
+        }
+        (total <= MAX_PARTITIONS).then_some(Blocks {
+            base,
+            counts,
+            total: total as usize,
+        })
+    }
+
+    fn range(&self, topic: usize) -> std::ops::Range<usize> {
+        self.base[topic]..self.base[topic] + self.counts[topic]
+    }
+}
+
+/// The first member's subscription (topic indices in order) and whether each topic is
+/// subscribed, when every topic is subscribed by every member or by none and no row the members
+/// use names a topic twice; every row and topic checked as the general path checks them.
+fn homogeneous_subscription(group: &GroupColumns<'_>) -> Option<(Vec<u32>, Vec<bool>)> {
+    let members = group.members;
+    let topics = group.topics.len();
+    let rows = match group.member_subscription {
+        Some(ms) if ms.len() == members => group.subscription_offsets.len().checked_sub(1)?,
+        Some(_) => return None,
+        None => members,
+    };
+    let offsets = group.subscription_offsets;
+    let listed = group.subscription_topics;
+    let valid = offsets.len() == rows + 1
+        && offsets[0] == 0
+        && offsets[rows] == listed.len() as i64
+        && offsets.windows(2).all(|w| w[0] <= w[1])
+        && listed.iter().all(|&t| position(t, topics).is_some());
+    if !valid {
+        return None;
+    }
+    let mut uses = vec![0usize; rows];
+    match group.member_subscription {
+        Some(ms) => {
+            // Counted by runs (members sharing a row usually come one after another).
+            let mut i = 0;
+            while i < ms.len() {
+                let row = ms[i];
+                let start = i;
+                while i < ms.len() && ms[i] == row {
+                    i += 1;
+                }
+                uses[position(row, rows)?] += i - start;
+            }
+        }
+        None => uses.fill(1),
+    }
+    let first_row = group
+        .member_subscription
+        .map_or(Some(0), |ms| position(ms[0], rows))?;
+    let mut subscribers = vec![0usize; topics];
+    let mut stamp = vec![usize::MAX; topics];
+    let mut first: Vec<u32> = Vec::new();
+    for (row, &used) in uses.iter().enumerate() {
+        if used == 0 {
+            continue;
+        }
+        let (start, end) = bounds(offsets, row, listed.len())?;
+        for &t in &listed[start..end] {
+            let topic = position(t, topics)?;
+            if stamp[topic] == row {
+                return None;
+            }
+            stamp[topic] = row;
+            subscribers[topic] += used;
+            if row == first_row {
+                first.push(topic as u32);
+            }
+        }
+    }
+    if subscribers.iter().any(|&s| s != 0 && s != members) {
+        return None;
+    }
+    Some((first, subscribers.iter().map(|&s| s == members).collect()))
+}
+
+/// The current assignment read into the result.
+struct Current {
+    /// The current owner of every partition (of subscribed topics; -1 elsewhere).
+    owners: Vec<i32>,
+    /// Each member's current partitions of subscribed topics.
+    held: Vec<i64>,
+}
+
+impl Current {
+    /// The fused pass: the current owners written into the result, every row checked (topic and
+    /// partition in range, each partition owned once, each member's rows of a topic in one
+    /// run), each member's partitions of subscribed topics counted. `None` for anything else.
+    fn read(group: &GroupColumns<'_>, blocks: &Blocks, subscribed: &[bool]) -> Option<Current> {
+        let (topics_of, parts_of) = (group.current_topics, group.current_partitions);
+        let topics = group.topics.len();
+        let mut owners = vec![-1i32; blocks.total];
+        let mut held = vec![0i64; group.members];
+        let mut stamp = vec![u32::MAX; topics];
+        let mut twice = false;
+        let mut dropped = false;
+        for (member, own) in held.iter_mut().enumerate() {
+            let (start, end) = bounds(group.current_offsets, member, topics_of.len())?;
+            let (row_topics, row_parts) = (&topics_of[start..end], &parts_of[start..end]);
+            let member = member as u32;
+            let mut row = 0;
+            while row < row_topics.len() {
+                let t = row_topics[row];
+                let topic = position(t, topics)?;
+                if stamp[topic] == member {
+                    return None; // the topic's rows split (the general path merges them)
+                }
+                stamp[topic] = member;
+                let block = &mut owners[blocks.range(topic)];
+                let run = row;
+                while row < row_topics.len() && row_topics[row] == t {
+                    // A negative partition is a huge index: out of the block too.
+                    let owner = block.get_mut(row_parts[row] as usize)?;
+                    twice |= *owner != -1;
+                    *owner = member as i32;
+                    row += 1;
+                }
+                if subscribed[topic] {
+                    *own += (row - run) as i64;
+                } else {
+                    dropped = true;
+                }
+            }
+        }
+        if twice || group.current_offsets[group.members] as usize != topics_of.len() {
+            return None;
+        }
+        if dropped {
+            // Topics nobody subscribes to end unowned.
+            for (topic, &s) in subscribed.iter().enumerate() {
+                if !s {
+                    owners[blocks.range(topic)].fill(-1);
+                }
+            }
+        }
+        Some(Current { owners, held })
+    }
 }
