@@ -383,3 +383,16 @@ def test_columns_equal_dict_api_on_homogeneous_uniform_groups(g: Any) -> None:
     own["subscription_offsets"] = np.arange(len(members) + 1) * len(cols["subscription_topics"])
     own["subscription_topics"] = cols["subscription_topics"] * len(members)
     assert server_assign_columns("uniform", **own, kafka_version=version).tolist() == owners.tolist()
+
+
+class _OwnHash(str):
+    """A member id whose hash disagrees with its text's (equal ids, different hashes)."""
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@pytest.mark.parametrize("ids", [["a", "a"], [_OwnHash("a"), _OwnHash("a")]], ids=["str", "subclass"])
+def test_columns_find_duplicate_member_ids_whatever_their_hash(ids: list[str]) -> None:
+    with pytest.raises(InvalidInputError, match='duplicate member id "a"'):
+        server_assign_columns("uniform", [T], [2], ids, [0, 1], [0], member_subscription=[0, 0])

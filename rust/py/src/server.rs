@@ -690,14 +690,20 @@ pub fn server_assign_columns<'py>(
     let topics = topic_table(topic_ids, partition_counts.as_slice()?)?;
     let n_topics = topics.len();
     let n = member_ids.len();
-    // The ids checked (str, valid text) and hashed, not copied.
+    // The ids checked (str, valid text) and hashed, not copied: by `str`'s own hash, which a
+    // subclass may redefine (then the general path checks them).
     let mut hashes = Vec::with_capacity(n);
+    let mut exact = true;
     for id in member_ids.iter() {
         let s = id.cast::<PyString>().map_err(|_| {
             pyo3::exceptions::PyTypeError::new_err("member_ids must be a list of str")
         })?;
         s.to_str()?;
-        hashes.push(s.hash()? as u64);
+        if exact && id.is_exact_instance_of::<PyString>() {
+            hashes.push(s.hash()? as u64);
+        } else {
+            exact = false;
+        }
     }
     let instances = instance_ids.unwrap_or_else(|| vec![None; n]);
     if instances.len() != n {
@@ -722,7 +728,7 @@ pub fn server_assign_columns<'py>(
         )));
     }
     let uniform = assignor == ServerAssignor::Uniform;
-    if uniform && unique_ids(member_ids, &hashes)? {
+    if uniform && exact && unique_ids(member_ids, &hashes)? {
         // A homogeneous group with a valid current assignment, straight from the columns (it
         // declines anything else, which the general path below answers or refuses).
         let columns = GroupColumns {
