@@ -507,6 +507,24 @@ fn topic_table(topic_ids: &Bound<'_, PyAny>, counts: &[i64]) -> PyResult<Vec<Ser
     Ok(table)
 }
 
+/// The member ids checked (each a `str` of valid text) and hashed, not copied: by `str`'s own
+/// hash, `None` when one is of a subclass (which may redefine it: the general path checks them).
+fn member_hashes(member_ids: &Bound<'_, PyList>) -> PyResult<Option<Vec<u64>>> {
+    let mut hashes = Vec::with_capacity(member_ids.len());
+    let mut exact = true;
+    for id in member_ids.iter() {
+        let s = id.cast::<PyString>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("member_ids must be a list of str")
+        })?;
+        s.to_str()?;
+        exact &= id.is_exact_instance_of::<PyString>();
+        if exact {
+            hashes.push(s.hash()? as u64);
+        }
+    }
+    Ok(exact.then_some(hashes))
+}
+
 /// Whether the ids are unique, by their Python hashes (a `str` keeps its hash once computed:
 /// a list passed again is not hashed again), comparing texts only when two hashes are equal.
 fn unique_ids(ids: &Bound<'_, PyList>, hashes: &[u64]) -> PyResult<bool> {
@@ -690,21 +708,7 @@ pub fn server_assign_columns<'py>(
     let topics = topic_table(topic_ids, partition_counts.as_slice()?)?;
     let n_topics = topics.len();
     let n = member_ids.len();
-    // The ids checked (str, valid text) and hashed, not copied: by `str`'s own hash, which a
-    // subclass may redefine (then the general path checks them).
-    let mut hashes = Vec::with_capacity(n);
-    let mut exact = true;
-    for id in member_ids.iter() {
-        let s = id.cast::<PyString>().map_err(|_| {
-            pyo3::exceptions::PyTypeError::new_err("member_ids must be a list of str")
-        })?;
-        s.to_str()?;
-        if exact && id.is_exact_instance_of::<PyString>() {
-            hashes.push(s.hash()? as u64);
-        } else {
-            exact = false;
-        }
-    }
+    let hashes = member_hashes(member_ids)?;
     let instances = instance_ids.unwrap_or_else(|| vec![None; n]);
     if instances.len() != n {
         return Err(InvalidInputError::new_err((
@@ -728,7 +732,11 @@ pub fn server_assign_columns<'py>(
         )));
     }
     let uniform = assignor == ServerAssignor::Uniform;
-    if uniform && exact && unique_ids(member_ids, &hashes)? {
+    let unique = match &hashes {
+        Some(hashes) => unique_ids(member_ids, hashes)?,
+        None => false,
+    };
+    if uniform && unique {
         // A homogeneous group with a valid current assignment, straight from the columns (it
         // declines anything else, which the general path below answers or refuses).
         let columns = GroupColumns {
