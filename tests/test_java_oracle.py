@@ -22,6 +22,7 @@ cases (Kafka 0.10.2.2's Scala assignors on a real ZooKeeper inside the oracle JV
 from __future__ import annotations
 
 import base64
+import itertools
 import random
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +35,7 @@ import kafka_server_reference
 from java_oracle import JavaOracle
 from mqbalance import sort_client_ids, sort_queues
 from mqbalance.exceptions import MQBalanceError
-from mqbalance.kafka import TopicPartition, assignor, check_assignment, server_assign, zk_assign
+from mqbalance.kafka import TopicPartition, assignor, check_assignment, server_assign, server_assign_columns, zk_assign
 from vector_cases import assignment_sets, check_allocate_case, expected_sets, kafka_subscriptions, mq
 
 pytestmark = pytest.mark.java
@@ -416,6 +417,36 @@ def _server_exact(case: dict[str, Any]) -> None:
     assert (
         server_assign(case["assignor"], case["members"], case["topics"], kafka_version=ORACLE_KAFKA) == case["expected"]
     )
+    assert _server_columns(case) == case["expected"]
+
+
+def _server_columns(case: dict[str, Any]) -> dict[str, dict[str, list[int]]]:
+    """The columnar entry point's answer (one subscription row per member), as the dict API's."""
+    tids, members = list(case["topics"]), case["members"]
+    pos = {t: k for k, t in enumerate(tids)}
+    rows = [[(pos[t], p) for t, ps in m["current_assignment"] for p in ps] for m in members]
+    subs = [[pos[t] for t in m["subscribed_topic_ids"]] for m in members]
+    owners = server_assign_columns(
+        case["assignor"],
+        tids,
+        [case["topics"][t] for t in tids],
+        [m["member_id"] for m in members],
+        [0, *itertools.accumulate(len(s) for s in subs)],
+        [t for s in subs for t in s],
+        instance_ids=[m["instance_id"] for m in members],
+        current_offsets=[0, *itertools.accumulate(len(r) for r in rows)],
+        current_topics=[t for r in rows for t, _ in r],
+        current_partitions=[p for r in rows for _, p in r],
+        kafka_version=ORACLE_KAFKA,
+    ).tolist()
+    out: dict[str, dict[str, list[int]]] = {m["member_id"]: {} for m in members}
+    k = 0
+    for t in tids:
+        for p in range(case["topics"][t]):
+            if owners[k] >= 0:
+                out[members[owners[k]]["member_id"]].setdefault(t, []).append(p)
+            k += 1
+    return out
 
 
 def test_the_oracle_runs_the_release_compared_with(oracle_kafka: JavaOracle) -> None:

@@ -267,3 +267,132 @@ def test_pure_python_transcription_agrees_with_the_vectors() -> None:
         assert f(case["members"], case["topics"]) == case["expected"], case["id"]
         checked += 1
     assert checked > 400
+
+
+FAULTS = [None, "owned twice", "twice in one member", "out of range", "negative", "unknown topic", "same id", "split"]
+
+
+@st.composite
+def homogeneous_groups(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, int], str | None, bool]:
+    """A homogeneous group whose current assignment is a settled one (members then join or leave)
+    or random, shuffled per member, then spoiled by one fault (or none)."""
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    topics = {_uuid(rng): draw(st.integers(0, 12)) for _ in range(draw(st.integers(1, 6)))}
+    tids = list(topics)
+    subs = rng.sample(tids, rng.randint(0, len(tids)))  # one list; the others are dropped topics
+    n = draw(st.integers(1, 9))
+    ids = [f"m{i}" for i in range(n)]
+    if draw(st.booleans()):  # settled by uniform, some members leave, some join
+        before = rng.sample(ids, rng.randint(1, n)) + [f"gone{i}" for i in range(rng.randint(0, 2))]
+        settled = server_assign("uniform", [{"member_id": m, "subscribed_topic_ids": tids} for m in before], topics)
+        owned = {m: list(settled.get(m, {}).items()) for m in ids}
+    else:
+        owned = {m: [] for m in ids}
+        for t in tids:
+            for p in range(topics[t]):
+                if rng.random() < 0.7:
+                    owned[rng.choice(ids)].append((t, [p]))
+    members = []
+    for m in ids:
+        per: dict[str, list[int]] = {}
+        for t, ps in owned[m]:
+            per.setdefault(t, []).extend(ps)
+        cur = [[t, rng.sample(ps, len(ps))] for t, ps in per.items()]
+        rng.shuffle(cur)
+        members.append({"member_id": m, "subscribed_topic_ids": subs, "current_assignment": cur})
+    fault = draw(st.sampled_from(FAULTS))
+    victim = members[rng.randrange(n)]
+    cur = victim["current_assignment"]
+    everything = [(t, p) for m in members for t, ps in m["current_assignment"] for p in ps]
+
+    def add(t: str, p: int) -> None:
+        same = [c for c in cur if c[0] == t]
+        same[0][1].append(p) if same else cur.append([t, [p]])
+
+    if fault == "owned twice" and everything:
+        add(*rng.choice(everything))
+    elif fault == "twice in one member" and cur and cur[0][1]:
+        cur[0][1].append(cur[0][1][0])
+    elif fault in ("out of range", "negative"):
+        t = rng.choice(tids)
+        add(t, topics[t] + rng.randrange(3) if fault == "out of range" else -1)
+    elif fault == "same id" and n > 1:
+        victim["member_id"] = members[(members.index(victim) + 1) % n]["member_id"]
+    elif fault not in ("split", "unknown topic"):
+        fault = None  # nothing to spoil
+    return members, topics, fault, draw(st.booleans())
+
+
+def _group_columns(members: list[dict[str, Any]], topics: dict[str, int], fault: str | None) -> dict[str, Any]:
+    """The columns of a group whose members share one subscription list; with ``split``, the
+    first member owning two topics lists its rows of them interleaved (the same assignment)."""
+    tids = list(topics)
+    pos = {t: k for k, t in enumerate(tids)}
+    rows = [[(pos[t], p) for t, ps in m["current_assignment"] for p in ps] for m in members]
+    if fault == "unknown topic":
+        rows[0].append((len(tids), 0))
+    if fault == "split":
+        for r in rows:
+            if len({t for t, _ in r}) > 1:
+                first = r[0][0]
+                mine, others = [x for x in r if x[0] == first], [x for x in r if x[0] != first]
+                r[:] = [mine[0], others[0], *mine[1:], *others[1:]]
+                break
+    return {
+        "topic_ids": tids,
+        "partition_counts": [topics[t] for t in tids],
+        "member_ids": [m["member_id"] for m in members],
+        "subscription_offsets": [0, len(members[0]["subscribed_topic_ids"])],
+        "subscription_topics": [pos[t] for t in members[0]["subscribed_topic_ids"]],
+        "member_subscription": [0] * len(members),
+        "current_offsets": np.cumsum([0] + [len(r) for r in rows]),
+        "current_topics": [t for r in rows for t, _ in r],
+        "current_partitions": [p for r in rows for _, p in r],
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(homogeneous_groups())
+def test_columns_equal_dict_api_on_homogeneous_uniform_groups(g: Any) -> None:
+    """``server_assign_columns`` takes a fast path for homogeneous ``uniform`` groups with a valid
+    current assignment; it gives what the dict API (the general path) gives, and the same typed
+    error for a spoiled current assignment (same message: the core's)."""
+    members, topics, fault, newest = g
+    version = "4.1" if newest else "4.0"
+    cols = _group_columns(members, topics, fault)
+    case = {"members": members, "topics": topics}
+    if fault == "unknown topic":  # no such column position; the dict API keeps stale topics
+        with pytest.raises(InvalidInputError, match=r"current topic \d+ out of range"):
+            server_assign_columns("uniform", **cols, kafka_version=version)
+        return
+    refused: str | None = None
+    try:
+        want: Any = server_assign("uniform", members, topics, kafka_version=version)
+    except InvalidInputError as err:
+        refused = str(err)
+    if refused is not None:
+        with pytest.raises(InvalidInputError) as got:
+            server_assign_columns("uniform", **cols, kafka_version=version)
+        assert str(got.value) == refused or fault == "negative", (str(got.value), refused)
+        return
+    assert fault in (None, "split")
+    owners = server_assign_columns("uniform", **cols, kafka_version=version)
+    assert _from_owners(case, owners) == want
+    # each member's own subscription row (the same topics): the same answer
+    own = {**cols, "member_subscription": None}
+    own["subscription_offsets"] = np.arange(len(members) + 1) * len(cols["subscription_topics"])
+    own["subscription_topics"] = cols["subscription_topics"] * len(members)
+    assert server_assign_columns("uniform", **own, kafka_version=version).tolist() == owners.tolist()
+
+
+class _OwnHash(str):
+    """A member id whose hash disagrees with its text's (equal ids, different hashes)."""
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+@pytest.mark.parametrize("ids", [["a", "a"], [_OwnHash("a"), _OwnHash("a")]], ids=["str", "subclass"])
+def test_columns_find_duplicate_member_ids_whatever_their_hash(ids: list[str]) -> None:
+    with pytest.raises(InvalidInputError, match='duplicate member id "a"'):
+        server_assign_columns("uniform", [T], [2], ids, [0, 1], [0], member_subscription=[0, 0])

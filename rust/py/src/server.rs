@@ -3,18 +3,18 @@
 //! extracted with the GIL held; the assignor runs with it released ([`run`]).
 
 use mqbalance_core::assign::server::{
-    self, CurrentTable, KafkaRelease, MemberIds, Owners, ServerAssignor, ServerGroup, ServerMember,
-    ServerTopic, Uuid,
+    self, CurrentTable, GroupColumns, KafkaRelease, MemberIds, Owners, ServerAssignor, ServerGroup,
+    ServerMember, ServerTopic, Uuid,
 };
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::errors::{run, InvalidInputError, UnknownStrategyError};
+use crate::errors::{ok, run, InvalidInputError, UnknownStrategyError};
 
 /// The broker-side assignors' names, from the core's registry (`ServerAssignor::ALL`).
 pub fn names() -> Vec<&'static str> {
@@ -78,24 +78,12 @@ impl Topics {
     }
 
     fn intern_str(&mut self, item: &Bound<'_, PyAny>, count: Option<u32>) -> PyResult<u32> {
-        let s = item
-            .cast::<PyString>()
-            .map_err(|_| bad(format!("topic ids must be str, got {}", repr(item)), item))?;
-        let text = s.to_str().map_err(|_| {
-            bad(
-                format!("topic id {} is not valid Unicode", repr(item)),
-                item,
-            )
-        })?;
+        let s = topic_str(item)?;
+        let text = s.to_str()?;
         if let Some(&t) = self.index.get(text) {
             return Ok(t);
         }
-        let id = Uuid::parse(text).ok_or_else(|| {
-            bad(
-                format!("malformed topic id {text:?}: expected Kafka's 22-character base64url Uuid form"),
-                item,
-            )
-        })?;
+        let id = topic_uuid(item, text)?;
         let t = self.table.len() as u32;
         self.index.insert(text.to_owned(), t);
         self.names.push(s.clone().unbind());
@@ -105,6 +93,32 @@ impl Topics {
         });
         Ok(t)
     }
+}
+
+/// A topic id as a `str` whose text is valid Unicode.
+fn topic_str<'a, 'py>(item: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PyString>> {
+    let s = item
+        .cast::<PyString>()
+        .map_err(|_| bad(format!("topic ids must be str, got {}", repr(item)), item))?;
+    s.to_str().map_err(|_| {
+        bad(
+            format!("topic id {} is not valid Unicode", repr(item)),
+            item,
+        )
+    })?;
+    Ok(s)
+}
+
+/// A topic id's text parsed (Kafka's base64url form: one text per id).
+fn topic_uuid(item: &Bound<'_, PyAny>, text: &str) -> PyResult<Uuid> {
+    Uuid::parse(text).ok_or_else(|| {
+        bad(
+            format!(
+                "malformed topic id {text:?}: expected Kafka's 22-character base64url Uuid form"
+            ),
+            item,
+        )
+    })
 }
 
 /// A partition count: a Java int, not negative.
@@ -464,20 +478,23 @@ fn index(name: &str, v: i64, len: usize) -> PyResult<u32> {
 }
 
 /// The topic table of the columnar entry point: ids in order, each once, with its count.
-fn topic_table(topic_ids: &Bound<'_, PyAny>, counts: &[i64]) -> PyResult<Topics> {
-    let mut table = Topics::default();
-    let mut listed = 0usize;
+fn topic_table(topic_ids: &Bound<'_, PyAny>, counts: &[i64]) -> PyResult<Vec<ServerTopic>> {
+    let mut table = Vec::with_capacity(counts.len());
+    let mut seen: FxHashSet<Uuid> =
+        FxHashSet::with_capacity_and_hasher(counts.len(), rustc_hash::FxBuildHasher);
     for (item, &c) in topic_ids.try_iter()?.zip(counts) {
         let item = item?;
         let count = count_of(c, &item)?;
-        let before = table.table.len();
-        table.intern(&item, Some(count))?;
-        if table.table.len() == before {
+        let id = topic_uuid(&item, topic_str(&item)?.to_str()?)?;
+        if !seen.insert(id) {
             return Err(bad("topic id listed twice".into(), &item));
         }
-        listed += 1;
+        table.push(ServerTopic {
+            id,
+            partitions: Some(count),
+        });
     }
-    if listed != counts.len() || topic_ids.len()? != counts.len() {
+    if table.len() != counts.len() || topic_ids.len()? != counts.len() {
         return Err(InvalidInputError::new_err((
             format!(
                 "{} topic ids for {} partition counts",
@@ -488,6 +505,47 @@ fn topic_table(topic_ids: &Bound<'_, PyAny>, counts: &[i64]) -> PyResult<Topics>
         )));
     }
     Ok(table)
+}
+
+/// The member ids checked (each a `str` of valid text) and hashed, not copied: by `str`'s own
+/// hash, `None` when one is of a subclass (which may redefine it: the general path checks them).
+fn member_hashes(member_ids: &Bound<'_, PyList>) -> PyResult<Option<Vec<u64>>> {
+    let mut hashes = Vec::with_capacity(member_ids.len());
+    let mut exact = true;
+    for id in member_ids.iter() {
+        let s = id.cast::<PyString>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("member_ids must be a list of str")
+        })?;
+        s.to_str()?;
+        exact &= id.is_exact_instance_of::<PyString>();
+        if exact {
+            hashes.push(s.hash()? as u64);
+        }
+    }
+    Ok(exact.then_some(hashes))
+}
+
+/// Whether the ids are unique, by their Python hashes (a `str` keeps its hash once computed:
+/// a list passed again is not hashed again), comparing texts only when two hashes are equal.
+fn unique_ids(ids: &Bound<'_, PyList>, hashes: &[u64]) -> PyResult<bool> {
+    let size = (hashes.len() * 2).next_power_of_two().max(16);
+    let mask = size - 1;
+    let mut table = vec![u32::MAX; size];
+    for (i, &h) in hashes.iter().enumerate() {
+        let mut slot = (h ^ (h >> 32)) as usize & mask;
+        while table[slot] != u32::MAX {
+            let j = table[slot] as usize;
+            if hashes[j] == h {
+                let (a, b) = (ids.get_item(i)?, ids.get_item(j)?);
+                if a.cast::<PyString>()?.to_str()? == b.cast::<PyString>()?.to_str()? {
+                    return Ok(false);
+                }
+            }
+            slot = (slot + 1) & mask;
+        }
+        table[slot] = i as u32;
+    }
+    Ok(true)
 }
 
 /// One subscribed-topic list, shared by the members that use it.
@@ -539,8 +597,7 @@ fn subscription_rows(
     Ok((rows, which))
 }
 
-/// Every row of the current-assignment columns checked (topic index, partition a Java int not
-/// negative), then each member's rows (`bounds`: its row range) as entries of one table: runs of
+/// Each member's rows (checked by [`check_current_rows`]) (`bounds`: its row range) as entries of one table: runs of
 /// rows with one topic, a topic whose rows are not contiguous merged into one entry (topics in
 /// order of first appearance, partitions in row order). Returns the table and each member's
 /// entries.
@@ -549,22 +606,7 @@ fn current_table(
     cur_p: &[i64],
     bounds: &[(usize, usize)],
     n_topics: usize,
-) -> PyResult<(CurrentTable, Vec<Range<usize>>)> {
-    // One branch-free pass over both columns (their extremes); only a bad column is walked again,
-    // row by row, for the first bad value in row order.
-    let (lo_t, hi_t) = cur_t
-        .iter()
-        .fold((0i64, -1i64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
-    let (lo_p, hi_p) = cur_p
-        .iter()
-        .fold((0i64, 0i64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
-    if lo_t < 0 || hi_t >= n_topics as i64 || lo_p < 0 || hi_p > i64::from(u32::MAX) {
-        for (&t, &p) in cur_t.iter().zip(cur_p) {
-            index("current topic", t, n_topics)?;
-            u32::try_from(p)
-                .map_err(|_| InvalidInputError::new_err((format!("negative partition {p}"), p)))?;
-        }
-    }
+) -> (CurrentTable, Vec<Range<usize>>) {
     let parts: Vec<u32> = cur_p.iter().map(|&p| p as u32).collect();
     let mut current = CurrentTable::with_capacity(bounds.len(), parts.len());
     let mut ranges = Vec::with_capacity(bounds.len());
@@ -618,7 +660,27 @@ fn current_table(
         }
         ranges.push(first..current.len());
     }
-    Ok((current, ranges))
+    (current, ranges)
+}
+
+/// Every row of the current-assignment columns checked: a topic index, a partition a Java int not
+/// negative. One branch-free pass over both columns (their extremes); only a bad column is walked
+/// again, row by row, for the first bad value in row order.
+fn check_current_rows(cur_t: &[i64], cur_p: &[i64], n_topics: usize) -> PyResult<()> {
+    let (lo_t, hi_t) = cur_t
+        .iter()
+        .fold((0i64, -1i64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let (lo_p, hi_p) = cur_p
+        .iter()
+        .fold((0i64, 0i64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
+    if lo_t < 0 || hi_t >= n_topics as i64 || lo_p < 0 || hi_p > i64::from(u32::MAX) {
+        for (&t, &p) in cur_t.iter().zip(cur_p) {
+            index("current topic", t, n_topics)?;
+            u32::try_from(p)
+                .map_err(|_| InvalidInputError::new_err((format!("negative partition {p}"), p)))?;
+        }
+    }
+    Ok(())
 }
 
 /// The columnar entry point: owner (member position, -1 for none) of every partition, topics in
@@ -643,16 +705,10 @@ pub fn server_assign_columns<'py>(
 ) -> PyResult<Bound<'py, PyArray1<i32>>> {
     let assignor = assignor(name)?;
     let kafka = release(kafka_version)?;
-    let table = topic_table(topic_ids, partition_counts.as_slice()?)?;
-    let n_topics = table.table.len();
+    let topics = topic_table(topic_ids, partition_counts.as_slice()?)?;
+    let n_topics = topics.len();
     let n = member_ids.len();
-    let mut ids = MemberIds::with_capacity(n, 0);
-    for id in member_ids.iter() {
-        let id = id.cast::<PyString>().map_err(|_| {
-            pyo3::exceptions::PyTypeError::new_err("member_ids must be a list of str")
-        })?;
-        ids.push(id.to_str()?);
-    }
+    let hashes = member_hashes(member_ids)?;
     let instances = instance_ids.unwrap_or_else(|| vec![None; n]);
     if instances.len() != n {
         return Err(InvalidInputError::new_err((
@@ -675,6 +731,33 @@ pub fn server_assign_columns<'py>(
             cur_p.len(),
         )));
     }
+    let uniform = assignor == ServerAssignor::Uniform;
+    let unique = match &hashes {
+        Some(hashes) => unique_ids(member_ids, hashes)?,
+        None => false,
+    };
+    if uniform && unique {
+        // A homogeneous group with a valid current assignment, straight from the columns (it
+        // declines anything else, which the general path below answers or refuses).
+        let columns = GroupColumns {
+            topics: &topics,
+            members: n,
+            subscription_offsets: subscription_offsets.as_slice()?,
+            subscription_topics: subs,
+            member_subscription: member_subscription
+                .as_ref()
+                .map(PyReadonlyArray1::as_slice)
+                .transpose()?,
+            current_offsets: current_offsets.as_slice()?,
+            current_topics: cur_t,
+            current_partitions: cur_p,
+        };
+        if let Some(owners) = run(py, || {
+            ok(server::uniform_homogeneous_columns(&columns, kafka))
+        })? {
+            return Ok(owners.into_pyarray(py));
+        }
+    }
     let (table_rows, which) = subscription_rows(
         member_subscription.as_ref(),
         &subscription_offsets,
@@ -688,13 +771,19 @@ pub fn server_assign_columns<'py>(
         n,
         cur_t.len(),
     )?;
-    let uniform = assignor == ServerAssignor::Uniform;
     // `range` does not read the current assignment: it is neither extracted nor checked.
     let rows = if uniform { cur_t.len() } else { 0 };
+    if uniform {
+        check_current_rows(cur_t, cur_p, n_topics)?;
+    }
     let bounds: Vec<(usize, usize)> = (0..n)
         .map(|m| if uniform { (co[m], co[m + 1]) } else { (0, 0) })
         .collect();
-    let (current, ranges) = current_table(&cur_t[..rows], &cur_p[..rows], &bounds, n_topics)?;
+    let (current, ranges) = current_table(&cur_t[..rows], &cur_p[..rows], &bounds, n_topics);
+    let mut ids = MemberIds::with_capacity(n, 0);
+    for id in member_ids.iter() {
+        ids.push(id.cast::<PyString>()?.to_str()?);
+    }
     let members: Vec<ServerMember> = instances
         .into_iter()
         .zip(ranges)
@@ -706,7 +795,7 @@ pub fn server_assign_columns<'py>(
         })
         .collect();
     let group = ServerGroup {
-        topics: table.table,
+        topics,
         member_ids: ids,
         members,
         current,

@@ -28,6 +28,7 @@
 //! assert_eq!(assign(ServerAssignor::Range, &group, newest).unwrap(), vec![vec![1, 1, 1, 0, 0]]);
 //! ```
 
+mod columns;
 mod hash_set;
 mod range;
 mod release;
@@ -40,6 +41,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use thiserror::Error;
 
+pub use columns::{uniform_homogeneous_columns, GroupColumns};
 pub use hash_set::java_hash_set_order;
 pub use release::KafkaRelease;
 pub use uuid::Uuid;

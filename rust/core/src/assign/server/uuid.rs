@@ -24,8 +24,21 @@ pub struct Uuid {
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/// Each byte's place in [`ALPHABET`], `NONE` for a byte outside it.
+const DECODE: [u8; 256] = {
+    let mut table = [NONE; 256];
+    let mut i = 0;
+    while i < ALPHABET.len() {
+        table[ALPHABET[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+const NONE: u8 = 0xFF;
+
 fn sextet(c: u8) -> Option<u32> {
-    ALPHABET.iter().position(|&a| a == c).map(|p| p as u32)
+    let v = DECODE[c as usize];
+    (v != NONE).then_some(u32::from(v))
 }
 
 impl Uuid {
