@@ -123,7 +123,7 @@ chromium:
 # servers start once per file, and most of a live test's time is waiting on servers, not CPU.
 TEST_WORKERS ?= 2
 test-python: setup zookeeper rocketmq chromium iproute2 java
-	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 -n $(TEST_WORKERS) --dist loadfile tests benches
+	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests benches
 
 test: lint docs test-rust test-python
 

@@ -179,8 +179,10 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
     assert {health[("cg-stop", q)] for q in range(2)} == {"STOP"}, health
     assert {health[("cg-rewind", q)] for q in range(2)} == {"REWIND"}, health
     dups = pacsv.read_csv(out / "duplicate_ids.csv").to_pylist()
-    assert [(d["group"], d["client_id"]) for d in dups] == [("cg-dup", "dup-d")], dups
-    seen = dt.datetime.fromisoformat(str(dups[0]["start"]))
+    # one id, duplicated; on a busy machine a tick can see only one of its two connections (one
+    # reconnecting), and the duplication is then reported in two stretches: the first one counts
+    assert {(d["group"], d["client_id"]) for d in dups} == {("cg-dup", "dup-d")}, dups
+    seen = min(dt.datetime.fromisoformat(str(d["start"])) for d in dups)
     # the second process heartbeated before its first rebalance or duplicate record (on a busy
     # machine its start-up alone can take longer than a tick): seen within a tick gap of that
     after_heartbeat = min(r["t"] for r in load_records([tmp_path / "dup.jsonl"])["dup"] if r["e"] in ("a", "rb", "dup"))
