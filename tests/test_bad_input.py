@@ -23,6 +23,8 @@ import io
 import json
 import math
 import pkgutil
+import resource
+import signal
 import socket
 import struct
 import subprocess
@@ -1598,10 +1600,16 @@ def _child(name: str, param: str) -> None:  # runs in the subprocess
     print(json.dumps(problems))
 
 
+#: the CPU seconds a huge value may cost before it counts as a hang
+CHILD_CPU_S = 60
+
+
 @pytest.mark.parametrize(("entry", "param"), _RISKY_CASES, ids=[f"{e.name}:{p}" for e, p in _RISKY_CASES])
 def test_huge_values_fail_fast_in_a_capped_process(entry: Entry, param: str) -> None:
     """Huge counts: a typed error naming the value (or the result), under a 3 GiB address-space
-    cap within 60 s — never a panic, an abort, a MemoryError or a hang."""
+    cap within 60 s of CPU — never a panic, an abort, a MemoryError or a hang. The limit is the
+    child's CPU time (a kernel limit, SIGXCPU past it): on a busy machine its wall time says nothing;
+    a child blocked without using CPU is caught by the wall-clock timeout."""
     code = textwrap.dedent(
         f"""
         import sys
@@ -1610,10 +1618,17 @@ def test_huge_values_fail_fast_in_a_capped_process(entry: Entry, param: str) -> 
         test_bad_input._child({entry.name!r}, {param!r})
         """
     )
+
+    def cpu_cap() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (CHILD_CPU_S, CHILD_CPU_S + 1))
+
     try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                              preexec_fn=cpu_cap)  # fmt: skip
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{entry.name}({param}=huge) did not finish in 60 s")
+        pytest.fail(f"{entry.name}({param}=huge) hung: not finished after 600 s")
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        pytest.fail(f"{entry.name}({param}=huge) used more than {CHILD_CPU_S} s of CPU")
     assert done.returncode == 0, f"{entry.name}({param}=huge) died: rc={done.returncode}\n{done.stderr[-2000:]}"
     assert "PanicException" not in done.stderr
     problems = json.loads(done.stdout.strip().splitlines()[-1])
