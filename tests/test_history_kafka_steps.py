@@ -138,3 +138,27 @@ def test_a_generation_with_no_change_seen_says_so_and_names_what_moved() -> None
         "generation advanced with no membership change seen between ticks",
         f"static member replaced 2 s before: instance s, member j2-1 -> j2 ({_HOST}, member j2-2, instance s)",
     ]
+
+
+def test_still_preparing_with_a_newer_generation_is_the_next_rebalance() -> None:
+    # recorded on Apache Kafka 4.4.0: j2 and s-out joined (PreparingRebalance at 05:11), the
+    # generation they made was read at 05:13 with the group in PreparingRebalance again for s-in
+    groups = [
+        {"ts": 0, "event": "checkpoint", "state": "Stable", "generation": 1},
+        {"ts": 11_164, "event": "state", "state": "PreparingRebalance", "generation": 1},
+        {"ts": 13_167, "event": "state", "state": "PreparingRebalance", "generation": 2},
+        {"ts": 15_167, "event": "state", "state": "Stable", "generation": 4},
+    ]
+    members = [
+        _member(0, "checkpoint", "j1-1", "j1"),
+        _member(11_164, "join", "j2-1", "j2"),
+        _member(11_164, "join", "static-out-1", "s-out", "static-out"),
+        _member(13_167, "join", "static-in-1", "s-in", "static-in"),
+    ]
+    assert _episodes(groups, members) == [
+        (11_164, 1, [
+            f"joined: j2 ({_HOST}, member j2-1)",
+            f"joined: s-out ({_HOST}, member static-out-1, instance static-out)",
+        ]),
+        (13_167, 2, [f"joined: s-in ({_HOST}, member static-in-1, instance static-in)"]),
+    ]  # fmt: skip

@@ -153,7 +153,12 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         # or back in PreparingRebalance from CompletingRebalance: the rebalance before made its
         # generation (the broker creates it on entering CompletingRebalance) and a member's JoinGroup
         # or leave began the next one — its Stable, if any, fell between two ticks
-        back = not fresh and state == _PREPARING and _state(prev) == "completingrebalance"
+        # (or still in it with a newer generation: the one it waited for was made meanwhile)
+        back = (
+            not fresh
+            and state == _PREPARING
+            and (_state(prev) == "completingrebalance" or (_state(prev) == _PREPARING and raw > 0))
+        )
         entering = state in _REBALANCING and (appear or (not fresh and _state(prev) not in _REBALANCING) or back)
         starts = to_previous = False
         if prev is None and not appear:  # where the rows start (a checkpoint): the state then
@@ -324,8 +329,9 @@ def unseen_causes(
     what the watcher did see, never a guess at the reason:
 
     * ``static member replaced S s before: instance I, member A -> MEMBER`` — a static
-      replacement since the episode before began (``previous``) that moved no generation in its
-      own tick, with no member change between it and ``a``;
+      replacement since the group's row before ``a`` (``previous``; a checkpoint's included, so
+      a history read a span at a time says the same) that moved no generation in its own tick,
+      with no member change between it and ``a``;
     * ``assignment changed: MEMBER; …`` — the members whose partitions changed owner in the
       episode (old and new owners).
 
@@ -443,7 +449,8 @@ def analyse_kafka_group(
             protocols=[c for c in protocols if a <= c["ts"] < b],
         )
         if why == ["unknown"] and k > 0 and counted_inc > 0:
-            why = unseen_causes(a, b, bounds[k - 1], replaced, inc_at, changes, ownership, members)
+            seen = max((s["ts"] for s in steps if s["ts"] < a), default=a)  # the group's row before
+            why = unseen_causes(a, b, seen, replaced, inc_at, changes, ownership, members)
         idle_s, dup_s, owned_at = sweep.integrate(a, b)
         moments = [s["ts"] for s in inside if s["changed"]] + [c["ts"] for c in joined + left]
         settled = next((s["ts"] for s in inside if s["settles"]), None)
