@@ -449,8 +449,8 @@ def analyse_kafka_group(
             protocols=[c for c in protocols if a <= c["ts"] < b],
         )
         if why == ["unknown"] and k > 0 and counted_inc > 0:
-            seen = max((s["ts"] for s in steps if s["ts"] < a), default=a)  # the group's row before
-            why = unseen_causes(a, b, seen, replaced, inc_at, changes, ownership, members)
+            row_before = max((s["ts"] for s in steps if s["ts"] < a), default=a)  # the group's row before
+            why = unseen_causes(a, b, row_before, replaced, inc_at, changes, ownership, members)
         idle_s, dup_s, owned_at = sweep.integrate(a, b)
         moments = [s["ts"] for s in inside if s["changed"]] + [c["ts"] for c in joined + left]
         settled = next((s["ts"] for s in inside if s["settles"]), None)
