@@ -300,7 +300,12 @@ def test_classic_episodes_name_members_times_and_causes(result: Any) -> None:
     assert gc[310]["causes"] == [
         f"vanished: c2 ({HOST}, member m2): no commit at 2 offsets readings over 4 s on its lagging partitions"
     ]
-    assert gc[500]["rebalances"] == 3 and gc[500]["causes"] == ["unknown"] and gc[500]["rebalancing_s"] == 0.0
+    # three generations with no change seen: said so, with the static replacement before them (at 400)
+    assert gc[500]["rebalances"] == 3 and gc[500]["rebalancing_s"] == 0.0
+    assert gc[500]["causes"] == [
+        "generation advanced with no membership change seen between ticks",
+        f"static member replaced 100 s before: instance s1, member m4 -> c4 ({HOST}, member m5, instance s1)",
+    ]
     assert gc[600]["causes"] == [f"joined: c7 ({HOST}, member m7, instance s2)"]
     assert (gc[600]["rebalances"], gc[600]["rebalancing_s"], gc[600]["generation_to"]) == (1, 1.0, 8)
     assert gc[620]["causes"] == [

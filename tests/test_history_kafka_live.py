@@ -6,7 +6,7 @@ session timeout and one restarted after it — while a producer keeps the partit
 ``mqbalance history``. The history's rebalance count per group must equal the broker's own, read
 from its log (``org.apache.kafka.coordinator.group`` at INFO: ``Stabilized group G generation N``,
 ``Group G with generation N is now empty``, ``Bumped group epoch to N``), and every episode must
-name its members and a cause. Each step waits on what the watcher recorded, never a fixed sleep."""
+name its members and a cause (none ``unknown``). Each step waits on what the watcher recorded, never a fixed sleep."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from kafka_cluster import MQBALANCE
 from kafka_history_watch import WAIT_S, rebalance_counts, recorded, settled, stop_after_two_ticks, wait_settled
 from kafka_history_watch import ticks as _ticks
 from kafka_java_cluster import KafkaJavaBroker, MixedKafkaGroup
+from mqbalance.history.causes import UNSEEN
 from server_process import ServerProcess, wait_for
 
 pytestmark = pytest.mark.java
@@ -124,18 +125,21 @@ def test_history_counts_the_brokers_rebalances_and_names_every_episode(
     assert counted == broker
     episodes = pacsv.read_csv(out / "episodes.csv").to_pylist()
     assert episodes
-    unseen = []  # rebalances that began and settled between two ticks, with no member change seen
     for e in episodes:
         causes = json.loads(e["causes"])
         named = json.loads(e["joined"]) + json.loads(e["left"])
-        assert causes, e
-        if causes == ["unknown"] and not named and json.loads(e["states"]) == ["Stable"]:
-            unseen.append(e)
+        assert causes and "unknown" not in causes, e
+        if causes[0] == UNSEEN[0]:
+            # a generation with no member change: a member's JoinGroup with the membership unchanged
+            # (a rejoin after its metadata changed, a leader's rejoin), begun and settled between two
+            # ticks — the broker's log has its reason, its group description does not; the episode
+            # says so and names what the watcher saw (a static replacement before it, the members
+            # whose partitions moved). Back-to-back rebalances whose Stable fell between two ticks
+            # are two episodes, each with its joins (they were one with every join, then one of these)
+            assert not named and all(c.startswith(UNSEEN) for c in causes), e
+            print(f"generation with no member change seen: {causes}")
             continue
-        assert "unknown" not in causes, e
         assert named or any(c.startswith("fenced:") for c in causes), e
-    # on a loaded machine a 1 s watcher can miss one such quick rebalance; its count is still exact
-    assert len(unseen) <= 1, unseen
     fenced = pacsv.read_csv(out / "fenced.csv").to_pylist()
     inside = [f for f in fenced if f["instance_id"] == "static-in"]
     assert len(inside) == 1, fenced

@@ -50,8 +50,13 @@ id and instance id (:func:`member_name`), from :func:`kafka_causes`:
   when the protocol changed: its assignor changes with it);
 * ``partitions added: T (N)`` / ``partitions removed: T (N)`` — a topic's partition count
   changed, a topic was created or deleted;
-* ``unknown`` when none of these shows (e.g. a member's changed metadata, or a rebalance the
-  watcher's ticks did not see the cause of).
+* when none of these shows but the generation advanced (a member's JoinGroup with the membership
+  unchanged, begun and settled between two ticks: a rejoin after its metadata changed, a leader's
+  or a static member's rejoin — the broker logs the reason, its group description does not):
+  ``generation advanced with no membership change seen between ticks``, then the evidence seen
+  around it: a static replacement just before it, the members whose assignment changed
+  (:func:`mqbalance.history.kafka.unseen_causes`);
+* ``unknown`` otherwise.
 
 >>> rows = [{"ts": 0, "event": "checkpoint", "topic": "T", "broker_name": "b", "queue_id": 0},
 ...         {"ts": 5, "event": "change", "topic": "T", "broker_name": "b", "queue_id": 1}]
@@ -69,6 +74,7 @@ from itertools import groupby
 from typing import Any
 
 __all__ = [
+    "UNSEEN",
     "causes",
     "changes",
     "held_at",
@@ -81,6 +87,11 @@ __all__ = [
 ]
 
 Queue = tuple[str, str, int]
+
+#: the causes of a Kafka episode whose generation advanced with nothing else seen in it, by kind
+#: (:func:`mqbalance.history.kafka.unseen_causes`): the first, then the evidence seen around it
+UNSEEN = ("generation advanced with no membership change seen between ticks", "static member replaced",
+          "assignment changed")  # fmt: skip
 
 
 def _ms(ts: Any) -> int:

@@ -18,7 +18,9 @@ base; where the protocol changed, it counts from 0 (see *Protocol changes*).
 coordinator's records, written as it becomes Stable, so the new generation shows at the end or a
 tick later); a consumer-protocol one bumps the group epoch at once and goes ``Assigning`` /
 ``Reconciling`` → ``Stable``. An episode starts when the group enters ``PreparingRebalance`` (or
-``CompletingRebalance`` from a settled state) and waits for its generation increase, or at an
+``CompletingRebalance`` from a settled state, or ``PreparingRebalance`` again from
+``CompletingRebalance``: the next rebalance began, the Stable between fell between two ticks) and
+waits for its generation increase, or at an
 increase no episode waits for. A waiting episode
 that settles is given one increment then (a classic rebalance that reaches Stable or Empty made a
 generation), which the increase read later pays back: a rebalance that starts before the
@@ -71,7 +73,7 @@ from itertools import groupby
 from typing import Any
 
 from mqbalance.history.analysis import OwnershipSweep, flapping, health, id_moves, ms, owner_timeline
-from mqbalance.history.causes import kafka_causes, queue_changes
+from mqbalance.history.causes import UNSEEN, kafka_causes, member_name, queue_changes
 
 __all__ = [
     "SETTLED",
@@ -79,6 +81,7 @@ __all__ = [
     "analyse_kafka_group",
     "generation_steps",
     "member_changes",
+    "unseen_causes",
     "vanished",
 ]
 
@@ -147,7 +150,16 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         inc, debt = max(0, raw - debt), max(0, debt - raw)
         # a rebalance seen from its start, or first in CompletingRebalance (its PreparingRebalance
         # fell between two ticks)
-        entering = state in _REBALANCING and (appear or (not fresh and _state(prev) not in _REBALANCING))
+        # or back in PreparingRebalance from CompletingRebalance: the rebalance before made its
+        # generation (the broker creates it on entering CompletingRebalance) and a member's JoinGroup
+        # or leave began the next one — its Stable, if any, fell between two ticks
+        # (or still in it with a newer generation: the one it waited for was made meanwhile)
+        back = (
+            not fresh
+            and state == _PREPARING
+            and (_state(prev) == "completingrebalance" or (_state(prev) == _PREPARING and raw > 0))
+        )
+        entering = state in _REBALANCING and (appear or (not fresh and _state(prev) not in _REBALANCING) or back)
         starts = to_previous = False
         if prev is None and not appear:  # where the rows start (a checkpoint): the state then
             awaiting = state in _REBALANCING
@@ -158,6 +170,8 @@ def generation_steps(groups: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
             starts, awaiting = True, state == _PREPARING
         elif entering and not awaiting:
             starts = awaiting = True
+        elif back:  # the waiting rebalance's generation, not read yet: given now, paid back when read
+            inc, debt, to_previous, starts = 1, debt + 1, True, True
         settles = state in SETTLED and (inc > 0 or starts or (prev is not None and _state(prev) not in SETTLED))
         if settles and awaiting and not starts:
             # a classic rebalance that settled has a new generation (at least one): given now, the
@@ -297,6 +311,61 @@ def _lags(values: tuple[int | None, int | None]) -> bool:
     return committed is not None and end is not None and end > committed
 
 
+def unseen_causes(
+    a: int,
+    b: int,
+    previous: int,
+    replaced: Sequence[Mapping[str, Any]],
+    inc_at: Mapping[int, int],
+    changes: Sequence[Mapping[str, Any]],
+    ownership: Sequence[Mapping[str, Any]],
+    members: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The causes of an episode ``[a, b)`` whose generation advanced with no change of members,
+    subscriptions, partitions or protocol seen in it — a rebalance begun and settled between two
+    ticks by a member's JoinGroup with the membership unchanged (a member rejoining after its
+    metadata changed, a leader rejoining, a static member's new id rejoining), whose reason only
+    the broker logs: ``generation advanced with no membership change seen between ticks``, then
+    what the watcher did see, never a guess at the reason:
+
+    * ``static member replaced S s before: instance I, member A -> MEMBER`` — a static
+      replacement since the group's row before ``a`` (``previous``; a checkpoint's included, so
+      a history read a span at a time says the same) that moved no generation in its own tick,
+      with no member change between it and ``a``;
+    * ``assignment changed: MEMBER; …`` — the members whose partitions changed owner in the
+      episode (old and new owners).
+
+    >>> m = {"ts": 0, "event": "checkpoint", "member_id": "c1-0", "client_id": "c1", "client_addr": "/h"}
+    >>> own = [{"ts": 12, "event": "change", "topic": "t", "broker_name": "", "queue_id": 0, "owner": "c1-0"}]
+    >>> unseen_causes(10, 20, 0, [], {10: 1}, [], own, [m])
+    ['generation advanced with no membership change seen between ticks', 'assignment changed: c1 (/h, member c1-0)']
+    """
+    out = [UNSEEN[0]]
+    out += [
+        f"static member replaced {(a - r['ts']) / 1000:g} s before: instance {r['instance_id']}, member"
+        f" {r['old']['member_id']} -> {member_name(r['new'])}"
+        for r in replaced
+        if previous <= r["ts"] < a and inc_at.get(r["ts"], 0) == 0 and not any(r["ts"] < c["ts"] < a for c in changes)
+    ]
+    owner = _owner_before(ownership, a)
+    moved: set[str] = set()
+    for r in ownership:
+        t = ms(r["ts"])
+        if t < a or t >= b:
+            continue
+        q = (r["topic"], r["broker_name"], int(r["queue_id"]))
+        now = None if r["event"] == "remove" else r["owner"]
+        if owner.get(q) != now:
+            moved.update(o for o in (owner.get(q), now) if o)
+        owner[q] = now
+    known = {r["member_id"]: _member(r) for r in members if r.get("member_id")}
+    if moved:
+        out.append(
+            "assignment changed: " + "; ".join(member_name(known[m]) if m in known else m for m in sorted(moved))
+        )
+    return out
+
+
 def _who(m: Mapping[str, Any]) -> list[Any]:
     """A member as an episode lists it: client id, host, member id, instance id."""
     return [m["client_id"], m["client_addr"], m["member_id"], m.get("instance_id")]
@@ -368,6 +437,7 @@ def analyse_kafka_group(
         joined = [c for c in changes if a <= c["ts"] < b and c["event"] == "join"]
         left = [c for c in changes if a <= c["ts"] < b and c["event"] == "leave"]
         swaps = [r for r in replaced if a <= r["ts"] < b and inc_at.get(r["ts"], 0) > 0]
+        counted_inc = sum(s["inc"] for s in counted)
         why = kafka_causes(
             joined=joined,
             left=[
@@ -378,6 +448,9 @@ def analyse_kafka_group(
             partitions=[c for c in added if a <= c["ts"] < b],
             protocols=[c for c in protocols if a <= c["ts"] < b],
         )
+        if why == ["unknown"] and k > 0 and counted_inc > 0:
+            row_before = max((s["ts"] for s in steps if s["ts"] < a), default=a)  # the group's row before
+            why = unseen_causes(a, b, row_before, replaced, inc_at, changes, ownership, members)
         idle_s, dup_s, owned_at = sweep.integrate(a, b)
         moments = [s["ts"] for s in inside if s["changed"]] + [c["ts"] for c in joined + left]
         settled = next((s["ts"] for s in inside if s["settles"]), None)

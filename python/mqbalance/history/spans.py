@@ -14,6 +14,7 @@ from mqbalance.history.analysis import (
     duplicate_periods,
     ms,
 )
+from mqbalance.history.causes import UNSEEN
 
 __all__ = ["HistoryResult"]
 
@@ -172,7 +173,7 @@ def _owned_at(e: Mapping[str, Any]) -> int | None:
 _CAUSE_ORDER = ("protocol upgraded", "protocol downgraded", "protocol changed", "joined", "left", "vanished",
                 "fenced", "subscription changed", "broker gone", "queues added", "queues removed",
                 "partitions added", "partitions removed", "strategies differ", "duplicated id", "shared instance id",
-                "unknown")  # fmt: skip
+                *UNSEEN, "unknown")  # fmt: skip
 
 
 def _kafka_goes_on(e: dict[str, Any], row: Mapping[str, Any]) -> None:
@@ -198,5 +199,15 @@ def _kafka_goes_on(e: dict[str, Any], row: Mapping[str, Any]) -> None:
 def _merged(first: Sequence[str], second: Sequence[str]) -> list[str]:
     """Two pieces of an episode's causes as one list, each once, in kind order (the same whichever
     spans cut the episode), ``unknown`` only when nothing else shows."""
-    out = sorted(set(first) | set(second), key=lambda c: (_CAUSE_ORDER.index(c.split(":")[0]), c))
+    out = sorted(set(first) | set(second), key=lambda c: (_kind(c), c))
+    if any(_CAUSE_ORDER[_kind(c)] not in (*UNSEEN, *_ADDED, "unknown") for c in out):
+        out = [c for c in out if _CAUSE_ORDER[_kind(c)] not in UNSEEN]  # another piece saw the change
     return [c for c in out if c != "unknown"] or out
+
+
+#: causes added to an episode from periods, not from its own changes
+_ADDED = ("duplicated id", "shared instance id")
+
+
+def _kind(cause: str) -> int:
+    return next(i for i, k in enumerate(_CAUSE_ORDER) if cause.startswith(k))
