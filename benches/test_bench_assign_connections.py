@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from assign_scale import HEAVY, LIGHT_QUEUES_PER_PROCESS, connections, make_json_fleet  # noqa: E402
 from mqbalance import _core  # noqa: E402
 from mqbalance.exceptions import SnapshotError  # noqa: E402
-from mqbalance.fleet import audit  # noqa: E402
 from mqbalance.fleet.rocketmq.assignment import assign_pair, assign_snapshot  # noqa: E402
 from mqbalance.fleet.rocketmq.checks import no_duplicate_keys  # noqa: E402
 from mqbalance.fleet.rocketmq.facts import busy_processes  # noqa: E402
