@@ -165,6 +165,11 @@ LIGHT_QUEUES_PER_PROCESS = 100
 def ring_md5_floor(path: Path) -> float:
     """Seconds of MD5 alone (the core's, all cores, timed in Rust) over the virtual-node keys of the
     snapshot's CONSISTENT_HASH groups (10 per connection): work that grows with connections."""
+    return ring_md5_floor_cpu(path)[0]
+
+
+def ring_md5_floor_cpu(path: Path, rounds: int = 3) -> tuple[float, float]:
+    """:func:`ring_md5_floor` and the CPU seconds (user + system, all threads) of one round of it."""
     from mqbalance._core import _bench
 
     data = json.loads(path.read_text())
@@ -175,7 +180,10 @@ def ring_md5_floor(path: Path) -> float:
         for c in g["connections"]
         for r in range(10)
     ]
-    return float(_bench.time_md5_floor(keys, 3))
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    wall = float(_bench.time_md5_floor(keys, rounds))
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return wall, (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / rounds
 
 
 def json_floor(path: Path, rounds: int = 3) -> float:
@@ -213,12 +221,18 @@ def connections(size: int, rounds: int, out: Path) -> dict[str, Any]:
                 times[name].append(wall)
                 cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
                 peaks[name] = max(peaks[name], peak)
+        md5_heavy, md5_heavy_cpu = ring_md5_floor_cpu(heavy)
+        md5_light, md5_light_cpu = ring_md5_floor_cpu(light)
         floors = {
             "json_heavy_s": json_floor(heavy),
             "json_light_s": json_floor(light),
-            "md5_ring_heavy_s": ring_md5_floor(heavy),
-            "md5_ring_light_s": ring_md5_floor(light),
+            "md5_ring_heavy_s": md5_heavy,
+            "md5_ring_light_s": md5_light,
+            "md5_ring_heavy_cpu_s": md5_heavy_cpu,
+            "md5_ring_light_cpu_s": md5_light_cpu,
         }
+        # The floor: the light run plus the ring MD5 of the connections it does not have.
+        floor_cpu = statistics.median(cpu["light"]) + md5_heavy_cpu - md5_light_cpu
         med = {k: statistics.median(v) for k, v in times.items()}
         row: dict[str, Any] = {
             "queues": queues,
@@ -238,6 +252,10 @@ def connections(size: int, rounds: int, out: Path) -> dict[str, Any]:
             "cpu_light_s": round(statistics.median(cpu["light"]), 2),
             "cpu_ratio": round(statistics.median(cpu["heavy"]) / statistics.median(cpu["light"]), 2),
             "target": 1.5,
+            "floor_cpu_s": round(floor_cpu, 2),
+            "cpu_ratio_to_floor": round(statistics.median(cpu["heavy"]) / floor_cpu, 2),
+            "cpu_spread_heavy_s": [round(min(cpu["heavy"]), 2), round(max(cpu["heavy"]), 2)],
+            "cpu_spread_light_s": [round(min(cpu["light"]), 2), round(max(cpu["light"]), 2)],
             "peak_gib_heavy": round(peaks["heavy"] / 2**30, 2),
             "peak_gib_light": round(peaks["light"] / 2**30, 2),
             **{k: round(v, 3) for k, v in floors.items()},

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import chain
 
 import numpy as np
 import pyarrow as pa
@@ -190,8 +191,17 @@ def assign_batch_rows(
         owners = bulk.owners_by_pair(
             t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids
         )
-        offsets = np.cumsum([0] + [len(ids) for ids in batched_ids])
-        flat_ids = pa.array([cid for ids in batched_ids for cid in ids], type=pa.string())
+        # A group's pairs share its id list: each list once in the flat ids, its pairs point at it.
+        first_of: dict[int, int] = {}
+        lists: list[list[str]] = []
+        list_of = np.empty(len(batched_ids), dtype=np.int64)
+        for s, ids in enumerate(batched_ids):
+            k = first_of.setdefault(id(ids), len(lists))
+            if k == len(lists):
+                lists.append(ids)
+            list_of[s] = k
+        offsets = np.cumsum([0] + [len(ids) for ids in lists])[list_of]
+        flat_ids = pa.array(list(chain.from_iterable(lists)), type=pa.string())
         seg_of_row = np.repeat(np.arange(len(batched_ids)), np.diff(batched_bounds))
         owned = owners >= 0
         # One consumer per batched row, aligned with the rows (null where nobody consumes).

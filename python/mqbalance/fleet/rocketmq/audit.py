@@ -8,6 +8,7 @@ ids, min/max/mean queues per process, skew (max / mean), churn — and
 :func:`audit_snapshot` runs both in-process.
 
 >>> from mqbalance.fleet.rocketmq.facts import snapshot_facts
+from mqbalance.fleet.rocketmq.files import gc_paused
 >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
 ...     {"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
@@ -45,6 +46,7 @@ from mqbalance.fleet.findings import (
 )
 from mqbalance.fleet.rocketmq.assignment import pair_queue_counts
 from mqbalance.fleet.rocketmq.facts import snapshot_facts
+from mqbalance.fleet.rocketmq.files import gc_paused
 from mqbalance.fleet.rocketmq.lag_time import pair_lag
 from mqbalance.fleet.rocketmq.schemas import GROUP_BUSY_SCHEMA, LOAD_SCHEMA, PAIR_FACT_SCHEMA
 from mqbalance.fleet.rocketmq.snapshot import ConsumerGroup, MessageModel, ReportedStrategy, Snapshot
@@ -84,7 +86,8 @@ def audit_snapshot(
             f"audit_snapshot: previous must be a Snapshot (see load_snapshot), got {previous!r}", previous
         )
     candidates = what_if_candidates(what_if)
-    facts = snapshot_facts(snapshot, candidates=candidates, previous=previous, progress=progress)
+    with gc_paused():  # a list of ids per group: no cycles, yet each collection would walk every id
+        facts = snapshot_facts(snapshot, candidates=candidates, previous=previous, progress=progress)
     return summarise(snapshot, *facts)
 
 

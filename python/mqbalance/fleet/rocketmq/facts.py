@@ -254,9 +254,10 @@ def busy_processes(busy_ids: pa.Table, groups: Mapping[str, ConsumerGroup]) -> p
     duplicated = {g for g in names if g in groups and groups[g].duplicated_ids}
     if duplicated:
         weighted: dict[str, int] = dict.fromkeys(duplicated, 0)
-        for g, cid in zip(ids.column("group").to_pylist(), ids.column("consumer").to_pylist()):
-            if g in weighted:
-                weighted[g] += groups[g].id_counts.get(cid, 1)
+        # Only those groups' rows reach Python (not one pair of strings per busy process).
+        some = ids.filter(pc.is_in(ids.column("group"), value_set=pa.array(sorted(duplicated), pa.string())))
+        for g, cid in zip(some.column("group").to_pylist(), some.column("consumer").to_pylist()):
+            weighted[g] += groups[g].id_counts.get(cid, 1)
         counts = [weighted.get(g, n) for g, n in zip(names, counts)]
     return pa.table([pa.array(names, pa.string()), pa.array(counts, pa.int64())], schema=GROUP_BUSY_SCHEMA)
 
