@@ -8,7 +8,6 @@ ids, min/max/mean queues per process, skew (max / mean), churn — and
 :func:`audit_snapshot` runs both in-process.
 
 >>> from mqbalance.fleet.rocketmq.facts import snapshot_facts
-from mqbalance.fleet.rocketmq.files import gc_paused
 >>> from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
 >>> snap = snapshot_from_dict({"topics": {"T": {"queueDatas": [
 ...     {"brokerName": "b", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}]}},
