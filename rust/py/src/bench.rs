@@ -87,13 +87,7 @@ fn time_server_columns_floor(
         for id in member_ids.iter() {
             ids.push(id.cast::<pyo3::types::PyString>()?.to_str()?);
         }
-        let (lo_t, hi_t) = cur_t
-            .iter()
-            .fold((0i64, -1i64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
-        let (lo_p, hi_p) = cur_p
-            .iter()
-            .fold((0i64, 0i64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
-        let ok = lo_t >= 0 && hi_t < topics as i64 && lo_p >= 0 && hi_p <= i64::from(u32::MAX);
+        let ok = crate::server::current_rows_in_range(cur_t, cur_p, topics);
         let parts: Vec<u32> = cur_p.iter().map(|&p| p as u32).collect();
         let owners = vec![-1i32; partitions].into_pyarray(py);
         let elapsed = start.elapsed().as_secs_f64();

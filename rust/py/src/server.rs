@@ -663,17 +663,23 @@ fn current_table(
     (current, ranges)
 }
 
-/// Every row of the current-assignment columns checked: a topic index, a partition a Java int not
-/// negative. One branch-free pass over both columns (their extremes); only a bad column is walked
-/// again, row by row, for the first bad value in row order.
-fn check_current_rows(cur_t: &[i64], cur_p: &[i64], n_topics: usize) -> PyResult<()> {
+/// Whether every current row has a topic index below `n_topics` and a partition in `0..=u32::MAX`:
+/// the extremes of both columns, in one branch-free pass each.
+pub(crate) fn current_rows_in_range(cur_t: &[i64], cur_p: &[i64], n_topics: usize) -> bool {
     let (lo_t, hi_t) = cur_t
         .iter()
         .fold((0i64, -1i64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
     let (lo_p, hi_p) = cur_p
         .iter()
         .fold((0i64, 0i64), |(lo, hi), &p| (lo.min(p), hi.max(p)));
-    if lo_t < 0 || hi_t >= n_topics as i64 || lo_p < 0 || hi_p > i64::from(u32::MAX) {
+    lo_t >= 0 && hi_t < n_topics as i64 && lo_p >= 0 && hi_p <= i64::from(u32::MAX)
+}
+
+/// Every row of the current-assignment columns checked: a topic index, a partition a Java int not
+/// negative. One branch-free pass over both columns (their extremes); only a bad column is walked
+/// again, row by row, for the first bad value in row order.
+fn check_current_rows(cur_t: &[i64], cur_p: &[i64], n_topics: usize) -> PyResult<()> {
+    if !current_rows_in_range(cur_t, cur_p, n_topics) {
         for (&t, &p) in cur_t.iter().zip(cur_p) {
             index("current topic", t, n_topics)?;
             u32::try_from(p)
