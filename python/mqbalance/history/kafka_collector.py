@@ -643,7 +643,9 @@ class KafkaCollector(TickLoop):
                 modern.append(g)
                 continue
             if d.error_code:
-                gaps.append(_gap("DescribeGroups", f"{g}: {error_for_code(d.error_code).__name__}"))
+                gaps.append(
+                    _gap("DescribeGroups", f"{g}: {error_for_code(d.error_code).__name__}", address=self.bootstrap)
+                )
                 kept.add(g)
                 continue
             before = old.groups.get(g)
@@ -695,7 +697,13 @@ class KafkaCollector(TickLoop):
                 if d is None:
                     continue
                 if d.error_code:
-                    gaps.append(_gap("ConsumerGroupDescribe", f"{g}: {error_for_code(d.error_code).__name__}"))
+                    gaps.append(
+                        _gap(
+                            "ConsumerGroupDescribe",
+                            f"{g}: {error_for_code(d.error_code).__name__}",
+                            address=self.bootstrap,
+                        )
+                    )
                     kept.add(g)
                     continue
                 before = old.groups.get(g)
