@@ -118,6 +118,23 @@ class ServerProcess:
         server_process.untrack(proc)
 
 
+# The broker stops accepting writes (SYSTEM_BUSY, ``store_not_writeable``) once the disk holding
+# its store is this full, counting space reserved for root as used.
+DISK_FULL_RATIO = 0.90
+
+
+def _check_disk(path: Path) -> None:
+    """Fail with the reason up front rather than with SYSTEM_BUSY answers later."""
+    st = os.statvfs(path)
+    total, available = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+    used = (total - available) / total
+    if used > DISK_FULL_RATIO - 0.03:
+        raise RuntimeError(
+            f"the disk holding {path} is {used:.0%} full ({available / 2**30:.1f} GiB available); the RocketMQ "
+            f"broker refuses writes from {DISK_FULL_RATIO:.0%}: free space first"
+        )
+
+
 class Broker(ServerProcess):
     def __init__(
         self,
@@ -145,6 +162,12 @@ class Broker(ServerProcess):
             "storePathRootDir": directory / "store",
             "autoCreateTopicEnable": "true",
             "autoCreateSubscriptionGroup": "true",
+            # Small store files: the defaults preallocate 1 GiB of commit log and 400 MiB of index per
+            # broker, and the broker refuses writes once its disk is 90 % full.
+            "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+            "mappedFileSizeConsumeQueue": 300_000 * 20 // 100,  # 3,000 entries a file
+            "maxHashSlotNum": 50_000,
+            "maxIndexNum": 200_000,
             **(config or {}),
         }
         directory.mkdir(parents=True, exist_ok=True)
@@ -231,6 +254,7 @@ class RocketMQCluster:
         raise RuntimeError(f"the name server did not list {sorted(names)} within {self.start_timeout:g} s\n{logs}")
 
     def start(self) -> RocketMQCluster:
+        _check_disk(self.dir)
         self.namesrv.start()
         deadline = time.monotonic() + self.start_timeout
         while True:  # the name server answers (cluster info, even empty)
