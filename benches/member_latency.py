@@ -43,9 +43,7 @@ def _wait(predicate: object, timeout: float) -> bool:
 def run(rounds: int, queues: int, semantics: str) -> dict[str, object]:
     topic, group = "LatencyTopic", "cg-latency"
     with RocketMQCluster(brokers=1) as cluster:
-        addr = cluster.brokers[0].addr
-        with BrokerClient(addr) as bc:
-            bc.create_topic(topic, read=queues, write=queues)
+        cluster.create_topic(topic, {"broker-a": queues})  # and wait until the name server routes it
         mqs = [MessageQueue(topic, "broker-a", i) for i in range(queues)]
         a = RocketMQMember(
             cluster.namesrv_addr,
@@ -78,7 +76,7 @@ def run(rounds: int, queues: int, semantics: str) -> dict[str, object]:
         for b in joined:
             b.close()
         a.close()
-        with BrokerClient(addr) as bc:
+        with BrokerClient(cluster.brokers[0].addr) as bc:
             trips = []
             for _ in range(50):
                 t = time.perf_counter()

@@ -281,9 +281,15 @@ class RocketMQCluster:
 
         >>> cluster.create_topic("TopicA", {"broker-a": 8, "broker-b": 4})  # doctest: +SKIP
         """
-        for name, n in queues.items():
-            with BrokerClient(self.broker(name).addr) as admin:
-                admin.create_topic(topic, read=n, write=n, perm=perm)
+
+
+        def create(names: list[str]) -> float:
+            for name in names:
+                with BrokerClient(self.broker(name).addr) as admin:
+                    admin.create_topic(topic, read=queues[name], write=queues[name], perm=perm)
+            return time.monotonic()
+
+        created = create(list(queues))
         want = dict(queues)
         deadline = time.monotonic() + timeout
         with NameServer(self.namesrv_addr) as ns:
@@ -298,6 +304,8 @@ class RocketMQCluster:
                     return
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"the name server's route of {topic} is {got}, not {want}, after {timeout:g} s")
+                if time.monotonic() - created > 5:  # a registration was lost: creating again registers again
+                    created = create([name for name, n in want.items() if got.get(name) != n])
                 time.sleep(0.05)
 
     def start_broker(self, name: str) -> None:
