@@ -123,7 +123,7 @@ chromium:
 # servers start once per file, and most of a live test's time is waiting on servers, not CPU (two
 # files alone is faster but flakier on the 2-core machine: see docs/contributing.md). The longest files go first
 # (tests/conftest.py, LONGEST_FIRST), so xdist's own reordering by test count is turned off.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 test-python: setup zookeeper rocketmq chromium iproute2 java
 	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests benches
 
