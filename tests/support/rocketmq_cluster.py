@@ -282,7 +282,6 @@ class RocketMQCluster:
         >>> cluster.create_topic("TopicA", {"broker-a": 8, "broker-b": 4})  # doctest: +SKIP
         """
 
-
         def create(names: list[str]) -> float:
             for name in names:
                 with BrokerClient(self.broker(name).addr) as admin:
