@@ -120,8 +120,8 @@ chromium:
 	  fi; }
 
 # Test files run on TEST_WORKERS processes (pytest-xdist), a whole file per process: module-scoped
-# servers start once per file, and most of a live test's time is waiting on servers, not CPU (two
-# files alone is faster but flakier on the 2-core machine: see docs/contributing.md). The longest files go first
+# servers start once per file, and most of a live test's time is waiting on servers, not CPU (three
+# processes on the 2-core machine: see docs/contributing.md). The longest files go first
 # (tests/conftest.py, LONGEST_FIRST), so xdist's own reordering by test count is turned off.
 TEST_WORKERS ?= 3
 test-python: setup zookeeper rocketmq chromium iproute2 java

@@ -155,9 +155,9 @@ def floor_shuffle(queues: Any, consumers: Any) -> Any:
     """The same shuffle as ``assign_queues`` (queue and consumer rows together by group, the same
     partitions) and the same Arrow round trip, with nothing computed in Python: a floor for ours."""
     from mqbalance.spark.arrow import QueueColumns
-    from mqbalance.spark.dataframes import _buckets, _ddl, together_by_group
+    from mqbalance.spark.dataframes import _ddl, _shuffle_partitions, together_by_group
 
-    n = _buckets(queues.sparkSession, None)
+    n = _shuffle_partitions(queues.sparkSession, None)
     rows = together_by_group(queues, consumers, QueueColumns(), n, "is_consumer")
     return rows.mapInArrow(_identity("is_consumer"), _ddl(queues, "client_id"))
 

@@ -231,3 +231,42 @@ def test_the_guide_example_runs(spark):
     block = re.search(r"```python\n(.*?)```", text, re.S)
     assert block is not None
     exec(compile(block.group(1), "docs/guide/spark.md", "exec"), {})
+
+
+def _tasks_of(spark, job_group: str, action) -> int:
+    """The tasks Spark ran for ``action()``: every stage of the jobs started under ``job_group``."""
+    sc = spark.sparkContext
+    sc.setJobGroup(job_group, job_group)
+    try:
+        action()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    tracker = sc.statusTracker()
+    jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(job_group)]
+    return sum(tracker.getStageInfo(s).numTasks for job in jobs for s in job.stageIds if tracker.getStageInfo(s))
+
+
+@pytest.mark.parametrize(
+    ("adaptive", "buckets", "most_tasks"), [("true", None, 12), ("false", None, 810), ("true", 3, 12)]
+)
+def test_a_few_rows_run_in_a_few_tasks_unless_told_otherwise(spark, adaptive, buckets, most_tasks):
+    """With Spark's defaults (200 shuffle partitions, adaptive execution on), the shuffle by group is
+    coalesced to the data's size: a 4-row fleet is a few tasks, not 800. With AQE off, the default is
+    4 × the shuffle partitions; an explicit ``buckets`` is that many partitions."""
+    before = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    spark.conf.set("spark.sql.adaptive.enabled", adaptive)
+    try:
+        q = spark.createDataFrame([("cg", "t", "broker-a", i) for i in range(4)], QUEUE_DDL.rsplit(",", 1)[0])
+        c = spark.createDataFrame([("cg", "c1"), ("cg", "c2")], CONSUMER_DDL)
+        rows: list = []
+        tasks = _tasks_of(
+            spark, f"few-rows-{adaptive}-{buckets}", lambda: rows.extend(assign_queues(q, c, buckets=buckets).collect())
+        )
+        assert [r.client_id for r in rows] == ["c1", "c1", "c2", "c2"]
+        assert tasks <= most_tasks, tasks
+        if adaptive == "false":
+            assert tasks >= 800, tasks  # the 4 × 200 partitions ran
+    finally:
+        for k, v in before.items():
+            spark.conf.set(k, v)

@@ -40,6 +40,15 @@ def _buckets(spark: Any, buckets: int | None) -> int:
     return 4 * int(spark.conf.get("spark.sql.shuffle.partitions"))
 
 
+def _shuffle_partitions(spark: Any, buckets: int | None) -> int | None:
+    """The partitions of :func:`assign_queues`' shuffle: ``buckets`` when given; else ``None`` (Spark's
+    own count, which adaptive query execution coalesces to the data's size: a few rows run in a few
+    tasks, not hundreds) when AQE is on, and 4 × ``spark.sql.shuffle.partitions`` when it is off."""
+    if buckets is None and str(spark.conf.get("spark.sql.adaptive.enabled", "true")).lower() == "true":
+        return None
+    return _buckets(spark, buckets)
+
+
 def _ddl(df: Any, extra: str) -> str:
     return ", ".join([f"`{f.name}` {f.dataType.simpleString()}" for f in df.schema.fields] + [f"`{extra}` string"])
 
@@ -67,8 +76,10 @@ def assign_queues(
     ``strategy_by_group``: a mapping group -> config for some groups. ``previous``: a column of
     ``queues`` with the previous owner (STICKY needs it). Returns the queues' columns plus
     ``client_id`` (null where nobody owns the queue), sorted the Java way within each batch of
-    groups. ``buckets``: Python calls per job, the partitions of the one shuffle by group (default
-    4 × ``spark.sql.shuffle.partitions``; each call holds its partition's rows in memory).
+    groups. ``buckets``: Python calls per job, the partitions of the one shuffle by group (each call
+    holds its partition's rows in memory). By default Spark chooses: its shuffle partitions,
+    coalesced to the data's size by adaptive query execution (4 × ``spark.sql.shuffle.partitions``
+    when AQE is off).
 
     >>> from mqbalance.spark import assign_queues  # doctest: +SKIP
     >>> assign_queues(spark.createDataFrame(rows, "group string, topic string, broker_name string, queue_id int"),
@@ -84,16 +95,17 @@ def assign_queues(
     _check(consumers, "consumers", {group: _STRING, client_id: _STRING})
     if client_id in queues.columns:
         raise ColumnError(f"queues already has a column {client_id!r} (the output's owner column)", client_id)
-    n = _buckets(queues.sparkSession, buckets)
+    n = _shuffle_partitions(queues.sparkSession, buckets)
     flag = _fresh_name("is_consumer", queues.columns)
     func = queue_partition_assigner(strategy, strategy_by_group=strategy_by_group, columns=cols, consumer_flag=flag)
     return together_by_group(queues, consumers, cols, n, flag).mapInArrow(func, _ddl(queues, client_id))
 
 
-def together_by_group(queues: Any, consumers: Any, cols: QueueColumns, partitions: int, flag: str) -> Any:
+def together_by_group(queues: Any, consumers: Any, cols: QueueColumns, partitions: int | None, flag: str) -> Any:
     """The one shuffle of :func:`assign_queues`: queue rows (owner column null, ``flag`` false) and
     consumer rows (only ``group`` and ``client_id`` set, ``flag`` true) in one DataFrame,
-    hash-partitioned by group into ``partitions`` (every row of a group in one partition). Spark
+    hash-partitioned by group into ``partitions`` (``None``: Spark's count; every row of a group in
+    one partition). Spark
     does not sort: the executors order each partition themselves (they need the Java order)."""
     from pyspark.sql import functions as F
 
@@ -108,7 +120,10 @@ def together_by_group(queues: Any, consumers: Any, cols: QueueColumns, partition
         F.col(f"`{cols.client_id}`"),
         F.lit(True).alias(flag),
     )
-    return queue_rows.unionByName(consumer_rows).repartition(partitions, F.col(f"`{cols.group}`"))
+    rows = queue_rows.unionByName(consumer_rows)
+    if partitions is None:
+        return rows.repartition(F.col(f"`{cols.group}`"))
+    return rows.repartition(partitions, F.col(f"`{cols.group}`"))
 
 
 def _fresh_name(base: str, taken: list[str]) -> str:
