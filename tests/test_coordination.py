@@ -450,15 +450,15 @@ def test_members_watch_again_after_a_dropped_connection(stack, mode):
     """kazoo drops every watch with a connection and does not set them again when the session
     survives (here: the server killed and restarted under its members): members must, or they go
     deaf, keep what they own, and a later joiner never gets its share."""
-    # A 1 s tick lets the server grant an 18 s session (at most 20 ticks): a kill -9 and restart of
+    # A 2 s tick lets the server grant a 36 s session (at most 20 ticks): a kill -9 and restart of
     # its JVM on a loaded machine must not outlast the sessions this test says survive.
-    server = stack.enter_context(ZooKeeperServer(tick_ms=1000))
+    server = stack.enter_context(ZooKeeperServer(tick_ms=2000))
     admin = KazooClient(hosts=server.hosts, timeout=10.0, connection_retry={"max_tries": -1, "max_delay": 0.5})
     admin.start(timeout=10)
     stack.callback(admin.close)
     stack.callback(admin.stop)
     set_partitions(admin, "t", 12)
-    kw = {"mode": mode, "session_timeout": 18.0}
+    kw = {"mode": mode, "session_timeout": 36.0}
     a, b = (start(stack, server.hosts, "g", cid, ["t"], **kw) for cid in ("a", "b"))
     wait_until(lambda: settled([a, b], 12))
     sessions = [m._session.client.client_id[0] for m in (a, b)]
