@@ -198,6 +198,7 @@ def test_watch_over_scram_and_tls(kafka_java_secured: KafkaJavaBroker, secured: 
     """``watch --bootstrap --command-config``: every client of the watcher (the admin client, the
     follower of ``__consumer_offsets``) goes through SASL_SSL; its ticks read without a gap and
     nothing it prints or writes shows the password."""
+    from mqbalance.history.schema import MARKER_FILE
     from mqbalance.history.writer import read_ticks
 
     broker = kafka_java_secured
@@ -211,7 +212,8 @@ def test_watch_over_scram_and_tls(kafka_java_secured: KafkaJavaBroker, secured: 
     try:
         ticks = wait_for(
             "three ticks of the watcher",
-            lambda: out.exists() and read_ticks(out).num_rows >= 3 or None,
+            # until its marker is renamed into place, the new directory holds only the temporary file
+            lambda: (out / MARKER_FILE).exists() and read_ticks(out).num_rows >= 3 or None,
             timeout=DEADLINE,
         )
     finally:
