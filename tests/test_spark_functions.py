@@ -243,7 +243,8 @@ def _tasks_of(spark, job_group: str, action) -> int:
         sc.setLocalProperty("spark.jobGroup.id", None)
     tracker = sc.statusTracker()
     jobs = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(job_group)]
-    return sum(tracker.getStageInfo(s).numTasks for job in jobs for s in job.stageIds if tracker.getStageInfo(s))
+    stages = [tracker.getStageInfo(s) for job in jobs for s in job.stageIds]
+    return sum(stage.numTasks for stage in stages if stage)
 
 
 @pytest.mark.parametrize(
