@@ -36,12 +36,12 @@ from kafka import KafkaProducer
 from kafka.structs import OffsetAndMetadata, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafka_cluster import MQBALANCE, free_port
+from kafka_cluster import MQBALANCE
 from kafka_java_cluster import JavaMember, KafkaJavaBroker, MixedKafkaGroup
 from mqbalance.fleet import drains, load_any_snapshot
 from mqbalance.history.writer import MARKER_FILE, read_ticks
 from paced_thread import PacedThread
-from server_process import ServerProcess, wait_for
+from server_process import ServerProcess, free_port, wait_for
 
 pytestmark = pytest.mark.java
 

@@ -27,7 +27,7 @@ from kafka.admin import NewTopic
 from kafka.coordinator.assignors.sticky.user_data import StickyAssignorUserData
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-from kafka_cluster import MQBALANCE, KafkaGroup, free_port
+from kafka_cluster import MQBALANCE, KafkaGroup
 from kafka_java_cluster import KafkaJavaBroker
 from mqbalance.exceptions import SnapshotError
 from mqbalance.fleet.kafka.audit import audit_kafka
@@ -37,6 +37,7 @@ from mqbalance.kafka import Subscription, TopicPartition, assignor, server_assig
 from mqbalance.kafka import user_data as java_user_data
 from mqbalance.kafka.kafka_python import StickyAssignor
 from mqbalance.record_files import load_records
+from server_process import free_port
 from test_kafka_python_dropin import Member, cluster
 
 

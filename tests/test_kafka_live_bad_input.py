@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_cluster import MQBALANCE, free_port
+from kafka_cluster import MQBALANCE
 from mqbalance.exceptions import InvalidInputError, RemotingConnectError
 from mqbalance.kafka.member import KafkaMemberConfig, check_bootstrap, run_kafka_member
+from server_process import free_port
 
 
 def test_unreachable_bootstrap_is_one_line_within_the_timeout(tmp_path: Path) -> None:

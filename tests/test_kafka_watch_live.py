@@ -29,12 +29,12 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from kafka_cluster import MQBALANCE, free_port
+from kafka_cluster import MQBALANCE
 from kafka_java_cluster import JavaMember, KafkaJavaBroker, MixedKafkaGroup
 from mqbalance.history.kafka_collector import KafkaState, load_kafka_state
 from mqbalance.history.schema import MARKER_FILE, TABLES, cluster_kind
 from mqbalance.history.writer import read_ticks
-from server_process import ServerProcess, wait_for
+from server_process import ServerProcess, free_port, wait_for
 
 pytestmark = pytest.mark.java
 

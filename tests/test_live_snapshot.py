@@ -15,7 +15,8 @@ from mqbalance.exceptions import RemotingConnectError
 from mqbalance.fleet.rocketmq.files import load_snapshot
 from mqbalance.fleet.rocketmq.live import live_snapshot, read_cluster
 from mqbalance.remoting import BrokerClient, ConsumerData, RemotingCommand, RequestCode
-from rocketmq_cluster import RocketMQCluster, free_port
+from rocketmq_cluster import RocketMQCluster
+from server_process import free_port
 
 JAVA = "org.apache.rocketmq.client.consumer.rebalance."
 

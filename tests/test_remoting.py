@@ -76,7 +76,7 @@ def test_unknown_topic_route(rocketmq: RocketMQCluster):
 
 
 def test_name_server_failover(rocketmq: RocketMQCluster):
-    from rocketmq_cluster import free_port
+    from server_process import free_port
 
     with NameServer(f"127.0.0.1:{free_port()};{rocketmq.namesrv_addr}", timeout=1.0) as ns:
         assert "broker-a" in ns.cluster_info().brokers

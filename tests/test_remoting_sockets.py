@@ -25,7 +25,7 @@ from mqbalance.exceptions import (
     RemotingTimeoutError,
 )
 from mqbalance.remoting import NameServer, RemotingClient
-from rocketmq_cluster import free_port
+from server_process import free_port
 
 
 class HostilePeer:

@@ -29,7 +29,8 @@ from mqbalance.history.collector import Collector, FleetState, _apply, checkpoin
 from mqbalance.history.schema import MARKER_FILE, SCHEMA_VERSION, TABLES, cluster_kind
 from mqbalance.history.writer import HistoryWriter, open_history, read_ticks
 from mqbalance.remoting import BrokerClient, ConsumerData
-from rocketmq_cluster import RocketMQCluster, free_port
+from rocketmq_cluster import RocketMQCluster
+from server_process import free_port
 
 TOPIC, GROUP = "TopicW", "cg-watch"
 

@@ -23,17 +23,11 @@ from pathlib import Path
 from types import TracebackType
 
 import server_process
+from server_process import free_port
 
 VERSION = "0.6.0"
 HOME = Path(os.environ.get("MQBALANCE_TANSU_HOME") or Path.home() / ".cache" / "mqbalance" / f"tansu-{VERSION}")
 BIN = HOME / "bin" / "tansu"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _serves(port: int) -> bool:

@@ -41,8 +41,8 @@ from typing import Any
 import pytest
 
 from java_harness import java_command
-from kafka_cluster import KafkaGroup, _serves, free_port
-from server_process import ServerProcess, wait_for
+from kafka_cluster import KafkaGroup, _serves
+from server_process import ServerProcess, free_port, wait_for
 from tls_pki import Pki, make_pki
 
 VERSION = "4.4.0"

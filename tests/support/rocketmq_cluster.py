@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -32,6 +31,7 @@ import pytest
 import server_process
 from mqbalance.exceptions import BrokerResponseError, RemotingError
 from mqbalance.remoting import BrokerClient, NameServer, ResponseCode
+from server_process import free_port, free_port_pair
 
 VERSION = "1.0.0"
 HOME = Path(
@@ -39,37 +39,6 @@ HOME = Path(
 )
 NAMESRV_BIN = HOME / "bin" / "rocketmq-namesrv-rust"
 BROKER_BIN = HOME / "bin" / "rocketmq-broker-rust"
-
-
-#: ports this process has handed out: a cluster picks all its ports before any of its servers
-#: listens, so the OS may offer a port twice (a broker once got its name server's port)
-_HANDED_OUT: set[int] = set()
-
-
-def free_port() -> int:
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port: int = s.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
-    raise RuntimeError("no free port on 127.0.0.1 that was not handed out already")
-
-
-def free_port_pair() -> int:
-    """A port P with P-2 also free (a broker may open a second listener there, as Java's does)."""
-    for _ in range(100):
-        p = free_port()
-        if p > 1100 and p - 2 not in _HANDED_OUT:
-            try:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p - 2))
-                _HANDED_OUT.add(p - 2)
-                return p
-            except OSError:
-                continue
-    raise RuntimeError("no free port pair on 127.0.0.1")
 
 
 class ServerProcess:

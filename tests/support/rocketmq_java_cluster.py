@@ -41,8 +41,8 @@ from typing import Any
 import pytest
 
 from java_harness import java_command
-from rocketmq_cluster import RocketMQCluster, free_port, free_port_pair
-from server_process import ServerProcess
+from rocketmq_cluster import RocketMQCluster
+from server_process import ServerProcess, free_port, free_port_pair
 
 NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"

@@ -26,6 +26,7 @@ import atexit
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -34,6 +35,39 @@ from pathlib import Path
 from typing import Any
 
 PID_DIR = Path(tempfile.gettempdir()) / "mqbalance-test-servers"
+
+#: ports this process has handed out: a cluster picks all its ports before any of its servers
+#: listens, so the OS may offer a port twice (a broker once got its name server's port)
+_HANDED_OUT: set[int] = set()
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the OS picks it), never one this process handed out
+    before: every fixture (RocketMQ, Kafka, Spark, the tests' own listeners) takes its ports here."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+    raise RuntimeError("no free port on 127.0.0.1 that was not handed out already")
+
+
+def free_port_pair() -> int:
+    """A port P with P-2 also free (a broker may open a second listener there, as Java's does)."""
+    for _ in range(100):
+        p = free_port()
+        if p > 1100 and p - 2 not in _HANDED_OUT:
+            try:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p - 2))
+                _HANDED_OUT.add(p - 2)
+                return p
+            except OSError:
+                continue
+    raise RuntimeError("no free port pair on 127.0.0.1")
+
 
 #: the processes this run started and has not stopped yet, by pid
 _tracked: dict[int, subprocess.Popen[bytes]] = {}

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from server_process import ServerProcess
+from server_process import ServerProcess, free_port
 
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 15.0
@@ -47,13 +47,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
