@@ -36,6 +36,7 @@ from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.layout import MemberInfo
 from mqbalance.coordination.records import check_records, load_records
 from mqbalance.kafka import TopicPartition
+from server_process import free_port
 
 SESSION_S = 2.0
 QUEUES = 32
@@ -177,7 +178,7 @@ def wait_owned(
 )
 def test_soak(tmp_path: Path, configs: list[tuple[str, str]]) -> None:
     rng = random.Random(12)
-    server = ZooKeeperServer(tick_ms=500)
+    server = ZooKeeperServer(tick_ms=500, port=free_port())  # restarted on this port: outside the ephemeral range
     server.start()
     groups: list[Group] = []
     admin = KazooClient(hosts=server.hosts, timeout=10.0, connection_retry={"max_tries": -1, "max_delay": 0.5})

@@ -65,3 +65,17 @@ def test_a_run_that_exits_stops_its_servers(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert not _alive(pid)
     assert not (server_process.PID_DIR / f"{pid}.pid").exists()
+
+
+def test_two_processes_never_pick_the_same_port(tmp_path: Path) -> None:
+    """300 ports picked by another process, then 300 here: no port twice (among ~16k ports, two
+    independent draws of 300 would share about five), all below the kernel's ephemeral range."""
+    picks = "import server_process as s; print(*(s.free_port() for _ in range(300)))"
+    code = f"import sys; sys.path.insert(0, {str(SUPPORT)!r}); {picks}"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    theirs = {int(p) for p in out.split()}
+    ours = {server_process.free_port() for _ in range(300)}
+    assert len(theirs) == len(ours) == 300
+    assert not theirs & ours
+    ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    assert max(theirs | ours) < ephemeral_low

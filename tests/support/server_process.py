@@ -25,6 +25,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -39,33 +40,72 @@ PID_DIR = Path(tempfile.gettempdir()) / "mqbalance-test-servers"
 #: ports this process has handed out: a cluster picks all its ports before any of its servers
 #: listens, so the OS may offer a port twice (a broker once got its name server's port)
 _HANDED_OUT: set[int] = set()
+#: the other test processes on the machine (xdist workers, a run beside this one) see a port picked
+#: here as taken for this long, time enough for the slowest server to start listening on it
+RESERVED_S = 600.0
+PORT_DIR = Path(tempfile.gettempdir()) / "mqbalance-test-ports"
+#: its own generator: a test that seeded :mod:`random` must not see its sequence move
+_RNG = random.SystemRandom()
+
+
+def _pick_range() -> range:
+    """The ports tests pick from: below the kernel's ephemeral range, so no client's outgoing
+    connection and no other program's ``bind(0)`` takes one between our pick and the listen."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return range(max(10_000, low // 2), low)
+
+
+def _reserve(port: int) -> bool:
+    """Claim ``port`` for this process across the machine (a file made with O_EXCL; one older than
+    :data:`RESERVED_S` is stale and taken over), then check nothing listens on it."""
+    if port in _HANDED_OUT:
+        return False
+    PORT_DIR.mkdir(exist_ok=True)
+    claim = PORT_DIR / str(port)
+    with contextlib.suppress(OSError):
+        if time.time() - claim.stat().st_mtime > RESERVED_S:
+            claim.unlink()
+    try:
+        os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))
+    except OSError:
+        return False
+    _HANDED_OUT.add(port)
+    return True
 
 
 def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the OS picks it), never one this process handed out
-    before: every fixture (RocketMQ, Kafka, Spark, the tests' own listeners) takes its ports here."""
-    for _ in range(100):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port: int = s.getsockname()[1]
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
+    """A TCP port free on 127.0.0.1 that no test process on this machine took in the last
+    :data:`RESERVED_S` seconds, never one this process handed out before, and outside the kernel's
+    ephemeral range. Every fixture (RocketMQ, Kafka, Spark, ZooKeeper, the tests' own listeners)
+    takes its ports here.
+
+    Example:
+        >>> a, b = free_port(), free_port()
+        >>> a != b and a in _pick_range() and b in _pick_range()
+        True
+    """
+    ports = _pick_range()
+    for _ in range(1000):
+        port = _RNG.choice(ports)
+        if _reserve(port):
             return port
-    raise RuntimeError("no free port on 127.0.0.1 that was not handed out already")
+    raise RuntimeError(f"no free port on 127.0.0.1 in {ports.start}-{ports.stop - 1} after 1000 tries")
 
 
 def free_port_pair() -> int:
-    """A port P with P-2 also free (a broker may open a second listener there, as Java's does)."""
+    """A free port P with P-2 also free and reserved (a broker opens a second listener there, as Java's does)."""
     for _ in range(100):
         p = free_port()
-        if p > 1100 and p - 2 not in _HANDED_OUT:
-            try:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p - 2))
-                _HANDED_OUT.add(p - 2)
-                return p
-            except OSError:
-                continue
+        if _reserve(p - 2):
+            return p
     raise RuntimeError("no free port pair on 127.0.0.1")
 
 

@@ -16,7 +16,7 @@ from mqbalance.coordination import ZooKeeperServer
 
 @pytest.fixture(scope="session")
 def zk_server() -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(tick_ms=500)
+    server = ZooKeeperServer(tick_ms=500, port=server_process.free_port())
     proc = None
     try:
         server.start()
