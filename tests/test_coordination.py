@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError
+from kazoo.exceptions import ConnectionLoss, NoAuthError
 
 from mqbalance import MessageQueue, UnknownStrategyError, strategy
 from mqbalance.coordination import (
@@ -476,3 +476,35 @@ def test_members_watch_again_after_a_dropped_connection(stack, mode):
         lambda: settled([a, b, c], 12) and all(len(m.assignment) == 4 for m in (a, b, c)),
         timeout=2 * kw["session_timeout"],
     )
+
+
+@pytest.mark.parametrize("mode", ["every-member", "leader"])
+def test_a_claim_whose_answer_was_lost_leaves_no_owner_node_behind(zk_server, zk, group, stack, mode):
+    """ZooKeeper applies a claim, then the connection drops before the answer arrives, and a member
+    joins meanwhile: the claimer's next share leaves out what its cut-off attempt claimed. Those
+    owner nodes are held by its live session, where nobody else could ever claim them, so it must
+    delete them itself — or the joiner waits for its share for as long as that session lives."""
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 12)
+    b = GroupMember(zk_server.hosts, group, [topic], client_id="b", mode=mode, **FAST)
+    real_commit = b._claims.commit_tx
+    calls: list[str] = []
+    joined: list[GroupMember] = []
+
+    def answer_lost(tx: Any) -> list[Any]:
+        result = real_commit(tx)
+        if any(op.path.startswith(f"{GroupPaths(group).owners}/") for op in tx.operations):
+            calls.append("claim")
+        if len(calls) == 4 or mode == "leader" and calls:  # every-member claims one per multi; leader all in one
+            b._claims.commit_tx = real_commit  # type: ignore[method-assign]
+            joined.append(start(stack, zk_server.hosts, group, "a", [topic], mode=mode))
+            raise ConnectionLoss()
+        return result
+
+    b._claims.commit_tx = answer_lost  # type: ignore[method-assign]
+    stack.enter_context(b)
+    a = wait_until(lambda: joined and joined[0])
+    wait_until(lambda: settled([a, b], 12) and len(a.assignment) == 6, timeout=30.0)
+    owner = GroupPaths(group).owner
+    held = {tp: zk.exists(owner(*tp)).ephemeralOwner for tp in zk_owners(zk, group, topic)}
+    assert held == {tp: m._session.client.client_id[0] for m in (a, b) for tp in m.assignment}

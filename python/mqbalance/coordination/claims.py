@@ -66,7 +66,7 @@ class Claims:
         self.owned: dict[TopicPartition, Claim] = {}
         self.revoking: dict[TopicPartition, Claim] = {}
         self.pending: dict[TopicPartition, str] = {}
-        self.unreleased: set[TopicPartition] = set()  # release started, delete not answered yet
+        self.unreleased: set[TopicPartition] = set()  # maybe held by this session, not counted as owned
 
     def owns(self, tp: TopicPartition | None) -> bool:
         """Owns ``tp`` (anything, when ``None``)."""
@@ -206,6 +206,14 @@ class Claims:
                 self.delete_many([paths.owner(*tp) for tp in tps])
                 with self.lock:
                     self.unreleased.difference_update(tps)
+
+    def interrupted(self, tps: Iterable[TopicPartition]) -> None:
+        """Claims cut off by a lost connection: the multis answered but not counted as owned yet, and
+        the one in flight (ZooKeeper may have applied it). Their owner nodes may be held by this live
+        session, where no other member could ever claim them, and this member's next share may not
+        include them: :meth:`release_leftovers` deletes them once connected again."""
+        with self.lock:
+            self.unreleased.update(tps)
 
     def drop_own_leftover(self, tp: TopicPartition) -> bool:
         """Delete ``tp``'s owner node if this live session holds it although this member does not

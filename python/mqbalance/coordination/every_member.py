@@ -24,6 +24,8 @@ import logging
 import queue
 from collections.abc import Mapping
 
+from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
+
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.claims import Claim, Claims
@@ -125,7 +127,11 @@ class EveryMemberProtocol:
             tx = session.client.transaction()
             claims.claim_ops(tx, tp, thread, raw, version)
             session.stats.count(2)
-            result = claims.commit_tx(tx)
+            try:
+                result = claims.commit_tx(tx)
+            except (ConnectionLoss, SessionExpiredError, ConnectionClosedError):
+                claims.interrupted([*claimed, tp])
+                raise
             if any(isinstance(r, Exception) for r in result):
                 session.stats.bump("conflicts")
                 log.info("%s: conflict claiming %s/%s; releasing %d claimed", self._name, *tp, len(claimed))

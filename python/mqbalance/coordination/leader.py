@@ -22,7 +22,14 @@ from __future__ import annotations
 
 import logging
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionClosedError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.coordination.assignment import group_assignment
@@ -212,7 +219,11 @@ class LeaderProtocol:
                 for tp, thread in order:
                     claims.claim_ops(tx, tp, thread, *offsets[tp])
                 session.stats.count(2 * len(order))
-                result = claims.commit_tx(tx)
+                try:
+                    result = claims.commit_tx(tx)
+                except (ConnectionLoss, SessionExpiredError, ConnectionClosedError):
+                    claims.interrupted([*claimed, *chunk])
+                    raise
                 if not any(isinstance(r, Exception) for r in result):
                     for k, (tp, thread) in enumerate(order):
                         claimed[tp] = claims.new_claim(tp, thread, *offsets[tp], result[2 * k + 1])
