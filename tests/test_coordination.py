@@ -4,7 +4,9 @@ fenced commits, session loss, ACLs, bad input. Soak tests with member processes 
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import socket
 import threading
 import time
 from collections import Counter
@@ -39,6 +41,7 @@ from mqbalance.exceptions import (
     UnsupportedStrategyError,
 )
 from mqbalance.kafka import TopicPartition, zk_assign
+from server_process import free_port
 from zk_fixture import expire_session, wait_until
 
 pytest_plugins = ["zk_plugin"]  # the real ZooKeeper server fixtures
@@ -508,3 +511,70 @@ def test_a_claim_whose_answer_was_lost_leaves_no_owner_node_behind(zk_server, zk
     owner = GroupPaths(group).owner
     held = {tp: zk.exists(owner(*tp)).ephemeralOwner for tp in zk_owners(zk, group, topic)}
     assert held == {tp: m._session.client.client_id[0] for m in (a, b) for tp in m.assignment}
+
+
+def test_a_leader_whose_publish_answer_was_lost_keeps_leading(zk_server, zk, group, stack):
+    """ZooKeeper applies the leader's publish, then the connection drops before the answer: the
+    leader's next publish is based on a stale version of the assignment node and fails. That is not
+    a lost election — the leader must read the node again and publish, or no member ever publishes
+    again and a later joiner waits for its share for good."""
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 12)
+    a = start(stack, zk_server.hosts, group, "a", [topic], mode="leader")
+    wait_until(lambda: settled([a], 12) and a.is_leader)
+    real_commit = a._claims.commit_tx
+
+    def answer_lost(tx: Any) -> list[Any]:
+        path = GroupPaths(group).assignment
+        if any(op.path == path for op in tx.operations):  # the connection drops: kazoo's watches go with it
+            a._session.client._data_watchers.pop(path, None)
+        result = real_commit(tx)
+        if any(op.path == path for op in tx.operations):
+            a._claims.commit_tx = real_commit  # type: ignore[method-assign]
+            raise ConnectionLoss()
+        return result
+
+    a._claims.commit_tx = answer_lost  # type: ignore[method-assign]
+    b = start(stack, zk_server.hosts, group, "b", [topic], mode="leader")
+    wait_until(lambda: settled([a, b], 12) and len(b.assignment) == 6 and a._claims.commit_tx == real_commit)
+    c = start(stack, zk_server.hosts, group, "c", [topic], mode="leader")
+    wait_until(lambda: settled([a, b, c], 12) and all(len(m.assignment) == 4 for m in (a, b, c)), timeout=30.0)
+    assert a.is_leader
+
+
+def test_a_server_that_never_answers_the_handshake_costs_a_few_seconds_not_the_session(zk_server, zk, group, stack):
+    """A server that accepts the connection and never answers the handshake (seen after a ZooKeeper
+    server's kill -9 and restart) is given up after a sixth of the session, not kazoo's whole session
+    timeout: here the first connection is held silent, the next ones reach the real server."""
+    zk_port = int(zk_server.hosts.rsplit(":", 1)[1])
+    listener = socket.create_server(("127.0.0.1", free_port()))
+    stack.callback(listener.close)
+    held: list[socket.socket] = []
+
+    def pipe(src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                stack.callback(conn.close)
+                if not held:
+                    held.append(conn)  # accepted, never answered
+                    continue
+                upstream = socket.create_connection(("127.0.0.1", zk_port))
+                stack.callback(upstream.close)
+                for a, b in ((conn, upstream), (upstream, conn)):
+                    threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    set_partitions(zk, f"{group}-t", 4)
+    t0 = time.monotonic()
+    m = start(stack, f"127.0.0.1:{listener.getsockname()[1]}", group, "a", [f"{group}-t"], session_timeout=36.0)
+    wait_until(lambda: settled([m], 4), timeout=30.0)
+    assert held and time.monotonic() - t0 < 36.0 / 2

@@ -154,11 +154,16 @@ class LeaderProtocol:
                 session.stats.bump("published")
                 self._apply(new)
                 return
-            if isinstance(result[0], Exception):  # our election node is gone: not the leader any more
+            if isinstance(result[0], NoNodeError | BadVersionError):  # the check failed: our election node is gone
                 log.warning("%s: lost leadership while publishing", self._name)
                 self.is_leader = False
+                self._elect()  # run again (a new node, if ours went), so that the group is never left without a leader
                 return
-            self._read_assignment()  # someone else wrote it: start from theirs
+            # The write failed (the check's result is then only "rolled back"): the node moved since
+            # we read it — another leader's generation, or our own publish whose answer was lost.
+            log.info("%s: %s moved since version %d (%s); reading it again", self._name,
+                     session.paths.assignment, self._assignment_version, type(result[1]).__name__)  # fmt: skip
+            self._read_assignment()
         log.warning("%s: could not publish after 5 attempts; retrying later", self._name)
         self._life.retry_in(max(self._backoff_ms, 100) / 1000)
 

@@ -36,6 +36,8 @@ from typing import Any
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.connection import ConnectionHandler
+from kazoo.protocol.serialization import Connect
 from kazoo.security import make_acl, make_digest_acl
 
 from mqbalance.coordination.layout import GroupPaths, MemberInfo, encode_member
@@ -79,6 +81,29 @@ def short_session(hosts: str, *, timeout: float, auth: tuple[str, str] | None = 
     finally:
         client.stop()
         client.close()
+
+
+def handshake_timeout(session_timeout: float) -> float:
+    """How long a member waits for a server's answer to its connection handshake before it tries
+    again: a sixth of the session, 2 s at least. kazoo waits the whole session timeout (divided by
+    the number of hosts); a server that accepted the connection while it was starting and never
+    answered (seen after a ``kill -9`` and restart) then costs the whole session.
+
+    >>> handshake_timeout(36.0), handshake_timeout(6.0)
+    (6.0, 2.0)
+    """
+    return max(2.0, session_timeout / 6)
+
+
+class _BoundedHandshake(ConnectionHandler):  # type: ignore[misc]
+    """kazoo's connection with the handshake's wait capped at ``handshake_s`` (see :func:`handshake_timeout`)."""
+
+    handshake_s = 2.0
+
+    def _invoke(self, timeout: float, request: Any, xid: int | None = None) -> Any:
+        if isinstance(request, Connect):
+            timeout = min(timeout, self.handshake_s)
+        return super()._invoke(timeout, request, xid)
 
 
 class MemberSession:
@@ -129,6 +154,8 @@ class MemberSession:
             connection_retry={"max_tries": -1, "delay": 0.05, "backoff": 1.5, "max_delay": 0.5},
             auth_data=digest_auth(self._auth),
         )
+        client._connection.__class__ = _BoundedHandshake  # kazoo builds its connection in __init__
+        client._connection.handshake_s = handshake_timeout(self.session_timeout)
         self.client = client
         client.add_listener(self._on_connection)
         try:
