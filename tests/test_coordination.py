@@ -578,3 +578,24 @@ def test_a_server_that_never_answers_the_handshake_costs_a_few_seconds_not_the_s
     m = start(stack, f"127.0.0.1:{listener.getsockname()[1]}", group, "a", [f"{group}-t"], session_timeout=36.0)
     wait_until(lambda: settled([m], 4), timeout=30.0)
     assert held and time.monotonic() - t0 < 36.0 / 2
+
+
+def test_a_leader_whose_release_answer_was_lost_is_acquired_again(zk_server, zk, group, stack):
+    """The leader hands half its partitions to a joiner; ZooKeeper applies the release, then the
+    connection drops before the answer. Once connected again the leader has nothing left to do and
+    must say so (ACQUIRED), not stay REBALANCING for good."""
+    topic = f"{group}-t"
+    set_partitions(zk, topic, 12)
+    a = start(stack, zk_server.hosts, group, "a", [topic], mode="leader")
+    wait_until(lambda: settled([a], 12) and a.is_leader)
+    real_release = a._claims.release
+
+    def answer_lost(tps: Any) -> None:
+        real_release(tps)
+        a._claims.release = real_release  # type: ignore[method-assign]
+        raise ConnectionLoss()
+
+    a._claims.release = answer_lost  # type: ignore[method-assign]
+    b = start(stack, zk_server.hosts, group, "b", [topic], mode="leader")
+    wait_until(lambda: settled([a, b], 12) and len(b.assignment) == 6, timeout=30.0)
+    assert a._claims.release == real_release

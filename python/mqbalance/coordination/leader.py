@@ -85,8 +85,8 @@ class LeaderProtocol:
             self._publish()
         if kinds & {"assignment", "retry"}:
             self._read_assignment()
-        if kinds & {"freed", "retry"} and self._claims.pending:
-            self._claim_pending()
+        if kinds & {"freed", "retry"}:  # with nothing pending, this only says so (ACQUIRED): a release the
+            self._claim_pending()  # connection cut off would otherwise leave the member REBALANCING for good
 
     def rewatch(self, kinds: set[str]) -> None:
         """After a dropped connection (watches lost): read again everything watched."""

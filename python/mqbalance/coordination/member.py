@@ -398,10 +398,10 @@ class GroupMember:
                     self._session_lost()
                 session.register()
                 new_session = True
-            elif life.state is not MemberState.ACQUIRED:  # same session: finish what the drop interrupted
-                kinds.add("retry")
             else:  # same session, but kazoo dropped every watch with the connection and sets none again
                 kinds.add("rewatch")
+                if life.state is not MemberState.ACQUIRED:  # and finish what the drop interrupted
+                    kinds.add("retry")
             life.announce(self.state)
         if session.session is None or not session.connected or life.state is MemberState.FAILED and self._error:
             return
