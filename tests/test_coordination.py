@@ -463,7 +463,7 @@ def test_members_watch_again_after_a_dropped_connection(stack, mode):
     set_partitions(admin, "t", 12)
     kw = {"mode": mode, "session_timeout": 36.0}
     a, b = (start(stack, server.hosts, "g", cid, ["t"], **kw) for cid in ("a", "b"))
-    wait_until(lambda: settled([a, b], 12))
+    wait_until(lambda: settled([a, b], 12) and len(b.assignment) == 6)  # the restart comes after the rebalance
     sessions = [m._session.client.client_id[0] for m in (a, b)]
     server.restart(kill=True)
     # reconnected within their sessions or not at all (the next line checks the same sessions): wait
