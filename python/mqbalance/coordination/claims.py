@@ -21,10 +21,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, NoAuthError, NoNodeError, SessionExpiredError
+from kazoo.exceptions import NoAuthError, NoNodeError
 
 from mqbalance.coordination.lifecycle import Lifecycle
-from mqbalance.coordination.session import MemberSession
+from mqbalance.coordination.session import CONNECTION_LOST, MemberSession
 from mqbalance.coordination.states import RevokeReason
 from mqbalance.exceptions import CommitFailedError, CoordinationAuthError, FencedCommitError, InvalidInputError
 from mqbalance.kafka import TopicPartition
@@ -102,7 +102,7 @@ class Claims:
             self._session.stats.bump("commits")
             try:
                 result = tx.commit()
-            except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
+            except CONNECTION_LOST as e:
                 raise CommitFailedError(f"commit of {tp.topic}/{tp.partition} failed: {type(e).__name__}", tp) from e
             if any(isinstance(r, Exception) for r in result):
                 self._session.stats.bump("fenced_commits")

@@ -24,14 +24,12 @@ import logging
 import queue
 from collections.abc import Mapping
 
-from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
-
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.claims import Claim, Claims
 from mqbalance.coordination.layout import MemberInfo
 from mqbalance.coordination.lifecycle import Event, Lifecycle
-from mqbalance.coordination.session import MemberSession
+from mqbalance.coordination.session import CONNECTION_LOST, MemberSession
 from mqbalance.coordination.states import MemberState, RevokeReason
 from mqbalance.coordination.watches import Watches
 from mqbalance.kafka import TopicPartition
@@ -129,7 +127,7 @@ class EveryMemberProtocol:
             session.stats.count(2)
             try:
                 result = claims.commit_tx(tx)
-            except (ConnectionLoss, SessionExpiredError, ConnectionClosedError):
+            except CONNECTION_LOST:
                 claims.interrupted([*claimed, tp])
                 raise
             if any(isinstance(r, Exception) for r in result):

@@ -22,21 +22,14 @@ from __future__ import annotations
 
 import logging
 
-from kazoo.exceptions import (
-    BadVersionError,
-    ConnectionClosedError,
-    ConnectionLoss,
-    NodeExistsError,
-    NoNodeError,
-    SessionExpiredError,
-)
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.claims import CLAIM_BATCH, Claim, Claims
 from mqbalance.coordination.layout import PublishedAssignment, encode_assignment, parse_assignment
 from mqbalance.coordination.lifecycle import Event, Lifecycle
-from mqbalance.coordination.session import MemberSession
+from mqbalance.coordination.session import CONNECTION_LOST, MemberSession
 from mqbalance.coordination.states import MemberState, RevokeReason
 from mqbalance.coordination.watches import Watches
 from mqbalance.kafka import TopicPartition
@@ -226,7 +219,7 @@ class LeaderProtocol:
                 session.stats.count(2 * len(order))
                 try:
                     result = claims.commit_tx(tx)
-                except (ConnectionLoss, SessionExpiredError, ConnectionClosedError):
+                except CONNECTION_LOST:
                     claims.interrupted([*claimed, *chunk])
                     raise
                 if not any(isinstance(r, Exception) for r in result):

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
-from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, KazooException, SessionExpiredError
+from kazoo.exceptions import KazooException
 
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.coordination.claims import Claims
@@ -47,7 +47,7 @@ from mqbalance.coordination.every_member import EveryMemberProtocol
 from mqbalance.coordination.layout import GroupPaths, MemberInfo, _check_name
 from mqbalance.coordination.leader import LeaderProtocol
 from mqbalance.coordination.lifecycle import Callback, Event, Lifecycle
-from mqbalance.coordination.session import MemberSession
+from mqbalance.coordination.session import CONNECTION_LOST, MemberSession
 from mqbalance.coordination.states import MemberState, MemberStats, Mode, RevokeReason, Stats
 from mqbalance.coordination.watches import Watches
 from mqbalance.exceptions import (
@@ -371,7 +371,7 @@ class GroupMember:
                 events.append(("retry",))
             try:
                 self._handle(events)
-            except (ConnectionLoss, SessionExpiredError, ConnectionClosedError) as e:
+            except CONNECTION_LOST as e:
                 log.info("%s: %s during %s; retrying once connected", self.client_id, type(e).__name__, events)
                 life.retry_in(0.1)
             except CoordinationError as e:

@@ -34,7 +34,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    ConnectionClosedError,
+    ConnectionLoss,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.connection import ConnectionHandler
 from kazoo.protocol.serialization import Connect
@@ -81,6 +88,11 @@ def short_session(hosts: str, *, timeout: float, auth: tuple[str, str] | None = 
     finally:
         client.stop()
         client.close()
+
+
+#: What a request raises when the connection or the session went: the request may or may not have
+#: been applied, and the member retries once connected again.
+CONNECTION_LOST = (ConnectionLoss, SessionExpiredError, ConnectionClosedError)
 
 
 def handshake_timeout(session_timeout: float) -> float:
