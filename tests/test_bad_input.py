@@ -513,6 +513,19 @@ TABLE: list[Entry] = [
         strategies=("strs", ["AVG", "AVG"]),
         consumers=("queues", [["y", "x"], ["z"]]),
     ),
+    E(
+        "allocation.bulk.owners_by_pair_in_column",
+        lambda topics, queue_ids, bounds, strategies, ids, starts, stops: bulk.owners_by_pair_in_column(
+            topics, ["b"] * 3, queue_ids, bounds, strategies, ids, starts, stops
+        ),
+        topics=("str_column", ["A", "A", "B"]),
+        queue_ids=("int_column", [1, 0, 0]),
+        bounds=("int_column", [0, 2, 3]),
+        strategies=("strs", ["AVG", "AVG"]),
+        ids=("str_column", ["y", "x", "z"]),
+        starts=("int_column", [0, 2]),
+        stops=("int_column", [2, 3]),
+    ),
     # kafka
     E("kafka.assignor", lambda name: kafka.assignor(name), name=("strategy", "range")),
     E("kafka.client_config.parse_properties", kafka_client_config.parse_properties, text=("str", "a=b")),

@@ -212,6 +212,24 @@ def owners_by_pair(
     seg_strategy: npt.NDArray[np.uint32],
     consumers: list[list[str]],
 ) -> npt.NDArray[np.int64]: ...
+def owners_by_pair_in_column(
+    topics: _StrColumn,
+    brokers: _StrColumn,
+    queue_ids: npt.NDArray[np.int64],
+    bounds: npt.NDArray[np.uint64],
+    strategies: list[Strategy],
+    seg_strategy: npt.NDArray[np.uint32],
+    id_offsets: npt.NDArray[np.int32],
+    id_data: npt.NDArray[np.uint8],
+    id_starts: npt.NDArray[np.int64],
+    id_stops: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]: ...
+def distinct_ids(
+    offsets: npt.NDArray[np.int32],
+    data: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    stops: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]: ...
 def json_keys(text: str) -> Literal["distinct", "duplicate", "unsure"]: ...
 
 _StrParts = tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8], npt.NDArray[np.uint8], int]

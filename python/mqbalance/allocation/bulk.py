@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from mqbalance import _core, _validate
-from mqbalance.allocation.columns import check_lengths, column_len, id_list, str_column
+from mqbalance.allocation.columns import check_lengths, column_len, id_list, str_column, string_buffers
 from mqbalance.allocation.columns import queue_ids as queue_id_column
 from mqbalance.allocation.models import MessageQueue
 from mqbalance.allocation.registry import REGISTRY, lookup
@@ -34,7 +34,7 @@ from mqbalance.exceptions import (
     UnsupportedStrategyError,
 )
 
-__all__ = ["owners", "owners_by_pair"]
+__all__ = ["owners", "owners_by_pair", "owners_by_pair_in_column"]
 
 
 def _strategy(strategy: AllocateStrategy | str, *, batch: bool = False) -> AllocateStrategy:
@@ -167,15 +167,76 @@ def owners_by_pair(
     >>> owners_by_pair(["A", "A", "B"], ["b"] * 3, [1, 0, 0], [0, 2, 3], ["AVG", "AVG"], [["y", "x"], ["z"]]).tolist()
     [0, 1, 0]
     """
-    if isinstance(strategies, (str, bytes)) or not hasattr(strategies, "__iter__"):
-        raise InvalidInputError(
-            f"strategies must be a sequence of strategies, one per pair, got {strategies!r}", strategies
-        )
+    distinct, which = _handles(strategies)
     if isinstance(consumers, (str, bytes)) or not hasattr(consumers, "__iter__"):
         raise InvalidInputError(
             f"consumers must be a sequence of client-id lists, one per pair, got {consumers!r}", consumers
         )
     consumers = list(consumers)
+    qids = queue_id_column(queue_ids)
+    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
+    b = _validate.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
+    check_lengths(strategies=len(which), consumers=len(consumers))
+    return _core.owners_by_pair(
+        str_column(topics, "topics"),
+        str_column(brokers, "brokers"),
+        qids,
+        b,
+        distinct,
+        which,
+        [id_list(c) for c in consumers],
+    )
+
+
+def owners_by_pair_in_column(
+    topics: Any,
+    brokers: Any,
+    queue_ids: Any,
+    bounds: Any,
+    strategies: Sequence[AllocateStrategy | str],
+    client_ids: Any,
+    id_starts: Any,
+    id_stops: Any,
+) -> np.ndarray:
+    """:func:`owners_by_pair` with each pair's consumers a range of one column of client ids (a
+    pyarrow string array, read in place: no Python string per id), ``client_ids[id_starts[s]:
+    id_stops[s]]`` for pair ``s``. Each row's owner is the position *in* ``client_ids`` of the owning id (its
+    first occurrence in the range), ``-1`` for nobody: ``client_ids.take`` gives the names.
+
+    >>> import pyarrow as pa
+    >>> ids = pa.array(["y", "x", "z"])
+    >>> owners_by_pair_in_column(["A", "A", "B"], ["b"] * 3, [1, 0, 0], [0, 2, 3], ["AVG", "AVG"], ids,
+    ...                          id_starts=[0, 2], id_stops=[2, 3]).tolist()
+    [0, 1, 2]
+    """
+    handles, which = _handles(strategies)
+    qids = queue_id_column(queue_ids)
+    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
+    b = _validate.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
+    starts = _validate.int_array(id_starts, "id_starts", minimum=0, maximum=2**63 - 1).astype(np.int64)
+    stops = _validate.int_array(id_stops, "id_stops", minimum=0, maximum=2**63 - 1).astype(np.int64)
+    check_lengths(strategies=len(which), id_starts=len(starts), id_stops=len(stops))
+    offsets, data = string_buffers(client_ids, "client_ids")
+    return _core.owners_by_pair_in_column(
+        str_column(topics, "topics"),
+        str_column(brokers, "brokers"),
+        qids,
+        b,
+        handles,
+        which,
+        offsets,
+        data,
+        starts,
+        stops,
+    )
+
+
+def _handles(strategies: Sequence[AllocateStrategy | str]) -> tuple[list[Any], np.ndarray]:
+    """The distinct core handles of ``strategies`` (one per pair) and each pair's index into them."""
+    if isinstance(strategies, (str, bytes)) or not hasattr(strategies, "__iter__"):
+        raise InvalidInputError(
+            f"strategies must be a sequence of strategies, one per pair, got {strategies!r}", strategies
+        )
     built = [_strategy(s, batch=True) for s in strategies]
     handles: dict[int, int] = {}
     distinct: list[Any] = []
@@ -186,16 +247,4 @@ def owners_by_pair(
             handles[key] = len(distinct)
             distinct.append(s._handle)
         which[k] = handles[key]
-    qids = queue_id_column(queue_ids)
-    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
-    b = _validate.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
-    check_lengths(strategies=len(built), consumers=len(consumers))
-    return _core.owners_by_pair(
-        str_column(topics, "topics"),
-        str_column(brokers, "brokers"),
-        qids,
-        b,
-        distinct,
-        which,
-        [id_list(c) for c in consumers],
-    )
+    return distinct, which

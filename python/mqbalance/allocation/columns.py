@@ -115,6 +115,45 @@ def queue_columns(queues: Sequence[MessageQueue]) -> tuple[list[str], list[str],
     return topics, brokers, ids
 
 
+def string_buffers(col: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """A pyarrow string column as its ``(offsets int32, data uint8)`` buffers, views without a copy
+    (a ``large_string`` or chunked column is made one plain array first; nulls are refused by index).
+
+    >>> import pyarrow as pa
+    >>> offsets, data = string_buffers(pa.array(["ab", "", "c", "d"]).slice(1), "ids")
+    >>> offsets.tolist(), bytes(data[offsets[0]:offsets[-1]])
+    ([2, 2, 3, 4], b'cd')
+    """
+    pa = _pyarrow()
+    if pa is None or not isinstance(col, (pa.Array, pa.ChunkedArray)):
+        if isinstance(col, (str, bytes)) or not hasattr(col, "__iter__"):
+            raise InvalidClientIdError(f"{what} must be a column of client ids, got {col!r}", col)
+        if pa is None:  # pragma: no cover - pyarrow is optional
+            raise InvalidClientIdError(f"{what}: a column of client ids needs pyarrow", None)
+        items = list(col)
+        bad = next((i for i, v in enumerate(items) if not isinstance(v, str)), None)
+        if bad is not None:
+            raise InvalidClientIdError(f"{what}[{bad}] must be a str, got {items[bad]!r}", items[bad])
+        try:
+            col = pa.array(items, type=pa.string())
+        except (UnicodeEncodeError, pa.ArrowException) as e:  # a lone surrogate
+            raise InvalidClientIdError(f"{what}: a client id is not valid text: {e}", None) from None
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if pa.types.is_large_string(col.type):
+        col = col.cast(pa.string())
+    if not pa.types.is_string(col.type):
+        raise InvalidClientIdError(f"{what} must be strings, got a column of {col.type}", str(col.type))
+    if col.null_count:
+        import pyarrow.compute as pc
+
+        row = int(pc.index(col.is_null(), True).as_py())
+        raise InvalidClientIdError(f"{what}[{row}] is null", None)
+    _, off, data = col.buffers()
+    offsets = np.frombuffer(off, dtype=np.int32)[col.offset : col.offset + len(col) + 1]
+    return offsets, np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+
+
 def id_list(consumers: Iterable[str] | None) -> list[Any]:
     """Client ids as a list (element types are checked in Rust, which names the bad index)."""
     if consumers is None:

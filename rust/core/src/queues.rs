@@ -305,6 +305,41 @@ pub fn first_slots<S: AsRef<str>>(ids: &[S]) -> Vec<u32> {
         .collect()
 }
 
+/// How many distinct ids each range `a..b` of `ids` holds (a group's connections, each range one
+/// group): fewer than `b - a` means some processes share an id. `None` when a range does not fit
+/// `ids` (`a > b` or `b > ids.len()`).
+///
+/// ```
+/// use mqbalance_core::queues::distinct_per_range;
+/// let ids = ["a", "b", "a", "c"];
+/// assert_eq!(distinct_per_range(&ids, &[(0, 3), (3, 4), (1, 1)]), Some(vec![2, 1, 0]));
+/// assert_eq!(distinct_per_range(&ids, &[(2, 5)]), None);
+/// ```
+pub fn distinct_per_range<S: AsRef<str> + Sync>(
+    ids: &[S],
+    ranges: &[(usize, usize)],
+) -> Option<Vec<u32>> {
+    if ranges.iter().any(|&(a, b)| a > b || b > ids.len()) {
+        return None;
+    }
+    let count = |&(a, b): &(usize, usize)| -> u32 {
+        let part = &ids[a..b];
+        first_slots(part)
+            .iter()
+            .enumerate()
+            .filter(|&(j, &f)| f as usize == j)
+            .count() as u32
+    };
+    Some(if ids.len() >= PARALLEL_IDS {
+        ranges.par_iter().map(count).collect()
+    } else {
+        ranges.iter().map(count).collect()
+    })
+}
+
+/// Ids below which [`distinct_per_range`] stays on one thread.
+const PARALLEL_IDS: usize = 1 << 16;
+
 impl ConsumerList {
     /// Wrap a list of client ids.
     pub fn new(ids: Vec<String>) -> Self {

@@ -222,3 +222,36 @@ pub fn room_map(
     let ccodes = ccodes.into_iter().map(|x| x + shift).collect();
     RoomMap::new(names, qcodes, ccodes, table, group).py_err()
 }
+
+/// The strings of an Arrow string column given as its two buffers, `offsets` (`n + 1` entries,
+/// the column's own slice of them) and `data`, read in place. A bad offset or a string that is not
+/// UTF-8 is an [`InvalidClientIdError`] naming the index (a column built from buffers is not
+/// checked by Arrow).
+pub fn arrow_strs<'a>(offsets: &[i32], data: &'a [u8], what: &str) -> PyResult<Vec<&'a str>> {
+    let bad = |msg: String, at: usize| InvalidClientIdError::new_err((msg, at));
+    if offsets.is_empty() {
+        return Err(bad(format!("{what}: no offsets (a column has n + 1)"), 0));
+    }
+    let mut out = Vec::with_capacity(offsets.len() - 1);
+    for (i, w) in offsets.windows(2).enumerate() {
+        let (a, b) = (w[0], w[1]);
+        let bytes = usize::try_from(a)
+            .ok()
+            .zip(usize::try_from(b).ok())
+            .and_then(|(a, b)| data.get(a..b))
+            .ok_or_else(|| {
+                bad(
+                    format!(
+                        "{what}[{i}]: offsets {a}..{b} outside its {} bytes",
+                        data.len()
+                    ),
+                    i,
+                )
+            })?;
+        out.push(
+            std::str::from_utf8(bytes)
+                .map_err(|e| bad(format!("{what}[{i}] is not UTF-8: {e}"), i))?,
+        );
+    }
+    Ok(out)
+}

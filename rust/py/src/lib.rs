@@ -29,6 +29,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rocketmq::assign_prepared, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::owners, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::owners_by_pair, m)?)?;
+    m.add_function(wrap_pyfunction!(rocketmq::owners_by_pair_in_column, m)?)?;
+    m.add_function(wrap_pyfunction!(rocketmq::distinct_ids, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::json_keys, m)?)?;
     m.add_function(wrap_pyfunction!(json_reader::read_snapshot_json, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::sort_strings_order, m)?)?;

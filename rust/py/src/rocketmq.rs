@@ -480,6 +480,137 @@ pub fn owners_by_pair<'py>(
     Ok(out.into_pyarray(py))
 }
 
+/// Ranges `starts[k]..stops[k]` of a column of `n` ids, checked.
+fn id_ranges(
+    starts: &PyReadonlyArray1<'_, i64>,
+    stops: &PyReadonlyArray1<'_, i64>,
+    n: usize,
+) -> PyResult<Vec<(usize, usize)>> {
+    let (starts, stops) = (starts.as_slice()?, stops.as_slice()?);
+    if starts.len() != stops.len() {
+        return Err(errors::LengthMismatchError::new_err((
+            format!("{} range starts for {} stops", starts.len(), stops.len()),
+            stops.len(),
+        )));
+    }
+    starts
+        .iter()
+        .zip(stops)
+        .enumerate()
+        .map(
+            |(k, (&a, &b))| match (usize::try_from(a), usize::try_from(b)) {
+                (Ok(a), Ok(b)) if a <= b && b <= n => Ok((a, b)),
+                _ => Err(errors::InvalidInputError::new_err((
+                    format!("id range {k} is {a}..{b}, not within the {n} ids"),
+                    k,
+                ))),
+            },
+        )
+        .collect()
+}
+
+/// Distinct ids of each range `starts[k]..stops[k]` of an Arrow string column (its `offsets` and
+/// `data` buffers), without a Python string per id.
+#[pyfunction]
+pub fn distinct_ids<'py>(
+    py: Python<'py>,
+    offsets: PyReadonlyArray1<'py, i32>,
+    data: PyReadonlyArray1<'py, u8>,
+    starts: PyReadonlyArray1<'py, i64>,
+    stops: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let ids = columns::arrow_strs(offsets.as_slice()?, data.as_slice()?, "client_ids")?;
+    let ranges = id_ranges(&starts, &stops, ids.len())?;
+    let counts = py
+        .detach(|| mqbalance_core::queues::distinct_per_range(&ids, &ranges))
+        .unwrap_or_default(); // the ranges were checked above
+    Ok(counts
+        .into_iter()
+        .map(i64::from)
+        .collect::<Vec<_>>()
+        .into_pyarray(py))
+}
+
+/// [`owners_by_pair`] with every segment's consumers a range `id_starts[s]..id_stops[s]` of one
+/// Arrow string column (its `offsets` and `data` buffers, read in place): the owner of each row is
+/// the position *in the column* of its id's first occurrence in the range, `-1` for nobody.
+/// Segments with the same range share one consumer list.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn owners_by_pair_in_column<'py>(
+    py: Python<'py>,
+    topics: &Bound<'py, PyAny>,
+    brokers: &Bound<'py, PyAny>,
+    queue_ids: PyReadonlyArray1<'py, i64>,
+    bounds: PyReadonlyArray1<'py, u64>,
+    strategies: Vec<PyRef<'py, PyStrategy>>,
+    seg_strategy: PyReadonlyArray1<'py, u32>,
+    id_offsets: PyReadonlyArray1<'py, i32>,
+    id_data: PyReadonlyArray1<'py, u8>,
+    id_starts: PyReadonlyArray1<'py, i64>,
+    id_stops: PyReadonlyArray1<'py, i64>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
+    let table = columns::queue_table(topics, brokers, queue_ids, true)?;
+    let bounds: Vec<usize> = bounds.as_slice()?.iter().map(|&b| b as usize).collect();
+    let which = seg_strategy.as_slice()?;
+    let ids = columns::arrow_strs(id_offsets.as_slice()?, id_data.as_slice()?, "client_ids")?;
+    let ranges = id_ranges(&id_starts, &id_stops, ids.len())?;
+    if which.len() != ranges.len() {
+        return Err(errors::LengthMismatchError::new_err((
+            format!(
+                "{} segment strategies for {} id ranges",
+                which.len(),
+                ranges.len()
+            ),
+            which.len(),
+        )));
+    }
+    let kinds: Vec<Strategy> = strategies.iter().map(|s| s.inner.clone()).collect();
+    if let Some(&bad) = which.iter().find(|&&k| k as usize >= kinds.len()) {
+        return Err(errors::LengthMismatchError::new_err((
+            format!("segment strategy index {bad} out of range"),
+            bad,
+        )));
+    }
+    let out = run(py, || {
+        // A group's pairs share its range: its list is built once, and the core then shares its
+        // sorted order and ring between those pairs.
+        let mut seen: std::collections::HashMap<(usize, usize), usize> =
+            std::collections::HashMap::new();
+        let mut groups: Vec<ConsumerList> = Vec::new();
+        let of_segment: Vec<usize> = ranges
+            .iter()
+            .map(|&(a, b)| {
+                *seen.entry((a, b)).or_insert_with(|| {
+                    groups.push(ConsumerList::new(
+                        ids[a..b].iter().map(|s| (*s).to_owned()).collect(),
+                    ));
+                    groups.len() - 1
+                })
+            })
+            .collect();
+        let segments: Vec<Segment<'_>> = which
+            .iter()
+            .zip(&of_segment)
+            .map(|(&k, &g)| Segment {
+                strategy: &kinds[k as usize],
+                group: &groups[g],
+            })
+            .collect();
+        let mut out = owners_by_segment(&table, &bounds, &segments).map_err(|(_, e)| e)?;
+        for (s, &(start, _)) in ranges.iter().enumerate() {
+            for owner in &mut out[bounds[s]..bounds[s + 1]] {
+                if *owner >= 0 {
+                    *owner += start as i64;
+                }
+            }
+        }
+        Ok::<_, mqbalance_core::AllocateError>(out)
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
 /// Stable permutation sorting strings in Java order (UTF-16 code units).
 #[pyfunction]
 pub fn sort_strings_order<'py>(

@@ -40,8 +40,7 @@ audit reports the group (:mod:`mqbalance.fleet.rocketmq.audit`) while every othe
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from itertools import chain
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -136,6 +135,33 @@ def _batchable(group: ConsumerGroup | None) -> bool:
     return len(strategies) == 1 and isinstance(strategies[0], StrategySpec) and strategies[0].info.batchable
 
 
+def id_ranges(groups: Sequence[ConsumerGroup]) -> tuple[pa.Array, list[tuple[int, int]]]:
+    """One column of client ids and each group's ``(start, stop)`` in it: the snapshot's own column
+    when every group was built from it (nothing copied), else the groups' ids laid end to end,
+    each distinct group once."""
+    shared: pa.Array | None = None
+    ranges: list[tuple[int, int]] = []
+    for g in groups:
+        if g.id_column is None or (shared is not None and g.id_column[0] is not shared):
+            break
+        shared, start, stop = g.id_column
+        ranges.append((start, stop))
+    else:
+        if shared is not None:
+            return shared, ranges
+    at: dict[int, tuple[int, int]] = {}
+    parts: list[pa.Array] = []
+    end = 0
+    for g in groups:
+        if id(g) not in at:
+            part = pa.array(g.client_ids, type=pa.string())
+            at[id(g)] = (end, end + len(part))
+            parts.append(part)
+            end += len(part)
+    column = pa.concat_arrays(parts) if parts else pa.array([], pa.string())
+    return column, [at[id(g)] for g in groups]
+
+
 def assign_batch(table: pa.Table, groups: Mapping[str, ConsumerGroup], bounds: np.ndarray) -> pa.Table:
     """Every (group, topic) of a table of queue rows ``(group, topic, broker_name, queue_id)``
     contiguous per pair (:func:`expand_pairs` gives both) → the assignment rows
@@ -164,7 +190,7 @@ def assign_batch_rows(
         owned_mask[rows] = True
 
     batched: list[np.ndarray] = []
-    batched_bounds, batched_strategies, batched_ids = [0], [], []
+    batched_bounds, batched_strategies = [0], []
     batched_groups: list[ConsumerGroup] = []
     for p, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
         group = groups.get(pair_groups[p])
@@ -176,7 +202,6 @@ def assign_batch_rows(
             batched.append(np.arange(a, b))
             batched_bounds.append(batched_bounds[-1] + (b - a))
             batched_strategies.append(computable(group.strategies[0]).build())
-            batched_ids.append(group.client_ids)
             batched_groups.append(group)
             continue
         rows, who = assign_pair(group, topics.slice(a, b - a), brokers.slice(a, b - a), qids[a:b])
@@ -188,37 +213,32 @@ def assign_batch_rows(
         idx = None if everything else pa.array(sub)
         t_col = topics if everything else topics.take(idx)
         b_col = brokers if everything else brokers.take(idx)
-        owners = bulk.owners_by_pair(
-            t_col, b_col, qids if everything else qids[sub], batched_bounds, batched_strategies, batched_ids
+        ids, ranges = id_ranges(batched_groups)
+        # Each row's owner as a position in ``ids`` (-1: nobody): no Python string per id.
+        owners = bulk.owners_by_pair_in_column(
+            t_col,
+            b_col,
+            qids if everything else qids[sub],
+            batched_bounds,
+            batched_strategies,
+            ids,
+            [a for a, _ in ranges],
+            [b for _, b in ranges],
         )
-        # A group's pairs share its id list: each list once in the flat ids, its pairs point at it.
-        first_of: dict[int, int] = {}
-        lists: list[list[str]] = []
-        list_of = np.empty(len(batched_ids), dtype=np.int64)
-        for s, ids in enumerate(batched_ids):
-            k = first_of.setdefault(id(ids), len(lists))
-            if k == len(lists):
-                lists.append(ids)
-            list_of[s] = k
-        offsets = np.cumsum([0] + [len(ids) for ids in lists])[list_of]
-        flat_ids = pa.array(list(chain.from_iterable(lists)), type=pa.string())
-        seg_of_row = np.repeat(np.arange(len(batched_ids)), np.diff(batched_bounds))
         owned = owners >= 0
-        # One consumer per batched row, aligned with the rows (null where nobody consumes).
-        positions = np.where(owned, offsets[seg_of_row] + np.maximum(owners, 0), 0)
-        consumer = flat_ids.take(pa.array(positions, mask=~owned))
+        consumer = ids.take(pa.array(np.maximum(owners, 0), mask=~owned))
         parts.insert(0, (base if everything else base.take(idx)).append_column("consumer", consumer))
         sources.insert(0, sub)
         owned_mask[sub] = True  # their unowned rows are already in, with a null consumer
         # A duplicated id: every further process with it consumes the same queues.
-        for s, ids in enumerate(batched_ids):
-            if not batched_groups[s].duplicated_ids:  # known from the group: no hashing of its ids
+        for s, group in enumerate(batched_groups):
+            if not group.duplicated_ids:  # known from the group: no hashing of its ids
                 continue
             first: dict[str, int] = {}
-            lo, hi = batched_bounds[s], batched_bounds[s + 1]
-            for j, cid in enumerate(ids):
+            lo, hi, start = batched_bounds[s], batched_bounds[s + 1], ranges[s][0]
+            for j, cid in enumerate(group.client_ids):
                 if first.setdefault(cid, j) != j:
-                    rows = sub[lo:hi][owners[lo:hi] == first[cid]]
+                    rows = sub[lo:hi][owners[lo:hi] == start + first[cid]]
                     if len(rows):
                         emit(rows, pa.array([cid] * len(rows), type=pa.string()))
     unowned = np.flatnonzero(~owned_mask)

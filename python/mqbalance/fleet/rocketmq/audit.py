@@ -172,7 +172,7 @@ def summarise(
             double_owned=double_owned,
             message_model=model.value,
             strategies=",".join(sorted({spec.display_name for spec in found.strategies} if found else ())),
-            client_ids=len(found.id_counts) if found else 0,
+            client_ids=found.distinct_id_count if found else 0,
             churn=None if churn is None else churn.get((g, t), 0),
             **_lag_fields(lagging.get((g, t))),
         )

@@ -79,7 +79,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mqbalance import _core
 from mqbalance._validate import check_memory
+from mqbalance.allocation.columns import string_buffers
 from mqbalance.allocation.registry import REGISTRY, StrategyName, StrategySpec, Use
 from mqbalance.exceptions import MQBalanceError, SnapshotError, UnsupportedStrategyError
 from mqbalance.fleet.rocketmq.checks import field_error
@@ -264,19 +266,50 @@ class Connection:
 @dataclass(frozen=True, slots=True)
 class ConsumerGroup:
     """A consumer group: message model and connections in snapshot order (build it with
-    :meth:`of`, which derives the rest once)."""
+    :meth:`of`, or :meth:`from_columns`, which derive the rest once).
+
+    >>> avg = StrategySpec.parse("AVG")
+    >>> g = ConsumerGroup.of("g", MessageModel.CLUSTERING, (Connection("b", avg), Connection("a", avg),
+    ...     Connection("b", avg)))
+    >>> g.client_ids, g.duplicated_ids, g.distinct_id_count, g.id_counts
+    (['b', 'a', 'b'], ['b'], 2, {'b': 2, 'a': 1})
+    """
 
     name: str
     message_model: MessageModel
-    connections: tuple[Connection, ...]
-    #: one id per connection (a duplicated id appears once per process using it)
-    client_ids: list[str] = field(default_factory=list, compare=False)
+    connections: Sequence[Connection]
     #: ids used by more than one connection, sorted
     duplicated_ids: list[str] = field(default_factory=list, compare=False)
     #: the distinct strategies of the group's clients, in first-seen order
     strategies: list[SnapshotStrategy] = field(default_factory=list, compare=False)
-    #: connections per id
-    id_counts: dict[str, int] = field(default_factory=dict, compare=False)
+    #: how many distinct client ids the connections use
+    distinct_id_count: int = field(default=0, compare=False)
+    #: a group built from columns: the snapshot's client-id column and this group's ``(start,
+    #: stop)`` in it (what a fleet batch hands the core without a Python string per id)
+    id_column: tuple[pa.Array, int, int] | None = field(default=None, compare=False, repr=False)
+    _ids: list[str] | None = field(default=None, compare=False, repr=False)
+    _counts: dict[str, int] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def client_ids(self) -> list[str]:
+        """One id per connection (a duplicated id appears once per process using it); a group built
+        from columns makes the list the first time it is asked for."""
+        if self._ids is None:
+            assert self.id_column is not None
+            column, start, stop = self.id_column
+            object.__setattr__(self, "_ids", column.slice(start, stop - start).to_pylist())
+        assert self._ids is not None
+        return self._ids
+
+    @property
+    def id_counts(self) -> dict[str, int]:
+        """Connections per id."""
+        if self._counts is None:
+            ids = self.client_ids
+            counts = dict.fromkeys(ids, 1) if not self.duplicated_ids else dict(Counter(ids))
+            object.__setattr__(self, "_counts", counts)
+        assert self._counts is not None
+        return self._counts
 
     @property
     def unknown_settings(self) -> list[str]:
@@ -292,26 +325,30 @@ class ConsumerGroup:
         cls,
         name: str,
         message_model: MessageModel,
-        client_ids: list[str],
+        client_ids: tuple[pa.Array, int, int],
         spec_codes: np.ndarray,
         specs: Sequence[SnapshotStrategy],
         details: pa.Table | None = None,
+        *,
+        distinct: int,
     ) -> ConsumerGroup:
-        """The same group from columns (ids, a code into ``specs`` per connection, optionally
-        ``client_addr, language, version``): no object per connection until one is asked for."""
-        # The common case in C-level passes: every id once, every connection on one strategy.
-        counts: dict[str, int] = dict.fromkeys(client_ids, 1)
+        """The same group from columns (``client_ids``: the id column and the group's ``(start,
+        stop)`` in it, a code into ``specs`` per connection, optionally ``client_addr, language,
+        version``) and its ``distinct`` id count: no Python object per connection until one is
+        asked for."""
+        column, start, stop = client_ids
         duplicated: list[str] = []
-        if len(counts) != len(client_ids):
-            counts = dict(Counter(client_ids))
-            duplicated = sorted(cid for cid, n in counts.items() if n > 1)
+        ids: list[str] | None = None
+        if distinct != stop - start:  # rare: only then are the ids read here
+            ids = column.slice(start, stop - start).to_pylist()
+            duplicated = sorted(cid for cid, n in Counter(ids).items() if n > 1)
         if len(spec_codes) and not (spec_codes != spec_codes[0]).any():
-            distinct = [specs[int(spec_codes[0])]]
+            strategies = [specs[int(spec_codes[0])]]
         else:
             _, first = np.unique(spec_codes, return_index=True)
-            distinct = [specs[int(spec_codes[i])] for i in sorted(first.tolist())]
-        view = ConnectionColumns(client_ids, spec_codes, specs, details)
-        return cls(name, message_model, view, client_ids, duplicated, distinct, counts)  # type: ignore[arg-type]
+            strategies = [specs[int(spec_codes[i])] for i in sorted(first.tolist())]
+        view = ConnectionColumns(column.slice(start, stop - start), spec_codes, specs, details)
+        return cls(name, message_model, view, duplicated, strategies, distinct, client_ids, ids)
 
     @classmethod
     def of(cls, name: str, message_model: MessageModel, connections: tuple[Connection, ...]) -> ConsumerGroup:
@@ -322,7 +359,7 @@ class ConsumerGroup:
         for c in connections:  # specs are shared objects: compare identities first
             strategies.setdefault(id(c.strategy), c.strategy)
         distinct = list(dict.fromkeys(strategies.values()))
-        return cls(name, message_model, connections, ids, duplicated, distinct, counts)
+        return cls(name, message_model, connections, duplicated, distinct, len(counts), None, ids, counts)
 
 
 class ConnectionColumns(Sequence[Connection]):
@@ -332,7 +369,11 @@ class ConnectionColumns(Sequence[Connection]):
     __slots__ = ("_details", "_ids", "_codes", "_specs")
 
     def __init__(
-        self, ids: list[str], codes: np.ndarray, specs: Sequence[SnapshotStrategy], details: pa.Table | None = None
+        self,
+        ids: list[str] | pa.Array,
+        codes: np.ndarray,
+        specs: Sequence[SnapshotStrategy],
+        details: pa.Table | None = None,
     ) -> None:
         self._ids, self._codes, self._specs, self._details = ids, codes, specs, details
 
@@ -351,10 +392,13 @@ class ConnectionColumns(Sequence[Connection]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         spec = self._specs[int(self._codes[i])]
+        cid = self._ids[i]
+        if not isinstance(cid, str):  # an Arrow column's scalar
+            cid = cid.as_py()
         if self._details is None:
-            return Connection(self._ids[i], spec)
+            return Connection(cid, spec)
         addr, language, version = (self._details.column(k)[i].as_py() for k in ("client_addr", "language", "version"))
-        return Connection(self._ids[i], spec, addr, language, version)
+        return Connection(cid, spec, addr, language, version)
 
     def __iter__(self) -> Iterator[Connection]:
         return (self[i] for i in range(len(self)))
@@ -511,7 +555,7 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
 
     def __init__(
         self,
-        bounds: dict[str, tuple[int, int, str]],
+        bounds: dict[str, tuple[int, int, str, int]],
         client_ids: pa.Array,
         spec_codes: np.ndarray,
         specs: list[SnapshotStrategy],
@@ -543,11 +587,16 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
             .combine_chunks()
             .take(pa.array(starts if order is None else order.take(pa.array(starts))))
         )
-        runs = sorted(zip(names, starts.tolist(), stops.tolist(), models.to_pylist()))
-        bounds = {g: (a, b, m) for g, a, b, m in runs}
 
         def ordered(column: Any) -> Any:
             return (column if order is None else column.take(order)).combine_chunks()
+
+        ids = ordered(c.column("client_id"))
+        distinct = _core.distinct_ids(
+            *string_buffers(ids, "client_ids"), starts.astype(np.int64), stops[: len(starts)].astype(np.int64)
+        ).tolist()
+        runs = sorted(zip(names, starts.tolist(), stops.tolist(), models.to_pylist(), distinct))
+        bounds = {g: (a, b, m, d) for g, a, b, m, d in runs}
 
         codes = (
             (snapshot._spec_codes if order is None else snapshot._spec_codes[order.to_numpy()])
@@ -555,16 +604,21 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
             else np.zeros(0, dtype=np.int32)
         )
         kept = ordered(c.select(["client_addr", "language", "version"])) if details else None
-        return cls(bounds, ordered(c.column("client_id")), codes, list(snapshot._specs), kept)
+        return cls(bounds, ids, codes, list(snapshot._specs), kept)
 
     def __getitem__(self, name: str) -> ConsumerGroup:
         group = self._built.get(name)
         if group is None:
-            start, stop, model = self._bounds[name]
-            ids = self._ids.slice(start, stop - start).to_pylist()
+            start, stop, model, distinct = self._bounds[name]
             details = None if self._details is None else self._details.slice(start, stop - start)
             group = ConsumerGroup.from_columns(
-                name, MessageModel(model), ids, self._codes[start:stop], self._specs, details
+                name,
+                MessageModel(model),
+                (self._ids, start, stop),
+                self._codes[start:stop],
+                self._specs,
+                details,
+                distinct=distinct,
             )
             self._built[name] = group
         return group
@@ -580,7 +634,7 @@ class GroupIndex(Mapping[str, ConsumerGroup]):
 
     def size(self, name: str) -> int:
         """Connections of ``name`` (without building it)."""
-        start, stop, _ = self._bounds[name]
+        start, stop, _, _ = self._bounds[name]
         return stop - start
 
     def __getstate__(self) -> dict[str, Any]:
