@@ -57,8 +57,9 @@ def _write_properties(path: Path, props: Mapping[str, Any]) -> Path:
 
 
 class JavaServer:
-    """One Java server of the cluster: a :class:`ServerProcess` whose ``user.home`` and
-    ``ROCKETMQ_HOME`` are ``directory`` (its logs land in ``directory/logs/rocketmqlogs``)."""
+    """One Java server of the cluster: a :class:`ServerProcess` whose ``user.home``,
+    ``ROCKETMQ_HOME`` and temporary directory are ``directory`` (its logs land in
+    ``directory/logs/rocketmqlogs``)."""
 
     def __init__(self, name: str, main_class: str, conf: Path, directory: Path, heap_mb: int) -> None:
         self.name, self.dir = name, directory
@@ -66,7 +67,13 @@ class JavaServer:
             "rocketmq5",
             main_class,
             heap_mb=heap_mb,
-            properties={"user.home": str(directory), "rocketmq.home.dir": str(directory)},
+            # java.io.tmpdir: the self-signed certificate a server makes at each start (Netty's,
+            # for RocketMQ's TLS test mode) goes with the server's directory, not into /tmp
+            properties={
+                "user.home": str(directory),
+                "rocketmq.home.dir": str(directory),
+                "java.io.tmpdir": str(directory),
+            },
         )
         # off-heap buffers (netty, the store's direct buffers) bounded too
         argv.insert(1, "-XX:MaxDirectMemorySize=256m")
