@@ -15,7 +15,11 @@ the finished answer into new dicts and lists (``{m: {t: ps.copy()}}``, the colle
 ``server_assign`` pauses it), the objects any dict API must return. ``floor_ms`` is the columnar
 entry point's unavoidable work, timed in Rust (``mqbalance._core._bench``, the ``bench`` cargo
 feature): the member ids read from their list, every current-assignment row checked and
-narrowed, the owner array allocated and filled.
+narrowed, the owner array allocated and filled. ``dict_floor_ms`` is the dict API's own floor, timed
+in Rust the same way: reading the member dicts as any reader must (each member's fields, each
+distinct subscription list's ids, for ``uniform`` every current entry's topic id and partition
+``int``s; nothing checked or kept) plus making the answer's objects anew (a dict per member, a list
+per member and topic, the answer's own keys and ``int``s), collector paused.
 
 The Java side is ``io.mqbalance.harness.kafka.ServerAssignorBench`` of the Java harness's ``kafka``
 module (``make java``): Kafka 4.4.0's ``UniformAssignor`` / ``RangeAssignor`` from the
@@ -140,6 +144,19 @@ def floor(cols: dict[str, Any]) -> float:
     return seconds
 
 
+def dict_floor(members: list[dict[str, Any]], answer: dict[str, Any], name: str) -> float:
+    """One round of what any dict API must do for this group, timed in Rust (see the module
+    docstring): read the members, make the answer's objects."""
+    bench = _core._bench  # checked by floor()
+    gc.disable()
+    try:
+        seconds: float = bench.time_dict_input_floor(members, name == "uniform", 1)
+        seconds += bench.time_dict_result_floor(answer, 1)
+    finally:
+        gc.enable()
+    return seconds
+
+
 def _copy(answer: dict[str, dict[str, list[int]]]) -> dict[str, dict[str, list[int]]]:
     """The answer's objects made anew, the collector paused as ``server_assign`` pauses it."""
     gc.disable()
@@ -182,13 +199,14 @@ def main() -> None:
                 for f in sides.values():
                     for _ in range(args.warmup):
                         _timed(f)
-                times: dict[str, list[float]] = {"java": [], "floor": [], **{k: [] for k in sides}}
+                times: dict[str, list[float]] = {"java": [], "floor": [], "dict_floor": [], **{k: [] for k in sides}}
                 for _ in range(args.rounds):
                     t, assigned = java.rounds(1)
                     times["java"] += t
                     for k, f in sides.items():
                         times[k].append(_timed(f))
                     times["floor"].append(floor(cols))
+                    times["dict_floor"].append(dict_floor(g.dicts, answer, name))
             finally:
                 java.stop()
             assert assigned == int(g.counts.sum()), (label, assigned)
@@ -207,6 +225,8 @@ def main() -> None:
                 "dict_over_build": round(med["dict"][0] / med["build"][0], 2),
                 "floor_ms": round(med["floor"][0] * 1e3, 2),
                 "columns_over_floor": round(med["columns"][0] / med["floor"][0], 2),
+                "dict_floor_ms": round(med["dict_floor"][0] * 1e3, 2),
+                "dict_over_floor": round(med["dict"][0] / med["dict_floor"][0], 2),
                 "iqr_ms java/columns/dict": "/".join(f"{med[k][1] * 1e3:.2f}" for k in ("java", "columns", "dict")),
             }
             print(row, file=sys.stderr, flush=True)
@@ -224,7 +244,8 @@ def main() -> None:
             f"Broker-side assignors, {args.members:,} members x {args.ratio} partitions/member; median of "
             f"{args.rounds} interleaved rounds after {args.warmup} warm-up rounds; speedup = Java / ours; "
             "build = the dict result's objects alone (CPython copying the answer); floor = the columnar "
-            "entry point's input and output work alone."
+            "entry point's input and output work alone; dict_floor = the dict API's: the members read, "
+            "the answer's objects made, in Rust."
         ),
         "",
         "| " + " | ".join(keys) + " |",

@@ -99,11 +99,106 @@ fn time_server_columns_floor(
     Ok(times[times.len() / 2])
 }
 
+/// Median seconds of making a dict API answer's objects anew in Rust: `{member: {topic:
+/// [partitions]}}` with the answer's own key and `int` objects, one new dict per member and list
+/// per (member, topic) — what any dict result costs CPython, whatever computed it. Its shape is
+/// read before the clock starts; each copy is freed after it stops.
+#[pyfunction]
+fn time_dict_result_floor(
+    py: Python<'_>,
+    answer: &Bound<'_, pyo3::types::PyDict>,
+    rounds: usize,
+) -> PyResult<f64> {
+    use pyo3::types::{PyDict, PyList};
+    type Row<'py> = (Bound<'py, PyAny>, Vec<Bound<'py, PyAny>>);
+    let mut shape: Vec<(Bound<'_, PyAny>, Vec<Row<'_>>)> = Vec::with_capacity(answer.len());
+    for (member, topics) in answer.iter() {
+        let topics = topics.cast::<PyDict>()?;
+        let mut rows = Vec::with_capacity(topics.len());
+        for (topic, parts) in topics.iter() {
+            rows.push((topic, parts.cast::<PyList>()?.iter().collect()));
+        }
+        shape.push((member, rows));
+    }
+    let mut times = Vec::with_capacity(rounds.max(1));
+    for _ in 0..rounds.max(1) {
+        let start = std::time::Instant::now();
+        let out = PyDict::new(py);
+        for (member, rows) in &shape {
+            let d = PyDict::new(py);
+            out.set_item(member, &d)?;
+            for (topic, parts) in rows {
+                d.set_item(topic, PyList::new(py, parts)?)?;
+            }
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        drop(out);
+        times.push(elapsed);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// Median seconds of only reading a dict API group's members in Rust, as any reader must: each
+/// member dict's fields, its subscription list's ids (a list object seen at the member before is
+/// not read again), and with `current` every current `[topic_id, [partition, ...]]` entry, each
+/// partition an `int`. Nothing is checked, kept or computed.
+#[pyfunction]
+fn time_dict_input_floor(
+    py: Python<'_>,
+    members: &Bound<'_, pyo3::types::PyList>,
+    current: bool,
+    rounds: usize,
+) -> PyResult<f64> {
+    use pyo3::types::{PyDict, PyList, PyString};
+    let key = |name: &str| PyString::new(py, name);
+    let (id_key, instance_key, rack_key) = (key("member_id"), key("instance_id"), key("rack"));
+    let (subs_key, current_key) = (key("subscribed_topic_ids"), key("current_assignment"));
+    let mut times = Vec::with_capacity(rounds.max(1));
+    for _ in 0..rounds.max(1) {
+        let start = std::time::Instant::now();
+        let mut bytes = 0usize;
+        let mut previous: Option<Bound<'_, PyAny>> = None;
+        for m in members.iter() {
+            let m = m.cast::<PyDict>()?;
+            if let Some(id) = m.get_item(&id_key)? {
+                bytes += id.cast::<PyString>()?.to_str()?.len();
+            }
+            std::hint::black_box((m.get_item(&instance_key)?, m.get_item(&rack_key)?));
+            if let Some(subs) = m.get_item(&subs_key)? {
+                if previous.as_ref().is_none_or(|p| !p.is(&subs)) {
+                    for t in subs.cast::<PyList>()?.iter() {
+                        bytes += t.cast::<PyString>()?.to_str()?.len();
+                    }
+                }
+                previous = Some(subs);
+            }
+            if current {
+                if let Some(cur) = m.get_item(&current_key)? {
+                    for pair in cur.cast::<PyList>()?.iter() {
+                        let pair = pair.cast::<PyList>()?;
+                        bytes += pair.get_item(0)?.cast::<PyString>()?.to_str()?.len();
+                        for p in pair.get_item(1)?.cast::<PyList>()?.iter() {
+                            bytes += p.extract::<i64>()? as usize;
+                        }
+                    }
+                }
+            }
+        }
+        times.push(start.elapsed().as_secs_f64());
+        std::hint::black_box(bytes);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
 /// The `_bench` submodule of `_core`.
 pub fn module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
     let m = PyModule::new(py, "_bench")?;
     m.add_function(wrap_pyfunction!(time_allocate_core, &m)?)?;
     m.add_function(wrap_pyfunction!(time_md5_floor, &m)?)?;
     m.add_function(wrap_pyfunction!(time_server_columns_floor, &m)?)?;
+    m.add_function(wrap_pyfunction!(time_dict_result_floor, &m)?)?;
+    m.add_function(wrap_pyfunction!(time_dict_input_floor, &m)?)?;
     Ok(m)
 }
