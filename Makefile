@@ -44,7 +44,7 @@ lint: setup
 	$(VENV)/bin/ruff check python tests benches
 	$(VENV)/bin/ruff format --check python tests benches
 	cargo fmt --all --check
-	cargo clippy --locked --workspace --all-targets -- -D warnings
+	cargo clippy --locked --workspace --all-targets --features mqbalance-py/bench -- -D warnings
 	$(VENV)/bin/mypy --strict python/mqbalance
 
 fmt: $(VENV)/.deps

@@ -101,7 +101,7 @@ fn time_server_columns_floor(
 
 /// Median seconds of making a dict API answer's objects anew in Rust: `{member: {topic:
 /// [partitions]}}` with the answer's own key and `int` objects, one new dict per member and list
-/// per (member, topic) — what any dict result costs CPython, whatever computed it. Its shape is
+/// per (member, topic) — what any dict result costs the interpreter, whatever computed it. Its shape is
 /// read before the clock starts; each copy is freed after it stops.
 #[pyfunction]
 fn time_dict_result_floor(
