@@ -4,6 +4,8 @@ list per pair (`bulk.owners_by_pair`), and a snapshot's groups built from that c
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -113,3 +115,5 @@ def test_groups_built_from_the_column_equal_groups_built_from_connections(connec
         assert built.client_ids == ids == plain.client_ids
         assert built.id_counts == plain.id_counts
         assert [c.client_id for c in built.connections] == ids
+        again = pickle.loads(pickle.dumps(built))  # as its connections, not the snapshot's column
+        assert again == built and again.id_column is None and again.client_ids == ids

@@ -311,6 +311,11 @@ class ConsumerGroup:
         assert self._counts is not None
         return self._counts
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its connections (a group built from columns would otherwise carry the
+        # snapshot's whole client-id column).
+        return (ConsumerGroup.of, (self.name, self.message_model, tuple(self.connections)))
+
     @property
     def unknown_settings(self) -> list[str]:
         """What the snapshot lacks to compute this group's assignment, one entry per strategy of its
@@ -392,9 +397,9 @@ class ConnectionColumns(Sequence[Connection]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         spec = self._specs[int(self._codes[i])]
+        if not isinstance(self._ids, list):  # an Arrow slice: made a list once, when first read
+            self._ids = self._ids.to_pylist()
         cid = self._ids[i]
-        if not isinstance(cid, str):  # an Arrow column's scalar
-            cid = cid.as_py()
         if self._details is None:
             return Connection(cid, spec)
         addr, language, version = (self._details.column(k)[i].as_py() for k in ("client_addr", "language", "version"))
