@@ -430,27 +430,10 @@ pub fn owners_by_pair<'py>(
     seg_strategy: PyReadonlyArray1<'py, u32>,
     consumers: Vec<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
     let table = columns::queue_table(topics, brokers, queue_ids, true)?;
     let bounds: Vec<usize> = bounds.as_slice()?.iter().map(|&b| b as usize).collect();
     let which = seg_strategy.as_slice()?;
-    if which.len() != consumers.len() {
-        return Err(errors::LengthMismatchError::new_err((
-            format!(
-                "{} segment strategies for {} consumer lists",
-                which.len(),
-                consumers.len()
-            ),
-            which.len(),
-        )));
-    }
-    let kinds: Vec<Strategy> = strategies.iter().map(|s| s.inner.clone()).collect();
-    if let Some(&bad) = which.iter().find(|&&k| k as usize >= kinds.len()) {
-        return Err(errors::LengthMismatchError::new_err((
-            format!("segment strategy index {bad} out of range"),
-            bad,
-        )));
-    }
+    let kinds = segment_kinds(&strategies, which, consumers.len(), "consumer lists")?;
     // A group's pairs pass the same list object: it is converted once, and the core then shares
     // its sorted order and ring between those pairs.
     let mut seen: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
@@ -467,17 +450,55 @@ pub fn owners_by_pair<'py>(
         of_segment.push(groups.len() - 1);
     }
     let out = run(py, || {
-        let segments: Vec<Segment<'_>> = which
-            .iter()
-            .zip(&of_segment)
-            .map(|(&k, &g)| Segment {
-                strategy: &kinds[k as usize],
-                group: &groups[g],
-            })
-            .collect();
-        owners_by_segment(&table, &bounds, &segments).map_err(|(_, e)| e)
+        owners_of_segments(&table, &bounds, &kinds, which, &groups, &of_segment)
     })?;
     Ok(out.into_pyarray(py))
+}
+
+/// The strategies' core handles, once `which` (each segment's index into them) is checked to
+/// have one entry per segment (`segments` consumer lists or id ranges) and no index past them.
+fn segment_kinds(
+    strategies: &[PyRef<'_, PyStrategy>],
+    which: &[u32],
+    segments: usize,
+    what: &str,
+) -> PyResult<Vec<Strategy>> {
+    if which.len() != segments {
+        return Err(errors::LengthMismatchError::new_err((
+            format!("{} segment strategies for {segments} {what}", which.len()),
+            which.len(),
+        )));
+    }
+    let kinds: Vec<Strategy> = strategies.iter().map(|s| s.inner.clone()).collect();
+    if let Some(&bad) = which.iter().find(|&&k| k as usize >= kinds.len()) {
+        return Err(errors::LengthMismatchError::new_err((
+            format!("segment strategy index {bad} out of range"),
+            bad,
+        )));
+    }
+    Ok(kinds)
+}
+
+/// The core's owners of every segment: segment `s` uses `kinds[which[s]]` over
+/// `groups[of_segment[s]]`.
+fn owners_of_segments(
+    table: &QueueTable,
+    bounds: &[usize],
+    kinds: &[Strategy],
+    which: &[u32],
+    groups: &[ConsumerList],
+    of_segment: &[usize],
+) -> Result<Vec<i64>, mqbalance_core::AllocateError> {
+    use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
+    let segments: Vec<Segment<'_>> = which
+        .iter()
+        .zip(of_segment)
+        .map(|(&k, &g)| Segment {
+            strategy: &kinds[k as usize],
+            group: &groups[g],
+        })
+        .collect();
+    owners_by_segment(table, bounds, &segments).map_err(|(_, e)| e)
 }
 
 /// Ranges `starts[k]..stops[k]` of a column of `n` ids, checked.
@@ -550,29 +571,12 @@ pub fn owners_by_pair_in_column<'py>(
     id_starts: PyReadonlyArray1<'py, i64>,
     id_stops: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    use mqbalance_core::allocate::batch::{owners_by_segment, Segment};
     let table = columns::queue_table(topics, brokers, queue_ids, true)?;
     let bounds: Vec<usize> = bounds.as_slice()?.iter().map(|&b| b as usize).collect();
     let which = seg_strategy.as_slice()?;
     let ids = columns::arrow_strs(id_offsets.as_slice()?, id_data.as_slice()?, "client_ids")?;
     let ranges = id_ranges(&id_starts, &id_stops, ids.len())?;
-    if which.len() != ranges.len() {
-        return Err(errors::LengthMismatchError::new_err((
-            format!(
-                "{} segment strategies for {} id ranges",
-                which.len(),
-                ranges.len()
-            ),
-            which.len(),
-        )));
-    }
-    let kinds: Vec<Strategy> = strategies.iter().map(|s| s.inner.clone()).collect();
-    if let Some(&bad) = which.iter().find(|&&k| k as usize >= kinds.len()) {
-        return Err(errors::LengthMismatchError::new_err((
-            format!("segment strategy index {bad} out of range"),
-            bad,
-        )));
-    }
+    let kinds = segment_kinds(&strategies, which, ranges.len(), "id ranges")?;
     let out = run(py, || {
         // A group's pairs share its range: its list is built once, and the core then shares its
         // sorted order and ring between those pairs.
@@ -590,15 +594,7 @@ pub fn owners_by_pair_in_column<'py>(
                 })
             })
             .collect();
-        let segments: Vec<Segment<'_>> = which
-            .iter()
-            .zip(&of_segment)
-            .map(|(&k, &g)| Segment {
-                strategy: &kinds[k as usize],
-                group: &groups[g],
-            })
-            .collect();
-        let mut out = owners_by_segment(&table, &bounds, &segments).map_err(|(_, e)| e)?;
+        let mut out = owners_of_segments(&table, &bounds, &kinds, which, &groups, &of_segment)?;
         for (s, &(start, _)) in ranges.iter().enumerate() {
             for owner in &mut out[bounds[s]..bounds[s + 1]] {
                 if *owner >= 0 {
