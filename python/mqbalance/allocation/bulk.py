@@ -237,7 +237,13 @@ def _handles(strategies: Sequence[AllocateStrategy | str]) -> tuple[list[Any], n
         raise InvalidInputError(
             f"strategies must be a sequence of strategies, one per pair, got {strategies!r}", strategies
         )
-    built = [_strategy(s, batch=True) for s in strategies]
+    # Pairs of one fleet share a few strategy objects: each is checked and built once.
+    once: dict[int, Any] = {}
+    built = []
+    for s in strategies:
+        if id(s) not in once:
+            once[id(s)] = _strategy(s, batch=True)
+        built.append(once[id(s)])
     handles: dict[int, int] = {}
     distinct: list[Any] = []
     which = np.empty(len(built), dtype=np.uint32)

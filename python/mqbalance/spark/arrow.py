@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mqbalance import _core
-from mqbalance.allocation.bulk import owners, owners_by_pair
+from mqbalance.allocation.bulk import owners, owners_by_pair_in_column
 from mqbalance.allocation.registry import StrategySpec, Use
 from mqbalance.exceptions import ColumnError, InvalidInputError, PreviousAssignmentRequiredError
 
@@ -239,43 +239,41 @@ def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan)
     by_rank[g_name_rank] = np.arange(len(g_name_rank))
     pair_group = by_rank[gs[starts[:-1]]]
     group_names: list[str] = g_names.to_pylist()
-    # Consumers by group position (in their own order: the strategies sort ids themselves).
-    ids_of: list[list[str]] = [[] for _ in group_names]
-    c_at = pc.index_in(_str_column(consumers, c.group), value_set=g_names).to_numpy(zero_copy_only=False)
-    for at, cid in zip(c_at.tolist(), _str_column(consumers, c.client_id).to_pylist()):
-        if at == at:  # not NaN: a group with queues here
-            ids_of[int(at)].append(cid)
-    pair_ids = [ids_of[k] for k in pair_group.tolist()]
+    # Consumers by group position, each group's ids a range of one Arrow column, in their own
+    # order (the strategies sort ids themselves): no Python string per consumer.
+    ids, id_start, id_stop = _ids_by_group(consumers, c, g_names)
+    pair_start, pair_stop = id_start[pair_group], id_stop[pair_group]
     taken = pa.array(rows[order])
     t_sorted, b_sorted = _dictionary_column(t_codes[order], t_dict), _dictionary_column(b_codes[order], b_dict)
     prev = None if c.previous is None else table.column(c.previous).combine_chunks().take(taken)
     owner = np.full(len(order), -1, dtype=np.int64)
     specs = (
-        [plan.default] * len(pair_ids)
+        [plan.default] * len(pair_group)
         if not plan.by_group
         else [plan.by_group.get(group_names[k], plan.default) for k in pair_group.tolist()]
     )
     built: dict[int, Any] = {}
     batch_pairs: list[int] = []
-    for k, (ids, spec) in enumerate(zip(pair_ids, specs)):
-        if not ids:
+    for k, spec in enumerate(specs):
+        if pair_start[k] == pair_stop[k]:  # nobody consumes the group here
             continue
         if spec.info.batchable:
             batch_pairs.append(k)
             continue
         lo, hi = int(starts[k]), int(starts[k + 1])
-        owner[lo:hi] = owners(
+        mine = owners(
             spec.build(),
             t_sorted[lo:hi],
             b_sorted[lo:hi],
             qs[lo:hi],
-            ids,
+            ids.slice(int(pair_start[k]), int(pair_stop[k] - pair_start[k])).to_pylist(),
             previous=None if prev is None or not spec.info.needs_previous else prev[lo:hi],
         )
+        owner[lo:hi] = np.where(mine >= 0, mine + pair_start[k], -1)
     if batch_pairs:
         chosen = np.asarray(batch_pairs, dtype=np.int64)
         sizes = starts[chosen + 1] - starts[chosen]
-        if len(chosen) == len(pair_ids):
+        if len(chosen) == len(pair_group):
             picked = np.arange(len(order))
         else:
             picked = np.repeat(starts[chosen] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(
@@ -288,21 +286,29 @@ def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan)
             if id(spec) not in built:
                 built[id(spec)] = spec.build()
             strategies.append(built[id(spec)])
-        owner[picked] = owners_by_pair(
+        owner[picked] = owners_by_pair_in_column(
             _dictionary_column(t_codes[order[picked]], t_dict),
             _dictionary_column(b_codes[order[picked]], b_dict),
             qs[picked],
             bounds,
             strategies,
-            [pair_ids[k] for k in batch_pairs],
+            ids,
+            pair_start[chosen],
+            pair_stop[chosen],
         )
-    # Owner positions -> client ids, through one flat list of every pair's ids.
-    flat: list[str | None] = [None]
-    base = np.zeros(len(pair_ids), dtype=np.int64)
-    for k, ids in enumerate(pair_ids):
-        base[k] = len(flat)
-        flat.extend(ids)
-    pair_of_row = np.repeat(np.arange(len(pair_ids)), np.diff(starts))
-    pick = np.where(owner >= 0, base[pair_of_row] + owner, 0)
-    client = pa.array(flat, pa.string()).take(pa.array(pick))
+    # Owner positions in the id column -> client ids (null where nobody consumes).
+    client = ids.take(pa.array(np.maximum(owner, 0), mask=owner < 0))
     return table.take(taken).append_column(c.client_id, client)
+
+
+def _ids_by_group(consumers: pa.Table, c: QueueColumns, names: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """The client ids of the consumers whose group is in ``names``, grouped by that position (each
+    group's ids in their own order), and group ``k``'s range ``start[k]:stop[k]`` in them."""
+    at = pc.index_in(_str_column(consumers, c.group), value_set=names)
+    client_ids = _str_column(consumers, c.client_id)
+    known = np.flatnonzero(at.is_valid().to_numpy(zero_copy_only=False))  # a group with queues here
+    group = pc.fill_null(at, 0).to_numpy(zero_copy_only=False)[known].astype(np.int64)
+    by_group = known[np.argsort(group, kind="stable")]
+    counts = np.bincount(group, minlength=len(names))
+    stop = np.cumsum(counts)
+    return client_ids.take(pa.array(by_group, pa.int64())), stop - counts, stop
