@@ -133,33 +133,61 @@ def ours(queues: Any, consumers: Any, strategy: Any) -> Any:
     return assign_queues(queues, consumers, strategy)
 
 
-def _identity(flag: str | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Each Arrow batch back unchanged but for the owner column (null) and, with ``flag``, the
-    consumer rows dropped: the executors' least possible work."""
+def _identity(flag: str | None, owner: str | None = None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """Each Arrow batch back unchanged but for the owner column (null, or ``owner`` in every row)
+    and, with ``flag``, the consumer rows dropped: the executors' least possible work."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    def owners(n: int) -> Any:
+        return pa.nulls(n, pa.string()) if owner is None else pa.repeat(pa.scalar(owner, pa.string()), n)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
             if flag is None:
                 yield pa.RecordBatch.from_arrays(
-                    [*batch.columns, pa.nulls(batch.num_rows, pa.string())], [*batch.schema.names, "client_id"]
+                    [*batch.columns, owners(batch.num_rows)], [*batch.schema.names, "client_id"]
                 )
-            else:
-                yield batch.filter(pc.invert(batch.column(flag))).drop_columns([flag])
+                continue
+            kept = batch.filter(pc.invert(batch.column(flag))).drop_columns([flag])
+            if owner is not None:
+                at = kept.schema.get_field_index("client_id")
+                columns = list(kept.columns)
+                columns[at] = owners(kept.num_rows)
+                kept = pa.RecordBatch.from_arrays(columns, kept.schema.names)
+            yield kept
 
     return run
 
 
-def floor_shuffle(queues: Any, consumers: Any) -> Any:
+def floor_shuffle(queues: Any, consumers: Any, owner: str | None = None) -> Any:
     """The same shuffle as ``assign_queues`` (queue and consumer rows together by group, the same
-    partitions) and the same Arrow round trip, with nothing computed in Python: a floor for ours."""
+    partitions) and the same Arrow round trip, with nothing computed in Python: a floor for ours.
+    With ``owner`` (a string as long as a client id) every queue row goes back owned by it, so the
+    owner column's bytes travel back to the JVM as ours do."""
     from mqbalance.spark.arrow import QueueColumns
     from mqbalance.spark.dataframes import _ddl, _shuffle_partitions, together_by_group
 
     n = _shuffle_partitions(queues.sparkSession, None)
     rows = together_by_group(queues, consumers, QueueColumns(), n, "is_consumer")
-    return rows.mapInArrow(_identity("is_consumer"), _ddl(queues, "client_id"))
+    return rows.mapInArrow(_identity("is_consumer", owner), _ddl(queues, "client_id"))
+
+
+def md5_seconds(queues: Any, consumers: Any, virtual_nodes: int, sample: int = 10) -> float:
+    """The MD5s a hash ring assignment cannot avoid — every queue's ``MessageQueue.toString()`` and
+    every consumer's ``<clientId>-<replica>`` virtual nodes — timed in Rust on all cores over one
+    ``sample``-th of the rows (one group in ``sample``), times ``sample``."""
+    from pyspark.sql import functions as F
+
+    from mqbalance import _core
+
+    picked = F.abs(F.hash("group")) % sample == 0
+    keys = [
+        f"MessageQueue [topic={r[0]}, brokerName={r[1]}, queueId={r[2]}]"
+        for r in queues.where(picked).select("topic", "broker_name", "queue_id").collect()
+    ]
+    keys += [f"{r[0]}-{i}" for r in consumers.where(picked).select("client_id").collect() for i in range(virtual_nodes)]
+    return float(_core._bench.time_md5_floor(keys, 3)) * sample
 
 
 def floor_arrow(queues: Any) -> Any:

@@ -49,6 +49,8 @@ def test_the_floors_carry_every_queue_row_unowned(frames):
     for floor in (floor_shuffle(q, c), floor_arrow(q)):
         assert floor.columns == ["group", "topic", "broker_name", "queue_id", "client_id"]
         assert fingerprint(floor)[:2] == (rows, 0)
+    # The floor with the owners' bytes: every queue row back once, owned.
+    assert fingerprint(floor_shuffle(q, c, "c" * 20))[:2] == (rows, rows)
 
 
 @pytest.mark.parametrize(
