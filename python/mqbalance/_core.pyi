@@ -219,13 +219,13 @@ def owners_by_pair_in_column(
     bounds: npt.NDArray[np.uint64],
     strategies: list[Strategy],
     seg_strategy: npt.NDArray[np.uint32],
-    id_offsets: npt.NDArray[np.int32],
+    id_offsets: npt.NDArray[np.int64],
     id_data: npt.NDArray[np.uint8],
     id_starts: npt.NDArray[np.int64],
     id_stops: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.int64]: ...
 def distinct_ids(
-    offsets: npt.NDArray[np.int32],
+    offsets: npt.NDArray[np.int64],
     data: npt.NDArray[np.uint8],
     starts: npt.NDArray[np.int64],
     stops: npt.NDArray[np.int64],

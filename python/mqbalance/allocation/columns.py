@@ -116,8 +116,9 @@ def queue_columns(queues: Sequence[MessageQueue]) -> tuple[list[str], list[str],
 
 
 def string_buffers(col: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """A pyarrow string column as its ``(offsets int32, data uint8)`` buffers, views without a copy
-    (a ``large_string`` or chunked column is made one plain array first; nulls are refused by index).
+    """A pyarrow string column as its ``(offsets int64, data uint8)`` buffers: the bytes a view
+    without a copy, the offsets too for a ``large_string`` column (a ``string`` column's 32-bit
+    offsets are widened; a chunked column is made one array first); nulls are refused by index.
 
     >>> import pyarrow as pa
     >>> offsets, data = string_buffers(pa.array(["ab", "", "c", "d"]).slice(1), "ids")
@@ -140,9 +141,8 @@ def string_buffers(col: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
             raise InvalidClientIdError(f"{what}: a client id is not valid text: {e}", None) from None
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
-    if pa.types.is_large_string(col.type):
-        col = col.cast(pa.string())
-    if not pa.types.is_string(col.type):
+    large = pa.types.is_large_string(col.type)
+    if not (large or pa.types.is_string(col.type)):
         raise InvalidClientIdError(f"{what} must be strings, got a column of {col.type}", str(col.type))
     if col.null_count:
         import pyarrow.compute as pc
@@ -150,8 +150,11 @@ def string_buffers(col: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
         row = int(pc.index(col.is_null(), True).as_py())
         raise InvalidClientIdError(f"{what}[{row}] is null", None)
     _, off, data = col.buffers()
-    offsets = np.frombuffer(off, dtype=np.int32)[col.offset : col.offset + len(col) + 1]
-    return offsets, np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8)
+    offsets = np.frombuffer(off, dtype=np.int64 if large else np.int32)[col.offset : col.offset + len(col) + 1]
+    return (
+        offsets.astype(np.int64, copy=False),
+        np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, np.uint8),
+    )
 
 
 def id_list(consumers: Iterable[str] | None) -> list[Any]:

@@ -224,10 +224,10 @@ pub fn room_map(
 }
 
 /// The strings of an Arrow string column given as its two buffers, `offsets` (`n + 1` entries,
-/// the column's own slice of them) and `data`, read in place. A bad offset or a string that is not
+/// the column's own slice of them, widened to 64 bits) and `data`, read in place. A bad offset or a string that is not
 /// UTF-8 is an [`InvalidClientIdError`] naming the index (a column built from buffers is not
 /// checked by Arrow).
-pub fn arrow_strs<'a>(offsets: &[i32], data: &'a [u8], what: &str) -> PyResult<Vec<&'a str>> {
+pub fn arrow_strs<'a>(offsets: &[i64], data: &'a [u8], what: &str) -> PyResult<Vec<&'a str>> {
     let bad = |msg: String, at: usize| InvalidClientIdError::new_err((msg, at));
     if offsets.is_empty() {
         return Err(bad(format!("{what}: no offsets (a column has n + 1)"), 0));

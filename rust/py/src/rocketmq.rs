@@ -535,7 +535,7 @@ fn id_ranges(
 #[pyfunction]
 pub fn distinct_ids<'py>(
     py: Python<'py>,
-    offsets: PyReadonlyArray1<'py, i32>,
+    offsets: PyReadonlyArray1<'py, i64>,
     data: PyReadonlyArray1<'py, u8>,
     starts: PyReadonlyArray1<'py, i64>,
     stops: PyReadonlyArray1<'py, i64>,
@@ -566,7 +566,7 @@ pub fn owners_by_pair_in_column<'py>(
     bounds: PyReadonlyArray1<'py, u64>,
     strategies: Vec<PyRef<'py, PyStrategy>>,
     seg_strategy: PyReadonlyArray1<'py, u32>,
-    id_offsets: PyReadonlyArray1<'py, i32>,
+    id_offsets: PyReadonlyArray1<'py, i64>,
     id_data: PyReadonlyArray1<'py, u8>,
     id_starts: PyReadonlyArray1<'py, i64>,
     id_stops: PyReadonlyArray1<'py, i64>,
