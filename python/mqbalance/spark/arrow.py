@@ -195,7 +195,7 @@ def _java_order(g: np.ndarray, t: np.ndarray, b: np.ndarray, q: np.ndarray) -> n
     total = widths[0] * widths[1] * widths[2] * q_span
     if total < 2**63:
         key = ((g * widths[1] + t) * widths[2] + b) * q_span + (q - q_lo)
-        return np.argsort(key, kind="stable")
+        return _core.key_order(key.astype(np.uint64)).astype(np.int64)  # a radix sort
     return np.lexsort((q, b, t, g))
 
 

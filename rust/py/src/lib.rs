@@ -34,6 +34,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rocketmq::json_keys, m)?)?;
     m.add_function(wrap_pyfunction!(json_reader::read_snapshot_json, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::sort_strings_order, m)?)?;
+    m.add_function(wrap_pyfunction!(rocketmq::key_order, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::sort_queues_order, m)?)?;
     m.add_function(wrap_pyfunction!(rocketmq::ring_hash, m)?)?;
     m.add("MAX_RING_ENTRIES", mqbalance_core::ring::MAX_RING_ENTRIES)?;

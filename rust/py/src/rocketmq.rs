@@ -617,6 +617,22 @@ pub fn sort_strings_order<'py>(
     Ok(run(py, || ok(order::sort_order(group.ids())))?.into_pyarray(py))
 }
 
+/// Stable permutation sorting non-negative integer keys ascending (a radix sort).
+#[pyfunction]
+pub fn key_order<'py>(
+    py: Python<'py>,
+    keys: PyReadonlyArray1<'py, u64>,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    let keys = keys.as_slice()?;
+    if u32::try_from(keys.len()).is_err() {
+        return Err(errors::InvalidInputError::new_err((
+            format!("{} keys: at most 2^32 - 1 can be ordered", keys.len()),
+            keys.len(),
+        )));
+    }
+    Ok(run(py, || ok(order::key_order(keys)))?.into_pyarray(py))
+}
+
 /// Stable permutation sorting queues in Java `MessageQueue` order.
 #[pyfunction]
 pub fn sort_queues_order<'py>(
