@@ -79,6 +79,44 @@ pub fn java_hash_code(s: &str) -> i32 {
         .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
 }
 
+/// Stable permutation that sorts `keys` ascending: an LSD radix sort over only the bits the
+/// largest key uses (11 bits a pass), so rows packed into one integer key — (group, topic, broker,
+/// queue) ranks — sort in a few linear passes.
+///
+/// ```
+/// use mqbalance_core::order::key_order;
+/// assert_eq!(key_order(&[30, 10, 20, 10]), vec![1, 3, 2, 0]);
+/// assert_eq!(key_order(&[]), Vec::<u32>::new());
+/// ```
+pub fn key_order(keys: &[u64]) -> Vec<u32> {
+    const BITS: u32 = 11;
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    let used = 64 - keys.iter().fold(0u64, |acc, &k| acc | k).leading_zeros();
+    let mut next = vec![0u32; keys.len()];
+    let mut shift = 0;
+    while shift < used {
+        let digit = |i: u32| ((keys[i as usize] >> shift) & ((1 << BITS) - 1)) as usize;
+        let mut start = vec![0usize; 1 << BITS];
+        for &i in &order {
+            start[digit(i)] += 1;
+        }
+        let mut at = 0;
+        for count in &mut start {
+            let n = *count;
+            *count = at;
+            at += n;
+        }
+        for &i in &order {
+            let d = digit(i);
+            next[start[d]] = i;
+            start[d] += 1;
+        }
+        std::mem::swap(&mut order, &mut next);
+        shift += BITS;
+    }
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,42 +155,4 @@ mod tests {
             proptest::prop_assert_eq!(java_cmp(&a, &b), utf16_cmp(&a, &b));
         }
     }
-}
-
-/// Stable permutation that sorts `keys` ascending: an LSD radix sort over only the bits the
-/// largest key uses (11 bits a pass), so rows packed into one integer key — (group, topic, broker,
-/// queue) ranks — sort in a few linear passes.
-///
-/// ```
-/// use mqbalance_core::order::key_order;
-/// assert_eq!(key_order(&[30, 10, 20, 10]), vec![1, 3, 2, 0]);
-/// assert_eq!(key_order(&[]), Vec::<u32>::new());
-/// ```
-pub fn key_order(keys: &[u64]) -> Vec<u32> {
-    const BITS: u32 = 11;
-    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
-    let used = 64 - keys.iter().fold(0u64, |acc, &k| acc | k).leading_zeros();
-    let mut next = vec![0u32; keys.len()];
-    let mut shift = 0;
-    while shift < used {
-        let digit = |i: u32| ((keys[i as usize] >> shift) & ((1 << BITS) - 1)) as usize;
-        let mut start = vec![0usize; 1 << BITS];
-        for &i in &order {
-            start[digit(i)] += 1;
-        }
-        let mut at = 0;
-        for count in &mut start {
-            let n = *count;
-            *count = at;
-            at += n;
-        }
-        for &i in &order {
-            let d = digit(i);
-            next[start[d]] = i;
-            start[d] += 1;
-        }
-        std::mem::swap(&mut order, &mut next);
-        shift += BITS;
-    }
-    order
 }
