@@ -39,6 +39,7 @@ from kafka_history_watch import (
     watch_process,
 )
 from kafka_java_cluster import JavaMember, KafkaJavaBroker, MixedKafkaGroup
+from mqbalance.history.causes import UNSEEN
 from server_process import wait_for
 
 pytestmark = pytest.mark.java
@@ -132,7 +133,9 @@ def test_rolling_restarts_and_an_online_upgrade_count_the_brokers_rebalances(
     for e in episodes:
         causes = json.loads(e["causes"])
         assert causes and "unknown" not in causes, e
-        assert json.loads(e["joined"]) + json.loads(e["left"]), e
+        # who joined or left; or a rebalance begun and settled between two ticks whose member change
+        # an earlier tick already saw (a classic group lists a joining member while it rebalances)
+        assert json.loads(e["joined"]) + json.loads(e["left"]) or causes[0] == UNSEEN[0], e
     for g in PLAN:  # every member left (gracefully) and joined again under its client id
         mine = [e for e in episodes if e["group"] == g]
         left = {m[0] for e in mine for m in json.loads(e["left"])}
