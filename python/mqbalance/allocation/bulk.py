@@ -85,8 +85,7 @@ def owners(
     """
     s = _strategy(strategy)
     ids = id_list(consumers)
-    qids = queue_id_column(queue_ids)
-    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
+    qids = _queue_ids(topics, brokers, queue_ids)
     info = REGISTRY[lookup(s.name)[0]]
     prev: np.ndarray | None = None
     if previous is not None:
@@ -173,8 +172,7 @@ def owners_by_pair(
             f"consumers must be a sequence of client-id lists, one per pair, got {consumers!r}", consumers
         )
     consumers = list(consumers)
-    qids = queue_id_column(queue_ids)
-    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
+    qids = _queue_ids(topics, brokers, queue_ids)
     b = _validate.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
     check_lengths(strategies=len(which), consumers=len(consumers))
     return _core.owners_by_pair(
@@ -210,8 +208,7 @@ def owners_by_pair_in_column(
     [0, 1, 2]
     """
     handles, which = _handles(strategies)
-    qids = queue_id_column(queue_ids)
-    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
+    qids = _queue_ids(topics, brokers, queue_ids)
     b = _validate.int_array(bounds, "bounds", minimum=0, maximum=2**63 - 1).astype(np.uint64)
     starts = _validate.int_array(id_starts, "id_starts", minimum=0, maximum=2**63 - 1).astype(np.int64)
     stops = _validate.int_array(id_stops, "id_stops", minimum=0, maximum=2**63 - 1).astype(np.int64)
@@ -229,6 +226,13 @@ def owners_by_pair_in_column(
         starts,
         stops,
     )
+
+
+def _queue_ids(topics: Any, brokers: Any, queue_ids: Any) -> np.ndarray:
+    """The queue ids as int64, checked, and the three queue columns checked to be one length."""
+    qids = queue_id_column(queue_ids)
+    check_lengths(topics=column_len(topics, "topics"), brokers=column_len(brokers, "brokers"), queue_ids=len(qids))
+    return qids
 
 
 def _handles(strategies: Sequence[AllocateStrategy | str]) -> tuple[list[Any], np.ndarray]:
