@@ -502,7 +502,7 @@ def _ticks(c: KafkaCollector, n: int, before: Callable[[KafkaCollector], None] |
     """``n`` ticks: wall time, the watcher thread's CPU, the process's CPU (kafka-python decodes
     answers on its own network thread; nothing else runs in this process meanwhile), bytes, events,
     requests. ``before``: called before each tick, outside the timing."""
-    wall, cpu, process, observe, written, events = [], [], [], [], [], []
+    wall, cpu, process, observe, written, events, kinds = [], [], [], [], [], [], []
     for _ in range(n):
         if before is not None:
             before(c)
@@ -514,6 +514,7 @@ def _ticks(c: KafkaCollector, n: int, before: Callable[[KafkaCollector], None] |
         observe.append(r.duration_s * 1000)
         written.append(r.bytes_written)
         events.append(r.events)
+        kinds.append(r.kind)
     from mqbalance.history.writer import read_ticks
 
     requests = [int(x) for x in read_ticks(c.writer.root).column("requests").to_pylist()[-n:]]
@@ -525,7 +526,7 @@ def _ticks(c: KafkaCollector, n: int, before: Callable[[KafkaCollector], None] |
         "bytes_written": sorted(set(written)),
         "events": sorted(set(events)),
         "requests": sorted(set(requests)),
-        "kind": r.kind,
+        "kinds": sorted(set(kinds)),
     }
 
 
@@ -739,7 +740,7 @@ def measure(
             load = os.getloadavg()[0]
             c.offsets_interval = 10**6
             membership = _ticks(c, ticks)
-            c.offsets_interval = 0.01
+            c.offsets_interval = 0  # every tick reads offsets
             both = _ticks(c, ticks)
             rebuilt = _ticks(c, ticks, _forget_offsets)
             floor = offset_fetch_floor(bootstrap, sorted(fleet.groups), ticks)
@@ -753,7 +754,7 @@ def measure(
             if b is not None:
                 b.offsets_interval = 10**6
                 row["baseline_membership"] = _ticks(b, ticks)
-                b.offsets_interval = 0.01
+                b.offsets_interval = 0
                 row["baseline_with_offsets"] = _ticks(b, ticks)
                 say(
                     f"  baseline: membership {row['baseline_membership']['wall_ms']['median']} ms, with offsets "

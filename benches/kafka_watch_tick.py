@@ -93,7 +93,7 @@ def settled(admin: Any, groups: int, members: int) -> bool:
 
 def measure_ticks(bootstrap: str, ticks: int, offsets: bool) -> dict[str, Any]:
     out = Path(tempfile.mkdtemp(prefix="mqbalance-watch-bench-"))
-    c = KafkaCollector(bootstrap, out / "h", interval=1, offsets_interval=0.01 if offsets else 10**6)
+    c = KafkaCollector(bootstrap, out / "h", interval=1, offsets_interval=0 if offsets else 10**6)
     try:
         first = c.tick()
         c.tick()  # the first comparison with a previous tick: every group is decoded once more

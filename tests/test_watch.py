@@ -88,7 +88,7 @@ def test_watch_records_joins_leaves_owners_and_offsets(
     c1 = Client(broker.addr, "10.0.0.1@w1")
     clients.append(c1)
     collector = Collector(
-        cluster.namesrv_addr, root, interval=1, offsets_interval=0.01, checkpoint_every=3600, running_info=False
+        cluster.namesrv_addr, root, interval=1, offsets_interval=0, checkpoint_every=3600, running_info=False
     )
     first = collector.tick()
     assert first.tick_id == 1 and first.state.members.keys() == {
@@ -406,7 +406,7 @@ def test_a_broker_that_stops_is_a_gap_not_everyone_leaving(tmp_path: Path) -> No
         broker = c.brokers[0]
         c.create_topic(TOPIC, {"broker-a": 4})
         client = Client(broker.addr, "10.0.0.7@b1")
-        collector = Collector(c.namesrv_addr, tmp_path / "h", interval=1, offsets_interval=0.01, running_info=False)
+        collector = Collector(c.namesrv_addr, tmp_path / "h", interval=1, offsets_interval=0, running_info=False)
         before = collector.tick()
         assert [k[1] for k in before.state.members] == ["10.0.0.7@b1"]
         client.close()

@@ -5,11 +5,12 @@ A watcher (:class:`TickLoop`) implements three things: :meth:`~TickLoop.observe`
 once: the new state, the gaps, and whether offsets were read), :meth:`~TickLoop.changes` (the
 events from the last state to the new one) and :meth:`~TickLoop.whole` (the state as
 ``checkpoint`` events). The loop does the rest: a checkpoint on the first tick and every
-``checkpoint_every``, offsets every ``offsets_interval``, the events written then the tick's row
-(:class:`~mqbalance.history.writer.HistoryWriter`), old hours pruned, the metrics updated. Ticks run
-on a fixed schedule: a tick that takes longer than the interval makes the next start at the next
-slot, and the slots missed are counted (``skipped_before``). Durations are on the monotonic clock;
-how far the wall clock moved against it since the last tick is recorded (``clock_jump_ms``).
+``checkpoint_every``, offsets every ``offsets_interval`` (``0``: on every tick), the events written
+then the tick's row (:class:`~mqbalance.history.writer.HistoryWriter`), old hours pruned, the
+metrics updated. Ticks run on a fixed schedule: a tick that takes longer than the interval makes
+the next start at the next slot, and the slots missed are counted (``skipped_before``). Durations
+are on the monotonic clock; how far the wall clock moved against it since the last tick is
+recorded (``clock_jump_ms``).
 
 :func:`replay` rebuilds a state from a history (its last checkpoint, then the changes), so a
 restarted watcher's first tick writes only what changed while it was away.
@@ -138,7 +139,7 @@ class TickLoop:
         metrics: WatchMetrics | None = None,
     ) -> None:
         self.interval = seconds(interval, "interval")
-        self.offsets_interval = seconds(offsets_interval, "offsets interval")
+        self.offsets_interval = seconds(offsets_interval, "offsets interval", minimum=0.0)
         self.checkpoint_every = seconds(checkpoint_every, "checkpoint interval")
         self.retain = None if retain is None else seconds(retain, "retain", minimum=1.0)
         self.wall, self.monotonic, self.say = wall, monotonic, say
