@@ -186,17 +186,34 @@ def _dictionary_column(codes: np.ndarray, dictionary: pa.Array) -> pa.Dictionary
     return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary)
 
 
-def _java_order(g: np.ndarray, t: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
+def _java_order(
+    g: np.ndarray, t: np.ndarray, b: np.ndarray, q: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The stable permutation putting rows in (group, ``MessageQueue``) Java order, from the rank
-    columns: one integer sort when the ranks pack into 63 bits, else a lexicographic sort."""
+    columns, and in that order: each row's group rank, a (group, topic) pair number that changes
+    exactly where the pair does, the queue ids, and whether each row equals the one before. One
+    integer sort when the ranks pack into 63 bits (the sorted columns then unpacked from the
+    sorted keys, read in order), else a lexicographic sort.
+
+    >>> order, gs, pair, qs, same = _java_order(*(np.array(x) for x in ([0, 1, 0], [0, 0, 0], [0, 0, 0], [4, 3, 4])))
+    >>> order.tolist(), gs.tolist(), pair.tolist(), qs.tolist(), same.tolist()  # rows 0 and 2 are one queue
+    ([0, 2, 1], [0, 0, 1], [0, 0, 1], [4, 4, 3], [True, False])
+    """
     widths = [int(x.max()) + 1 if len(x) else 1 for x in (g, t, b)]
     q_lo = int(q.min())
     q_span = int(q.max()) - q_lo + 1
     total = widths[0] * widths[1] * widths[2] * q_span
     if total < 2**63:
-        key = ((g * widths[1] + t) * widths[2] + b) * q_span + (q - q_lo)
-        return _core.key_order(key.astype(np.uint64)).astype(np.int64)  # a radix sort
-    return np.lexsort((q, b, t, g))
+        key = (((g * widths[1] + t) * widths[2] + b) * q_span + (q - q_lo)).astype(np.uint64)
+        order = _core.key_order(key).astype(np.int64)  # a radix sort
+        keys = key[order].astype(np.int64)
+        pair = keys // (widths[2] * q_span)
+        return order, pair // widths[1], pair, keys % q_span + q_lo, keys[1:] == keys[:-1]
+    order = np.lexsort((q, b, t, g))
+    gs, ts, bs, qs = g[order], t[order], b[order], q[order]
+    new_pair = (gs[1:] != gs[:-1]) | (ts[1:] != ts[:-1])
+    pair = np.concatenate([[0], np.cumsum(new_pair)])
+    return order, gs, pair, qs, ~new_pair & (bs[1:] == bs[:-1]) & (qs[1:] == qs[:-1])
 
 
 def assign_queue_tables(queues: pa.Table, consumers: pa.Table, plan: _Plan) -> pa.Table:
@@ -220,11 +237,8 @@ def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan)
     t_rank, t_codes, t_dict, _ = _codes(topics, rows)
     b_rank, b_codes, b_dict, _ = _codes(brokers, rows)
     # Java order (group, then MessageQueue order): the output order, and (group, topic) pairs contiguous.
-    order = _java_order(g_rank, t_rank, b_rank, qids)
-    gs, ts, bs, qs = g_rank[order], t_rank[order], b_rank[order], qids[order]
-    new_group = gs[1:] != gs[:-1]
-    new_pair = new_group | (ts[1:] != ts[:-1])
-    same = ~new_pair & (bs[1:] == bs[:-1]) & (qs[1:] == qs[:-1])
+    order, gs, pair, qs, same = _java_order(g_rank, t_rank, b_rank, qids)
+    new_pair = pair[1:] != pair[:-1]
     if same.any():
         at = int(order[int(np.argmax(same))])
         k = int(rows[at])
@@ -273,12 +287,13 @@ def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan)
     if batch_pairs:
         chosen = np.asarray(batch_pairs, dtype=np.int64)
         sizes = starts[chosen + 1] - starts[chosen]
-        if len(chosen) == len(pair_group):
-            picked = np.arange(len(order))
-        else:
-            picked = np.repeat(starts[chosen] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes) + np.arange(
-                int(sizes.sum())
-            )
+        every = len(chosen) == len(pair_group)
+        picked = (
+            np.arange(len(order))
+            if every
+            else np.repeat(starts[chosen] - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+            + np.arange(int(sizes.sum()))
+        )
         bounds = np.concatenate([[0], np.cumsum(sizes)])
         strategies = []
         for k in batch_pairs:
@@ -287,9 +302,9 @@ def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan)
                 built[id(spec)] = spec.build()
             strategies.append(built[id(spec)])
         owner[picked] = owners_by_pair_in_column(
-            _dictionary_column(t_codes[order[picked]], t_dict),
-            _dictionary_column(b_codes[order[picked]], b_dict),
-            qs[picked],
+            t_sorted if every else t_sorted.take(pa.array(picked)),
+            b_sorted if every else b_sorted.take(pa.array(picked)),
+            qs if every else qs[picked],
             bounds,
             strategies,
             ids,
@@ -300,11 +315,9 @@ def _assign(table: pa.Table, rows: np.ndarray, consumers: pa.Table, plan: _Plan)
     client = ids.take(pa.array(np.maximum(owner, 0), mask=owner < 0))
     # The output in Java order: the key strings decoded from their small dictionaries (a take
     # from the whole column, at random rows, costs several times more), other columns taken.
-    decoded = {c.group: (g_names, g_codes), c.topic: (t_dict, t_codes), c.broker_name: (b_dict, b_codes)}
+    decoded = {c.group: _dictionary_column(g_codes[order], g_names), c.topic: t_sorted, c.broker_name: b_sorted}
     columns = [
-        decoded[name][0].take(pa.array(decoded[name][1][order]))
-        if name in decoded
-        else table.column(name).combine_chunks().take(taken)
+        decoded[name].dictionary_decode() if name in decoded else table.column(name).combine_chunks().take(taken)
         for name in table.column_names
     ]
     return pa.Table.from_arrays(columns, schema=table.schema).append_column(c.client_id, client)

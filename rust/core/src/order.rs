@@ -81,7 +81,9 @@ pub fn java_hash_code(s: &str) -> i32 {
 
 /// Stable permutation that sorts `keys` ascending: an LSD radix sort over only the bits the
 /// largest key uses (11 bits a pass), so rows packed into one integer key — (group, topic, broker,
-/// queue) ranks — sort in a few linear passes.
+/// queue) ranks — sort in a few linear passes. Each pass moves (key, position) pairs, read in
+/// order; the digits' counts of every pass come from one read of the keys, and a pass whose digit
+/// is the same for every key is skipped.
 ///
 /// ```
 /// use mqbalance_core::order::key_order;
@@ -90,31 +92,36 @@ pub fn java_hash_code(s: &str) -> i32 {
 /// ```
 pub fn key_order(keys: &[u64]) -> Vec<u32> {
     const BITS: u32 = 11;
-    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    const MASK: u64 = (1 << BITS) - 1;
     let used = 64 - keys.iter().fold(0u64, |acc, &k| acc | k).leading_zeros();
-    let mut next = vec![0u32; keys.len()];
-    let mut shift = 0;
-    while shift < used {
-        let digit = |i: u32| ((keys[i as usize] >> shift) & ((1 << BITS) - 1)) as usize;
-        let mut start = vec![0usize; 1 << BITS];
-        for &i in &order {
-            start[digit(i)] += 1;
+    let passes = used.div_ceil(BITS) as usize;
+    let mut counts = vec![[0u32; 1 << BITS]; passes];
+    for &k in keys {
+        for (p, count) in counts.iter_mut().enumerate() {
+            count[((k >> (p as u32 * BITS)) & MASK) as usize] += 1;
         }
+    }
+    let mut pairs: Vec<(u64, u32)> = keys.iter().zip(0u32..).map(|(&k, i)| (k, i)).collect();
+    let mut next = vec![(0u64, 0u32); keys.len()];
+    for (p, count) in counts.iter().enumerate() {
+        if count.iter().any(|&c| c as usize == keys.len()) {
+            continue; // one digit for every key: the order stays
+        }
+        let shift = p as u32 * BITS;
+        let mut start = [0usize; 1 << BITS];
         let mut at = 0;
-        for count in &mut start {
-            let n = *count;
-            *count = at;
-            at += n;
+        for (s, &c) in start.iter_mut().zip(count.iter()) {
+            *s = at;
+            at += c as usize;
         }
-        for &i in &order {
-            let d = digit(i);
-            next[start[d]] = i;
+        for &(k, i) in &pairs {
+            let d = ((k >> shift) & MASK) as usize;
+            next[start[d]] = (k, i);
             start[d] += 1;
         }
-        std::mem::swap(&mut order, &mut next);
-        shift += BITS;
+        std::mem::swap(&mut pairs, &mut next);
     }
-    order
+    pairs.into_iter().map(|(_, i)| i).collect()
 }
 
 #[cfg(test)]
