@@ -355,8 +355,10 @@ def _group_columns(members: list[dict[str, Any]], topics: dict[str, int], fault:
 @given(homogeneous_groups())
 def test_columns_equal_dict_api_on_homogeneous_uniform_groups(g: Any) -> None:
     """``server_assign_columns`` takes a fast path for homogeneous ``uniform`` groups with a valid
-    current assignment; it gives what the dict API (the general path) gives, and the same typed
-    error for a spoiled current assignment (same message: the core's)."""
+    current assignment, and so does the dict API when the members share one subscription list;
+    the columns give what the dict API gives, the dict API what the pure-Python transcription
+    gives, and both the same typed error for a spoiled current assignment (same message: the
+    core's general path)."""
     members, topics, fault, newest = g
     version = "4.1" if newest else "4.0"
     cols = _group_columns(members, topics, fault)
@@ -376,6 +378,9 @@ def test_columns_equal_dict_api_on_homogeneous_uniform_groups(g: Any) -> None:
         assert str(got.value) == refused or fault == "negative", (str(got.value), refused)
         return
     assert fault in (None, "split")
+    # the dict API takes a fast path of its own here (members sharing one list): the pure-Python
+    # transcription of Java's builder checks it
+    assert want == kafka_server_reference.uniform(members, topics, kafka_4_1=newest)
     owners = server_assign_columns("uniform", **cols, kafka_version=version)
     assert _from_owners(case, owners) == want
     # each member's own subscription row (the same topics): the same answer

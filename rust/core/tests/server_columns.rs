@@ -1,7 +1,9 @@
-//! `uniform_homogeneous_columns` (the columnar fast path of `uniform`) against `assign` over the
-//! same group (the general path), by proptest: whenever the fast path answers, `assign` gives
-//! the same owners; it answers for every valid homogeneous group; it never answers for a group
-//! `assign` refuses (partitions owned twice or out of range). Duplicate member ids are the
+//! `uniform_homogeneous_columns` and `uniform_homogeneous_group` (the fast paths of `uniform`,
+//! from columns and from a [`ServerGroup`]) against `assign` over the same group (the general
+//! path), by proptest: whenever a fast path answers, `assign` gives the same owners; each answers
+//! for every valid homogeneous group it takes (the group one: members sharing one list); neither
+//! answers for a group `assign` refuses (partitions owned twice or out of range, a topic listed
+//! twice by a member). Duplicate member ids are the
 //! caller's check (tested in Python).
 
 #![allow(clippy::unwrap_used)]
@@ -9,8 +11,8 @@
 use std::sync::Arc;
 
 use mqbalance_core::assign::server::{
-    assign, uniform_homogeneous_columns, CurrentTable, GroupColumns, KafkaRelease, ServerAssignor,
-    ServerGroup, ServerMember, ServerTopic, Uuid,
+    assign, uniform_homogeneous_columns, uniform_homogeneous_group, CurrentTable, GroupColumns,
+    KafkaRelease, ServerAssignor, ServerGroup, ServerMember, ServerTopic, Uuid,
 };
 use proptest::prelude::*;
 
@@ -51,9 +53,9 @@ impl Cols {
         uniform_homogeneous_columns(&c, release)
     }
 
-    /// The general path: each member's rows as entries, one per run of one topic (rows of a
-    /// topic split in two runs are then a topic listed twice: `assign` refuses it).
-    fn slow(&self, release: KafkaRelease) -> Result<Vec<i32>, String> {
+    /// The group as [`ServerGroup`]: each member's rows as entries, one per run of one topic
+    /// (rows of a topic split in two runs are then a topic listed twice: `assign` refuses it).
+    fn group(&self) -> ServerGroup {
         let mut current = CurrentTable::default();
         let mut members = Vec::new();
         for m in 0..self.ids.len() {
@@ -72,13 +74,17 @@ impl Cols {
                 current: first..current.len(),
             });
         }
-        let g = ServerGroup {
+        ServerGroup {
             topics: self.topics.clone(),
             member_ids: self.ids.iter().collect(),
             members,
             current,
-        };
-        assign(ServerAssignor::Uniform, &g, release)
+        }
+    }
+
+    /// The general path.
+    fn slow(&self, release: KafkaRelease) -> Result<Vec<i32>, String> {
+        assign(ServerAssignor::Uniform, &self.group(), release)
             .map(|o| o.concat())
             .map_err(|e| e.to_string())
     }
@@ -239,7 +245,7 @@ proptest! {
         let c = group(&counts, n, &owner, &order, subscribed, fault, pick);
         let slow = c.slow(release);
         if let Some(fast) = c.fast(release) {
-            prop_assert_eq!(Ok(fast), slow, "{:?}", fault);
+            prop_assert_eq!(Ok(fast), slow.clone(), "{:?}", fault);
         } else {
             // Only a group outside the fast path's case: refused by `assign`, heterogeneous,
             // or with a member's topic rows split.
@@ -255,6 +261,11 @@ proptest! {
             }
             let heterogeneous = subscribers.iter().any(|&s| s != 0 && s != n);
             prop_assert!(slow.is_err() || split || heterogeneous, "{:?} {:?}", fault, slow);
+        }
+        let shared = c.which.iter().all(|&w| Arc::ptr_eq(&c.subscriptions[w], &c.subscriptions[c.which[0]]));
+        match uniform_homogeneous_group(&c.group(), release) {
+            Some(fast) => prop_assert_eq!(Ok(fast), slow, "{:?}", fault),
+            None => prop_assert!(slow.is_err() || !shared, "{:?} {:?}", fault, slow),
         }
     }
 }

@@ -378,9 +378,28 @@ pub fn server_assign<'py>(
         members: list,
         current: read.current,
     };
+    // A homogeneous group whose members share one list, with unique ids and a valid current
+    // assignment: the fused path (it declines anything else, which the general path below
+    // answers or refuses).
+    if with_current && unique_keys(py, &read.keys)? {
+        if let Some(flat) = run(py, || ok(server::uniform_homogeneous_group(&group, kafka)))? {
+            let mut rest = &flat[..];
+            let rows: Vec<&[i32]> = group
+                .topics
+                .iter()
+                .map(|t| {
+                    let (row, tail) = rest.split_at(t.partitions.unwrap_or(0) as usize);
+                    rest = tail;
+                    row
+                })
+                .collect();
+            return result(py, &rows, &table.names, &read.keys);
+        }
+    }
     let owners = run(py, || server::assign(a, &group, kafka))?;
     drop(group);
-    result(py, &owners, &table.names, &read.keys)
+    let rows: Vec<&[i32]> = owners.iter().map(Vec::as_slice).collect();
+    result(py, &rows, &table.names, &read.keys)
 }
 
 /// At most this many current partitions are reserved before reading (the metadata's count can
@@ -395,7 +414,7 @@ const SHARED_INTS: usize = 1 << 20;
 /// counting sort), and every partition number is one shared `int` object.
 fn result<'py>(
     py: Python<'py>,
-    owners: &Owners,
+    owners: &[&[i32]],
     topic_names: &[Py<PyString>],
     keys: &[Py<PyAny>],
 ) -> PyResult<Bound<'py, PyDict>> {
@@ -412,7 +431,7 @@ fn result<'py>(
     let widest = owners
         .iter()
         .filter(|row| row.iter().any(|&o| o >= 0))
-        .map(Vec::len)
+        .map(|row| row.len())
         .max()
         .unwrap_or(0)
         .min(SHARED_INTS);
@@ -429,7 +448,7 @@ fn result<'py>(
     let mut flat: Vec<u32> = Vec::new();
     for (t, row) in owners.iter().enumerate() {
         touched.clear();
-        for &o in row {
+        for &o in *row {
             if o >= 0 {
                 let c = &mut count[o as usize];
                 if *c == 0 {
@@ -546,6 +565,26 @@ fn member_hashes(member_ids: &Bound<'_, PyList>) -> PyResult<Option<Vec<u64>>> {
 /// Whether the ids are unique, by their Python hashes (a `str` keeps its hash once computed:
 /// a list passed again is not hashed again), comparing texts only when two hashes are equal.
 fn unique_ids(ids: &Bound<'_, PyList>, hashes: &[u64]) -> PyResult<bool> {
+    unique_by_hash(hashes, |i, j| {
+        let (a, b) = (ids.get_item(i)?, ids.get_item(j)?);
+        Ok(a.cast::<PyString>()?.to_str()? == b.cast::<PyString>()?.to_str()?)
+    })
+}
+
+/// Whether the dict API's member keys (each a `str`) are unique, as [`unique_ids`].
+fn unique_keys(py: Python<'_>, keys: &[Py<PyAny>]) -> PyResult<bool> {
+    let hashes = keys
+        .iter()
+        .map(|k| k.bind(py).hash().map(|h| h as u64))
+        .collect::<PyResult<Vec<u64>>>()?;
+    unique_by_hash(&hashes, |i, j| {
+        let (a, b) = (keys[i].bind(py), keys[j].bind(py));
+        Ok(a.cast::<PyString>()?.to_str()? == b.cast::<PyString>()?.to_str()?)
+    })
+}
+
+/// Whether no two items are equal (`same`), by an open-addressing table of their hashes.
+fn unique_by_hash(hashes: &[u64], same: impl Fn(usize, usize) -> PyResult<bool>) -> PyResult<bool> {
     let size = (hashes.len() * 2).next_power_of_two().max(16);
     let mask = size - 1;
     let mut table = vec![u32::MAX; size];
@@ -553,11 +592,8 @@ fn unique_ids(ids: &Bound<'_, PyList>, hashes: &[u64]) -> PyResult<bool> {
         let mut slot = (h ^ (h >> 32)) as usize & mask;
         while table[slot] != u32::MAX {
             let j = table[slot] as usize;
-            if hashes[j] == h {
-                let (a, b) = (ids.get_item(i)?, ids.get_item(j)?);
-                if a.cast::<PyString>()?.to_str()? == b.cast::<PyString>()?.to_str()? {
-                    return Ok(false);
-                }
+            if hashes[j] == h && same(i, j)? {
+                return Ok(false);
             }
             slot = (slot + 1) & mask;
         }

@@ -1,11 +1,13 @@
-//! `uniform` straight from columns, for the common case: a homogeneous group whose current
-//! assignment is valid. One fused pass over the current rows checks them (partition bounds,
-//! ownership, each member's topics in runs) while it writes the current owners into the result;
-//! the homogeneous builder then only revokes what is over quota and hands out what is unowned,
-//! in place. Anything else (an invalid or unusual group) is left to [`super::assign`], which gives
+//! `uniform` straight from columns (or from a [`ServerGroup`] whose members share one
+//! subscription), for the common case: a homogeneous group whose current assignment is valid.
+//! One fused pass over the current rows checks them (partition bounds, ownership, each member's
+//! topics in runs) while it writes the current owners into the result; the homogeneous builder
+//! then only revokes what is over quota and hands out what is unowned, in place. Anything else (an invalid or unusual group) is left to [`super::assign`], which gives
 //! the same answer or the typed error.
 
-use super::{java_hash_set_order, KafkaRelease, ServerTopic, MAX_PARTITIONS};
+use std::sync::Arc;
+
+use super::{java_hash_set_order, KafkaRelease, ServerGroup, ServerTopic, MAX_PARTITIONS};
 
 /// A group as columns, the layout of `server_assign_columns`, unchecked: the fast path checks
 /// what it reads and declines anything it does not take.
@@ -80,12 +82,100 @@ pub fn uniform_homogeneous_columns(
     }
     let blocks = Blocks::new(group.topics)?;
     let (first, subscribed) = homogeneous_subscription(group)?;
-    let mut current = Current::read(group, &blocks, &subscribed)?;
+    let current = Current::read(group, &blocks, &subscribed)?;
+    let (topics_of, parts_of) = (group.current_topics, group.current_partitions);
+    build(
+        group.topics,
+        &first,
+        &blocks,
+        current,
+        release,
+        |member, revoke| {
+            let start = group.current_offsets[member] as usize;
+            let end = group.current_offsets[member + 1] as usize;
+            for row in start..end {
+                let topic = topics_of[row] as usize;
+                if subscribed[topic] {
+                    revoke(blocks.base[topic] + parts_of[row] as usize);
+                }
+            }
+        },
+    )
+}
+
+/// `uniform` as [`super::assign`] computes it, the owners of all topics concatenated — when
+/// every member shares one subscription list (one `Arc`, as `Arc::ptr_eq` tells) and the current
+/// assignment is valid with each topic once per member; `None` otherwise, for any input this path
+/// does not take, valid or not (then ask [`super::assign`]: the same answer, or the typed error).
+/// The member ids must be unique: the caller checks them ([`super::assign`] refuses duplicates),
+/// the assignment does not depend on them.
+///
+/// ```
+/// use mqbalance_core::assign::server::{uniform_homogeneous_group, CurrentTable, KafkaRelease, ServerGroup, ServerMember, ServerTopic, Uuid};
+/// let topics = vec![ServerTopic { id: Uuid { msb: 1, lsb: 2 }, partitions: Some(3) }];
+/// let mut current = CurrentTable::default();
+/// current.push_entry(0); // the first member owns all three partitions, the second joins
+/// current.extend_partitions(&[0, 1, 2]);
+/// let everything: std::sync::Arc<[u32]> = vec![0].into();
+/// let member = |current| ServerMember { instance_id: None, subscribed: everything.clone(), current };
+/// let g = ServerGroup { topics, member_ids: ["a", "b"].into_iter().collect(), members: vec![member(0..1), member(1..1)], current };
+/// assert_eq!(uniform_homogeneous_group(&g, KafkaRelease::NEWEST), Some(vec![0, 0, 1]));
+/// ```
+pub fn uniform_homogeneous_group(g: &ServerGroup, release: KafkaRelease) -> Option<Vec<i32>> {
+    let members = g.members.len();
+    if members == 0 || members > i32::MAX as usize || g.member_ids.len() != members {
+        return None;
+    }
+    let first = &g.members[0].subscribed;
+    if !g.members.iter().all(|m| Arc::ptr_eq(&m.subscribed, first)) {
+        return None;
+    }
+    let blocks = Blocks::new(&g.topics)?;
+    let mut subscribed = vec![false; g.topics.len()];
+    for &t in first.iter() {
+        let slot = subscribed.get_mut(t as usize)?;
+        if *slot {
+            return None; // a topic listed twice (the general path refuses it)
+        }
+        *slot = true;
+    }
+    let current = Current::read_table(g, &blocks, &subscribed)?;
+    build(
+        &g.topics,
+        first,
+        &blocks,
+        current,
+        release,
+        |member, revoke| {
+            for (topic, parts) in g.current.entries(g.members[member].current.clone()) {
+                let topic = topic as usize;
+                if subscribed[topic] {
+                    let base = blocks.base[topic];
+                    for &p in parts {
+                        revoke(base + p as usize);
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The homogeneous builder (see `uniform::homogeneous`) over positions in the result, from the
+/// current owners: each member keeps its first partitions (`rows` calls back each partition of a
+/// subscribed topic it holds, in order) up to its quota, then the unassigned ones are handed out.
+fn build(
+    topics: &[ServerTopic],
+    first: &[u32],
+    blocks: &Blocks,
+    mut current: Current,
+    release: KafkaRelease,
+    rows: impl Fn(usize, &mut dyn FnMut(usize)),
+) -> Option<Vec<i32>> {
     if first.is_empty() {
         return Some(current.owners);
     }
-    // The homogeneous builder (see `uniform::homogeneous`), over positions in the result.
-    let topic_ids: Vec<_> = first.iter().map(|&t| group.topics[t as usize].id).collect();
+    let members = current.held.len();
+    let topic_ids: Vec<_> = first.iter().map(|&t| topics[t as usize].id).collect();
     let owners = &mut current.owners;
     let mut unassigned: Vec<usize> = Vec::new();
     let mut sum: i64 = 0;
@@ -115,21 +205,16 @@ pub fn uniform_homogeneous_columns(
             quota -= own;
         } else {
             // Keep the first `quota` partitions, rows in order, revoke the rest.
-            let start = group.current_offsets[member] as usize;
-            let end = group.current_offsets[member + 1] as usize;
-            for row in start..end {
-                let topic = group.current_topics[row] as usize;
-                if !subscribed[topic] {
-                    continue;
-                }
-                if quota > 0 {
-                    quota -= 1;
+            let mut keep = quota;
+            rows(member, &mut |at| {
+                if keep > 0 {
+                    keep -= 1;
                 } else {
-                    let at = blocks.base[topic] + group.current_partitions[row] as usize;
                     owners[at] = -1;
                     unassigned.push(at);
                 }
-            }
+            });
+            quota = 0;
         }
         if extras_to_holders && quota > 0 && has_extra && count - member as i64 > extra {
             quota -= 1;
@@ -301,6 +386,52 @@ impl Current {
         }
         if dropped {
             // Topics nobody subscribes to end unowned.
+            for (topic, &s) in subscribed.iter().enumerate() {
+                if !s {
+                    owners[blocks.range(topic)].fill(-1);
+                }
+            }
+        }
+        Some(Current { owners, held })
+    }
+
+    /// [`Current::read`] over a [`ServerGroup`]'s current table: each member's entries checked
+    /// (a topic once per member, partitions in range, each owned once) and counted.
+    fn read_table(g: &ServerGroup, blocks: &Blocks, subscribed: &[bool]) -> Option<Current> {
+        let topics = g.topics.len();
+        let mut owners = vec![-1i32; blocks.total];
+        let mut held = vec![0i64; g.members.len()];
+        let mut stamp = vec![u32::MAX; topics];
+        let mut twice = false;
+        let mut dropped = false;
+        for ((member, own), m) in held.iter_mut().enumerate().zip(&g.members) {
+            if m.current.start > m.current.end || m.current.end > g.current.len() {
+                return None;
+            }
+            let member = member as u32;
+            for (topic, parts) in g.current.entries(m.current.clone()) {
+                let topic = topic as usize;
+                if *stamp.get(topic)? == member {
+                    return None; // a topic listed twice (the general path refuses it)
+                }
+                stamp[topic] = member;
+                let block = &mut owners[blocks.range(topic)];
+                for &p in parts {
+                    let owner = block.get_mut(p as usize)?;
+                    twice |= *owner != -1;
+                    *owner = member as i32;
+                }
+                if subscribed[topic] {
+                    *own += parts.len() as i64;
+                } else {
+                    dropped = true;
+                }
+            }
+        }
+        if twice {
+            return None;
+        }
+        if dropped {
             for (topic, &s) in subscribed.iter().enumerate() {
                 if !s {
                     owners[blocks.range(topic)].fill(-1);

@@ -41,7 +41,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use thiserror::Error;
 
-pub use columns::{uniform_homogeneous_columns, GroupColumns};
+pub use columns::{uniform_homogeneous_columns, uniform_homogeneous_group, GroupColumns};
 pub use hash_set::java_hash_set_order;
 pub use release::KafkaRelease;
 pub use uuid::Uuid;
