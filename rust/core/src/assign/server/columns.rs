@@ -384,15 +384,26 @@ impl Current {
         if twice || group.current_offsets[group.members] as usize != topics_of.len() {
             return None;
         }
+        Some(Current::kept(owners, held, dropped, blocks, subscribed))
+    }
+
+    /// The current owners and counts read, topics nobody subscribes to (`dropped`: some were
+    /// held) made unowned.
+    fn kept(
+        mut owners: Vec<i32>,
+        held: Vec<i64>,
+        dropped: bool,
+        blocks: &Blocks,
+        subscribed: &[bool],
+    ) -> Current {
         if dropped {
-            // Topics nobody subscribes to end unowned.
             for (topic, &s) in subscribed.iter().enumerate() {
                 if !s {
                     owners[blocks.range(topic)].fill(-1);
                 }
             }
         }
-        Some(Current { owners, held })
+        Current { owners, held }
     }
 
     /// [`Current::read`] over a [`ServerGroup`]'s current table: each member's entries checked
@@ -431,13 +442,6 @@ impl Current {
         if twice {
             return None;
         }
-        if dropped {
-            for (topic, &s) in subscribed.iter().enumerate() {
-                if !s {
-                    owners[blocks.range(topic)].fill(-1);
-                }
-            }
-        }
-        Some(Current { owners, held })
+        Some(Current::kept(owners, held, dropped, blocks, subscribed))
     }
 }
