@@ -182,10 +182,10 @@ def md5_seconds(queues: Any, consumers: Any, virtual_nodes: int, sample: int = 1
     from mqbalance import _core
 
     picked = F.abs(F.hash("group")) % sample == 0
-    keys = [
+    keys = sorted(  # side by side by topic and broker, as ours hashes them (sharing a first block)
         f"MessageQueue [topic={r[0]}, brokerName={r[1]}, queueId={r[2]}]"
         for r in queues.where(picked).select("topic", "broker_name", "queue_id").collect()
-    ]
+    )
     keys += [f"{r[0]}-{i}" for r in consumers.where(picked).select("client_id").collect() for i in range(virtual_nodes)]
     return float(_core._bench.time_md5_floor(keys, 3)) * sample
 
