@@ -318,16 +318,15 @@ impl Md5Keys {
         let Some((head, tail)) = key.split_at_checked(64) else {
             return md5_hash(key);
         };
-        if self.after_head.is_none() || self.head != head {
-            let mut state = Md5::new();
-            state.update(head); // a whole block: compressed now (MD5's buffer is eager)
+        if self.head != head {
             self.head.clear();
             self.head.extend_from_slice(head);
-            self.after_head = Some(state);
+            self.after_head = None;
         }
-        let Some(state) = &self.after_head else {
-            return md5_hash(key);
-        };
+        // a whole block: compressed at once (MD5's buffer is eager), then only cloned
+        let state = self
+            .after_head
+            .get_or_insert_with(|| Md5::new().chain_update(head));
         let d = state.clone().chain_update(tail).finalize();
         u32::from_be_bytes([d[0], d[1], d[2], d[3]])
     }

@@ -378,11 +378,16 @@ pub fn server_assign<'py>(
         members: list,
         current: read.current,
     };
-    // A homogeneous group whose members share one list, with unique ids and a valid current
-    // assignment: the fused path (it declines anything else, which the general path below
-    // answers or refuses).
-    if with_current && unique_keys(py, &read.keys)? {
-        if let Some(flat) = run(py, || ok(server::uniform_homogeneous_group(&group, kafka)))? {
+    // A homogeneous group whose members share one list, with a valid current assignment: the
+    // fused path (it declines anything else, which the general path below answers or refuses).
+    // Its answer stands once the ids are unique (else the general path refuses the duplicate).
+    let fused = if with_current {
+        run(py, || ok(server::uniform_homogeneous_group(&group, kafka)))?
+    } else {
+        None
+    };
+    if let Some(flat) = fused {
+        if unique_keys(py, &read.keys)? {
             let mut rest = &flat[..];
             let rows: Vec<&[i32]> = group
                 .topics
@@ -566,9 +571,13 @@ fn member_hashes(member_ids: &Bound<'_, PyList>) -> PyResult<Option<Vec<u64>>> {
 /// a list passed again is not hashed again), comparing texts only when two hashes are equal.
 fn unique_ids(ids: &Bound<'_, PyList>, hashes: &[u64]) -> PyResult<bool> {
     unique_by_hash(hashes, |i, j| {
-        let (a, b) = (ids.get_item(i)?, ids.get_item(j)?);
-        Ok(a.cast::<PyString>()?.to_str()? == b.cast::<PyString>()?.to_str()?)
+        same_text(&ids.get_item(i)?, &ids.get_item(j)?)
     })
+}
+
+/// Whether two `str` objects hold the same text.
+fn same_text(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(a.cast::<PyString>()?.to_str()? == b.cast::<PyString>()?.to_str()?)
 }
 
 /// Whether the dict API's member keys (each a `str`) are unique, as [`unique_ids`].
@@ -578,8 +587,7 @@ fn unique_keys(py: Python<'_>, keys: &[Py<PyAny>]) -> PyResult<bool> {
         .map(|k| k.bind(py).hash().map(|h| h as u64))
         .collect::<PyResult<Vec<u64>>>()?;
     unique_by_hash(&hashes, |i, j| {
-        let (a, b) = (keys[i].bind(py), keys[j].bind(py));
-        Ok(a.cast::<PyString>()?.to_str()? == b.cast::<PyString>()?.to_str()?)
+        same_text(keys[i].bind(py), keys[j].bind(py))
     })
 }
 
