@@ -86,7 +86,7 @@ class JavaSide:
     """One JVM holding one group, timing rounds on request."""
 
     def __init__(self, g: Group, heap_mb: int, log: Path) -> None:
-        argv = java_command("kafka", BENCH_CLASS, heap_mb=heap_mb)
+        argv = java_command("kafka", BENCH_CLASS, heap_mb=heap_mb, quick_jit=False)  # C2: timed
         self.server = ServerProcess(f"kafka-assignor-bench-{g.name}", argv, log=log, pipes=True)
         self.server.start()
         self.ask(_tokens(g))

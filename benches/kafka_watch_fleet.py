@@ -907,7 +907,7 @@ def main() -> int:
     else:
         from kafka_java_cluster import KafkaJavaBroker
 
-        with KafkaJavaBroker(settings=BROKER_SETTINGS) as broker:
+        with KafkaJavaBroker(settings=BROKER_SETTINGS, quick_jit=False) as broker:
             result = {"broker_timings_s": {k: round(v, 1) for k, v in broker.timings.items()}}
             result.update(run(args, broker.bootstrap, broker, say))
     args.out.mkdir(parents=True, exist_ok=True)

@@ -174,7 +174,7 @@ def main() -> int:
     p.add_argument("--offsets", action="store_true", help="read offsets at every tick too")
     args = p.parse_args()
     result: dict[str, Any] = {"args": vars(args)}
-    with KafkaJavaBroker() as broker:
+    with KafkaJavaBroker(quick_jit=False) as broker:
         admin = broker.admin()
         broker.create_topic(TOPIC, args.partitions)
         members = Members(broker.bootstrap)

@@ -17,9 +17,18 @@ from rocketmq_cluster import rocketmq, rocketmq2  # noqa: F401  (a name server a
 from rocketmq_java_cluster import rocketmq_both  # noqa: F401  (the Rust port, then the Java servers, per module)
 from spark_cluster import spark_cluster, spark_connect  # noqa: F401  (module-scoped Spark standalone cluster / Connect server)
 
+#: The JVMs Spark starts for the tests (the local-mode driver of a CLI run, a page's own
+#: ``SparkSession``) compile with C1 only: a test's job is small, and C2 compiling Spark's start-up
+#: costs more than it saves (the docs' Spark page alone: 24.3 -> 19.6 s). Spark's launcher adds
+#: this variable to the driver's options (no banner on stderr, unlike ``JAVA_TOOL_OPTIONS``); a
+#: benchmark run outside the tests keeps C2.
+SPARK_SUBMIT_OPTS = "-XX:TieredStopAtLevel=1"
+
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Stop the servers that an interrupted or killed earlier run left behind (see server_process)."""
+    """Stop the servers that an interrupted or killed earlier run left behind (see server_process);
+    Spark's JVMs compile with C1 (:data:`SPARK_SUBMIT_OPTS`)."""
+    os.environ.setdefault("SPARK_SUBMIT_OPTS", SPARK_SUBMIT_OPTS)
     for name in server_process.sweep():
         print(f"stopped a server an earlier test run left behind: {name}")
 

@@ -163,8 +163,16 @@ class KafkaJavaBroker:
     members)."""
 
     def __init__(
-        self, *, start_timeout: float = 120.0, secured: bool = False, settings: Mapping[str, str] | None = None
+        self,
+        *,
+        start_timeout: float = 120.0,
+        secured: bool = False,
+        settings: Mapping[str, str] | None = None,
+        quick_jit: bool = True,
     ) -> None:
+        """``quick_jit=False``: the broker compiles with C2, as in production (a benchmark timing
+        requests to it); a test's broker compiles with C1 only (see ``java_command``)."""
+        self.quick_jit = quick_jit
         self.dir = Path(tempfile.mkdtemp(prefix="mqbalance-kafka-java-"))
         self.secured = SecuredListeners(self.dir) if secured else None
         self.settings = dict(settings or {})
@@ -220,6 +228,7 @@ class KafkaJavaBroker:
             "kafka",
             main_class,
             heap_mb=heap_mb,
+            quick_jit=self.quick_jit,
             properties={"log4j2.configurationFile": str(self.dir / "log4j2.properties")},
         )
 
