@@ -1,5 +1,5 @@
 """Deploys on Apache Kafka itself (``kafka_java``, 4.4.0, both group protocols): the real ``mqbalance
-watch --bootstrap`` watches three groups of 8 Java ``KafkaConsumer`` members while a producer keeps
+watch --bootstrap`` watches three groups of 4 Java ``KafkaConsumer`` members while a producer keeps
 their partitions busy —
 
 * a **rolling restart** of a classic group and of a consumer-protocol group (KIP-848): each member
@@ -46,7 +46,7 @@ pytestmark = pytest.mark.java
 
 TOPIC = "deploy"
 PARTITIONS = 8
-MEMBERS = 8
+MEMBERS = 4
 CLASSIC, MODERN, UPGRADE = "hc-rolling-classic", "hc-rolling-consumer", "hc-upgrade"
 #: per group: the members' name prefix, their protocol before and after the restart, the assignor
 PLAN = {
@@ -107,7 +107,7 @@ def test_rolling_restarts_and_an_online_upgrade_count_the_brokers_rebalances(
                     _start(group, names[g][i], PLAN[g][1])
             wait_all_settled(history, {g: (names[g], PLAN[g][1], set()) for g in PLAN})
             started = time.monotonic()
-            print(f"\n24 members Stable in 3 groups after {started - t0:.1f} s")
+            print(f"\n{MEMBERS * len(PLAN)} members Stable in {len(PLAN)} groups after {started - t0:.1f} s")
             # the deploy: member i of every group stopped (it has left when its process ends) and
             # started again at once; the next one when the group is Stable with it (its readiness)
             with ThreadPoolExecutor(len(PLAN)) as pool:

@@ -88,13 +88,18 @@ def _zombie_round(
     """One partition of one member past its session; the checks that concern this round."""
     members = sorted(g.procs)
     assert g.wait(lambda: g.converged(members), 30) is not None, f"group not converged: {g.owners()}"
-    time.sleep(rng.uniform(0.2, 1.5))  # random phase against the members' pings and commits
     election_node = None
     if leader:
         victim, election_node = _leader(g)
-        assignment_version = g.admin.exists(g.paths.assignment).version
     else:
         victim = rng.choice(sorted(set(g.owners().values())))
+    # the round replays the victim's last commit before the partition: on a busy machine a member
+    # that has just been given its queues may not have committed yet, so the fault waits for one
+    committed = g.wait(lambda: any(r.get("e") == "c" for r in g_records(g, victim)), 60)
+    assert committed is not None, f"{victim} made no commit within 60 s of the group converging"
+    time.sleep(rng.uniform(0.2, 1.5))  # random phase against the members' pings and commits
+    if leader:
+        assignment_version = g.admin.exists(g.paths.assignment).version
     survivors = [m for m in members if m != victim]
     old_session = g.session_of(victim)
     down_s = SESSION_S + OWNED_BOUND_S + rng.uniform(0.0, 2.0)
