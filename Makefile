@@ -26,8 +26,24 @@ $(VENV)/.deps: pyproject.toml
 	$(PY) -m pip install -q --group test --group bench --group lint --group docs "maturin>=1.14,<2"
 	touch $@
 
+# A clone without target/ starts from the build directory an earlier `make test` on this machine saved
+# (cargo-seed-save): the dependencies are not compiled again; the workspace's own crates are cleaned
+# out of the copy and built from this clone's sources. Keyed by the lock file and the compiler.
+CARGO_SEED_DIR ?= $(HOME)/.cache/mqbalance/cargo-target
+CARGO_SEED     := $(CARGO_SEED_DIR)/$(shell { cat Cargo.lock; rustc -vV; } 2>/dev/null | sha256sum | cut -c1-16)
+.PHONY: cargo-seed cargo-seed-save
+cargo-seed:
+	@if [ ! -d target ] && [ -d $(CARGO_SEED) ]; then \
+	  echo "target/ from $(CARGO_SEED)"; cp -a $(CARGO_SEED) target && cargo clean -q -p mqbalance-core -p mqbalance-py; fi
+cargo-seed-save:
+	@if [ ! -d $(CARGO_SEED) ] && [ -d target ]; then \
+	  set -e; mkdir -p $(CARGO_SEED_DIR); rm -rf $(CARGO_SEED).part; \
+	  cp -a target $(CARGO_SEED).part && mv $(CARGO_SEED).part $(CARGO_SEED); \
+	  find $(CARGO_SEED_DIR) -mindepth 1 -maxdepth 1 ! -path $(CARGO_SEED) -exec rm -rf {} +; \
+	  echo "target/ saved to $(CARGO_SEED)"; fi
+
 # The build backend runs `maturin` by name: the venv's bin goes first on PATH (a new machine has no other).
-$(VENV)/.installed: $(VENV)/.deps Cargo.toml Cargo.lock $(shell find rust -type f -name '*.rs' -o -name Cargo.toml)
+$(VENV)/.installed: $(VENV)/.deps Cargo.toml Cargo.lock $(shell find rust -type f -name '*.rs' -o -name Cargo.toml) | cargo-seed
 	$(DEV_BUILD) PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m pip install -q --no-build-isolation -e ".[spark]"
 	touch $@
 
@@ -123,11 +139,13 @@ chromium:
 # servers start once per file, and most of a live test's time is waiting on servers, not CPU (three
 # processes on the 2-core machine: see docs/contributing.md). The longest files go first
 # (tests/conftest.py, LONGEST_FIRST), so xdist's own reordering by test count is turned off.
+# Byte code is cached even where PYTHONDONTWRITEBYTECODE is set: the run starts some 350 Python
+# processes (members, CLI runs, Spark's Python workers) and each would compile mqbalance again.
 TEST_WORKERS ?= 3
 test-python: setup zookeeper rocketmq chromium iproute2 java
-	$(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests benches
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --benchmark-disable --durations=30 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests benches
 
-test: lint docs test-rust test-python
+test: lint docs test-rust cargo-seed-save test-python
 
 # The documentation site (MkDocs + Material + mkdocstrings, mkdocs.yml) into site/, in strict mode: a
 # broken link, anchor or API reference fails the build.
