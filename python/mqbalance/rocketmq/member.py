@@ -13,9 +13,10 @@ two threads, over :class:`~mqbalance.rocketmq.transport.ClusterTransport`.
   again, never skipped (at-least-once). A pull answered over a new broker connection is not
   consumed: the queue first moves up to the group's committed offset when that is ahead (cut off
   longer than the broker's ``channelExpiredTimeout``, the member was dropped and others went on
-  with its queues), and a position is committed only over the connection it was last pulled on —
-  so a member back from a partition neither redoes the others' work nor moves their progress back
-  (Java's client does both until its process queue expires).
+  with its queues), and a position is committed only over the connection it was last read on (its
+  last pull, or the offset read when the queue was taken) — so a member back from a partition
+  neither redoes the others' work nor moves their progress back (Java's client does both until its
+  process queue expires).
 
 Offsets reach the broker as in Java: every 5 s, when a queue is dropped, at shutdown. Errors of the
 cluster (unreachable broker, rejected request, unknown topic, unknown code) never stop the member:
@@ -256,7 +257,7 @@ class RocketMQMember:
         self._t0 = time.monotonic()
         self._threads: list[threading.Thread] = []
         self._held: dict[MessageQueue, int] = {}  # the ownership last reported (queue → start offset)
-        self._epochs: dict[MessageQueue, int | None] = {}  # broker connection a queue's position was last pulled on
+        self._epochs: dict[MessageQueue, int | None] = {}  # broker connection a queue's position was last read on
         self._notified_mono = 0.0
         #: ``(notification arrived, rebalance done)`` in ``time.monotonic()`` seconds, per rebalance
         #: that followed a notification (the latency benchmark's figure)
@@ -427,6 +428,9 @@ class RocketMQMember:
         if new:
             for mq in new:
                 self._held[mq] = now[mq]
+                # its position was just read over this connection: a commit before its first pull
+                # goes over the same one, or waits for that pull to catch it up (see _may_commit)
+                self._epochs[mq] = self.transport.connection_epoch(mq.broker_name)
             if self._on_assigned is not None:
                 self._on_assigned(new, [now[mq] for mq in new])
 
@@ -497,12 +501,14 @@ class RocketMQMember:
         self.transport.close()
 
     def _may_commit(self, mq: MessageQueue) -> bool:
-        """Commit ``mq``'s position only over the connection it was last pulled on (see
-        :meth:`_catch_up`): over a new one, or none (the commit would open one), it may be behind the
-        group's progress until the next pull catches it up."""
+        """Commit ``mq``'s position only over the connection it was last read on (its last pull, or
+        the offset read when the queue was taken; see :meth:`_catch_up`): over a new one, or none (the
+        commit would open one), it may be behind the group's progress until the next pull catches it
+        up — a member cut off before its first pull of a queue must not commit the offset it started
+        from over the progress others made meanwhile."""
         if mq not in self._epochs:
-            return True  # not pulled yet: the position is the offset read when the queue was taken
-        epoch = self._epochs[mq]
+            return True  # not taken through a rebalance of ours: nothing to compare with
+        epoch = self._epochs[mq]  # the connection of its last pull, or of the offset read when it was taken
         return epoch is not None and self.transport.connection_epoch(mq.broker_name) == epoch
 
     def _catch_up(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
