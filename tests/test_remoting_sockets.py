@@ -113,6 +113,33 @@ def test_silent_peer_times_out(peer):
             client.invoke(106, timeout=0.1)
 
 
+def test_a_request_that_timed_out_resets_its_connection(peer):
+    """Nothing the client sent stays queued for later delivery: the timed-out request's connection
+    is closed with a reset (the peer reads ECONNRESET, not an orderly end), and the next request
+    opens a new connection."""
+    seen: list[str] = []
+
+    def silent(conn: socket.socket) -> None:
+        read_request(conn)
+        try:
+            seen.append("end" if conn.recv(1) == b"" else "data")
+        except ConnectionResetError:
+            seen.append("reset")
+
+    p = peer(silent)
+    with RemotingClient(p.addr, timeout=0.3) as client:
+        with pytest.raises(RemotingTimeoutError, match="within 0.3 s"):
+            client.invoke(106)
+        assert not client.connected and client.connects == 1
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen == ["reset"]
+        with pytest.raises(RemotingTimeoutError):
+            client.invoke(106)
+        assert client.connects == 2
+
+
 def test_garbage_and_absurd_length_refused_without_allocating(peer):
     p = peer(lambda conn: (read_request(conn), conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n"), time.sleep(5)))
     q = peer(
@@ -192,18 +219,27 @@ def test_non_json_header_and_unknown_response_code(peer):
 
 
 def test_late_response_after_timeout_is_dropped(peer):
+    """A pipelined request (``invoke_many``: reads) that timed out keeps the connection: its late
+    answer arrives and is dropped, and the next request gets its own on the same connection. A
+    request of ``invoke`` that timed out resets the connection: its late answer never arrives, and
+    the next request gets its own on a new one."""
+
     def slow(conn: socket.socket) -> None:
         while True:
             try:
                 req = read_request(conn)
+                if req["code"] == 1:
+                    time.sleep(0.4)
+                conn.sendall(frame({"code": 0, "opaque": req["opaque"], "flag": 1, "extFields": {"c": req["code"]}}))
             except (OSError, struct.error):
                 return
-            if req["code"] == 1:
-                time.sleep(0.4)
-            conn.sendall(frame({"code": 0, "opaque": req["opaque"], "flag": 1, "extFields": {"c": req["code"]}}))
 
     with RemotingClient(peer(slow).addr, timeout=2.0) as client:
+        (late,) = client.invoke_many([(1, None)], timeout=0.1)
+        assert isinstance(late, RemotingTimeoutError)
+        time.sleep(0.5)
+        assert client.invoke(2).ext_fields == {"c": "2"} and client.connects == 1
         with pytest.raises(RemotingTimeoutError):
             client.invoke(1, timeout=0.1)
-        time.sleep(0.5)  # the late answer arrives and is dropped; the next request gets its own
-        assert client.invoke(2).ext_fields == {"c": "2"}
+        time.sleep(0.5)
+        assert client.invoke(2).ext_fields == {"c": "2"} and client.connects == 2

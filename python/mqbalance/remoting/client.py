@@ -10,6 +10,11 @@ the response (unless the request was one-way); without a callback such requests 
 
 Every request has a timeout; a connection that drops fails the requests in flight with
 :class:`~mqbalance.exceptions.RemotingConnectError` and is re-established by the next request.
+A request of :meth:`RemotingClient.invoke` that times out closes its connection with a reset (as
+Java's client closes its channel, ``clientCloseSocketIfTimeout``): what was sent and never
+acknowledged — over a network partition, say — is dropped by the kernel, never delivered when the
+network comes back (a consumer's commit of an old offset arriving after others went on would move
+the group's progress back).
 
 >>> try:
 ...     RemotingClient("127.0.0.1:1", timeout=0.5)
@@ -31,6 +36,7 @@ import math
 import queue
 import re
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -295,7 +301,10 @@ class _Connection:
             err = RemotingError(f"{self.addr}: reader failed: {e!r}", self.addr)
         self.fail(err)
 
-    def fail(self, err: RemotingError) -> None:
+    def fail(self, err: RemotingError, *, reset: bool = False) -> None:
+        """Mark the connection dead, fail the requests in flight with ``err`` and close the socket;
+        ``reset``: close it with a reset (``SO_LINGER`` 0), dropping what the kernel still holds to
+        send or resend instead of delivering it later."""
         with self.lock:
             if not self.alive:
                 return
@@ -308,7 +317,9 @@ class _Connection:
             p.error = type(err)(err.message, err.value)
             p.done.set()
         with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
+            if reset:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.sock.shutdown(socket.SHUT_RD if reset else socket.SHUT_RDWR)  # wakes the reader; no FIN on a reset
         self.sock.close()
 
 
@@ -415,9 +426,9 @@ class RemotingClient:
         if not p.done.wait(wait):
             conn.forget(cmd.opaque)
             if not p.done.is_set():
-                raise RemotingTimeoutError(
-                    f"{self.addr}: no response to {code_name(RequestCode, code)} within {wait:g} s", self.addr
-                )
+                said = f"{self.addr}: no response to {code_name(RequestCode, code)} within {wait:g} s"
+                conn.fail(RemotingConnectError(f"{said}: connection reset", self.addr), reset=True)
+                raise RemotingTimeoutError(said, self.addr)
         if p.error is not None:
             raise p.error
         assert p.response is not None
