@@ -248,14 +248,16 @@ def _tasks_of(spark, job_group: str, action) -> int:
 
 
 @pytest.mark.parametrize(
-    ("adaptive", "buckets", "most_tasks"), [("true", None, 12), ("false", None, 810), ("true", 3, 12)]
+    ("adaptive", "partitions", "buckets", "most_tasks"),
+    [("true", 200, None, 12), ("false", 20, None, 90), ("true", 200, 3, 12)],
 )
-def test_a_few_rows_run_in_a_few_tasks_unless_told_otherwise(spark, adaptive, buckets, most_tasks):
+def test_a_few_rows_run_in_a_few_tasks_unless_told_otherwise(spark, adaptive, partitions, buckets, most_tasks):
     """With Spark's defaults (200 shuffle partitions, adaptive execution on), the shuffle by group is
-    coalesced to the data's size: a 4-row fleet is a few tasks, not 800. With AQE off, the default is
-    4 × the shuffle partitions; an explicit ``buckets`` is that many partitions."""
+    coalesced to the data's size: a 4-row fleet is a few tasks, not 800. With AQE off, every shuffle
+    partition runs: 4 × the shuffle partitions (20 here: with 200, 800 tasks of Python took ~40 CPU s);
+    an explicit ``buckets`` is that many partitions."""
     before = {k: spark.conf.get(k) for k in ("spark.sql.shuffle.partitions", "spark.sql.adaptive.enabled")}
-    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     spark.conf.set("spark.sql.adaptive.enabled", adaptive)
     try:
         q = spark.createDataFrame([("cg", "t", "broker-a", i) for i in range(4)], QUEUE_DDL.rsplit(",", 1)[0])
@@ -267,7 +269,7 @@ def test_a_few_rows_run_in_a_few_tasks_unless_told_otherwise(spark, adaptive, bu
         assert [r.client_id for r in rows] == ["c1", "c1", "c2", "c2"]
         assert tasks <= most_tasks, tasks
         if adaptive == "false":
-            assert tasks >= 800, tasks  # the 4 × 200 partitions ran
+            assert tasks >= 4 * partitions, tasks  # every shuffle partition ran
     finally:
         for k, v in before.items():
             spark.conf.set(k, v)
