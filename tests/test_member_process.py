@@ -61,3 +61,51 @@ def test_sigquit_prints_every_threads_stack_and_the_member_goes_on(tmp_path: Pat
     assert "Current thread" in dump and "run_member_process" in dump, dump
     assert "\nThread 0x" in "\n" + dump, dump  # the other thread's stack too, not only the current one
     assert [r["e"] for r in load_records([record])["idle"]] == ["start", "stop"]
+
+
+HOLDING = """
+import os, signal, sys, time
+from pathlib import Path
+from mqbalance.member_process import MemberProcess, run_member_process
+
+class Holding(MemberProcess):
+    client_id = "holding"
+    def __init__(self, write): self.steps = 0
+    def connect(self): pass
+    def start(self): pass
+    def step(self, stop):
+        self.steps += 1
+        if self.steps == 1:
+            # what stop.wait(timeout) holds just before and just after it waits: the event's lock
+            with stop._cond:
+                os.kill(os.getpid(), signal.SIGTERM)
+                until = time.monotonic() + 0.5
+                while time.monotonic() < until:  # calls: the Python-level handler runs in here
+                    pass
+        stop.wait(0.05)
+        return True
+    def close(self): return {"steps": self.steps}
+
+sys.exit(run_member_process(Holding, Path(sys.argv[1])))
+"""
+
+
+def test_sigterm_stops_a_member_that_holds_the_stop_events_lock(tmp_path: Path) -> None:
+    """The handler runs on the main thread between two byte codes, so it can run while the main
+    thread holds the stop event's lock (inside ``stop.wait``); a handler calling ``stop.set()``
+    there blocks for good. Here the member holds that lock when SIGTERM comes, every time."""
+    record, err = tmp_path / "holding.jsonl", tmp_path / "stderr.txt"
+    with err.open("w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", HOLDING, str(record)], stderr=stderr, text=True)
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGQUIT)  # every thread's stack, for the message
+            time.sleep(1)
+            proc.kill()
+            proc.wait()
+            raise AssertionError(f"the member did not stop within 60 s of SIGTERM:\n{err.read_text()}") from None
+    assert code == 0, err.read_text()
+    records = load_records([record])["holding"]
+    assert [r["e"] for r in records] == ["start", "stop"]
+    assert records[-1]["steps"] <= 3  # stopped right after the lock was let go, not by a timeout

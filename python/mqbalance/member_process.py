@@ -10,9 +10,10 @@ Each product says how its member connects, starts, works and leaves (a :class:`M
 2. the record file is opened (created, or appended to: a :class:`~mqbalance.record_files.RecordWriter`);
 3. ``connect()``: the cluster answers. When it raises, the member is closed and the record file
    removed if this run created it — nothing was recorded;
-4. SIGTERM and SIGINT (and the member's own :meth:`MemberProcess.signals`) are handled: a stop
-   request ends the loop below gracefully; SIGQUIT prints every thread's stack to stderr and the
-   member goes on (as a JVM does);
+4. SIGTERM and SIGINT (and the member's own :meth:`MemberProcess.signals`) are handled, their
+   actions run on a signal thread (:mod:`mqbalance.signal_actions`): a stop request ends the loop
+   below gracefully; SIGQUIT prints every thread's stack to stderr and the member goes on (as a
+   JVM does);
 5. the ``start`` record (``m`` client id, ``pid``, the member's :meth:`~MemberProcess.start_fields`),
    then ``start()`` (join the group);
 6. ``step(stop)`` until a stop request, ``duration`` seconds, or the member ends itself;
@@ -46,12 +47,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from mqbalance._validate import number
 from mqbalance.record_files import RecordWriter
+from mqbalance.signal_actions import signal_actions
 
 __all__ = ["MemberProcess", "run_member_process"]
 
@@ -95,13 +97,6 @@ class MemberProcess:
         raise NotImplementedError
 
 
-def _handler(act: Callable[[], None]) -> Callable[[int, FrameType | None], None]:
-    def handle(signum: int, frame: FrameType | None) -> None:
-        act()
-
-    return handle
-
-
 def run_member_process(
     build: Callable[[Write], MemberProcess],
     records: Path,
@@ -134,27 +129,29 @@ def run_member_process(
             records.unlink()
         raise
     stop = threading.Event()
+    handled: AbstractContextManager[None] = nullcontext()
     if install_signals:
-        actions: dict[int, Callable[[], None]] = {signal.SIGTERM: stop.set, signal.SIGINT: stop.set}
-        for signum, act in {**actions, **member.signals()}.items():
-            signal.signal(signum, _handler(act))
+        # the actions run on a signal thread, not in the handler: a handler calling stop.set()
+        # while the main thread waits on stop would block on the event's lock for good
+        handled = signal_actions({signal.SIGTERM: stop.set, signal.SIGINT: stop.set, **member.signals()})
         # SIGQUIT prints every thread's stack to stderr and goes on, as a JVM does: a member that
         # does not stop can be asked where it is
         faulthandler.register(signal.SIGQUIT, all_threads=True)
-    rec.write(e="start", m=member.client_id, pid=os.getpid(), **member.start_fields())
-    code = 0
-    try:
-        member.start()
-        end_at = None if duration is None else time.monotonic() + duration
-        while not stop.is_set() and (end_at is None or time.monotonic() < end_at):
-            if not member.step(stop):
-                break
-        code = member.finish()
-    finally:
-        fields: dict[str, Any] = {}
+    with handled:
+        rec.write(e="start", m=member.client_id, pid=os.getpid(), **member.start_fields())
+        code = 0
         try:
-            fields = member.close()
+            member.start()
+            end_at = None if duration is None else time.monotonic() + duration
+            while not stop.is_set() and (end_at is None or time.monotonic() < end_at):
+                if not member.step(stop):
+                    break
+            code = member.finish()
         finally:
-            rec.write(e="stop", m=member.client_id, **fields)
-            rec.close()
+            fields: dict[str, Any] = {}
+            try:
+                fields = member.close()
+            finally:
+                rec.write(e="stop", m=member.client_id, **fields)
+                rec.close()
     return code

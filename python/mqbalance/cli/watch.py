@@ -10,7 +10,6 @@ import argparse
 import signal
 import sys
 import threading
-from typing import Any
 
 from mqbalance.cli._common import (
     Command,
@@ -24,6 +23,7 @@ from mqbalance.cli._common import (
 )
 from mqbalance.exceptions import UsageError
 from mqbalance.progress import Progress
+from mqbalance.signal_actions import signal_actions
 
 __all__ = ["COMMAND"]
 
@@ -91,18 +91,17 @@ def run(args: argparse.Namespace) -> int:
         say(f"metrics on http://{args.metrics_addr}:{args.metrics_port}/metrics")
     stop = threading.Event()
 
-    def stop_now(_signum: int, _frame: Any) -> None:
-        stop.set()
+    def give_up_read(_signum: int) -> None:
         if collector.reading:  # a read may wait a whole --timeout on a cluster that is down: give it up
             raise ReadAbandoned
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop_now)
-    say(
-        f"watching {args.bootstrap or args.namesrv} into {args.out} "
-        f"(continuing after tick {collector.writer.last_tick})"
-    )
-    ticks = collector.run(stop)
+    # stop.set runs on the signal thread: in the handler it could block on the lock stop.wait holds
+    with signal_actions({signal.SIGINT: stop.set, signal.SIGTERM: stop.set}, interrupt=give_up_read):
+        say(
+            f"watching {args.bootstrap or args.namesrv} into {args.out} "
+            f"(continuing after tick {collector.writer.last_tick})"
+        )
+        ticks = collector.run(stop)
     say(f"stopped after {ticks} tick(s); last tick {collector.writer.last_tick}")
     return 0
 
