@@ -179,7 +179,9 @@ def _check_round(g: ZkGroup, records: dict[str, list[dict[str, Any]]], rnd: dict
         bad.append(
             f"{v} partitioned: survivors {rnd['survivors']} did not own every queue within {rnd['down_s']:.1f} s"
         )
-    elif rnd["expired"] is None or rnd["expired"] > SESSION_S + OWNED_BOUND_S:
+    elif rnd["expired"] is None:
+        bad.append(f"ZooKeeper did not end {v}'s session within the round ({rnd['down_s']:.1f} s)")
+    elif rnd["expired"] > SESSION_S + OWNED_BOUND_S:
         bad.append(f"ZooKeeper ended {v}'s session after {rnd['expired']} s > {SESSION_S + OWNED_BOUND_S} s")
     elif (took := rnd["owned_again"] - rnd["expired"]) > OWNED_BOUND_S:
         bad.append(f"queues owned again {took:.2f} s after the session ended > {OWNED_BOUND_S} s")

@@ -50,9 +50,12 @@ def test_an_interrupt_that_raises_gives_up_what_the_main_thread_does() -> None:
     def interrupt(signum: int) -> None:
         raise GiveUp
 
-    with pytest.raises(GiveUp), signal_actions({signal.SIGUSR1: lambda: None}, interrupt=interrupt):
+    def signal_and_wait() -> None:
         os.kill(os.getpid(), signal.SIGUSR1)
         threading.Event().wait(30)
+
+    with signal_actions({signal.SIGUSR1: lambda: None}, interrupt=interrupt), pytest.raises(GiveUp):
+        signal_and_wait()
 
 
 def test_a_wakeup_fd_set_already_is_refused_and_kept() -> None:
@@ -60,9 +63,11 @@ def test_a_wakeup_fd_set_already_is_refused_and_kept() -> None:
     os.set_blocking(write_fd, False)
     signal.set_wakeup_fd(write_fd)
     try:
-        with pytest.raises(RuntimeError, match=f"wakeup fd \\({write_fd}\\) is set already"):
-            with signal_actions({signal.SIGUSR1: lambda: None}):
-                pass
+        with (
+            pytest.raises(RuntimeError, match=f"wakeup fd \\({write_fd}\\) is set already"),
+            signal_actions({signal.SIGUSR1: lambda: None}),
+        ):
+            pass
         assert signal.set_wakeup_fd(-1) == write_fd
     finally:
         signal.set_wakeup_fd(-1)

@@ -419,7 +419,8 @@ class RocketMQMember:
                 self._wake.clear()
 
     def _report_ownership(self) -> None:
-        """Compare the process-queue table with the last report: ``on_revoked`` / ``on_assigned``."""
+        """Compare the process-queue table with the last report: ``on_revoked`` / ``on_assigned``;
+        a queue just taken also gets the connection its offset was read over (``_epochs``)."""
         now = {mq: pq.consumed_offset for mq, pq in self.consumer.owned().items()}
         gone = [mq for mq in self._held if mq not in now]
         new = [mq for mq in now if mq not in self._held]
