@@ -415,8 +415,10 @@ const MAX_RESERVED_PARTITIONS: usize = 1 << 24;
 const SHARED_INTS: usize = 1 << 20;
 
 /// `{member: {topic: [partitions ascending]}}` from the owners: topics in the group's order in
-/// each member's dict. Each topic's partitions are bucketed by owner in one flat buffer (a
-/// counting sort), and every partition number is one shared `int` object.
+/// each member's dict, every partition number one shared `int` object. A topic whose owners come
+/// in runs, no member in two (what the assignors mostly give), is read once: each run is a
+/// member's list. Any other topic's partitions are bucketed by owner in one flat buffer (a
+/// counting sort).
 fn result<'py>(
     py: Python<'py>,
     owners: &[&[i32]],
@@ -440,18 +442,30 @@ fn result<'py>(
         .max()
         .unwrap_or(0)
         .min(SHARED_INTS);
-    let new_int = |p: u32| -> Bound<'py, PyAny> {
-        match p.into_pyobject(py) {
-            Ok(i) => i.into_any(),
-            Err(never) => match never {},
-        }
-    };
-    let ints: Vec<Bound<'py, PyAny>> = (0..widest as u32).map(new_int).collect();
-    let mut count = vec![0u32; keys.len()];
-    let mut next = vec![0u32; keys.len()];
+    let ints: Vec<Bound<'py, PyAny>> = (0..widest as u32).map(|p| new_int(py, p)).collect();
+    // the counting sort's, sized at its first topic
+    let (mut count, mut next) = (Vec::<u32>::new(), Vec::<u32>::new());
+    // The topic (+ 1) in which each member last began a run: a second run of one member in one
+    // topic sends that topic to the counting sort.
+    let mut run_in = vec![0u32; keys.len()];
+    let mut runs: Vec<(u32, u32, i32)> = Vec::new();
     let mut touched: Vec<usize> = Vec::new();
     let mut flat: Vec<u32> = Vec::new();
     for (t, row) in owners.iter().enumerate() {
+        let name = topic_names[t].bind(py);
+        let shared = row.len() <= ints.len();
+        if let Some(runs) = owner_runs(row, t as u32 + 1, &mut run_in, &mut runs) {
+            for &(start, end, o) in runs {
+                if o >= 0 {
+                    per_member[o as usize].set_item(name, list(py, start..end, &ints, shared)?)?;
+                }
+            }
+            continue;
+        }
+        if count.is_empty() {
+            count.resize(keys.len(), 0);
+            next.resize(keys.len(), 0);
+        }
         touched.clear();
         for &o in *row {
             if o >= 0 {
@@ -479,20 +493,62 @@ fn result<'py>(
                 *n += 1;
             }
         }
-        let name = topic_names[t].bind(py);
         for &m in &touched {
             let (end, n) = (next[m] as usize, count[m] as usize);
-            let mine = &flat[end - n..end];
-            let parts = if row.len() <= ints.len() {
-                PyList::new(py, mine.iter().map(|&p| &ints[p as usize]))?
-            } else {
-                PyList::new(py, mine.iter().map(|&p| new_int(p)))?
-            };
+            let parts = list(py, flat[end - n..end].iter().copied(), &ints, shared)?;
             per_member[m].set_item(name, parts)?;
             count[m] = 0;
         }
     }
     Ok(out)
+}
+
+/// A member's partitions of one topic as a list; `shared`: each has its `int` in `ints`.
+fn list<'py>(
+    py: Python<'py>,
+    parts: impl ExactSizeIterator<Item = u32>,
+    ints: &[Bound<'py, PyAny>],
+    shared: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    if shared {
+        PyList::new(py, parts.map(|p| &ints[p as usize]))
+    } else {
+        PyList::new(py, parts.map(|p| new_int(py, p)))
+    }
+}
+
+fn new_int(py: Python<'_>, p: u32) -> Bound<'_, PyAny> {
+    match p.into_pyobject(py) {
+        Ok(i) => i.into_any(),
+        Err(never) => match never {},
+    }
+}
+
+/// The runs of equal owners of one topic's `row` as `(start, end, owner)`, or `None` when a
+/// member (not -1) owns two runs. `mark` is the topic's stamp in `run_in` (one per member, never
+/// 0 and new for each topic).
+fn owner_runs<'a>(
+    row: &[i32],
+    mark: u32,
+    run_in: &mut [u32],
+    runs: &'a mut Vec<(u32, u32, i32)>,
+) -> Option<&'a [(u32, u32, i32)]> {
+    runs.clear();
+    let mut start = 0usize;
+    while start < row.len() {
+        let o = row[start];
+        let end = start + row[start..].iter().take_while(|&&x| x == o).count();
+        if o >= 0 {
+            let seen = &mut run_in[o as usize];
+            if *seen == mark {
+                return None;
+            }
+            *seen = mark;
+        }
+        runs.push((start as u32, end as u32, o));
+        start = end;
+    }
+    Some(runs)
 }
 
 fn offsets(name: &str, a: &[i64], n: usize, len: usize) -> PyResult<Vec<usize>> {
