@@ -249,8 +249,9 @@ def test_soak(tmp_path: Path, configs: list[tuple[str, str]]) -> None:
                 p.wait(30)
         results: dict[str, Any] = {}
         for g in groups:
-            # A member's close request can miss ZooKeeper (seen once, on a loaded machine, after the
-            # server's restart): its nodes then go with its session, one session timeout later.
+            # A member's close request can miss ZooKeeper: its nodes then go with its session, one
+            # session timeout later. (Once seen after the server's restart: a session given up while
+            # the server was down; a member now closes such a session when connected again.)
             deadline = time.monotonic() + 2 * SESSION_S
             st = group_status(server.hosts, g.name)
             while (st.members or st.unowned != QUEUES) and time.monotonic() < deadline:

@@ -396,6 +396,7 @@ class GroupMember:
             if sid is not None and sid != session.session:
                 if self._claims.owned:  # missed LOST (e.g. expired while we were paused)
                     self._session_lost()
+                session.close_abandoned()  # before registering: their registration goes with them
                 session.register()
                 new_session = True
             else:  # same session, but kazoo dropped every watch with the connection and sets none again

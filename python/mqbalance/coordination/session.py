@@ -156,6 +156,7 @@ class MemberSession:
         self.session: int | None = None  # the session our ids node belongs to
         self.disconnected_since: float | None = None  # time.monotonic() of the last SUSPENDED, while it lasts
         self.abandoned: set[int] = set()  # sessions this member gave up (their nodes are its own)
+        self._to_close: dict[int, bytes] = {}  # of those, id -> password: ZooKeeper may still keep them
 
     # ------------------------------------------------------------------ connection
     def connect(self) -> None:
@@ -256,11 +257,46 @@ class MemberSession:
         self.fenced = True
         if self.session is not None:
             self.abandoned.add(self.session)
+        # kazoo keeps the id and password while disconnected (its client_id says None then)
+        sid, password = self.client._session_id, self.client._session_passwd
+        if sid in self.abandoned:
+            self._to_close[sid] = password
         self.stats.bump("sessions_abandoned")
         try:
             self.client.stop()
         finally:
             self.client.start_async()
+
+    def close_abandoned(self) -> None:
+        """End the sessions :meth:`abandon` gave up, once a new one is connected. A close request
+        sent while the server was unreachable never arrived, and a server that restarted keeps
+        every session it had, for one session timeout from its start: until then the old
+        session's owner nodes block those partitions, and outlive this member if it leaves. So
+        attach to each with its id and password, and close it: the server deletes its nodes at
+        once. A session already expired is simply gone (the attach starts a new session, closed
+        too); one that cannot be reached now expires on its own."""
+        for sid, password in list(self._to_close.items()):
+            client = KazooClient(
+                hosts=self.hosts,
+                timeout=self.session_timeout,
+                client_id=(sid, password),
+                connection_retry={"max_tries": 3, "delay": 0.05, "backoff": 2, "max_delay": 0.5},
+                auth_data=digest_auth(self._auth),
+            )
+            try:
+                self.stats.count()
+                client.start(timeout=min(self.connect_timeout, self.session_timeout))
+            except KazooTimeoutError:
+                log.info("%s: could not reach abandoned session 0x%x to close it", self.client_id, sid)
+                continue
+            finally:
+                try:
+                    client.stop()  # the close request: the server ends the session and its nodes
+                finally:
+                    client.close()
+            log.info("%s: closed abandoned session 0x%x", self.client_id, sid)
+            del self._to_close[sid]
+            self.stats.bump("abandoned_closed")
 
     # ------------------------------------------------------------------ joining the group
     def prepare(self, *, leader: bool) -> None:

@@ -62,6 +62,7 @@ class MemberStats:
     fenced_commits: int = 0
     lease_requests: int = 0
     sessions_abandoned: int = 0  #: sessions given up after a whole session timeout disconnected
+    abandoned_closed: int = 0  #: of those, ended by this member once connected again (their nodes gone at once)
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
