@@ -1385,6 +1385,8 @@ EXEMPT |= {
     "mqbalance.kafka.client_errors.*": "maps kafka-python's connection failures on a live broker "
     "(test_java_kafka_secured)",
     "mqbalance.member_process.*": "the life cycle behind the three member commands (CLI walker), fed their configs",
+    "mqbalance.signal_actions.*": "the member commands' and watch's signal handling, fed their own signal "
+    "table (test_signal_actions, test_member_process)",
     "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_records (walked)",
     "mqbalance.rocketmq.records.window_figures": "analysis of ownership_intervals' result (library-built)",
     "mqbalance.rocketmq.records.duplicates_between": "analysis of records already checked by check_records (walked)",
