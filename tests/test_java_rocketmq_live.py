@@ -33,12 +33,14 @@ import mqbalance
 from java_harness import java_command
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
+from mqbalance.exceptions import BrokerResponseError
 from mqbalance.fleet.findings import FindingKind
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.audit import audit_snapshot
 from mqbalance.fleet.rocketmq.files import load_snapshot
 from mqbalance.history.collector import Collector
 from mqbalance.remoting import BrokerClient, running_info_queues
+from mqbalance.remoting.codes import ResponseCode
 from mqbalance.rocketmq import check_records
 from mqbalance.rocketmq.records import duplicates_between, load_records, ownership_intervals, window_figures
 from rocketmq_java_cluster import RocketMQJavaCluster, module_cluster
@@ -152,7 +154,13 @@ class Group:
                     if self._stop.wait(1 / per_second):
                         return
                     mq = self.queues[k % len(self.queues)]
-                    r = clients[mq.broker_name].send(mq.topic, mq.queue_id, f"m{k}".encode())
+                    while True:
+                        try:
+                            r = clients[mq.broker_name].send(mq.topic, mq.queue_id, f"m{k}".encode())
+                            break
+                        except BrokerResponseError as e:  # a busy broker's flow control: Java's
+                            if e.code != ResponseCode.SYSTEM_BUSY or self._stop.wait(0.1):  # producer sends again
+                                raise
                     self.ends[self.qname(mq)] = r.queue_offset + 1
                     self.sent += 1
             finally:
