@@ -1388,6 +1388,7 @@ EXEMPT |= {
     "mqbalance.signal_actions.*": "the member commands' and watch's signal handling, fed their own signal "
     "table (test_signal_actions, test_member_process)",
     "mqbalance.rocketmq.records.ownership_intervals": "analysis of records already checked by check_records (walked)",
+    "mqbalance.record_files.held_queues": "replays rows that load_records returned (walked)",
     "mqbalance.rocketmq.records.window_figures": "analysis of ownership_intervals' result (library-built)",
     "mqbalance.rocketmq.records.duplicates_between": "analysis of records already checked by check_records (walked)",
 }

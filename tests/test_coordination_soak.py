@@ -36,6 +36,7 @@ from mqbalance.coordination.assignment import group_assignment
 from mqbalance.coordination.layout import MemberInfo
 from mqbalance.coordination.records import check_records, load_records
 from mqbalance.kafka import TopicPartition
+from mqbalance.record_files import held_queues
 from server_process import free_port
 
 SESSION_S = 2.0
@@ -115,17 +116,6 @@ class Group:
         return sorted(who & set(self.live()))
 
 
-def held_queues(records: Path) -> set[str]:
-    """The queues a member holds by its own record file (assignments minus revocations)."""
-    held: set[str] = set()
-    for row in load_records([records]).get(records.stem, []):
-        if row.get("e") == "a":
-            held |= set(row["q"])
-        elif row.get("e") == "r":
-            held -= set(row["q"])
-    return held
-
-
 def stop_a_holder(g: Group, admin: KazooClient, rng: random.Random) -> tuple[str, set[str], int]:
     """SIGSTOP a member that holds queues, as its frozen record file shows, and return it with those
     queues and its ZooKeeper session id. In every-member mode a member may be between releasing and
@@ -140,7 +130,7 @@ def stop_a_holder(g: Group, admin: KazooClient, rng: random.Random) -> tuple[str
             except AttributeError:  # unregistered meanwhile
                 continue
             g.procs[cid].send_signal(signal.SIGSTOP)
-            held = held_queues(g.out / f"{cid}.jsonl")
+            held = held_queues(load_records([g.out / f"{cid}.jsonl"]).get(cid, []))
             if held:
                 return cid, held, session
             g.procs[cid].send_signal(signal.SIGCONT)

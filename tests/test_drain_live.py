@@ -36,7 +36,7 @@ from kafka_cluster import MQBALANCE
 from mqbalance.fleet import drains, load_any_snapshot
 from mqbalance.history.analysis import ms
 from mqbalance.history.writer import read_ticks
-from mqbalance.record_files import load_records
+from mqbalance.record_files import held_queues, load_records
 from mqbalance.remoting import BrokerClient, ConsumerData
 from mqbalance.scaling import advise, measured_load
 from paced_thread import PacedThread
@@ -76,14 +76,9 @@ def predict(history: Path, group: str) -> tuple[float, float | None, float]:
     return end / 1000, advise(load).current.drain_s, load.consume_rate
 
 
-def assigned(records: Path) -> list[str]:
-    """A member's queues after its last assignment record."""
-    got: list[str] = []
-    for rows in load_records([records]).values():
-        for r in rows:
-            if r["e"] == "a":
-                got = list(r["q"])
-    return got
+def assigned(records: Path) -> set[str]:
+    """The queues a member holds by its record file."""
+    return set().union(*(held_queues(rows) for rows in load_records([records]).values()))
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +127,7 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
         # each member holds 2 queues (rebalanced), as the broker and their records say
         deadline = time.monotonic() + 90
         while not all(rec.exists() and len(assigned(rec)) == QUEUES // 2 for rec in records):
-            assert time.monotonic() < deadline, [assigned(r) if r.exists() else None for r in records]
+            assert time.monotonic() < deadline, [sorted(assigned(r)) if r.exists() else None for r in records]
             assert all(m.poll() is None for m in members), log.name
             time.sleep(0.2)
         thread.start()

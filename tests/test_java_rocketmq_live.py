@@ -39,6 +39,7 @@ from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.audit import audit_snapshot
 from mqbalance.fleet.rocketmq.files import load_snapshot
 from mqbalance.history.collector import Collector
+from mqbalance.record_files import held_queues
 from mqbalance.remoting import BrokerClient, running_info_queues
 from mqbalance.remoting.codes import ResponseCode
 from mqbalance.rocketmq import check_records
@@ -72,15 +73,7 @@ class Member:
 
     def held(self, topic: str) -> set[str]:
         """The queues of ``topic`` it holds by its records (``a`` / ``r``), as ``broker/topic/queue``."""
-        held: set[str] = set()
-        for r in self.rows():
-            if r["e"] == "a":
-                held |= set(r["q"])
-            elif r["e"] == "r":
-                held -= set(r["q"])
-            elif r["e"] in ("stop", "refused"):
-                held = set()
-        return {q for q in held if q.split("/")[1] == topic}
+        return {q for q in held_queues(self.rows()) if q.split("/")[1] == topic}
 
     def started(self) -> bool:
         return any(r["e"] == "start" for r in self.rows())

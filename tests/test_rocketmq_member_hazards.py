@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
+from mqbalance.record_files import held_queues
 from mqbalance.remoting import BrokerClient
 from mqbalance.rocketmq import check_records, load_records
 from mqbalance.rocketmq.worker import EXIT_REFUSED, queue_name
@@ -66,16 +67,7 @@ class Group:
 
     def held(self) -> dict[str, set[str]]:
         """Member → the queues its records say it holds now."""
-        out = {}
-        for name, rows in self.records().items():
-            held: set[str] = set()
-            for r in rows:
-                if r["e"] == "a":
-                    held |= set(r["q"])
-                elif r["e"] == "r":
-                    held -= set(r["q"])
-            out[name] = held
-        return out
+        return {name: held_queues(rows) for name, rows in self.records().items()}
 
     def ids(self) -> list[str]:
         with BrokerClient(self.cluster.brokers[0].addr) as bc:

@@ -4,13 +4,14 @@ on RocketMQ): one JSON object per line, written by a :class:`RecordWriter` (each
 record), read back by :func:`load_records` for the checks of :mod:`mqbalance.coordination.records`
 and :mod:`mqbalance.rocketmq.records`.
 
-Both formats share the ``p`` (processed) record: queue ``q``, offsets ``[a, b)``, interval
-``[t0, t1]`` in ``time.monotonic()``. :func:`processed_range` reads one; :func:`union_ranges` and
-:func:`gaps` do the offset arithmetic of a "nothing lost" check on ranges, so its cost follows the
-number of records, not of offsets.
+Both formats share the ownership records, ``a`` (assigned: the queues ``q`` newly taken) and ``r``
+(revoked), which :func:`held_queues` replays, and the ``p`` (processed) record: queue ``q``,
+offsets ``[a, b)``, interval ``[t0, t1]`` in ``time.monotonic()``. :func:`processed_range` reads
+one; :func:`union_ranges` and :func:`gaps` do the offset arithmetic of a "nothing lost" check on
+ranges, so its cost follows the number of records, not of offsets.
 
-``__all__`` names the user-facing API (:func:`load_records`); the writer and the range helpers are
-shared by the two packages' workers and checks.
+``__all__`` names the user-facing API (:func:`load_records`, :func:`held_queues`); the writer and
+the range helpers are shared by the two packages' workers and checks.
 
 >>> import tempfile, pathlib
 >>> f = pathlib.Path(tempfile.mkdtemp()) / "m1.jsonl"
@@ -32,7 +33,7 @@ from typing import Any
 from mqbalance import _validate
 from mqbalance.exceptions import InvalidInputError
 
-__all__ = ["load_records"]
+__all__ = ["load_records", "held_queues"]
 
 
 class RecordWriter:
@@ -99,6 +100,27 @@ def load_records(paths: Iterable[Path | str]) -> dict[str, list[dict[str, Any]]]
             rows.append(row)
         out[Path(name).stem] = rows
     return out
+
+
+def held_queues(rows: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The queues one member holds at the end of its records: an ``a`` record adds the queues it
+    names (only those newly assigned, not the whole share), an ``r`` record takes its queues away,
+    ``stop`` and ``refused`` leave nothing.
+
+    >>> held_queues([{"e": "a", "q": ["b/T/0", "b/T/1", "b/T/2"]}, {"e": "r", "q": ["b/T/2"]},
+    ...              {"e": "a", "q": ["b/T/3"]}]) == {"b/T/0", "b/T/1", "b/T/3"}
+    True
+    """
+    held: set[str] = set()
+    for r in rows:
+        kind = r.get("e")
+        if kind == "a":
+            held.update(r["q"])
+        elif kind == "r":
+            held.difference_update(r["q"])
+        elif kind in ("stop", "refused"):
+            held.clear()
+    return held
 
 
 def processed_range(member: Any, i: int, r: Any) -> tuple[str, int, int] | None:
