@@ -601,7 +601,11 @@ class KafkaCollector(TickLoop):
                 code, state = answers.get(g, (None, None))
                 why = error_for_code(code).__name__ if code else f"state {state}" if state else "no answer"
                 gaps.append(
-                    _gap("ListGroups", f"{g}: not listed, and its coordinator did not confirm it is gone ({why})")
+                    _gap(
+                        "ListGroups",
+                        f"{g}: not listed, and its coordinator did not confirm it is gone ({why})",
+                        address=self.bootstrap,
+                    )
                 )
         return set(unlisted) - gone
 
