@@ -36,6 +36,10 @@ __all__ = [
     "queue_partition_assigner",
 ]
 
+#: Rows per Arrow batch :func:`queue_partition_assigner` yields (Spark's ``arrow.maxRecordsPerBatch``
+#: default).
+ROWS_PER_BATCH = 10_000
+
 #: The output of :func:`queue_assigner` with the default column names, as Spark DDL (what
 #: ``applyInArrow(..., schema=)`` takes when the queues have only the four key columns).
 QUEUE_ASSIGNMENT_SCHEMA = "group string, topic string, broker_name string, queue_id int, client_id string"
@@ -150,7 +154,9 @@ def queue_partition_assigner(
         is_consumer = flag.to_numpy(zero_copy_only=False)
         consumers = rows.select([cols.group, cols.client_id]).take(pa.array(np.flatnonzero(is_consumer)))
         queues = rows.drop_columns([cols.client_id, consumer_flag])
-        yield from _assign(queues, np.flatnonzero(~is_consumer), consumers, plan).to_batches()
+        # back in batches of Spark's default size (zero-copy slices): the JVM reads each as it
+        # arrives, where one batch of the whole partition would have to arrive first
+        yield from _assign(queues, np.flatnonzero(~is_consumer), consumers, plan).to_batches(ROWS_PER_BATCH)
 
     return assign
 
