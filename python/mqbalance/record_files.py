@@ -105,19 +105,27 @@ def load_records(paths: Iterable[Path | str]) -> dict[str, list[dict[str, Any]]]
 def held_queues(rows: Iterable[Mapping[str, Any]]) -> set[str]:
     """The queues one member holds at the end of its records: an ``a`` record adds the queues it
     names (only those newly assigned, not the whole share), an ``r`` record takes its queues away,
-    ``stop`` and ``refused`` leave nothing.
+    ``stop`` and ``refused`` leave nothing. A row that is not a record, or an ``a`` / ``r`` record
+    whose ``q`` is not a list of queue names: an :class:`~mqbalance.exceptions.InvalidInputError`
+    naming ``rows[i]``.
 
     >>> held_queues([{"e": "a", "q": ["b/T/0", "b/T/1", "b/T/2"]}, {"e": "r", "q": ["b/T/2"]},
     ...              {"e": "a", "q": ["b/T/3"]}]) == {"b/T/0", "b/T/1", "b/T/3"}
     True
+    >>> held_queues([{"e": "a", "q": "b/T/0"}])
+    Traceback (most recent call last):
+    ...
+    mqbalance.exceptions.InvalidInputError: rows[0].q must be a sequence of str, not a single str 'b/T/0'
     """
     held: set[str] = set()
-    for r in rows:
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise InvalidInputError(f"rows[{i}] must be a record (a mapping), got {r!r:.80}", r)
         kind = r.get("e")
         if kind == "a":
-            held.update(r["q"])
+            held.update(_validate.str_sequence(r.get("q"), f"rows[{i}].q"))
         elif kind == "r":
-            held.difference_update(r["q"])
+            held.difference_update(_validate.str_sequence(r.get("q"), f"rows[{i}].q"))
         elif kind in ("stop", "refused"):
             held.clear()
     return held
