@@ -165,7 +165,17 @@ def member_partition_round(
         network.partition(g.nodes[victim])
         unlisted = wait_for(lambda: victim_id not in g.consumer_ids(), OWNED_BOUND_S, "the broker drops it")
         owned = wait_for(lambda: g.split_exactly(queues, [survivor]), OWNED_BOUND_S, "the survivor holds all")
+        at_owned = g.committed(queues)
         time.sleep(max(0.0, cut + partition_s - time.monotonic()))
+        # the survivor has committed progress on every queue since it took them all (its first
+        # commit is only the offset it started from): the returning member's catch-up then has an
+        # offset to move up to. A takeover at the slow end of its bound, healed at once, leaves both
+        # working the returning member's queues from where each was until that member rebalances.
+        wait_for(
+            lambda: all(o > max(at_owned[q], 0) for q, o in g.committed(queues).items()),
+            2 * PERSIST_MS / 1000 + 10,
+            "the survivor commits progress",
+        )
         network.heal(g.nodes[victim])
         healed = time.monotonic()
         settled = wait_for(lambda: g.split_exactly(queues, members), 40, "split again after the return")
