@@ -37,6 +37,7 @@ from mqbalance.fleet.rocketmq import churn as churn_mod
 from mqbalance.fleet.rocketmq import facts as facts_mod
 from mqbalance.fleet.rocketmq import snapshot as snapshot_model
 from mqbalance.fleet.rocketmq import what_if as what_if_mod
+from mqbalance.spark.arrow import ROWS_PER_BATCH
 
 
 def expanded_shares(result) -> list[float]:
@@ -283,7 +284,7 @@ def test_engine_blocks_are_bounded_and_facts_concatenate_to_the_whole_audit():
     groups = snap.consumer_groups()
     batches = pairs.to_batches(max_chunksize=7)  # what Spark hands a task
     blocks = list(assignment.assignment_blocks(batches, groups))
-    assert max(b.num_rows for b in blocks) <= assignment.MAX_ROWS_PER_BLOCK
+    assert max(b.num_rows for b in blocks) <= ROWS_PER_BATCH
     assert consumers_by_queue(pa.Table.from_batches(blocks)) == consumers_by_queue(assign_snapshot(snap))
     facts = pa.Table.from_batches(list(facts_mod.fact_blocks(batches, groups)), schema=schemas.FACT_SCHEMA)
     whole = audit_snapshot(snap)

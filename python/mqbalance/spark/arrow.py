@@ -36,8 +36,8 @@ __all__ = [
     "queue_partition_assigner",
 ]
 
-#: Rows per Arrow batch :func:`queue_partition_assigner` yields (Spark's ``arrow.maxRecordsPerBatch``
-#: default).
+#: Rows per Arrow batch handed back to Spark by :func:`queue_partition_assigner` and the fleet audit
+#: (Spark's ``arrow.maxRecordsPerBatch`` default).
 ROWS_PER_BATCH = 10_000
 
 #: The output of :func:`queue_assigner` with the default column names, as Spark DDL (what

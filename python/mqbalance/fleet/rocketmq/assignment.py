@@ -58,6 +58,7 @@ from mqbalance.fleet.rocketmq.snapshot import (
     check_queue_budget,
     computable,
 )
+from mqbalance.spark.arrow import ROWS_PER_BATCH
 
 __all__ = [
     "ASSIGNMENT_QUEUE_BYTES",
@@ -254,10 +255,6 @@ def assign_batch_rows(
 MAX_QUEUES_PER_SLICE = 1_000_000
 
 
-#: Rows per Arrow block handed back (Spark's ``arrow.maxRecordsPerBatch`` default).
-MAX_ROWS_PER_BLOCK = 10_000
-
-
 def pair_queue_counts(pairs: pa.Table) -> np.ndarray:
     """Readable queues of every pair row."""
     _, nums, parent = _route_entries(pairs)
@@ -290,10 +287,10 @@ def assignment_blocks(
     pair_batches: Iterable[pa.RecordBatch], groups: Mapping[str, ConsumerGroup]
 ) -> Iterator[pa.RecordBatch]:
     """What an executor does for :func:`mqbalance.fleet.rocketmq.spark.assign_fleet`: assignment rows of
-    every pair, in blocks of at most :data:`MAX_ROWS_PER_BLOCK` rows."""
+    every pair, in blocks of at most :data:`mqbalance.spark.arrow.ROWS_PER_BATCH` rows."""
     for batch in pair_batches:
         for table in assign_batches(pa.Table.from_batches([batch]), groups):
-            yield from table.to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+            yield from table.to_batches(max_chunksize=ROWS_PER_BATCH)
 
 
 def _assign_pairs(pairs: pa.Table, groups: Mapping[str, ConsumerGroup]) -> pa.Table:

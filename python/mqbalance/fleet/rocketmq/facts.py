@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from mqbalance.allocation.registry import StrategySpec
 from mqbalance.exceptions import SnapshotError
-from mqbalance.fleet.rocketmq.assignment import MAX_ROWS_PER_BLOCK, assign_pairs_rows, pair_queue_counts, pair_slices
+from mqbalance.fleet.rocketmq.assignment import assign_pairs_rows, pair_queue_counts, pair_slices
 from mqbalance.fleet.rocketmq.churn import changed_pairs, pair_churn, previous_pairs, with_previous_routes
 from mqbalance.fleet.rocketmq.schemas import (
     BUSY_SCHEMA,
@@ -28,6 +28,7 @@ from mqbalance.fleet.rocketmq.schemas import (
 )
 from mqbalance.fleet.rocketmq.snapshot import PAIR_SCHEMA, ConsumerGroup, Snapshot
 from mqbalance.fleet.rocketmq.what_if import what_if
+from mqbalance.spark.arrow import ROWS_PER_BATCH
 
 __all__ = ["AuditFacts", "busy_processes", "load_facts", "pair_counts", "snapshot_facts", "what_if_facts"]
 
@@ -64,10 +65,10 @@ def fact_blocks(
                 )
                 before = assign_pairs_rows(previous_pairs(part.take(changed)), previous_groups)
                 moved = pair_churn(part, changed, (table, queue_rows, bounds), before)
-            yield from facts(table, groups, busy_ids, rows, moved).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+            yield from facts(table, groups, busy_ids, rows, moved).to_batches(max_chunksize=ROWS_PER_BATCH)
     if busy_ids:
         busy = busy_processes(pa.concat_tables(busy_ids), groups)
-        yield from _fact_rows(busy, GROUP_BUSY_SCHEMA.names).to_batches(max_chunksize=MAX_ROWS_PER_BLOCK)
+        yield from _fact_rows(busy, GROUP_BUSY_SCHEMA.names).to_batches(max_chunksize=ROWS_PER_BATCH)
 
 
 def _codes(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, pa.Array]:
