@@ -22,7 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from kafka_cluster import MQBALANCE
 from mqbalance.fleet import audit_snapshot
 from mqbalance.fleet.rocketmq.files import load_snapshot, write_parquet
-from mqbalance.fleet.rocketmq.lag_time import CARRIED, EXACT, UNREAD
+from mqbalance.fleet.rocketmq.lag_time import CARRIED, EXACT, UNREAD, LagClock, read_lag_times
+from mqbalance.fleet.rocketmq.live import read_cluster
 from mqbalance.history.analysis import health
 from mqbalance.history.collector import Collector
 from mqbalance.history.metrics import WatchMetrics
@@ -253,20 +254,26 @@ def test_a_budget_reads_the_most_lagging_first_and_carries_the_rest(cluster: Roc
         p.close()
 
 
+def wait_committed(cluster: RocketMQCluster, group: str, want: dict[int, int]) -> None:
+    """Until the broker answers ``group``'s committed offsets as the test set them (a broker may
+    persist them a moment later)."""
+    deadline = time.monotonic() + 30
+    while True:
+        with BrokerClient(cluster.broker("broker-a").addr, timeout=20.0) as b:
+            got = {q: c for (_t, _b, q), (_m, c) in b.consume_stats(group).items()}
+        if {q: got.get(q) for q in want} == want:
+            return
+        assert time.monotonic() < deadline, got
+        time.sleep(0.2)
+
+
 def test_snapshot_and_audit_carry_lag_seconds(cluster: RocketMQCluster, tmp_path: Path) -> None:
     """``mqbalance snapshot --namesrv`` reads lag seconds (``lagTimes``), the Parquet layout keeps
     them, and the audit reports the worst queue's age per group and topic in its row and its lag
     finding."""
     p = Planted(cluster)
     try:
-        deadline = time.monotonic() + 30
-        while True:  # the committed offsets as the test set them (a broker may persist them a moment later)
-            with BrokerClient(cluster.broker("broker-a").addr, timeout=20.0) as b:
-                got = {q: c for (_t, _b, q), (_m, c) in b.consume_stats(p.group).items()}
-            if {q: got.get(q) for q in (0, 1, 3)} == {0: 1, 1: 0, 3: 1}:
-                break
-            assert time.monotonic() < deadline, got
-            time.sleep(0.2)
+        wait_committed(cluster, p.group, {0: 1, 1: 0, 3: 1})
         path = tmp_path / "fleet.json"
         out = subprocess.run(
             [str(MQBALANCE), "snapshot", "--namesrv", cluster.namesrv_addr, "-o", str(path), "--quiet",
@@ -291,5 +298,38 @@ def test_snapshot_and_audit_carry_lag_seconds(cluster: RocketMQCluster, tmp_path
             assert row.lag_timestamp == "store time"
             lag = [f for f in result.findings if f.group == p.group and f.kind.value == "lag"]
             assert lag and "s old (store time)" in lag[0].detail, lag
+    finally:
+        p.close()
+
+
+def test_a_rows_offsets_and_its_read_time_are_one_moment(cluster: RocketMQCluster, monkeypatch: Any) -> None:
+    """A ``lagTimes`` row's committed and max offsets come from one ``GET_CONSUME_STATS`` answer and
+    its ``readAt`` is when: a commit made after the snapshot's offsets were read is the row's
+    committed offset, and ``readAt`` comes before the store-time reads that follow (held up here by
+    1 s, as a loaded machine or a thousand lagging queues would). Time to drain divides offsets moved
+    by time passed: a time stamped after those reads made a drain look slower than it was."""
+    p = Planted(cluster)
+    try:
+        wait_committed(cluster, p.group, {0: 1, 1: 0, 3: 1})
+        data = read_cluster(cluster.namesrv_addr, running_info=False)
+        assert {(o["queueId"], o["offset"]) for o in data["offsets"] if o["group"] == p.group} >= {(0, 1)}
+        p.commit({0: 2})  # after the snapshot's read
+        wait_committed(cluster, p.group, {0: 2})
+        update, held = LagClock.update, []
+
+        def held_up(self: LagClock, *args: Any, **kwargs: Any) -> Any:
+            held.append(time.time())
+            time.sleep(1.0)
+            return update(self, *args, **kwargs)
+
+        monkeypatch.setattr(LagClock, "update", held_up)
+        asked = time.time()
+        rows = {r["queueId"]: r for r in read_lag_times(data) if r["group"] == p.group}
+        assert rows[0]["committed"] == 2 and rows[0]["maxOffset"] == 6, rows[0]
+        assert held and all(asked * 1000 - 1 <= r["readAt"] <= held[0] * 1000 + 1 for r in rows.values()), (
+            asked,
+            held,
+            rows,
+        )
     finally:
         p.close()

@@ -174,21 +174,32 @@ def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int
     returns it, whose ``errors`` get the reads that failed): per queue with committed offsets, the
     broker's max offset (one ``GET_CONSUME_STATS`` per group and broker) and, where it lags, the
     store time of the message at the committed offset (at most ``budget`` reads, most-lagging first),
-    as the snapshot's ``lagTimes`` rows. A queue without lag has its row too (state ``none``, no
-    store time): the snapshot then says when it found nothing lagging, so an audit against a later
-    or earlier snapshot calls the pair ``idle`` (:mod:`mqbalance.fleet.drain`)."""
+    as the snapshot's ``lagTimes`` rows. A row's committed and max offsets come from one
+    ``GET_CONSUME_STATS`` answer and its ``readAt`` is when (the middle of that round trip): time to
+    drain divides offsets moved by time passed, so the time must be the offsets' own, not that of
+    the store-time reads after them (seconds later on a loaded machine). A queue without lag has
+    its row too (state ``none``, no store time): the snapshot then says when it found nothing
+    lagging, so an audit against a later or earlier snapshot calls the pair ``idle``
+    (:mod:`mqbalance.fleet.drain`)."""
     addresses = dict(data.get("meta", {}).get("brokers", {}))
     committed = {
         (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"]) for o in data.get("offsets", [])
     }
     asks = sorted({(q[0], q[2]) for q in committed if q[2] in addresses})
     tops: dict[tuple[str, str, str, int], int] = {}
+    read_at: dict[tuple[str, str, str, int], int] = {}
     errors = data.get("errors")
     for group, broker in asks:
         try:
             with BrokerClient(addresses[broker], timeout=timeout) as client:
-                for (topic, b, qid), (top, _c) in client.consume_stats(group).items():
-                    tops[(group, topic, b, qid)] = top
+                sent = time.time()
+                stats = client.consume_stats(group)
+                at = int((sent + time.time()) * 500)  # the middle of the round trip, in ms
+            for (topic, b, qid), (top, now) in stats.items():
+                q = (group, topic, b, qid)
+                tops[q], read_at[q] = top, at
+                if q in committed and now >= 0:
+                    committed[q] = now  # read with the max offset: one moment for both
         except (RemotingError, MQBalanceError, OSError) as e:
             if isinstance(errors, list):
                 errors.append(
@@ -201,10 +212,11 @@ def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int
             {"broker": f["broker_name"], "address": f["address"], "request": f["request"], "error": f["error"]}
             for f in failed
         ]
-    read_at = int(time.time() * 1000)
+    done = int(time.time() * 1000)  # a queue whose broker did not answer GET_CONSUME_STATS
     return [
         {"group": q[0], "topic": q[1], "brokerName": q[2], "queueId": q[3], "committed": offsets[q][0],
-         "maxOffset": offsets[q][1], "storeTimestamp": o.store_ms, "state": o.state, "readAt": read_at}
+         "maxOffset": offsets[q][1], "storeTimestamp": o.store_ms, "state": o.state,
+         "readAt": read_at.get(q, done)}
         for q, o in sorted(found.items())
     ]  # fmt: skip
 
