@@ -333,3 +333,34 @@ def test_a_rows_offsets_and_its_read_time_are_one_moment(cluster: RocketMQCluste
         )
     finally:
         p.close()
+
+
+def test_a_watch_ticks_committed_and_max_offsets_are_one_moment(
+    cluster: RocketMQCluster, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The watcher's committed offset of a queue comes from the same ``GET_CONSUME_STATS`` answer
+    as its max offset, not from the tick's earlier read of the offset tables: a commit made between
+    the two reads is the tick's committed offset (a lag read at two moments counts the messages
+    sent in between, and a drain looks slower than it is)."""
+    p = Planted(cluster)
+    collector = Collector(cluster.namesrv_addr, tmp_path / "h", interval=0.2, offsets_interval=0.2, timeout=5.0)
+    try:
+        tick_until_committed(collector, p, {0: 1, 1: 0, 3: 1})
+        read, tables = collector.reader.read, []
+
+        def then_commit(*args: Any, **kwargs: Any) -> Any:
+            data = read(*args, **kwargs)
+            tables.extend(o["offset"] for o in data.get("offsets", []) if o["group"] == p.group and o["queueId"] == 0)
+            p.commit({0: 2})  # after the tick's read of the offset tables
+            wait_committed(cluster, p.group, {0: 2})
+            return data
+
+        monkeypatch.setattr(collector.reader, "read", then_commit)
+        collector.last_offsets = None
+        collector.tick()
+        assert tables == [1]  # the offset table said 1: the tick read the commit after it
+        assert collector.state.offsets[p.key(0)] == (2, 6), collector.state.offsets
+        assert collector.state.offsets[p.key(1)] == (0, 3) and collector.state.offsets[p.key(3)] == (1, 1)
+    finally:
+        collector.close()
+        p.close()

@@ -402,10 +402,12 @@ class Collector(TickLoop):
     def _offsets(
         self, data: Mapping[str, Any], state: FleetState
     ) -> tuple[dict[Queue, tuple[int | None, int | None]], list[dict[str, Any]]]:
-        """Committed offsets (from the tick's read of the brokers' offset tables) and each
-        broker's max offset, with one ``GET_CONSUME_STATS`` per group and broker (not one request
-        per queue), for every queue a group owns or has committed offsets on; the requests that
-        failed as gaps."""
+        """Committed and max offsets with one ``GET_CONSUME_STATS`` per group and broker (not one
+        request per queue), for every queue a group owns or has committed offsets on; the requests
+        that failed as gaps. A queue's committed offset comes from the same answer as its max offset
+        (one moment for both: a lag read seconds apart counts the messages sent in between); only
+        for a queue the tick's read of the brokers' offset tables has one (a broker may answer 0
+        for a queue without any), and that read's offset where the answer has none."""
         committed = {
             (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"])
             for o in data.get("offsets", [])
@@ -416,6 +418,7 @@ class Collector(TickLoop):
         keys = set(state.ownership) | set(committed)
         asks = sorted({(q[0], q[2]) for q in keys if q[2] in addresses})
         tops: dict[tuple[str, str, int], int] = {}
+        read_committed: dict[Queue, int] = {}
         failed: list[dict[str, Any]] = []
         lock = threading.Lock()
 
@@ -426,7 +429,7 @@ class Collector(TickLoop):
                     # pipelined on the connection; read in order, the first failure ends the broker's
                     groups = [group for group, b in asks if b == broker]
                     requests = [(int(RequestCode.GET_CONSUME_STATS), {"consumerGroup": g}) for g in groups]
-                    for answer in client.client.invoke_many(requests, window=64):
+                    for group, answer in zip(groups, client.client.invoke_many(requests, window=64), strict=True):
                         if isinstance(answer, RemotingError):
                             raise answer
                         if answer.code != ResponseCode.SUCCESS:
@@ -434,6 +437,7 @@ class Collector(TickLoop):
                         got = parse_consume_stats(answer.body, addr=addr)
                         with lock:
                             tops.update({q: top for q, (top, _c) in got.items()})
+                            read_committed.update({(group, *q): c for q, (_t, c) in got.items() if c >= 0})
             except (RemotingError, MQBalanceError, OSError) as e:
                 with lock:
                     failed.append(
@@ -443,7 +447,10 @@ class Collector(TickLoop):
         brokers = sorted({b for _g, b in asks})
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(brokers)))) as pool:
             list(pool.map(read, brokers))
-        out = {q: (committed.get(q), tops.get((q[1], q[2], q[3]))) for q in keys}
+        out = {
+            q: (read_committed.get(q, c) if (c := committed.get(q)) is not None else None, tops.get((q[1], q[2], q[3])))
+            for q in keys
+        }
         return out, failed
 
     def _lag_time(self, data: Mapping[str, Any], state: FleetState) -> list[dict[str, Any]]:
