@@ -13,6 +13,7 @@ import json
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka import KafkaProducer
@@ -83,3 +84,66 @@ def test_lag_seconds_in_snapshot_and_audit(kafka_java: KafkaJavaBroker, tmp_path
     findings = json.loads((tmp_path / "audit" / "findings.json").read_text())["findings"]
     lag = [f for f in findings if f["group"] == GROUP and f["kind"] == "lag" and f["topic"] == "lag-create"]
     assert lag and "s old (CreateTime)" in lag[0]["detail"], lag
+
+
+def test_a_snapshot_reads_every_groups_offsets_at_once_and_stamps_that_moment(
+    kafka_java: KafkaJavaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The committed offsets of many groups come from one OffsetFetch per coordinator (one here),
+    equal to each group's own reading, and ``readAt`` is the middle of the offsets' reads: a
+    ListOffsets held up by 1 s (a loaded machine, a slow broker) moves it by half that, and the
+    record reads after it do not move it at all."""
+    from mqbalance.fleet.kafka import live
+
+    kafka_java.create_topic("at-once", 3)
+    groups = [f"g-at-once-{k:02d}" for k in range(12)]
+    for k, g in enumerate(groups):
+        kafka_java.admin().alter_group_offsets(
+            g, {TopicPartition("at-once", p): OffsetAndMetadata(k + p, "", -1) for p in range(3) if (k + p) % 4}
+        )
+    expected = {
+        (g, tp.topic, tp.partition): om.offset
+        for g in groups
+        for tp, om in kafka_java.admin().list_group_offsets({g: None})[g].items()
+        if om.offset >= 0
+    }
+    assert len(expected) > len(groups)
+    sent: list[str] = []
+    answered: list[float] = []
+
+    class Counted(live._Admin):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            send = self._manager.send
+
+            def counted(request: Any, *a: Any, **kw: Any) -> Any:
+                sent.append(type(request).__name__)
+                return send(request, *a, **kw)
+
+            self._manager.send = counted
+
+        def list_partition_offsets(self, *args: Any, **kwargs: Any) -> Any:
+            time.sleep(1.0)
+            try:
+                return super().list_partition_offsets(*args, **kwargs)
+            finally:
+                answered.append(time.time())
+
+    reads = live.read_record_times
+
+    def late_reads(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.0)
+        return reads(*args, **kwargs)
+
+    monkeypatch.setattr(live, "_Admin", Counted)
+    monkeypatch.setattr(live, "read_record_times", late_reads)
+    asked = time.time()
+    data = live.read_kafka_cluster(kafka_java.bootstrap, groups=groups)
+    got = {(o["group"], o["topic"], o["partition"]): o["offset"] for o in data["offsets"] if o["topic"] == "at-once"}
+    assert got == expected
+    assert sum(1 for name in sent if name.startswith(("OffsetFetch", "RawOffsetFetch"))) == 1, sent
+    assert answered, "ListOffsets was not sent"
+    # the middle of [OffsetFetch, ListOffsets answered]: at least half the 1 s hold before its end
+    # (stamped after the reads, it was after it), and not before the middle of the whole call
+    end = answered[0] * 1000
+    assert (asked * 1000 + end) / 2 - 1 <= data["readAt"] <= end - 500 + 1, (asked, answered, data["readAt"])

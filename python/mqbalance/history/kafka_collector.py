@@ -51,14 +51,13 @@ from typing import Any, NamedTuple
 from kafka.errors import KafkaError
 from kafka.errors import for_code as error_for_code
 from kafka.protocol.consumer import OffsetSpec
-from kafka.protocol.consumer.group import OffsetFetchRequest
 from kafka.structs import TopicPartition
 
 from mqbalance.exceptions import InvalidInputError
 from mqbalance.fleet.kafka.group_log import GroupLog, GroupRecord
 from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 from mqbalance.fleet.kafka.live import _Admin, _decode_member, _describe_consumer_groups
-from mqbalance.fleet.kafka.wire import RawOffsetFetchRequest, committed_offsets, decode_offset_fetch
+from mqbalance.fleet.kafka.wire import read_committed_offsets
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.ticking import Observation, TickLoop, replay, seconds
 from mqbalance.kafka.client_errors import explained_failures
@@ -343,54 +342,6 @@ def _gap(request: str, error: BaseException | str, *, address: str = "", node: s
     if not isinstance(error, str) and not text.startswith(type(error).__name__):
         text = f"{type(error).__name__}: {text}"
     return {"broker_name": node, "address": address, "request": request, "error": " ".join(str(text).split())[:500]}
-
-
-def _committed_offsets(
-    admin: Any, groups: list[str], last: dict[int, tuple[bytes, dict[Queue, int]]] | None = None
-) -> dict[Queue, int]:
-    """Every committed offset of ``groups`` (OffsetFetch v8: one request per coordinator for all
-    its groups), as kafka-python's ``list_group_offsets`` reads them — the same requests, the same
-    errors raised (a group's or a partition's error fails the whole reading) — with the answer's
-    body decoded in Rust (:mod:`mqbalance.fleet.kafka.wire`: 100,000 partitions for 100 groups of
-    1,000, a 2.0 MB answer) instead of into an object per partition. ``last``: per coordinator, the
-    answer's bytes (after its throttle time) and what they gave at the last reading, updated here;
-    an answer equal to the last one is not decoded again (when nothing was committed meanwhile,
-    the same dict comes back). A broker without v8: ``list_group_offsets`` itself."""
-    committed: dict[Queue, int] = {}
-    if admin._manager.broker_version_data.api_version(OffsetFetchRequest) < 8:
-        for g, parts in admin.list_group_offsets(dict.fromkeys(groups)).items():
-            for tp, om in parts.items():
-                if om.offset is not None and om.offset >= 0:
-                    committed[(g, tp.topic, "", tp.partition)] = om.offset
-        return committed
-    seen: dict[int, tuple[bytes, dict[Queue, int]]] = {}
-
-    async def fetch() -> None:
-        by_node: dict[int, list[str]] = defaultdict(list)
-        for g, node in (await admin._find_coordinator_ids(groups)).items():
-            by_node[node].append(g)
-        group = OffsetFetchRequest.OffsetFetchRequestGroup
-        for node, ids in by_node.items():
-            request = RawOffsetFetchRequest(
-                groups=[group(group_id=g, topics=None) for g in ids], min_version=8, max_version=8
-            )
-            answer = await admin._manager.send(request, node_id=node)
-            body = answer.data[4:]  # after the throttle time
-            before = (last or {}).get(node)
-            if before is not None and before[0] == body:
-                seen[node] = before
-            else:
-                seen[node] = (body, committed_offsets(decode_offset_fetch(answer.data, version=answer.version)))
-
-    admin._manager.run(fetch)
-    if last is not None:
-        last.clear()
-        last.update(seen)
-    if len(seen) == 1:
-        return next(iter(seen.values()))[1]
-    for _body, part in seen.values():
-        committed.update(part)
-    return committed
 
 
 class _Counted:
@@ -800,7 +751,7 @@ class KafkaCollector(TickLoop):
         groups = sorted(new.groups)
         if groups:
             try:
-                committed = _committed_offsets(admin, groups, self._offset_answers)
+                committed = read_committed_offsets(admin, groups, self._offset_answers)
             except KafkaError as e:
                 self._offset_answers.clear()
                 gaps.append(_gap("OffsetFetch", e, address=self.bootstrap))

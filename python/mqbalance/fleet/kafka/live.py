@@ -12,9 +12,11 @@ What is read, and with which request:
   ConsumerGroupDescribe (:mod:`.messages`): its state (``Assigning`` and ``Reconciling`` are its
   rebalancing states), the broker's assignor, and per member the subscribed topic names and the
   current assignment (no userData: that protocol has none);
-* committed offsets — OffsetFetch per group; log-end offsets — ListOffsets (latest);
+* committed offsets — OffsetFetch, one per coordinator for all its groups (v8; one per group on an
+  older broker, or when one group's error fails the whole request); log-end offsets — ListOffsets
+  (latest); ``readAt`` — the middle of those reads (ms);
 * lag seconds — the timestamp (and its type) of the record at each lagging partition's committed
-  offset, fetched by a consumer without a group (:mod:`.lag_time`): ``lagTimes`` and ``readAt``.
+  offset, fetched by a consumer without a group (:mod:`.lag_time`): ``lagTimes``, ages at ``readAt``.
 
 A group read while it rebalances keeps its state (``PreparingRebalance``, ``CompletingRebalance``)
 and whatever the broker returned. A request that fails is recorded in ``errors`` (with the group
@@ -57,6 +59,7 @@ from mqbalance.exceptions import RemotingConnectError, RemotingError
 from mqbalance.fleet.kafka.lag_time import plan_reads, read_record_times
 from mqbalance.fleet.kafka.messages import ConsumerGroupDescribeRequest
 from mqbalance.fleet.kafka.snapshot import KAFKA_KIND
+from mqbalance.fleet.kafka.wire import read_committed_offsets
 from mqbalance.kafka.client_errors import explained_failures
 from mqbalance.kafka.member import check_bootstrap
 
@@ -219,11 +222,11 @@ def _lag_times(
     config: Mapping[str, Any],
 ) -> None:
     """Lag seconds (:mod:`.lag_time`): ``lagTimes``, the timestamp of the record at each lagging
-    partition's committed offset, and ``readAt``, when (ms)."""
+    partition's committed offset, measured against ``readAt`` (when the offsets were read, not these
+    later record reads: time to drain divides offsets moved by time passed)."""
     committed = {(o["group"], o["topic"], o["partition"]): o["offset"] for o in data["offsets"]}
     ends = {(o["topic"], o["partition"]): o["offset"] for o in data["endOffsets"]}
     positions = plan_reads(committed, ends, budget=budget)
-    data["readAt"] = int(time.time() * 1000)
     try:
         with explained_failures(bootstrap, config):
             found = read_record_times(bootstrap, positions, timeout=max(timeout, 5.0), **config)
@@ -303,16 +306,8 @@ def _read(admin: Any, say: Callable[[str], None], errors: list[dict[str, str]], 
                 "members": members,
             }
     say(f"{len(groups):,} consumer groups, {sum(len(g['members']) for g in groups.values()):,} members")
-    offsets: list[dict[str, Any]] = []
-    for g in group_ids:
-        try:
-            got = admin.list_group_offsets({g: None})
-        except KafkaError as e:
-            errors.append({"request": "OffsetFetch", "group": g, "error": f"{type(e).__name__}: {e}"})
-            continue
-        for tp, om in sorted(got.get(g, {}).items()):
-            if om.offset is not None and om.offset >= 0:
-                offsets.append({"group": g, "topic": tp.topic, "partition": tp.partition, "offset": om.offset})
+    started = time.time()
+    offsets = _committed(admin, group_ids, errors)
     ends: list[dict[str, Any]] = []
     tps = [TopicPartition(t, p) for t, spec in sorted(topics.items()) for p in range(spec["partitions"])]
     if tps:
@@ -322,6 +317,7 @@ def _read(admin: Any, say: Callable[[str], None], errors: list[dict[str, str]], 
                 ends.append({"topic": tp.topic, "partition": tp.partition, "offset": ot.offset})
         except KafkaError as e:
             errors.append({"request": "ListOffsets", "error": f"{type(e).__name__}: {e}"})
+    read_at = int((started + time.time()) * 500)  # the middle of the offsets' reads, in ms
     say(f"{len(offsets):,} committed offsets, {len(ends):,} log-end offsets")
     return {
         "kind": KAFKA_KIND,
@@ -330,4 +326,29 @@ def _read(admin: Any, say: Callable[[str], None], errors: list[dict[str, str]], 
         "offsets": offsets,
         "endOffsets": ends,
         "errors": errors,
+        "readAt": read_at,
     }
+
+
+def _committed(admin: Any, group_ids: list[str], errors: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """The committed offsets of ``group_ids`` as snapshot rows (by group, topic, partition): one
+    OffsetFetch per coordinator for all its groups (:func:`.wire.read_committed_offsets`); when that
+    fails (one group's error fails it all), one per group, each failure recorded with its group."""
+    if group_ids:
+        try:
+            got = read_committed_offsets(admin, group_ids)
+        except KafkaError:
+            pass
+        else:
+            return [{"group": g, "topic": t, "partition": p, "offset": o} for (g, t, _b, p), o in sorted(got.items())]
+    offsets: list[dict[str, Any]] = []
+    for g in group_ids:
+        try:
+            one = admin.list_group_offsets({g: None})
+        except KafkaError as e:
+            errors.append({"request": "OffsetFetch", "group": g, "error": f"{type(e).__name__}: {e}"})
+            continue
+        for tp, om in sorted(one.get(g, {}).items()):
+            if om.offset is not None and om.offset >= 0:
+                offsets.append({"group": g, "topic": tp.topic, "partition": tp.partition, "offset": om.offset})
+    return offsets

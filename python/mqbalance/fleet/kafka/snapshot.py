@@ -23,7 +23,7 @@ A Kafka snapshot is one JSON file, marked ``"kind": "kafka"`` (a RocketMQ snapsh
       "endOffsets": [{"topic": "orders", "partition": 0, "offset": 1250}],
       "lagTimes": [{"group": "billing", "topic": "orders", "partition": 0, "offset": 1200,
                     "timestamp": 1795700000000, "timestampType": "CreateTime"}],   # optional
-      "readAt": 1795700042000,                  # ms: when lagTimes were read (optional)
+      "readAt": 1795700042000,                  # ms: when the offsets were read (optional)
       "errors": [{"request": "DescribeGroups", "group": "billing", "error": "…"}]
     }
 

@@ -29,6 +29,7 @@ OffsetFetch answer truncated at byte 0 reading throttle_time_ms: needs 4 bytes, 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -47,7 +48,10 @@ __all__ = [
     "RawOffsetFetchRequest",
     "committed_offsets",
     "decode_offset_fetch",
+    "read_committed_offsets",
 ]
+
+_Queue = tuple[str, str, str, int]  # group, topic, "" (a Kafka partition has no broker name), partition
 
 
 class OffsetFetchColumns(NamedTuple):
@@ -138,3 +142,51 @@ class RawOffsetFetchRequest(OffsetFetchRequest, init=False):  # type: ignore[mis
     @classproperty  # type: ignore[untyped-decorator]
     def header_class(cls) -> type:  # noqa: N805
         return _RawOffsetFetchHeader
+
+
+def read_committed_offsets(
+    admin: Any, groups: list[str], last: dict[int, tuple[bytes, dict[_Queue, int]]] | None = None
+) -> dict[_Queue, int]:
+    """Every committed offset of ``groups`` (OffsetFetch v8: one request per coordinator for all
+    its groups), as kafka-python's ``list_group_offsets`` reads them — the same requests, the same
+    errors raised (a group's or a partition's error fails the whole reading) — with the answer's
+    body decoded in Rust (:func:`decode_offset_fetch`: 100,000 partitions for 100 groups of 1,000,
+    a 2.0 MB answer) instead of into an object per partition. ``last``: per coordinator, the
+    answer's bytes (after its throttle time) and what they gave at the last reading, updated here;
+    an answer equal to the last one is not decoded again (when nothing was committed meanwhile,
+    the same dict comes back). A broker without v8: ``list_group_offsets`` itself."""
+    committed: dict[_Queue, int] = {}
+    if admin._manager.broker_version_data.api_version(OffsetFetchRequest) < 8:
+        for g, parts in admin.list_group_offsets(dict.fromkeys(groups)).items():
+            for tp, om in parts.items():
+                if om.offset is not None and om.offset >= 0:
+                    committed[(g, tp.topic, "", tp.partition)] = om.offset
+        return committed
+    seen: dict[int, tuple[bytes, dict[_Queue, int]]] = {}
+
+    async def fetch() -> None:
+        by_node: dict[int, list[str]] = defaultdict(list)
+        for g, node in (await admin._find_coordinator_ids(groups)).items():
+            by_node[node].append(g)
+        group = OffsetFetchRequest.OffsetFetchRequestGroup
+        for node, ids in by_node.items():
+            request = RawOffsetFetchRequest(
+                groups=[group(group_id=g, topics=None) for g in ids], min_version=8, max_version=8
+            )
+            answer = await admin._manager.send(request, node_id=node)
+            body = answer.data[4:]  # after the throttle time
+            before = (last or {}).get(node)
+            if before is not None and before[0] == body:
+                seen[node] = before
+            else:
+                seen[node] = (body, committed_offsets(decode_offset_fetch(answer.data, version=answer.version)))
+
+    admin._manager.run(fetch)
+    if last is not None:
+        last.clear()
+        last.update(seen)
+    if len(seen) == 1:
+        return next(iter(seen.values()))[1]
+    for _body, part in seen.values():
+        committed.update(part)
+    return committed
