@@ -418,7 +418,7 @@ class Collector(TickLoop):
         keys = set(state.ownership) | set(committed)
         asks = sorted({(q[0], q[2]) for q in keys if q[2] in addresses})
         tops: dict[tuple[str, str, int], int] = {}
-        read_committed: dict[Queue, int] = {}
+        answers: dict[tuple[str, str], dict[tuple[str, str, int], tuple[int, int]]] = {}  # by (group, broker)
         failed: list[dict[str, Any]] = []
         lock = threading.Lock()
 
@@ -437,7 +437,7 @@ class Collector(TickLoop):
                         got = parse_consume_stats(answer.body, addr=addr)
                         with lock:
                             tops.update({q: top for q, (top, _c) in got.items()})
-                            read_committed.update({(group, *q): c for q, (_t, c) in got.items() if c >= 0})
+                            answers[(group, broker)] = got
             except (RemotingError, MQBalanceError, OSError) as e:
                 with lock:
                     failed.append(
@@ -447,10 +447,15 @@ class Collector(TickLoop):
         brokers = sorted({b for _g, b in asks})
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(brokers)))) as pool:
             list(pool.map(read, brokers))
-        out = {
-            q: (read_committed.get(q, c) if (c := committed.get(q)) is not None else None, tops.get((q[1], q[2], q[3])))
-            for q in keys
-        }
+        no_answer: dict[tuple[str, str, int], tuple[int, int]] = {}
+        out = {}
+        for q in keys:
+            c = committed.get(q)
+            if c is not None:
+                now = answers.get((q[0], q[2]), no_answer).get((q[1], q[2], q[3]))
+                if now is not None and now[1] >= 0:
+                    c = now[1]
+            out[q] = (c, tops.get((q[1], q[2], q[3])))
         return out, failed
 
     def _lag_time(self, data: Mapping[str, Any], state: FleetState) -> list[dict[str, Any]]:
