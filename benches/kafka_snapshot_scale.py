@@ -40,6 +40,23 @@ from mqbalance.fleet.kafka.audit import audit_kafka  # noqa: E402
 from mqbalance.fleet.kafka.live import read_kafka_cluster  # noqa: E402
 from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict  # noqa: E402
 from mqbalance.fleet.kafka.wire import read_committed_offsets  # noqa: E402
+from server_process import wait_for  # noqa: E402
+
+
+def _all_led(admin: KafkaAdminClient, names: list[str], partitions: int) -> bool:
+    """Every topic of ``names`` listed with ``partitions`` partitions, each with a leader."""
+    if not set(names) <= set(admin.list_topics()):
+        return False
+    for i in range(0, len(names), 500):
+        for t in admin.describe_topics(names[i : i + 500]):
+            if (
+                t["error_code"]
+                or len(t["partitions"]) != partitions
+                or any(p["leader_id"] < 0 for p in t["partitions"])
+            ):
+                return False
+    return True
+
 
 BROKERS = {"kafka": f"Apache Kafka {KAFKA_VERSION}, KRaft", "tansu": "Tansu 0.6.0, in memory"}
 
@@ -61,15 +78,22 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(0, len(names), 100):
             admin.create_topics([NewTopic(n, args.partitions, 1) for n in names[i : i + 100]])
             print(f"created {min(i + 100, len(names)):,}/{len(names):,} topics", file=sys.stderr)
-        for g in range(args.groups):
+        # a broker creates topics after it answers: commits to a topic it has no leader for yet are lost
+        wait_for("every topic to have its leaders", lambda: _all_led(admin, names, args.partitions), timeout=600)
+        groups = [f"group-{g:04d}" for g in range(args.groups)]
+        wanted: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        for g, group in enumerate(groups):
             mine = [names[(g * args.topics_per_group + k) % len(names)] for k in range(args.topics_per_group)]
-            offsets = {TopicPartition(t, p): OffsetAndMetadata(0, "", -1) for t in mine for p in range(args.partitions)}
-            admin.alter_group_offsets(f"group-{g:04d}", offsets)
+            wanted[group] = {
+                TopicPartition(t, p): OffsetAndMetadata(0, "", -1) for t in mine for p in range(args.partitions)
+            }
+            admin.alter_group_offsets(group, wanted[group])
+        got = admin.list_group_offsets(groups)
+        assert all(set(got.get(g, {})) == set(w) for g, w in wanted.items()), "offsets missing after the commits"
         setup = time.monotonic() - t0
         print(f"set up in {setup:.1f} s", file=sys.stderr)
         snapshot_s, audit_s, ours_offsets_s, kafka_python_offsets_s = [], [], [], []
         data: dict = {}
-        groups = [f"group-{g:04d}" for g in range(args.groups)]
         for _ in range(args.repeats):
             t = time.perf_counter()
             data = read_kafka_cluster(broker.bootstrap, timeout=30.0)
