@@ -143,7 +143,8 @@ def test_a_snapshot_reads_every_groups_offsets_at_once_and_stamps_that_moment(
     assert got == expected
     assert sum(1 for name in sent if name.startswith(("OffsetFetch", "RawOffsetFetch"))) == 1, sent
     assert answered, "ListOffsets was not sent"
-    # the middle of [OffsetFetch, ListOffsets answered]: at least half the 1 s hold before its end
-    # (stamped after the reads, it was after it), and not before the middle of the whole call
+    # the middle of [OffsetFetch, ListOffsets answered]: about half the 1 s hold before its end
+    # (stamped after the reads, it was after it; 100 ms for a busy machine between the answer and
+    # the stamp), and not before the middle of the whole call
     end = answered[0] * 1000
-    assert (asked * 1000 + end) / 2 - 1 <= data["readAt"] <= end - 500 + 1, (asked, answered, data["readAt"])
+    assert (asked * 1000 + end) / 2 - 1 <= data["readAt"] <= end - 400, (asked, answered, data["readAt"])
