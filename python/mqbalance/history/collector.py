@@ -450,12 +450,12 @@ class Collector(TickLoop):
         no_answer: dict[tuple[str, str, int], tuple[int, int]] = {}
         out = {}
         for q in keys:
-            c = committed.get(q)
-            if c is not None:
-                now = answers.get((q[0], q[2]), no_answer).get((q[1], q[2], q[3]))
-                if now is not None and now[1] >= 0:
-                    c = now[1]
-            out[q] = (c, tops.get((q[1], q[2], q[3])))
+            key, c = (q[1], q[2], q[3]), committed.get(q)
+            now = answers.get((q[0], q[2]), no_answer).get(key)
+            if now is None:  # not in its group's answer: the broker's max offset from another group's
+                out[q] = (c, tops.get(key))
+            else:  # both offsets from the group's own answer: one moment
+                out[q] = (now[1] if c is not None and now[1] >= 0 else c, now[0])
         return out, failed
 
     def _lag_time(self, data: Mapping[str, Any], state: FleetState) -> list[dict[str, Any]]:
