@@ -165,12 +165,18 @@ def floor_shuffle(queues: Any, consumers: Any, owner: str | None = None) -> Any:
     partitions) and the same Arrow round trip, with nothing computed in Python: a floor for ours.
     With ``owner`` (a string as long as a client id) every queue row goes back owned by it, so the
     owner column's bytes travel back to the JVM as ours do."""
+    return through_shuffle(queues, consumers, _identity("is_consumer", owner))
+
+
+def through_shuffle(queues: Any, consumers: Any, fn: Callable[[Iterator[Any]], Iterator[Any]]) -> Any:
+    """``assign_queues``' plan with ``fn`` in place of its partition function: the same shuffle
+    (queue and consumer rows together by group, flag column ``is_consumer``) and output schema."""
     from mqbalance.spark.arrow import QueueColumns
     from mqbalance.spark.dataframes import _ddl, _shuffle_partitions, together_by_group
 
     n = _shuffle_partitions(queues.sparkSession, None)
     rows = together_by_group(queues, consumers, QueueColumns(), n, "is_consumer")
-    return rows.mapInArrow(_identity("is_consumer", owner), _ddl(queues, "client_id"))
+    return rows.mapInArrow(fn, _ddl(queues, "client_id"))
 
 
 def md5_seconds(queues: Any, consumers: Any, virtual_nodes: int, sample: int = 10) -> float:

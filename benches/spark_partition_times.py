@@ -23,9 +23,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from mqbalance.fleet.spark import local_session, stop_session  # noqa: E402
-from mqbalance.spark.arrow import QueueColumns, queue_partition_assigner  # noqa: E402
-from mqbalance.spark.dataframes import _ddl, _shuffle_partitions, together_by_group  # noqa: E402
-from spark_functions_bench import CONSISTENT_HASH, _identity, inputs, noop  # noqa: E402
+from mqbalance.spark.arrow import queue_partition_assigner  # noqa: E402
+from spark_functions_bench import CONSISTENT_HASH, _identity, inputs, noop, through_shuffle  # noqa: E402
 
 Partition = Callable[[Iterator[Any]], Iterator[Any]]
 
@@ -84,12 +83,11 @@ def main() -> int:
 
         owner = "c" * round(c.select(F.avg(F.length("client_id"))).first()[0])
         cases = {"ours": queue_partition_assigner(CONSISTENT_HASH), "floor": _identity("is_consumer", owner)}
-        n = _shuffle_partitions(spark, None)
 
         def job(tag: str) -> float:
-            rows = together_by_group(q, c, QueueColumns(), n, "is_consumer")
+            plan = through_shuffle(q, c, timed(tag, args.log, cases[tag.split()[0]]))
             t = time.perf_counter()
-            noop(rows.mapInArrow(timed(tag, args.log, cases[tag.split()[0]]), _ddl(q, "client_id")))
+            noop(plan)
             return time.perf_counter() - t
 
         job("ours warm-up")
