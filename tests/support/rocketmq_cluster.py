@@ -100,6 +100,9 @@ class ServerProcess:
 # The broker stops accepting writes (SYSTEM_BUSY, ``store_not_writeable``) once the disk holding
 # its store is this full, counting space reserved for root as used.
 DISK_FULL_RATIO = 0.90
+# How long a request may wait in a broker's queue before the broker refuses it as busy (200 ms by
+# default: enough on a production broker's own machine, not on a test machine another job loads).
+BUSY_MACHINE_WAIT_MS = 5_000
 
 
 def _check_disk(path: Path) -> None:
@@ -147,6 +150,8 @@ class Broker(ServerProcess):
             "mappedFileSizeConsumeQueue": 300_000 * 20 // 100,  # 3,000 entries a file
             "maxHashSlotNum": 50_000,
             "maxIndexNum": 200_000,
+            "waitTimeMillsInSendQueue": BUSY_MACHINE_WAIT_MS,  # SYSTEM_BUSY on a busy machine
+            "osPageCacheBusyTimeoutMills": BUSY_MACHINE_WAIT_MS,
             **(config or {}),
         }
         directory.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 from java_harness import java_command
-from rocketmq_cluster import RocketMQCluster
+from rocketmq_cluster import BUSY_MACHINE_WAIT_MS, RocketMQCluster
 from server_process import ServerProcess, free_port, free_port_pair
 
 NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
@@ -145,6 +145,9 @@ class JavaBroker(JavaServer):
             "timerWheelEnable": "false",
             "deleteWhen": "04",
             "flushDiskType": "ASYNC_FLUSH",
+            # SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE] and [PCBUSY_CLEAN_QUEUE] on a busy machine
+            "waitTimeMillsInSendQueue": BUSY_MACHINE_WAIT_MS,
+            "osPageCacheBusyTimeOutMills": BUSY_MACHINE_WAIT_MS,
             **(config or {}),
         }
         conf = _write_properties(directory / "broker.properties", props)
