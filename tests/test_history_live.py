@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 
 from kafka_cluster import MQBALANCE
-from mqbalance.exceptions import MQBalanceError
+from mqbalance.exceptions import MQBalanceError, RemotingError
 from mqbalance.history.writer import read_ticks
 from mqbalance.record_files import load_records
 from mqbalance.remoting import BrokerClient
@@ -88,12 +88,17 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
     broker = rocketmq.brokers[0]
     rocketmq.create_topic(TOPIC, {"broker-a": 2})
     stop_producing = threading.Event()
+    sent, refused = [0], []  # STOP needs lag: messages still coming after its member is killed
 
     def produce() -> None:
-        with BrokerClient(broker.addr) as p:
+        with BrokerClient(broker.addr, timeout=20.0) as p:  # a busy machine: generous
             while not stop_producing.wait(0.05):
                 for q in range(2):
-                    p.send(TOPIC, q, b"m")
+                    try:
+                        p.send(TOPIC, q, b"m")
+                        sent[0] += 1
+                    except RemotingError as e:  # a busy broker's flow control, a timeout: send on
+                        refused.append(str(e))
 
     producer = threading.Thread(target=produce, daemon=True)
     producer.start()
@@ -147,6 +152,7 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
                 wait_ticks(history, 3)
         stopper.send_signal(signal.SIGKILL)
         rewinder.send_signal(signal.SIGKILL)
+        sent_at_kill = sent[0]
         # Burrow's window is the last 10 readings: all of them after the kills (no consumer left to
         # catch up to lag 0 in one), with the reset a few readings before the end
         wait_ticks(history, 10)
@@ -162,8 +168,9 @@ def test_history_reports_what_was_planted_on_a_live_cluster(rocketmq: RocketMQCl
                 p.kill()
                 p.wait(10)
         stop_producing.set()
-        producer.join(10)
+        producer.join(30)
         log.close()
+    assert sent[0] > sent_at_kill, f"nothing sent after the kills: {refused[-3:]}"
     out = tmp_path / "report"
     run_history(history, out)
     late = longest_tick_gap(history) + dt.timedelta(seconds=2)  # + the broker's delay in dropping a connection

@@ -35,24 +35,21 @@ it), so the first tick of the new run writes only what changed while the collect
 from __future__ import annotations
 
 import gc
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mqbalance.exceptions import MQBalanceError, RemotingError
+from mqbalance.exceptions import RemotingError
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.from_json import snapshot_from_dict
-from mqbalance.fleet.rocketmq.lag_time import NO_LAG, LagClock, Oldest
+from mqbalance.fleet.rocketmq.lag_time import NO_LAG, LagClock, Oldest, offsets_from_answer, read_consume_stats
 from mqbalance.fleet.rocketmq.live import ClusterReader
 from mqbalance.history.metrics import WatchMetrics
 from mqbalance.history.ticking import Observation, TickLoop, TickResult, replay, seconds
-from mqbalance.remoting import BrokerClient, NameServer, RequestCode, ResponseCode
-from mqbalance.remoting.api import parse_consume_stats
+from mqbalance.remoting import NameServer
 from mqbalance.remoting.client import RemotingClient
 
 __all__ = ["Collector", "FleetState", "TickResult", "diff", "load_state"]  # TickResult: ticking's, re-exported
@@ -416,46 +413,16 @@ class Collector(TickLoop):
         # every queue a group owns now or has committed offsets on (a stopped group keeps its
         # offsets on the broker, and its lag keeps growing: that is what STOP is about)
         keys = set(state.ownership) | set(committed)
-        asks = sorted({(q[0], q[2]) for q in keys if q[2] in addresses})
-        tops: dict[tuple[str, str, int], int] = {}
-        answers: dict[tuple[str, str], dict[tuple[str, str, int], tuple[int, int]]] = {}  # by (group, broker)
-        failed: list[dict[str, Any]] = []
-        lock = threading.Lock()
-
-        def read(broker: str) -> None:
-            addr = addresses[broker]
-            try:
-                with BrokerClient(addr, timeout=self.timeout) as client:
-                    # pipelined on the connection; read in order, the first failure ends the broker's
-                    groups = [group for group, b in asks if b == broker]
-                    requests = [(int(RequestCode.GET_CONSUME_STATS), {"consumerGroup": g}) for g in groups]
-                    for group, answer in zip(groups, client.client.invoke_many(requests, window=64), strict=True):
-                        if isinstance(answer, RemotingError):
-                            raise answer
-                        if answer.code != ResponseCode.SUCCESS:
-                            raise client.client.response_error(RequestCode.GET_CONSUME_STATS, answer)
-                        got = parse_consume_stats(answer.body, addr=addr)
-                        with lock:
-                            tops.update({q: top for q, (top, _c) in got.items()})
-                            answers[(group, broker)] = got
-            except (RemotingError, MQBalanceError, OSError) as e:
-                with lock:
-                    failed.append(
-                        {"broker_name": broker, "address": addr, "request": "GET_CONSUME_STATS", "error": str(e)}
-                    )
-
-        brokers = sorted({b for _g, b in asks})
-        with ThreadPoolExecutor(max_workers=max(1, min(16, len(brokers)))) as pool:
-            list(pool.map(read, brokers))
-        no_answer: dict[tuple[str, str, int], tuple[int, int]] = {}
+        answers, failed = read_consume_stats({(q[0], q[2]) for q in keys}, addresses, timeout=self.timeout)
+        tops = {q: top for stats, _at in answers.values() for q, (top, _c) in stats.items()}
         out = {}
         for q in keys:
-            key, c = (q[1], q[2], q[3]), committed.get(q)
-            now = answers.get((q[0], q[2]), no_answer).get(key)
+            key, c, got = (q[1], q[2], q[3]), committed.get(q), answers.get((q[0], q[2]))
+            now = None if got is None else got[0].get(key)
             if now is None:  # not in its group's answer: the broker's max offset from another group's
                 out[q] = (c, tops.get(key))
             else:  # both offsets from the group's own answer: one moment
-                out[q] = (now[1] if c is not None and now[1] >= 0 else c, now[0])
+                out[q] = offsets_from_answer(c, now)
         return out, failed
 
     def _lag_time(self, data: Mapping[str, Any], state: FleetState) -> list[dict[str, Any]]:

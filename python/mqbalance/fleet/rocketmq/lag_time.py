@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from mqbalance.exceptions import InvalidInputError, MQBalanceError, RemotingError
-from mqbalance.remoting import BrokerClient
-from mqbalance.remoting.api import PullStatus
+from mqbalance.remoting import BrokerClient, RequestCode, ResponseCode
+from mqbalance.remoting.api import PullStatus, parse_consume_stats
 
 __all__ = [
+    "read_consume_stats",
     "read_lag_times",
+    "offsets_from_answer",
     "CARRIED",
     "EXACT",
     "NO_LAG",
@@ -169,13 +171,88 @@ class LagClock:
         return out, failed
 
 
+#: ``(topic, broker name, queue id) -> (broker max offset, consumer offset)``: one ``GET_CONSUME_STATS`` answer
+ConsumeStats = dict[tuple[str, str, int], tuple[int, int]]
+
+
+def read_consume_stats(
+    asks: Iterable[tuple[str, str]], addresses: Mapping[str, str], *, timeout: float = 3.0, chunk: int = 64
+) -> tuple[dict[tuple[str, str], tuple[ConsumeStats, int]], list[dict[str, Any]]]:
+    """One ``GET_CONSUME_STATS`` per ``(group, broker name)`` of ``asks``: per pair, the answer and
+    when it was read (ms since the epoch, the middle of its round trip); the failures, each
+    ``{"broker_name", "address", "request", "error"}``. One connection per broker (brokers side by
+    side), the requests pipelined ``chunk`` at a time: a chunk's answers are stamped with the middle
+    of its round trip, so the stamp is off by at most one chunk's round trip (milliseconds). A
+    group the broker refuses is that group's failure; a connection that fails ends its broker's.
+
+    >>> read_consume_stats([("g", "broker-a")], {"broker-a": addr})  # doctest: +SKIP
+    ({('g', 'broker-a'): ({('T', 'broker-a', 0): (7, 5)}, 1764433200123)}, [])
+    """
+    pending: dict[str, list[str]] = {}
+    for group, broker in sorted(set(asks)):
+        if broker in addresses:
+            pending.setdefault(broker, []).append(group)
+    answers: dict[tuple[str, str], tuple[ConsumeStats, int]] = {}
+    failed: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def per_broker(broker: str) -> None:
+        addr, groups = addresses[broker], pending[broker]
+
+        def fail(e: Exception) -> None:
+            with lock:
+                failed.append({"broker_name": broker, "address": addr, "request": "GET_CONSUME_STATS", "error": str(e)})
+
+        try:
+            with BrokerClient(addr, timeout=timeout) as client:
+                for start in range(0, len(groups), chunk):
+                    part = groups[start : start + chunk]
+                    sent = time.time()
+                    got = client.client.invoke_many(
+                        [(int(RequestCode.GET_CONSUME_STATS), {"consumerGroup": g}) for g in part], window=chunk
+                    )
+                    at = int((sent + time.time()) * 500)  # the middle of the chunk's round trip, in ms
+                    for group, answer in zip(part, got, strict=True):
+                        if isinstance(answer, RemotingError):
+                            raise answer
+                        if answer.code != ResponseCode.SUCCESS:
+                            fail(client.client.response_error(RequestCode.GET_CONSUME_STATS, answer))
+                            continue
+                        stats = parse_consume_stats(answer.body, addr=addr)
+                        with lock:
+                            answers[(group, broker)] = (stats, at)
+        except (RemotingError, MQBalanceError, OSError) as e:
+            fail(e)
+
+    if pending:
+        with ThreadPoolExecutor(max_workers=min(16, len(pending))) as pool:
+            list(pool.map(per_broker, sorted(pending)))
+    return answers, failed
+
+
+def offsets_from_answer(committed: int | None, answered: tuple[int, int] | None) -> tuple[int | None, int | None]:
+    """A queue's ``(committed, max offset)`` from its group's ``GET_CONSUME_STATS`` entry
+    ``answered`` (``(max offset, consumer offset)``), both read at one moment: lag is their
+    difference, and offsets read seconds apart count the messages sent in between. ``committed``
+    (the broker's offset table) says whether the queue has a committed offset at all: a broker
+    answers 0 for a queue without one, and a negative answer keeps the table's offset.
+
+    >>> offsets_from_answer(3, (9, 5)), offsets_from_answer(None, (9, 0)), offsets_from_answer(3, (9, -1))
+    ((5, 9), (None, 9), (3, 9))
+    """
+    if answered is None:
+        return committed, None
+    top, now = answered
+    return (now if committed is not None and now >= 0 else committed), top
+
+
 def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int = 1000) -> list[dict[str, Any]]:
     """Lag seconds for a live snapshot (``data`` as :func:`~mqbalance.fleet.rocketmq.live.read_cluster`
     returns it, whose ``errors`` get the reads that failed): per queue with committed offsets, the
-    broker's max offset (one ``GET_CONSUME_STATS`` per group and broker) and, where it lags, the
+    broker's max offset (:func:`read_consume_stats`) and, where it lags, the
     store time of the message at the committed offset (at most ``budget`` reads, most-lagging first),
     as the snapshot's ``lagTimes`` rows. A row's committed and max offsets come from one
-    ``GET_CONSUME_STATS`` answer and its ``readAt`` is when (the middle of that round trip): time to
+    ``GET_CONSUME_STATS`` answer and its ``readAt`` is when (within milliseconds): time to
     drain divides offsets moved by time passed, so the time must be the offsets' own, not that of
     the store-time reads after them (seconds later on a loaded machine). A queue without lag has
     its row too (state ``none``, no store time): the snapshot then says when it found nothing
@@ -185,32 +262,19 @@ def read_lag_times(data: Mapping[str, Any], *, timeout: float = 3.0, budget: int
     committed = {
         (o["group"], o["topic"], o["brokerName"], int(o["queueId"])): int(o["offset"]) for o in data.get("offsets", [])
     }
-    asks = sorted({(q[0], q[2]) for q in committed if q[2] in addresses})
-    tops: dict[tuple[str, str, str, int], int] = {}
-    read_at: dict[tuple[str, str, str, int], int] = {}
+    answers, failed = read_consume_stats({(q[0], q[2]) for q in committed}, addresses, timeout=timeout)
+    offsets, read_at = {}, {}
+    for q, c in committed.items():
+        stats, at = answers.get((q[0], q[2]), ({}, None))
+        offsets[q] = offsets_from_answer(c, stats.get((q[1], q[2], q[3])))
+        if at is not None:
+            read_at[q] = at
+    found, failed_reads = LagClock(budget=budget, timeout=timeout).update(offsets, addresses)
     errors = data.get("errors")
-    for group, broker in asks:
-        try:
-            with BrokerClient(addresses[broker], timeout=timeout) as client:
-                sent = time.time()
-                stats = client.consume_stats(group)
-                at = int((sent + time.time()) * 500)  # the middle of the round trip, in ms
-            for (topic, b, qid), (top, now) in stats.items():
-                q = (group, topic, b, qid)
-                tops[q], read_at[q] = top, at
-                if q in committed and now >= 0:
-                    committed[q] = now  # read with the max offset: one moment for both
-        except (RemotingError, MQBalanceError, OSError) as e:
-            if isinstance(errors, list):
-                errors.append(
-                    {"broker": broker, "address": addresses[broker], "request": "GET_CONSUME_STATS", "error": str(e)}
-                )
-    offsets = {q: (c, tops.get(q)) for q, c in committed.items()}
-    found, failed = LagClock(budget=budget, timeout=timeout).update(offsets, addresses)
     if isinstance(errors, list):
         errors += [
             {"broker": f["broker_name"], "address": f["address"], "request": f["request"], "error": f["error"]}
-            for f in failed
+            for f in failed + failed_reads
         ]
     done = int(time.time() * 1000)  # a queue whose broker did not answer GET_CONSUME_STATS
     return [
