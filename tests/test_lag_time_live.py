@@ -364,3 +364,62 @@ def test_a_watch_ticks_committed_and_max_offsets_are_one_moment(
     finally:
         collector.close()
         p.close()
+
+
+def test_a_snapshot_reads_many_groups_offsets_on_one_connection_per_broker(
+    cluster: RocketMQCluster, monkeypatch: Any
+) -> None:
+    """``read_lag_times`` asks for every group's offsets on one connection per broker, pipelined,
+    not one connection per group (with thousands of groups, connecting was most of the time): 70
+    groups (more than one pipelined chunk), each row the offsets the test committed for its group,
+    the broker's max offset, and a ``readAt`` within the call."""
+    tag = uuid.uuid4().hex[:6]
+    topic, groups = f"T-many-{tag}", [f"g-many-{tag}-{k:02d}" for k in range(70)]
+    cluster.create_topic(topic, {"broker-a": 2})
+    with BrokerClient(cluster.broker("broker-a").addr, timeout=20.0) as conn:
+        conn.heartbeat(f"10.0.9.2@{tag}", [ConsumerData(g, [topic]) for g in groups])
+        for q, n in ((0, 5), (1, 3)):
+            for _ in range(n):
+                conn.send(topic, q, b"x")
+        committed = {(g, q): (k + q) % n for k, g in enumerate(groups) for q, n in ((0, 5), (1, 3))}
+        for (g, q), offset in committed.items():
+            conn.update_offset(g, topic, q, offset)
+    deadline = time.monotonic() + 30
+    while True:  # the broker's offset table may show a commit a moment later
+        data = read_cluster(cluster.namesrv_addr, running_info=False)
+        seen = {(o["group"], o["queueId"]): o["offset"] for o in data["offsets"] if o["topic"] == topic}
+        if seen == committed:
+            break
+        assert time.monotonic() < deadline, (len(seen), len(committed))
+        time.sleep(0.2)
+    from mqbalance.fleet.rocketmq import lag_time
+
+    opened: list[str] = []
+
+    class Counted(BrokerClient):
+        def __init__(self, addr: str, *args: Any, **kwargs: Any) -> None:
+            opened.append(addr)
+            super().__init__(addr, *args, **kwargs)
+
+    monkeypatch.setattr(lag_time, "BrokerClient", Counted)
+    asked = time.time()
+    rows = [r for r in read_lag_times(data, budget=0) if r["topic"] == topic]
+    done = time.time()
+    assert opened == [cluster.broker("broker-a").addr], opened  # budget 0: no store-time reads either
+    assert {(r["group"], r["queueId"]): (r["committed"], r["maxOffset"]) for r in rows} == {
+        (g, q): (offset, 5 if q == 0 else 3) for (g, q), offset in committed.items()
+    }
+    assert all(asked * 1000 - 1 <= r["readAt"] <= done * 1000 + 1 for r in rows), (asked, done)
+    assert not data.get("errors"), data.get("errors")
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, 2.5, "64"])
+def test_a_bad_chunk_or_budget_is_refused_naming_it(bad: Any) -> None:
+    from mqbalance.exceptions import InvalidInputError
+    from mqbalance.fleet.rocketmq.lag_time import read_consume_stats
+
+    with pytest.raises(InvalidInputError, match=f"got {bad!r}"):
+        read_consume_stats([("g", "broker-a")], {"broker-a": "127.0.0.1:1"}, chunk=bad)
+    if bad != 0:  # a budget of 0 reads nothing: allowed
+        with pytest.raises(InvalidInputError, match=f"got {bad!r}"):
+            LagClock(budget=bad)

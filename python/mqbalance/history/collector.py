@@ -413,7 +413,9 @@ class Collector(TickLoop):
         # every queue a group owns now or has committed offsets on (a stopped group keeps its
         # offsets on the broker, and its lag keeps growing: that is what STOP is about)
         keys = set(state.ownership) | set(committed)
-        answers, failed = read_consume_stats({(q[0], q[2]) for q in keys}, addresses, timeout=self.timeout)
+        # one pipelined read a broker: the tick has one time stamp
+        asks = {(q[0], q[2]) for q in keys}
+        answers, failed = read_consume_stats(asks, addresses, timeout=self.timeout, chunk=None)
         tops = {q: top for stats, _at in answers.values() for q, (top, _c) in stats.items()}
         out = {}
         for q in keys:

@@ -176,18 +176,26 @@ ConsumeStats = dict[tuple[str, str, int], tuple[int, int]]
 
 
 def read_consume_stats(
-    asks: Iterable[tuple[str, str]], addresses: Mapping[str, str], *, timeout: float = 3.0, chunk: int = 64
+    asks: Iterable[tuple[str, str]],
+    addresses: Mapping[str, str],
+    *,
+    timeout: float = 3.0,
+    chunk: int | None = 64,
 ) -> tuple[dict[tuple[str, str], tuple[ConsumeStats, int]], list[dict[str, Any]]]:
     """One ``GET_CONSUME_STATS`` per ``(group, broker name)`` of ``asks``: per pair, the answer and
     when it was read (ms since the epoch, the middle of its round trip); the failures, each
     ``{"broker_name", "address", "request", "error"}``. One connection per broker (brokers side by
     side), the requests pipelined ``chunk`` at a time: a chunk's answers are stamped with the middle
-    of its round trip, so the stamp is off by at most one chunk's round trip (milliseconds). A
-    group the broker refuses is that group's failure; a connection that fails ends its broker's.
+    of its round trip, so the stamp is off by at most one chunk's round trip (milliseconds).
+    ``chunk=None``: all of a broker's requests in one pipelined read (64 in flight, no pause between
+    chunks), all stamped with its middle. A group the broker refuses is that group's failure; a
+    connection that fails ends its broker's.
 
     >>> read_consume_stats([("g", "broker-a")], {"broker-a": addr})  # doctest: +SKIP
     ({('g', 'broker-a'): ({('T', 'broker-a', 0): (7, 5)}, 1764433200123)}, [])
     """
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+        raise InvalidInputError(f"chunk must be an integer >= 1 or None, got {chunk!r}", chunk)
     pending: dict[str, list[str]] = {}
     for group, broker in sorted(set(asks)):
         if broker in addresses:
@@ -205,11 +213,12 @@ def read_consume_stats(
 
         try:
             with BrokerClient(addr, timeout=timeout) as client:
-                for start in range(0, len(groups), chunk):
-                    part = groups[start : start + chunk]
+                step = len(groups) if chunk is None else chunk
+                for start in range(0, len(groups), step):
+                    part = groups[start : start + step]
                     sent = time.time()
                     got = client.client.invoke_many(
-                        [(int(RequestCode.GET_CONSUME_STATS), {"consumerGroup": g}) for g in part], window=chunk
+                        [(int(RequestCode.GET_CONSUME_STATS), {"consumerGroup": g}) for g in part], window=64
                     )
                     at = int((sent + time.time()) * 500)  # the middle of the chunk's round trip, in ms
                     for group, answer in zip(part, got, strict=True):
