@@ -35,28 +35,12 @@ from kafka.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
 
 from kafka_cluster import TansuBroker  # noqa: E402
 from kafka_java_cluster import VERSION as KAFKA_VERSION  # noqa: E402
-from kafka_java_cluster import KafkaJavaBroker  # noqa: E402
+from kafka_java_cluster import KafkaJavaBroker, topics_led  # noqa: E402
 from mqbalance.fleet.kafka.audit import audit_kafka  # noqa: E402
 from mqbalance.fleet.kafka.live import read_kafka_cluster  # noqa: E402
 from mqbalance.fleet.kafka.snapshot import kafka_snapshot_from_dict  # noqa: E402
 from mqbalance.fleet.kafka.wire import read_committed_offsets  # noqa: E402
 from server_process import wait_for  # noqa: E402
-
-
-def _all_led(admin: KafkaAdminClient, names: list[str], partitions: int) -> bool:
-    """Every topic of ``names`` listed with ``partitions`` partitions, each with a leader."""
-    if not set(names) <= set(admin.list_topics()):
-        return False
-    for i in range(0, len(names), 500):
-        for t in admin.describe_topics(names[i : i + 500]):
-            if (
-                t["error_code"]
-                or len(t["partitions"]) != partitions
-                or any(p["leader_id"] < 0 for p in t["partitions"])
-            ):
-                return False
-    return True
-
 
 BROKERS = {"kafka": f"Apache Kafka {KAFKA_VERSION}, KRaft", "tansu": "Tansu 0.6.0, in memory"}
 
@@ -79,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             admin.create_topics([NewTopic(n, args.partitions, 1) for n in names[i : i + 100]])
             print(f"created {min(i + 100, len(names)):,}/{len(names):,} topics", file=sys.stderr)
         # a broker creates topics after it answers: commits to a topic it has no leader for yet are lost
-        wait_for("every topic to have its leaders", lambda: _all_led(admin, names, args.partitions), timeout=600)
+        wait_for("every topic to have its leaders", lambda: topics_led(admin, names, args.partitions), timeout=600)
         groups = [f"group-{g:04d}" for g in range(args.groups)]
         wanted: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         for g, group in enumerate(groups):

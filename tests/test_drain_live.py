@@ -40,7 +40,7 @@ from mqbalance.record_files import held_queues, load_records
 from mqbalance.remoting import BrokerClient, ConsumerData
 from mqbalance.scaling import advise, measured_load
 from paced_thread import PacedThread
-from rocketmq_cluster import RocketMQCluster
+from rocketmq_cluster import RocketMQCluster, send_through_busy
 
 QUEUES, WORK_MS, LAG = 4, 400, 1200  # the burst goes on until every queue is LAG behind
 OFFSETS_INTERVAL = 2.0
@@ -139,7 +139,7 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
             while True:
                 for _ in range(50):
                     for q in range(QUEUES):
-                        tops[q] = producer.send(topic, q, b"m" * 64).queue_offset + 1
+                        tops[q] = send_through_busy(producer, topic, q, b"m" * 64).queue_offset + 1
                 committed = {q: c for (_t, _b, q), (_m, c) in producer.consume_stats(group).items()}
                 behind = [tops[q] - max(0, committed.get(q, 0)) for q in range(QUEUES)]
                 if min(behind) >= LAG:

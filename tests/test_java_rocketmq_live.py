@@ -33,7 +33,6 @@ import mqbalance
 from java_harness import java_command
 from mqbalance import MessageQueue, sort_client_ids, sort_queues, strategy
 from mqbalance.cli import main
-from mqbalance.exceptions import BrokerResponseError
 from mqbalance.fleet.findings import FindingKind
 from mqbalance.fleet.rocketmq.assignment import assign_snapshot
 from mqbalance.fleet.rocketmq.audit import audit_snapshot
@@ -41,9 +40,9 @@ from mqbalance.fleet.rocketmq.files import load_snapshot
 from mqbalance.history.collector import Collector
 from mqbalance.record_files import held_queues
 from mqbalance.remoting import BrokerClient, running_info_queues
-from mqbalance.remoting.codes import ResponseCode
 from mqbalance.rocketmq import check_records
 from mqbalance.rocketmq.records import duplicates_between, load_records, ownership_intervals, window_figures
+from rocketmq_cluster import send_through_busy
 from rocketmq_java_cluster import RocketMQJavaCluster, module_cluster
 from server_process import ServerProcess, wait_for
 
@@ -147,13 +146,7 @@ class Group:
                     if self._stop.wait(1 / per_second):
                         return
                     mq = self.queues[k % len(self.queues)]
-                    while True:
-                        try:
-                            r = clients[mq.broker_name].send(mq.topic, mq.queue_id, f"m{k}".encode())
-                            break
-                        except BrokerResponseError as e:  # a busy broker's flow control: Java's
-                            if e.code != ResponseCode.SYSTEM_BUSY or self._stop.wait(0.1):  # producer sends again
-                                raise
+                    r = send_through_busy(clients[mq.broker_name], mq.topic, mq.queue_id, f"m{k}".encode())
                     self.ends[self.qname(mq)] = r.queue_offset + 1
                     self.sent += 1
             finally:

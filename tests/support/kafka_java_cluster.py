@@ -95,6 +95,20 @@ logger.groups.level = INFO
 """
 
 
+def topics_led(admin: Any, names: list[str], partitions: int) -> bool:
+    """Every topic of ``names`` described with ``partitions`` partitions, each with a leader (a
+    commit to a partition without one yet is lost); described 500 at a time."""
+    for i in range(0, len(names), 500):
+        for t in admin.describe_topics(names[i : i + 500]):
+            if (
+                t["error_code"]
+                or len(t["partitions"]) != partitions
+                or any(p["leader_id"] < 0 for p in t["partitions"])
+            ):
+                return False
+    return True
+
+
 def random_cluster_id() -> str:
     """A Kafka ``Uuid`` string (22 characters of unpadded base64url) that does not start with ``-``.
 
@@ -315,9 +329,7 @@ class KafkaJavaBroker:
         wait_for(f"topic {name} to have {total} partitions with leaders", lambda: self._ready(name, total), timeout=30)
 
     def _ready(self, name: str, partitions: int) -> bool:
-        described = self.admin().describe_topics([name])
-        parts = described[0]["partitions"] if described and not described[0]["error_code"] else []
-        return len(parts) == partitions and all(p["leader_id"] >= 0 for p in parts)
+        return topics_led(self.admin(), [name], partitions)
 
     def stop_serving(self, *, timeout: float = 30) -> None:
         """Stop the broker process, its directory kept (a test of what clients see when it is gone).
