@@ -132,10 +132,12 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
             time.sleep(0.2)
         thread.start()
         # the burst: one message per queue in turn, as fast as one connection sends, until every
-        # queue is LAG behind (as the broker reports it; a busy machine sends slower, for longer)
+        # queue is LAG behind (as the broker reports it; a busy machine sends slower, for longer:
+        # the burst goes on while the least lag keeps reaching new highs; commits come in steps)
         with BrokerClient(broker.addr, timeout=20.0) as producer:  # a busy machine: generous
             started = time.time()
             tops = [0] * QUEUES
+            highest, highest_at = -1, started
             while True:
                 for _ in range(50):
                     for q in range(QUEUES):
@@ -144,14 +146,16 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
                 behind = [tops[q] - max(0, committed.get(q, 0)) for q in range(QUEUES)]
                 if min(behind) >= LAG:
                     break
-                assert time.time() - started < 60, f"the burst does not outpace the consumers: {behind} behind"
+                if min(behind) > highest:
+                    highest, highest_at = min(behind), time.time()
+                assert time.time() - highest_at < 30, f"the burst does not outpace the consumers: {behind} behind"
             stopped = time.time()
         # the drain observed: the first moment every committed offset reached its queue's max offset
         queue_drained: dict[int, float] = {}
         measured: list[tuple[float, float | None, float]] = []  # (reading, predicted drain, rate per consumer)
         cli: subprocess.Popen[str] | None = None
         with BrokerClient(broker.addr, timeout=20.0) as admin:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + max(120, 3 * (stopped - started))  # slower on a busy machine
             while True:
                 stats = admin.consume_stats(group)
                 committed = {q: c for (_t, _b, q), (_m, c) in stats.items()}
