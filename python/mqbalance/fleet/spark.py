@@ -23,6 +23,10 @@ __all__ = ["is_connect", "local_session", "session", "stop_session"]
 # Spark's own ERROR lines (a stack trace per failed task, hundreds of lines when memory runs out)
 # are off: a failure reaches the driver as an exception, which the CLI turns into one line where
 # the cause is known (:mod:`mqbalance.fleet.shipping`) and otherwise raises with Spark's message.
+#: set in the executors' Python workers: Arrow's allocator never returns freed memory early (it is
+#: returned when the worker exits; Spark ends an idle one after a minute)
+WORKER_ALLOCATOR_ENV = ("MIMALLOC_PURGE_DELAY", "-1")
+
 _LOG4J = """status = warn
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = STDERR
@@ -76,6 +80,10 @@ def local_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        # Arrow's allocator (mimalloc) in the Python workers keeps freed memory for the next call
+        # instead of returning it within milliseconds and faulting it in again: a 4-million-row
+        # call of assign_queues spent 0.5-1.4 s in the kernel doing that (docs/performance.md)
+        .config(f"spark.executorEnv.{WORKER_ALLOCATOR_ENV[0]}", WORKER_ALLOCATOR_ENV[1])
     )
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
