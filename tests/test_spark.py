@@ -218,3 +218,21 @@ def test_too_little_driver_memory_is_one_line_and_leaves_no_temp_dir(tmp_path):
     assert errors == ["mqbalance: error: Spark needs at least 450m of driver memory: raise --driver-memory"]
     assert "at org.apache" not in done.stderr and "Traceback" not in done.stderr
     assert not [p for p in temp.iterdir() if p.name.startswith("mqbalance-spark-")]
+
+
+def test_the_python_workers_keep_arrows_freed_memory(spark):
+    """The session's Python workers run with Arrow's allocator keeping freed memory for the next
+    call (``WORKER_ALLOCATOR_ENV``), which must reach the worker processes themselves."""
+    from mqbalance.fleet.spark import WORKER_ALLOCATOR_ENV
+
+    name, value = WORKER_ALLOCATOR_ENV
+
+    def seen(batches):
+        import os
+
+        import pyarrow as pa
+
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"v": [os.environ.get(name, "<unset>")]})
+
+    assert {r.v for r in spark.range(4).mapInArrow(seen, "v string").collect()} == {value}
