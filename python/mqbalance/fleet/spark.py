@@ -17,16 +17,16 @@ from typing import Any
 
 from mqbalance.fleet import shipping
 
-__all__ = ["is_connect", "local_session", "session", "stop_session"]
+__all__ = ["WORKER_ALLOCATOR_ENV", "is_connect", "local_session", "session", "stop_session"]
 
 
-# Spark's own ERROR lines (a stack trace per failed task, hundreds of lines when memory runs out)
-# are off: a failure reaches the driver as an exception, which the CLI turns into one line where
-# the cause is known (:mod:`mqbalance.fleet.shipping`) and otherwise raises with Spark's message.
 #: set in the executors' Python workers: Arrow's allocator never returns freed memory early (it is
 #: returned when the worker exits; Spark ends an idle one after a minute)
 WORKER_ALLOCATOR_ENV = ("MIMALLOC_PURGE_DELAY", "-1")
 
+# Spark's own ERROR lines (a stack trace per failed task, hundreds of lines when memory runs out)
+# are off: a failure reaches the driver as an exception, which the CLI turns into one line where
+# the cause is known (:mod:`mqbalance.fleet.shipping`) and otherwise raises with Spark's message.
 _LOG4J = """status = warn
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = STDERR
