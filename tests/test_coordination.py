@@ -482,6 +482,41 @@ def test_members_watch_again_after_a_dropped_connection(stack, mode):
 
 
 @pytest.mark.parametrize("mode", ["every-member", "leader"])
+def test_a_reconnection_whose_check_was_cut_short_keeps_what_the_members_own(stack, mode):
+    """The server restarts under its members and their sessions survive; the connection drops
+    again while a member reads the group after reconnecting (as it can while an ensemble elects a
+    leader). Its retry must find the same share and keep it: nobody stops work, nothing changes
+    hands."""
+    server = stack.enter_context(ZooKeeperServer(tick_ms=2000))  # a 36 s session: see the test above
+    revoked: list[tuple[str, RevokeReason]] = []
+    kw = {"mode": mode, "session_timeout": 36.0, "on_revoked": lambda m, tps, why: revoked.append((m.client_id, why))}
+    admin = KazooClient(hosts=server.hosts, timeout=10.0)
+    admin.start(timeout=10)
+    stack.callback(admin.close)
+    stack.callback(admin.stop)
+    set_partitions(admin, "t", 12)
+    a, b = (start(stack, server.hosts, "g", cid, ["t"], **kw) for cid in ("a", "b"))
+    wait_until(lambda: settled([a, b], 12) and len(b.assignment) == 6)
+    before, sessions = owners([a, b]), [m._session.client.client_id[0] for m in (a, b)]
+    revoked.clear()
+    real_read, reads = a._watches.read_members, []
+
+    def cut_short(*args: Any, **kwargs: Any) -> Any:
+        reads.append(time.monotonic())
+        if len(reads) == 1:  # the first read after reconnecting: the connection drops
+            raise ConnectionLoss()
+        return real_read(*args, **kwargs)
+
+    a._watches.read_members = cut_short  # type: ignore[method-assign]
+    server.restart(kill=True)
+    # the retry's read comes after any stop of work it decided on (a rebalance stops work, then reads)
+    wait_until(lambda: len(reads) >= 2 and all(m._session.client.connected for m in (a, b)), timeout=72)
+    wait_until(lambda: settled([a, b], 12), timeout=72)
+    assert [m._session.client.client_id[0] for m in (a, b)] == sessions
+    assert settled([a, b], 12) and owners([a, b]) == before and revoked == [], revoked
+
+
+@pytest.mark.parametrize("mode", ["every-member", "leader"])
 def test_a_claim_whose_answer_was_lost_leaves_no_owner_node_behind(zk_server, zk, group, stack, mode):
     """ZooKeeper applies a claim, then the connection drops before the answer arrives, and a member
     joins meanwhile: the claimer's next share leaves out what its cut-off attempt claimed. Those

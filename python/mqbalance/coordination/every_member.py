@@ -38,7 +38,10 @@ __all__ = ["EveryMemberProtocol"]
 
 log = logging.getLogger("mqbalance.coordination")
 
-#: The events that start a rebalance (besides a new session).
+#: The events that start a rebalance (besides a new session): a change, or a retry of work the
+#: connection cut short (a retry finds the member ACQUIRED when what was cut short was only the
+#: check after a reconnection, :meth:`EveryMemberProtocol.rewatch`: then it rebalances only if
+#: this member's share changed).
 REBALANCE_ON = frozenset({"members", "partitions", "retry"})
 
 
@@ -68,7 +71,8 @@ class EveryMemberProtocol:
         self.generation = -1
 
     def handle(self, kinds: set[str], events: list[Event], *, new_session: bool) -> None:
-        if new_session or kinds & REBALANCE_ON:
+        changed = new_session or bool(kinds & (REBALANCE_ON - {"retry"}))
+        if changed or "retry" in kinds and (self._life.state is not MemberState.ACQUIRED or self._share_changed()):
             self._synced_rebalance()
 
     def rewatch(self, kinds: set[str]) -> None:
