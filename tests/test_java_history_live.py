@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ import pyarrow.csv as pacsv
 import pytest
 
 from kafka_cluster import MQBALANCE
+from mqbalance.history.causes import internal
+from mqbalance.history.ticking import replay
 from mqbalance.history.writer import read_ticks
 from rocketmq_java_cluster import RocketMQJavaCluster, module_cluster
 from server_process import wait_for
@@ -32,6 +35,7 @@ from test_java_rocketmq_live import Group
 pytestmark = pytest.mark.java
 
 DUP = "10.0.5.9@dup"
+WINDOW = dt.timedelta(seconds=2)  # the report's episode window (``run_history``)
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +52,41 @@ def longest_tick(history: Path) -> dt.timedelta:
     """The longest tick the watcher recorded: a tick is stamped with its start, so a change made
     while a tick was reading can carry a time up to one tick before it was made."""
     return dt.timedelta(milliseconds=max(read_ticks(history).column("duration_ms").to_pylist()))
+
+
+def wait_episode_over(history: Path, group: str, timeout: float = 120.0) -> None:
+    """Wait until the watcher has recorded, after the group's last change (a member, its topics,
+    one of its queues), more than the episode window plus its longest tick: a change made now is
+    an episode of its own, however the machine delays the watcher."""
+
+    def changes() -> list[tuple[dt.datetime, str, str]]:
+        seen: list[tuple[dt.datetime, str, str]] = []
+        topics: list[Any] = [None]
+
+        def apply(_state: None, name: str, r: Any) -> None:
+            if r["group"] != group or r["event"] == "checkpoint":
+                return
+            if name == "groups":
+                now = sorted(t for t in r.get("subscriptions") or [] if not internal(t))
+                if now != topics[0]:
+                    seen.append((r["ts"], name, str(now)))
+                topics[0] = now
+            elif name == "members" or name == "ownership" and not internal(r["topic"]):
+                seen.append((r["ts"], name, str(r.get("client_id") or (r["topic"], r["queue_id"], r["owner"]))))
+
+        replay(history, None, apply)
+        return seen
+
+    deadline = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=timeout)
+    while True:
+        ticks = read_ticks(history)
+        last_tick = ticks.column("ts")[-1].as_py()
+        longest = dt.timedelta(milliseconds=max(ticks.column("duration_ms").to_pylist()))
+        seen = changes()
+        if not seen or last_tick - max(t for t, _, _ in seen) > WINDOW + longest:
+            return
+        assert dt.datetime.now(dt.UTC) < deadline, f"{group} kept changing for {timeout} s: {seen[-10:]}"
+        time.sleep(0.2)
 
 
 class Planted:
@@ -90,6 +129,7 @@ def test_history_reports_join_leave_kill_and_a_duplicated_id_on_the_java_broker(
     planted: dict[str, Planted] = {}
 
     def plant(what: str, act: Any, until: Any) -> None:
+        wait_episode_over(history, g.name)
         at = now()
         act()
         wait_for(f"the broker to show {what}", until, timeout=120)
@@ -115,6 +155,7 @@ def test_history_reports_join_leave_kill_and_a_duplicated_id_on_the_java_broker(
         java5 = next(m for m in g.members if m.client_id == "10.0.5.1@java5")
         plant("kill -9", lambda: java5.server.stop(kill=True), lambda: "10.0.5.1@java5" not in g.broker_ids())
         g.wait_steady("a kill -9")
+        wait_episode_over(history, g.name)
         dup1 = g.start("rocketmq5", DUP)
         wait_for("the first dup process listed", lambda: g.broker_ids().count(DUP) == 1, timeout=60)
         wait_ticks(history, 3)
@@ -155,7 +196,8 @@ def test_history_reports_join_leave_kill_and_a_duplicated_id_on_the_java_broker(
     def one(what: str, column: str, client_id: str) -> dict[str, Any]:
         found = [e for e in episodes if client_id in str(e[column])]
         found = [e for e in found if planted[what].at - early <= dt.datetime.fromisoformat(str(e["start"]))]
-        assert len(found) == 1, (what, found)
+        every = [(e["start"], e["causes"]) for e in episodes]
+        assert len(found) == 1, (what, planted[what].at, early, found, every)
         planted[what].check(found[0]["start"], early, late)
         return found[0]
 
