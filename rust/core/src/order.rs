@@ -14,11 +14,34 @@
 
 use std::cmp::Ordering;
 
+/// The length of the longest common prefix of two byte strings, eight bytes at a time: ids
+/// that share a long prefix (`member-0001`, `10.0.0.1@…`) are compared mostly word by word.
+#[inline]
+fn common_prefix(left: &[u8], right: &[u8]) -> usize {
+    let len = left.len().min(right.len());
+    let (mut words_l, mut words_r) = (left[..len].chunks_exact(8), right[..len].chunks_exact(8));
+    let mut done = 0;
+    for (wl, wr) in (&mut words_l).zip(&mut words_r) {
+        let wl = u64::from_le_bytes(wl.try_into().unwrap_or([0; 8]));
+        let wr = u64::from_le_bytes(wr.try_into().unwrap_or([0; 8]));
+        if wl != wr {
+            return done + ((wl ^ wr).trailing_zeros() / 8) as usize; // the first differing byte
+        }
+        done += 8;
+    }
+    done + words_l
+        .remainder()
+        .iter()
+        .zip(words_r.remainder())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 /// Java `String.compareTo` on two Rust strings, computed on their UTF-8 bytes without transcoding.
 #[inline]
 pub fn java_cmp(a: &str, b: &str) -> Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
-    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let common = common_prefix(a, b);
     match (a.get(common), b.get(common)) {
         (Some(&x), Some(&y)) => {
             // Both are lead bytes here when >= 0xEE (continuation bytes are 0x80..=0xBF), and the
@@ -156,9 +179,29 @@ mod tests {
         }
     }
 
+    #[test]
+    fn common_prefix_finds_the_first_difference_at_every_position() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n as u8).collect();
+            assert_eq!(common_prefix(&a, &a), n);
+            assert_eq!(common_prefix(&a, &a[..n / 2]), n / 2);
+            for k in 0..n {
+                let mut b = a.clone();
+                b[k] ^= 0x40;
+                assert_eq!(common_prefix(&a, &b), k, "n {n}, differing at {k}");
+            }
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn java_cmp_is_utf16_order(a in "\\PC{0,6}", b in "\\PC{0,6}") {
+            proptest::prop_assert_eq!(java_cmp(&a, &b), utf16_cmp(&a, &b));
+        }
+
+        #[test]
+        fn java_cmp_is_utf16_order_after_a_long_shared_prefix(p in "\\PC{0,24}", a in "\\PC{0,6}", b in "\\PC{0,6}") {
+            let (a, b) = (format!("{p}{a}"), format!("{p}{b}"));
             proptest::prop_assert_eq!(java_cmp(&a, &b), utf16_cmp(&a, &b));
         }
     }

@@ -16,16 +16,24 @@ fn missing() -> ServerAssignError {
     }
 }
 
-/// `sortMemberIds`: a stable sort, as Java's `List.sort`.
+/// `sortMemberIds`: a stable sort, as Java's `List.sort`. Each member's key (its instance id, or
+/// its member id) is looked up once, not at every comparison.
 fn sorted_members(g: &ServerGroup) -> Vec<usize> {
+    let keys: Vec<(bool, &str)> = g
+        .members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| match &m.instance_id {
+            Some(x) => (false, x.as_str()), // static members first
+            None => (true, g.member_ids.get(i)),
+        })
+        .collect();
     let mut order: Vec<usize> = (0..g.members.len()).collect();
     order.sort_by(|&a, &b| {
-        let (ma, mb) = (&g.members[a], &g.members[b]);
-        match (&ma.instance_id, &mb.instance_id) {
-            (Some(x), Some(y)) => java_cmp(x, y),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => java_cmp(g.member_ids.get(a), g.member_ids.get(b)),
+        let ((sa, ka), (sb, kb)) = (keys[a], keys[b]);
+        match sa.cmp(&sb) {
+            Ordering::Equal => java_cmp(ka, kb),
+            other => other,
         }
     });
     order
@@ -37,6 +45,13 @@ fn sorted_members(g: &ServerGroup) -> Vec<usize> {
 fn split(owners: &mut [i32], count: u32, members: &[usize]) {
     let n = members.len() as u32;
     let (min_quota, extra) = (count / n, count % n);
+    if min_quota == 0 {
+        // Fewer partitions than members: partition k goes to the k-th member.
+        for (owner, &m) in owners[..count as usize].iter_mut().zip(members) {
+            *owner = m as i32;
+        }
+        return;
+    }
     let mut start = 0u32;
     for (k, &m) in members.iter().enumerate() {
         if start >= count {
