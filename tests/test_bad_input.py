@@ -86,6 +86,7 @@ from mqbalance.remoting.codes import code_name
 from mqbalance.remoting.frame import MAX_FRAME_BYTES, frame_length, loads_json
 from mqbalance.rocketmq import ClusterTransport, RocketMQMember
 from mqbalance.versions import Semantics
+from terminal import as_at_a_terminal
 
 # ---- kinds of values: what is bad for each ------------------------------------------------------
 # A kind maps to a Hypothesis strategy of (value, must_refuse). must_refuse=False: the value may
@@ -2219,15 +2220,9 @@ def test_a_long_simulation_stops_on_ctrl_c(tmp_path: Path) -> None:
     scenario.write_text("topics: {T: {queues_per_broker: 8}}\ngroup: {consumers: 4}\nduration: 240h\n")
     out = tmp_path / "out"
     cli = Path(sys.executable).with_name("mqbalance")
-    # SIGINT deliverable in the child as at a terminal, whatever the test runner's process inherited
-    # (an ignored or blocked SIGINT would be inherited through fork and exec)
-    as_at_a_terminal = (
-        "import os, signal, sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
-        "signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
-    )
     launched = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-c", as_at_a_terminal, str(cli), "simulate", str(scenario), "--out", str(out)],
+        as_at_a_terminal([str(cli), "simulate", str(scenario), "--out", str(out)]),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -14,13 +14,17 @@ import pytest
 
 import mqbalance.cli
 from mqbalance.cli import main
+from terminal import as_at_a_terminal
 
 
 def _interrupted_while_connecting(argv: list[str], listener: socket.socket) -> subprocess.CompletedProcess[str]:
     """Run ``mqbalance ARGV`` against a listener that accepts and never answers; SIGINT once the
     command has connected (it is then waiting for its first answer)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mqbalance.cli", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        as_at_a_terminal([sys.executable, "-m", "mqbalance.cli", *argv]),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     listener.settimeout(60)
     conn, _ = listener.accept()
