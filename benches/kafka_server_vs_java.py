@@ -5,10 +5,13 @@ member over 1,000 and 100 topics, homogeneous and heterogeneous (5 buckets), a f
 an incremental one (one member joins a settled group). Java runs in one warm JVM per point, its
 group spec built once; ours gets the same group through the columnar entry point and through the
 dict API, inputs built outside the timed region. Each side runs ``--warmup`` untimed rounds, then
-``--rounds`` timed rounds interleaved one by one (Java, columns, dict, Java, ...), so that a change
-of load on the shared machine falls on all three. The statistic is the median; the spread is the
-interquartile range of each side's rounds. A round times the call up to its returned result on
-both sides: Java's result is left to its collector, ours is freed after the clock stops.
+``--rounds`` timed rounds interleaved one by one (Java, then each of ours), so that a change of load
+on the shared machine falls on every side. Our sides (and the floors below) run in an order rotated
+each round, so each takes each position equally often: a side timed right after one that freed an
+answer of the same shape, or right after Java, takes a fifth less or more time. The statistic is
+the median; the spread is the interquartile range of each side's rounds. A round times the call up
+to its returned result on both sides: Java's result is left to its collector, ours is freed after
+the clock stops.
 
 ``build_ms`` is what the dict API's result costs to build alone, in the same run: CPython copying
 the finished answer into new dicts and lists (``{m: {t: ps.copy()}}``, the collector paused as
@@ -38,6 +41,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -199,14 +204,21 @@ def main() -> None:
                 for f in sides.values():
                     for _ in range(args.warmup):
                         _timed(f)
-                times: dict[str, list[float]] = {"java": [], "floor": [], "dict_floor": [], **{k: [] for k in sides}}
-                for _ in range(args.rounds):
+                # Our sides in an order rotated each round: what runs just before a side (Java, or a
+                # side freeing an answer of the same shape) changes its time by a fifth or more, so
+                # each side takes each position equally often.
+                measure: dict[str, Callable[[], float]] = {
+                    **{k: partial(_timed, f) for k, f in sides.items()},
+                    "floor": partial(floor, cols),
+                    "dict_floor": partial(dict_floor, g.dicts, answer, name),
+                }
+                ours = list(measure)
+                times: dict[str, list[float]] = {"java": [], **{k: [] for k in ours}}
+                for i in range(args.rounds):
                     t, assigned = java.rounds(1)
                     times["java"] += t
-                    for k, f in sides.items():
-                        times[k].append(_timed(f))
-                    times["floor"].append(floor(cols))
-                    times["dict_floor"].append(dict_floor(g.dicts, answer, name))
+                    for k in ours[i % len(ours) :] + ours[: i % len(ours)]:
+                        times[k].append(measure[k]())
             finally:
                 java.stop()
             assert assigned == int(g.counts.sum()), (label, assigned)

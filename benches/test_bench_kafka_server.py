@@ -12,6 +12,11 @@ subscription buckets for ``range``); 10,000 members over 100 topics when timing,
 
 from __future__ import annotations
 
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -95,3 +100,24 @@ def test_java_bench_harness_answers_rounds(tmp_path, name, incremental):
     )
     if getattr(vs_java._core, "_bench", None) is not None:
         assert vs_java.floor(g.columns()) > 0
+
+
+@pytest.mark.java
+def test_java_bench_times_every_side_of_a_point(tmp_path):
+    """``kafka_server_vs_java.py`` itself on one small point: every side (Java, ours, the floors)
+    timed in each round, whatever position the rotation gives it."""
+    script = Path(vs_java.__file__)
+    done = subprocess.run(
+        [sys.executable, str(script), "--only", "uniform/100/hom/inc", "--members", "200", "--ratio", "2",
+         "--warmup", "1", "--rounds", "5", "--heap-mb", "128", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [ast.literal_eval(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    assert len(rows) == 1, done.stderr
+    row = rows[0]
+    assert (row["assignor"], row["topics"], row["assignment"]) == ("uniform", 100, "incremental"), row
+    for side in ("java_ms", "columns_ms", "dict_ms", "build_ms", "floor_ms", "dict_floor_ms"):
+        assert row[side] >= 0, (side, row)
+    assert row["dict_over_floor"] > 0 and row["columns_speedup"] > 0, row
+    assert not list(tmp_path.iterdir()), "a partial run (--only) leaves the results alone"
