@@ -170,8 +170,8 @@ def test_drain_estimate_against_the_drain_observed(rocketmq: RocketMQCluster, tm
                 assert all(m.poll() is None for m in members), log.name
                 # the rate per consumer is measured over consumers lagging on every queue: once a
                 # queue has drained, its consumer no longer is (and with one drained queue each,
-                # none is: `measured_load` then asks for the rate). The history's readings are older
-                # than this poll, so none of them has seen a queue drained either.
+                # none is: `measured_load` then asks for the rate). The history's readings were taken
+                # before this poll (bar one in the milliseconds since, unlikely): no queue drained.
                 if (
                     not queue_drained
                     and now >= stopped + (DRAIN_WINDOW + 1) * OFFSETS_INTERVAL
